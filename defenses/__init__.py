@@ -1,0 +1,1 @@
+"""Client-side defenses and aggregation schemes, each stating the guarantee it claims."""

@@ -1,0 +1,3 @@
+from fltr_audit.cli import main
+
+main()

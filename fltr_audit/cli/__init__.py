@@ -1,0 +1,47 @@
+"""The ``fltr-audit`` command line: the composition root that wires engine, defenses,
+attacks and reports together. ``main`` turns bad input into one line and exit code 2."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from fltr_audit.cli.app import app
+from fltr_audit.cli import (  # noqa: F401  (each module registers its commands)
+    audit,
+    bench,
+    campaign,
+    compare,
+    data,
+    defenses,
+    demo,
+    epsilon,
+    report,
+    train,
+)
+from fltr_audit.errors import FltrError
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI; return the exit code (0 ok, 1 failure, 2 bad input)."""
+    try:
+        app(args=argv, standalone_mode=False)
+    except FltrError as exc:
+        print(f"fltr-audit: error: {exc}", file=sys.stderr)
+        return _exit(2, argv)
+    except click.exceptions.Exit as exc:
+        return _exit(exc.exit_code, argv)
+    except click.exceptions.Abort:
+        print("fltr-audit: aborted", file=sys.stderr)
+        return _exit(130, argv)
+    except click.ClickException as exc:
+        exc.show()
+        return _exit(2 if isinstance(exc, click.UsageError) else exc.exit_code, argv)
+    return _exit(0, argv)
+
+
+def _exit(code: int, argv: list[str] | None) -> int:
+    if argv is None:
+        sys.exit(code)
+    return code

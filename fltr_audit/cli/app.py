@@ -1,0 +1,22 @@
+"""The Typer application and its command groups; command modules register onto these."""
+
+import typer
+
+app = typer.Typer(
+    name="fltr-audit",
+    help="Privacy audit and attack testbed for federated online learning to rank.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+data_app = typer.Typer(help="Inspect and generate learning-to-rank data sets.", no_args_is_help=True)
+train_app = typer.Typer(help="Train a ranker with a federated (or baseline) algorithm.", no_args_is_help=True)
+defenses_app = typer.Typer(help="List the defenses and the guarantees they claim.", no_args_is_help=True)
+campaign_app = typer.Typer(help="Run and inspect attack campaigns.", no_args_is_help=True)
+bench_app = typer.Typer(help="Measure speed (never asserted in tests).", no_args_is_help=True)
+
+app.add_typer(data_app, name="data")
+app.add_typer(train_app, name="train")
+app.add_typer(defenses_app, name="defenses")
+app.add_typer(campaign_app, name="campaign")
+app.add_typer(bench_app, name="bench")

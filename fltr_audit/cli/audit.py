@@ -1,0 +1,1 @@
+"""fltr-audit audit commands (to be filled in)."""

@@ -1,0 +1,1 @@
+"""fltr-audit bench commands (to be filled in)."""

@@ -1,0 +1,1 @@
+"""fltr-audit campaign commands (to be filled in)."""

@@ -1,0 +1,1 @@
+"""fltr-audit compare commands (to be filled in)."""

@@ -1,0 +1,1 @@
+"""fltr-audit data commands (to be filled in)."""

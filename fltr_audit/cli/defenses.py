@@ -1,0 +1,1 @@
+"""fltr-audit defenses commands (to be filled in)."""

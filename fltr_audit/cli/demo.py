@@ -1,0 +1,1 @@
+"""fltr-audit demo commands (to be filled in)."""

@@ -1,0 +1,1 @@
+"""fltr-audit epsilon commands (to be filled in)."""

@@ -1,0 +1,1 @@
+"""fltr-audit report commands (to be filled in)."""

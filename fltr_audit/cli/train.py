@@ -1,0 +1,1 @@
+"""fltr-audit train commands (to be filled in)."""

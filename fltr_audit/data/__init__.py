@@ -1,0 +1,1 @@
+"""LETOR data: loading, caching, normalization, synthetic profiles."""

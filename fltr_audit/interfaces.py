@@ -1,0 +1,157 @@
+"""The small protocols the engine defines and the other packages implement (DESIGN.md).
+
+The engine never imports ``attacks``, ``defenses`` or ``reports``; it calls objects that
+satisfy these protocols, handed to it by the composition root (``cli``, ``campaign``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Protocol
+
+import numpy as np
+
+from fltr_audit.data.dataset import Dataset
+from fltr_audit.messages import GroundTruth, Guess, Interactions, Messages, RoundBatch, ServerView
+
+SCOPES = ("message", "aggregate", "none")
+
+
+@dataclass(frozen=True)
+class PrivacyClaim:
+    """The guarantee a defense claims: (epsilon, delta)-DP per round, and for what.
+
+    ``scope`` is ``message`` when each client message is protected on its own,
+    ``aggregate`` when only the cohort's sum is, ``none`` when nothing is claimed.
+    ``epsilon`` is ``inf`` when no DP guarantee is claimed.
+    """
+
+    epsilon: float = float("inf")
+    delta: float = 0.0
+    scope: str = "none"
+
+
+class ClientDefense(Protocol):
+    """A transform each client applies to its message before it leaves the device."""
+
+    name: str
+    claim: PrivacyClaim
+
+    def apply(self, messages: Messages, global_params: np.ndarray, rng: np.random.Generator) -> Messages:
+        """Transform the cohort's messages (vectorized over clients); n = messages.n_clients."""
+        ...
+
+
+@dataclass(frozen=True)
+class Aggregate:
+    """What aggregation hands the server.
+
+    Attributes
+    ----------
+    mean : ndarray (P,) or None
+        The n_c-weighted mean of the surviving clients' vectors (None without vectors).
+    participants : ndarray of int64
+        Client ids that took part.
+    dropouts : ndarray of int64
+        Client ids that dropped out before their input was aggregated.
+    messages : Messages or None
+        The individual messages, or None when the aggregation hides them.
+    stats : mapping
+        Cost counters (bytes sent, key agreements, ...), for benchmarks.
+    """
+
+    mean: np.ndarray | None
+    participants: np.ndarray
+    dropouts: np.ndarray
+    messages: Messages | None
+    stats: Mapping[str, float] = field(default_factory=dict)
+
+
+class Aggregator(Protocol):
+    """Combines a cohort's messages into what the server receives."""
+
+    name: str
+    claim: PrivacyClaim
+
+    def aggregate(self, messages: Messages, participants: np.ndarray, rng: np.random.Generator) -> Aggregate:
+        ...
+
+
+class Attack(Protocol):
+    """Guesses the clicks behind a round from the server's view alone."""
+
+    name: str
+
+    def guess(self, view: ServerView) -> Guess:
+        ...
+
+
+Interceptor = Callable[[RoundBatch], None]
+"""Receives every round's ``RoundBatch`` on the channel."""
+
+
+@dataclass(frozen=True)
+class ClientOutput:
+    """What a cohort's local step produced, before defenses.
+
+    Attributes
+    ----------
+    messages : Messages
+    interactions : Interactions
+    clicks : ndarray of bool, shape (n, B, k)
+    shown_ndcg : ndarray of float64, shape (n, B)
+        nDCG@k of each shown list (for online performance); NaN for queries without
+        relevant documents.
+    private : mapping
+        Extra ground truth for scoring (see ``GroundTruth.private``).
+    """
+
+    messages: Messages
+    interactions: Interactions
+    clicks: np.ndarray
+    shown_ndcg: np.ndarray
+    private: Mapping[str, np.ndarray] = field(default_factory=dict)
+
+    def truth(self, client_ids: np.ndarray) -> GroundTruth:
+        return GroundTruth(clicks=self.clicks, client_ids=client_ids, private=self.private)
+
+
+class Algorithm(Protocol):
+    """A federated OLTR algorithm: a vectorized client step and a server step.
+
+    The server step reads only the ``ServerView`` -- exactly what the server sees -- so
+    that whatever the server can compute, an attack on the same view can compute too.
+    """
+
+    name: str
+    ranker: Any
+
+    def init_params(self, rng: np.random.Generator) -> np.ndarray:
+        """The initial global model, shape (P,) float64."""
+        ...
+
+    def init_server_state(self, params: np.ndarray) -> Any:
+        """Server-side optimizer state (e.g. Adam moments), or None."""
+        ...
+
+    def client_step(
+        self,
+        params: np.ndarray,
+        data: Dataset,
+        queries: np.ndarray,
+        client_ids: np.ndarray,
+        rng: np.random.Generator,
+        public_rng: np.random.Generator,
+        deterministic: bool = False,
+    ) -> ClientOutput:
+        """Run every client of the cohort locally, vectorized over clients.
+
+        ``queries`` is (n, B); ``rng`` drives the clients' private choices (rankings,
+        clicks); ``public_rng`` drives only what the message reveals (FOLtR-ES seeds).
+        ``deterministic`` ranks by score instead of sampling (the probe protocol).
+        """
+        ...
+
+    def server_step(self, params: np.ndarray, state: Any, view: ServerView) -> tuple[np.ndarray, Any]:
+        """The next global model (and state) from what the server sees."""
+        ...

@@ -1,0 +1,1 @@
+"""Result tables into summaries, significance tests, plots and audit reports."""
