@@ -104,6 +104,9 @@ class ClientOutput:
         relevant documents.
     private : mapping
         Extra ground truth for scoring (see ``GroundTruth.private``).
+    round_metrics : mapping of str to float
+        Scalars about what users experienced this round, recorded in the learning
+        curves (e.g. FOLtR-ES's mean batch MaxRR).
     """
 
     messages: Messages
@@ -111,6 +114,7 @@ class ClientOutput:
     clicks: np.ndarray
     shown_ndcg: np.ndarray
     private: Mapping[str, np.ndarray] = field(default_factory=dict)
+    round_metrics: Mapping[str, float] = field(default_factory=dict)
 
     def truth(self, client_ids: np.ndarray) -> GroundTruth:
         return GroundTruth(clicks=self.clicks, client_ids=client_ids, private=self.private)

@@ -19,6 +19,8 @@ from fltr_audit.cli import (  # noqa: F401  (each module registers its commands)
     epsilon,
     report,
     train,
+    train_fedips,
+    train_foltr_es,
 )
 from fltr_audit.errors import FltrError
 

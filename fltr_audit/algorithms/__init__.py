@@ -1,0 +1,1 @@
+"""Federated OLTR algorithms and their centralized and supervised baselines."""

@@ -1,0 +1,1 @@
+"""fltr-audit train train_fedips commands (to be filled in)."""

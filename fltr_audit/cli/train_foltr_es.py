@@ -1,0 +1,1 @@
+"""fltr-audit train train_foltr_es commands (to be filled in)."""
