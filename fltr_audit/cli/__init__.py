@@ -10,7 +10,8 @@ import click
 from fltr_audit.cli.app import app
 from fltr_audit.cli import (  # noqa: F401  (each module registers its commands)
     audit,
-    bench,
+    bench_attacks,
+    bench_core,
     campaign,
     compare,
     data,

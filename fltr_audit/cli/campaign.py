@@ -1,1 +1,76 @@
-"""fltr-audit campaign commands (to be filled in)."""
+"""`fltr-audit campaign run|status|show`: run a TOML grid of audits into a results store."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from fltr_audit.cli.app import campaign_app
+from fltr_audit.cli.common import emit_json, progress
+from fltr_audit.errors import FltrError
+
+
+@campaign_app.command("run")
+def run(
+    spec: Path = typer.Argument(..., help="Campaign TOML file (see campaigns/)."),
+    store: Path = typer.Option(..., "--store", help="SQLite results store (created if absent)."),
+    workers: int = typer.Option(0, "--workers", help="Local worker processes (0: one per core)."),
+    scheduler: str = typer.Option(None, "--scheduler", help="Dask scheduler address (needs fltr-audit[dask])."),
+    json_out: bool = typer.Option(False, "--json", help="Print the counts as JSON."),
+    quiet: bool = typer.Option(False, "--quiet", help="No progress bar."),
+) -> None:
+    """Run every pending grid point of SPEC; completed runs in the store are skipped."""
+    from fltr_audit.campaign import expand, load_spec, run_campaign
+    from fltr_audit.store import ResultsStore
+
+    if workers < 0:
+        raise FltrError("--workers must be 0 (one per core) or more")
+    parsed = load_spec(spec)
+    runs = expand(parsed)
+    total = len(runs)
+    results = ResultsStore(store)
+    pending = total - len({r.key for r in runs} & results.completed_keys())
+    failures: list[str] = []
+    with progress(pending, f"campaign {parsed['name']}", quiet or json_out) as bar:
+
+        def on_done(run, error):
+            if error is not None:
+                failures.append(f"run {run.key} failed: {error}")
+                if not quiet and not json_out:
+                    typer.echo(failures[-1], err=True)
+            bar.advance()
+
+        counts = run_campaign(parsed, results, workers=workers or None, scheduler=scheduler, on_done=on_done)
+    counts["total"] = total
+    if json_out:
+        emit_json({**counts, "store": str(store), "failures": failures})
+    else:
+        typer.echo(
+            f"campaign {parsed['name']}: {counts['done']} done, {counts['failed']} failed, "
+            f"{counts['skipped']} already complete, {total} runs in the grid -> {store}"
+        )
+    if counts["failed"]:
+        raise typer.Exit(1)
+
+
+@campaign_app.command("status")
+def status(
+    store: Path = typer.Option(..., "--store", help="SQLite results store."),
+    json_out: bool = typer.Option(False, "--json", help="Print one record per run as JSON."),
+) -> None:
+    """List the runs of a store: done, failed and pending."""
+    from fltr_audit.store import ResultsStore
+
+    if not store.is_file():
+        raise FltrError(f"--store: {store} does not exist")
+    table = ResultsStore(store).status()
+    if json_out:
+        emit_json(table.to_dict(orient="records"))
+        return
+    if table.empty:
+        typer.echo("no runs recorded")
+        return
+    counts = table["status"].value_counts().to_dict()
+    typer.echo(", ".join(f"{counts.get(s, 0)} {s}" for s in ("done", "failed", "pending")))
+    typer.echo(table.to_string(index=False))

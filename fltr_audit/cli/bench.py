@@ -1,1 +1,0 @@
-"""fltr-audit bench commands (to be filled in)."""

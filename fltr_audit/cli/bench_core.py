@@ -1,0 +1,1 @@
+"""fltr-audit bench subcommands (to be filled in)."""

@@ -1,0 +1,103 @@
+"""Campaign files: validation naming the key, grid expansion, run keys."""
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from fltr_audit.campaign import expand, load_spec, run_key, validate_spec
+from fltr_audit.errors import FltrError
+
+SPEC = """
+name = "grid"
+seeds = [0, 1]
+
+[data]
+spec = ["synthetic:mq2008"]
+folds = [1, 2]
+
+[algorithm]
+name = "fpdgd"
+rounds = [2]
+clients = [10]
+queries_per_client = 2
+params = { lr = [0.1, 0.05] }
+
+[probe]
+click_models = ["perfect", "navigational"]
+cohort = [5]
+
+[audit]
+defenses = ["none"]
+attacks = ["olsr", "random3"]
+"""
+
+
+def write(tmp_path, text):
+    path = tmp_path / "c.toml"
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def test_grid_is_the_product_of_every_axis(tmp_path):
+    runs = expand(load_spec(write(tmp_path, SPEC)))
+    # 2 seeds x 2 folds x 2 learning rates; click models and attacks stay inside a run.
+    assert len(runs) == 8
+    assert {(r.config["seed"], r.config["fold"], r.config["params"]["lr"]) for r in runs} == {
+        (s, f, lr) for s in (0, 1) for f in (1, 2) for lr in (0.1, 0.05)
+    }
+    assert all(r.config["probe"]["click_models"] == ["perfect", "navigational"] for r in runs)
+    assert len({r.key for r in runs}) == 8
+
+
+def test_run_key_changes_with_any_setting_but_not_the_campaign_name(tmp_path):
+    run = expand(load_spec(write(tmp_path, SPEC)))[0]
+    assert run_key({**run.config, "campaign": "renamed"}) == run.key
+    for key, value in [("seed", 99), ("fold", 5), ("rounds", 3), ("defense", "secagg")]:
+        assert run_key({**run.config, key: value}) != run.key
+    nested = {**run.config, "probe": {**run.config["probe"], "cohort": 6}}
+    assert run_key(nested) != run.key
+
+
+def test_run_key_is_stable_across_processes(tmp_path):
+    path = write(tmp_path, SPEC)
+    here = [r.key for r in expand(load_spec(path))]
+    code = f"from fltr_audit.campaign import expand, load_spec; print(','.join(r.key for r in expand(load_spec({str(path)!r}))))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={"PYTHONHASHSEED": "123", "PATH": ""})
+    assert out.stdout.strip().split(",") == here
+
+
+@pytest.mark.parametrize(
+    "raw, key",
+    [
+        ({"name": "x", "colour": 1}, "'colour'"),
+        ({"name": "x", "algorithm": {"rounds": "ten"}}, "'algorithm.rounds'"),
+        ({"name": "x", "algorithm": {"rounds": []}}, "'algorithm.rounds'"),
+        ({"name": "x", "probe": {"cohort": [0]}}, "'probe.cohort'"),
+        ({"name": "x", "algorithm": {"name": "sgd"}}, "'algorithm.name'"),
+        ({"name": "x", "probe": {"click_models": ["lazy"]}}, "'probe.click_models'"),
+        ({"name": "x", "data": {"splitz": 1}}, "'data.splitz'"),
+        ({"seeds": [1]}, "'name'"),
+    ],
+)
+def test_bad_specs_name_the_key(raw, key):
+    with pytest.raises(FltrError, match=key):
+        validate_spec(raw)
+
+
+def test_unknown_defense_and_attack_fail_before_any_run():
+    pytest.importorskip("defenses.stack")
+    pytest.importorskip("attacks.registry")
+    with pytest.raises(FltrError, match="audit.defenses"):
+        validate_spec({"name": "x", "audit": {"defenses": ["none", "tinfoil(eps=1)"]}})
+    with pytest.raises(FltrError, match="audit.attacks"):
+        validate_spec({"name": "x", "audit": {"attacks": ["telepathy"]}})
+
+
+def test_missing_and_invalid_files(tmp_path):
+    with pytest.raises(FltrError, match="no such campaign file"):
+        load_spec(tmp_path / "absent.toml")
+    with pytest.raises(FltrError, match="not valid TOML"):
+        load_spec(write(tmp_path, "name = \n"))
