@@ -333,7 +333,7 @@ def run_campaign(
     runs = expand(spec)
     done_keys = store.completed_keys()
     pending = [r for r in runs if r.key not in done_keys]
-    store.register_pending([(r.key, spec["name"], r.config) for r in pending])
+    store.register_pending([(r.key, r.config) for r in pending], campaign=spec["name"])
     counts = {"done": 0, "failed": 0, "skipped": len(runs) - len(pending)}
 
     def finish(run: Run, result: dict | None, error: str | None) -> None:

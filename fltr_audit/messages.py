@@ -134,6 +134,9 @@ class ServerView:
     documents : Dataset or None
         The split whose rows ``interactions`` index (the server owns the documents);
         None under ``server-blind``.
+    aggregate_kind : {"weights", "update"}
+        What ``aggregate`` averages (the messages' ``vector_kind``); attacks need it when
+        secure aggregation hides the messages.
     """
 
     round: int
@@ -146,6 +149,7 @@ class ServerView:
     aggregate: np.ndarray | None
     interactions: Interactions | None
     documents: Dataset | None
+    aggregate_kind: str = "weights"
 
     def blind(self) -> "ServerView":
         """The same round under the ``server-blind`` threat model."""

@@ -1,16 +1,120 @@
 """Plackett-Luce rankings: Gumbel top-k sampling and log-probabilities (DESIGN.md).
 
-CONTRACT (filled in by the primitives work):
+Everything works along the last axis of ``scores`` (..., m) with a boolean ``valid`` mask of
+the same shape (``None`` = all valid); rankings are (..., k) int64 positions along that axis,
+padded with -1 where fewer than k entries are valid. Under PL with scores s, a ranking r has
 
-sample_topk(scores, valid, k, rng) -> (..., k) int64
-    Positions along the last axis of a PL sample without replacement (Gumbel top-k),
-    only among ``valid`` entries; -1 where fewer than k entries are valid.
-topk(scores, valid, k) -> (..., k) int64
-    Deterministic ranking by score (ties by position), same layout.
-log_denominators(scores, ranking) -> (..., k) float64
-    For each position i of ``ranking`` (-1 padded), log sum of exp(score) over the
-    entries not placed before position i (among valid entries: pass the full valid set).
-    Signature: log_denominators(scores, valid, ranking).
-log_prob(scores, valid, ranking) -> (...) float64
-    log P(ranking prefix | scores) under PL.
+    P(r) = prod_i exp(s[r_i]) / sum_{j valid, j not in r_0..r_{i-1}} exp(s[j])
+
+(PDGD's ranking model; FPDGD Eq. 2 and the PDGD pair weights use its log-denominators).
+Entries with score -inf are valid but have probability 0 while a finite score remains.
 """
+
+from __future__ import annotations
+
+import numpy as np
+
+_LOWEST = np.finfo(np.float64).min
+
+
+def _keys(scores: np.ndarray, valid: np.ndarray | None) -> np.ndarray:
+    """Sort keys: the scores, valid -inf scores lifted to the lowest float, invalid -inf."""
+    s = np.asarray(scores, dtype=np.float64)
+    if valid is None:
+        return np.maximum(s, _LOWEST)
+    return np.where(valid, np.maximum(s, _LOWEST), -np.inf)
+
+
+def _pad(order: np.ndarray, keys: np.ndarray, k: int) -> np.ndarray:
+    """Take the first k of ``order`` and -1 where the key is invalid or beyond the axis."""
+    order = order[..., :k].astype(np.int64)
+    picked = np.take_along_axis(keys, order, axis=-1)
+    order[picked == -np.inf] = -1
+    if order.shape[-1] < k:
+        fill = np.full(order.shape[:-1] + (k - order.shape[-1],), -1, dtype=np.int64)
+        order = np.concatenate([order, fill], axis=-1)
+    return order
+
+
+def _top(keys: np.ndarray, k: int) -> np.ndarray:
+    """Positions of the k largest keys in descending order (ties in an unspecified order)."""
+    m = keys.shape[-1]
+    if k < m:
+        part = np.argpartition(-keys, k - 1, axis=-1)[..., :k]
+        sub = np.take_along_axis(keys, part, axis=-1)
+        return np.take_along_axis(part, np.argsort(-sub, axis=-1, kind="stable"), axis=-1)
+    return np.argsort(-keys, axis=-1, kind="stable")
+
+
+def sample_topk(scores: np.ndarray, valid: np.ndarray | None, k: int, rng: np.random.Generator) -> np.ndarray:
+    """A PL sample without replacement of length k by the Gumbel top-k trick.
+
+    ``argsort(s + G)`` with i.i.d. standard Gumbel ``G`` is distributed as a PL ranking
+    of ``s``; taking its first k entries gives the top-k prefix.
+
+    Returns
+    -------
+    ndarray of int64, shape (..., k)
+        Positions along the last axis; -1 where fewer than k entries are valid.
+    """
+    keys = _keys(scores, valid)
+    keys = keys + rng.gumbel(size=keys.shape)
+    return _pad(_top(keys, k), keys, k)
+
+
+def topk(scores: np.ndarray, valid: np.ndarray | None, k: int) -> np.ndarray:
+    """The deterministic top-k by score, ties broken by position (lower first), (..., k) int64."""
+    keys = _keys(scores, valid)
+    return _pad(np.argsort(-keys, axis=-1, kind="stable"), keys, k)
+
+
+def _logsumexp(x: np.ndarray) -> np.ndarray:
+    """Max-shifted log-sum-exp over the last axis; -inf for an all -inf row."""
+    m = x.max(axis=-1, keepdims=True) if x.shape[-1] else np.full(x.shape[:-1] + (1,), -np.inf)
+    m = np.where(np.isfinite(m), m, 0.0)
+    with np.errstate(divide="ignore"):
+        return np.log(np.exp(x - m).sum(axis=-1)) + m[..., 0]
+
+
+def log_denominators(scores: np.ndarray, valid: np.ndarray | None, ranking: np.ndarray) -> np.ndarray:
+    """``D_i = log sum exp(s_j)`` over valid j not placed at positions 0..i-1 of ``ranking``.
+
+    Computed without subtraction (so no cancellation when placed scores dominate): the
+    entries remaining at position i are the valid entries the ranking never places plus
+    ``ranking[i:]``, hence ``D_i = logaddexp(L_rest, logsumexp(s[ranking[i:]]))`` with a
+    reverse running ``logaddexp`` over the k positions. -1 positions contribute nothing;
+    ``D_i`` is -inf when nothing remains.
+
+    Returns
+    -------
+    ndarray of float64, shape (..., k)
+    """
+    s = np.asarray(scores, dtype=np.float64)
+    r = np.asarray(ranking, dtype=np.int64)
+    m, k = s.shape[-1], r.shape[-1]
+    ok = r >= 0
+    placed_s = np.where(ok, np.take_along_axis(s, np.where(ok, r, 0), axis=-1), -np.inf)
+    placed = np.zeros(s.shape[:-1] + (m + 1,), dtype=bool)
+    np.put_along_axis(placed, np.where(ok, r, m), True, axis=-1)
+    rest_mask = ~placed[..., :m] if valid is None else (np.asarray(valid, dtype=bool) & ~placed[..., :m])
+    out = np.empty(r.shape)
+    acc = _logsumexp(np.where(rest_mask, s, -np.inf))
+    for i in range(k - 1, -1, -1):
+        acc = np.logaddexp(acc, placed_s[..., i])
+        out[..., i] = acc
+    return out
+
+
+def log_prob(scores: np.ndarray, valid: np.ndarray | None, ranking: np.ndarray) -> np.ndarray:
+    """``log P(ranking prefix | scores)`` under PL, shape (...); -1 positions are skipped.
+
+    A placed entry with score -inf contributes -inf (probability 0).
+    """
+    s = np.asarray(scores, dtype=np.float64)
+    r = np.asarray(ranking, dtype=np.int64)
+    ok = r >= 0
+    placed_s = np.take_along_axis(s, np.where(ok, r, 0), axis=-1)
+    dens = log_denominators(s, valid, r)
+    with np.errstate(invalid="ignore"):
+        terms = np.where(placed_s == -np.inf, -np.inf, placed_s - dens)
+    return np.where(ok, terms, 0.0).sum(axis=-1)

@@ -1,20 +1,180 @@
 """Rankers that score documents under per-client parameter batches (DESIGN.md, Ranker).
 
-CONTRACT (filled in by the primitives work; signatures are fixed, other modules rely on them):
-
 Parameters are flat float64 vectors. ``params`` is either (P,) -- one model -- or (n, P) --
 one model per client. ``X`` holds feature rows (float32): with (P,) params any shape
 (..., F); with (n, P) params shape (n, ..., F), the leading axis matching the clients.
+Scores and gradients are float64 (features are cast block-wise, never the whole matrix).
 
-class LinearRanker(n_features)          # f(x) = w . x, no bias, P = F
-class MLPRanker(n_features, hidden=10)   # one hidden layer of ReLU units (FOLtR-ES)
-    name: str                            # "linear" | "mlp"
-    n_features: int
-    n_params: int
-    init_params(rng=None) -> (P,)        # zeros for linear; documented choice for MLP
-    score(params, X) -> ndarray          # X.shape[:-1]
-    vjp(params, X, coef) -> ndarray      # sum over documents of coef * d f(x)/d params:
-                                         # coef has X.shape[:-1]; returns (P,) or (n, P)
-    grad(params, X) -> ndarray           # per-document gradient, X.shape[:-1] + (P,)
-make_ranker(name, n_features) -> ranker  # FltrError naming --ranker for an unknown name
+Two models, as in FOLtR-ES (Section 6, "Models"):
+
+* ``LinearRanker``: ``f(x) = w . x`` without bias, ``P = F``.
+* ``MLPRanker``: ``f(x) = v . relu(W x + b)`` with ``H = 10`` hidden ReLU units.
+  Flat layout: ``[W (H*F, row-major: W[h, f] at h*F + f), b (H), v (H)]``,
+  ``P = H*F + 2H``. The output layer has no bias: a constant shift of every score changes
+  no ranking, no Plackett-Luce probability and no PDGD gradient, so it would only be a dead
+  coordinate. ReLU's derivative at 0 is taken as 0.
 """
+
+from __future__ import annotations
+
+import numpy as np
+
+from fltr_audit.errors import FltrError
+
+RANKERS = ("linear", "mlp")
+_BLOCK = 1 << 16  # rows cast to float64 at a time when scoring one model on many rows
+
+
+def _check(params: np.ndarray, X: np.ndarray, n_params: int, n_features: int) -> bool:
+    """Validate shapes; return True when ``params`` is a per-client batch."""
+    if params.shape[-1] != n_params or params.ndim not in (1, 2):
+        raise ValueError(f"params must have shape (P,) or (n, P) with P = {n_params}, got {params.shape}")
+    if X.shape[-1] != n_features:
+        raise ValueError(f"features must end in {n_features} columns, got shape {X.shape}")
+    if params.ndim == 2 and (X.ndim < 2 or X.shape[0] != params.shape[0]):
+        raise ValueError(f"with (n, P) params, X needs shape (n, ..., F); got {X.shape} for n = {params.shape[0]}")
+    return params.ndim == 2
+
+
+def _rows(X: np.ndarray, batched: bool) -> np.ndarray:
+    """X as (n, m, F) when batched, else (m, F)."""
+    F = X.shape[-1]
+    return X.reshape(X.shape[0], -1, F) if batched else X.reshape(-1, F)
+
+
+class LinearRanker:
+    """Linear scoring ``f(x) = w . x`` without bias (FOLtR-ES, FPDGD, FedIPS Eq. 12)."""
+
+    name = "linear"
+
+    def __init__(self, n_features: int):
+        if n_features < 1:
+            raise FltrError(f"--ranker: need at least one feature, got {n_features}")
+        self.n_features = int(n_features)
+        self.n_params = self.n_features
+
+    def init_params(self, rng: np.random.Generator | None = None) -> np.ndarray:
+        """Zeros (FOLtR-ES and PDGD both start the linear model at zero); ``rng`` is unused."""
+        return np.zeros(self.n_params)
+
+    def score(self, params: np.ndarray, X: np.ndarray) -> np.ndarray:
+        """Scores of every row of ``X``, shape ``X.shape[:-1]``."""
+        params = np.asarray(params, dtype=np.float64)
+        batched = _check(params, X, self.n_params, self.n_features)
+        R = _rows(X, batched)
+        if batched:
+            out = np.matmul(R.astype(np.float64), params[:, :, None])[..., 0]
+        else:
+            out = np.empty(R.shape[0])
+            for s in range(0, R.shape[0], _BLOCK):
+                out[s:s + _BLOCK] = R[s:s + _BLOCK].astype(np.float64) @ params
+        return out.reshape(X.shape[:-1])
+
+    def vjp(self, params: np.ndarray, X: np.ndarray, coef: np.ndarray) -> np.ndarray:
+        """``sum_docs coef * df/dparams``: (P,) or (n, P)."""
+        params = np.asarray(params, dtype=np.float64)
+        batched = _check(params, X, self.n_params, self.n_features)
+        R = _rows(X, batched).astype(np.float64)
+        c = np.asarray(coef, dtype=np.float64).reshape(R.shape[:-1])
+        return np.einsum("nm,nmf->nf", c, R) if batched else c @ R
+
+    def grad(self, params: np.ndarray, X: np.ndarray) -> np.ndarray:
+        """Per-document gradient ``df/dparams = x``, shape ``X.shape[:-1] + (P,)``."""
+        params = np.asarray(params, dtype=np.float64)
+        _check(params, X, self.n_params, self.n_features)
+        return np.asarray(X, dtype=np.float64).copy()
+
+
+class MLPRanker:
+    """One hidden layer of ReLU units, ``f(x) = v . relu(W x + b)`` (FOLtR-ES, Section 6).
+
+    See the module docstring for the flat parameter layout.
+    """
+
+    name = "mlp"
+
+    def __init__(self, n_features: int, hidden: int = 10):
+        if n_features < 1 or hidden < 1:
+            raise FltrError(f"--ranker: need at least one feature and one hidden unit, got {n_features}, {hidden}")
+        self.n_features = int(n_features)
+        self.hidden = int(hidden)
+        self.n_params = self.hidden * self.n_features + 2 * self.hidden
+
+    def init_params(self, rng: np.random.Generator | None = None) -> np.ndarray:
+        """Initial parameters.
+
+        Without ``rng``: all zeros, as FOLtR-ES (Section 6: "All parameters of the models are
+        initialized with zeros"; ES perturbations break the symmetry). With ``rng`` (for
+        gradient-based training such as PDGD, where an all-zero MLP has zero gradient):
+        ``W, b ~ U(-1/sqrt(F), 1/sqrt(F))`` and ``v ~ U(-1/sqrt(H), 1/sqrt(H))``, the usual
+        fan-in uniform initialization.
+        """
+        if rng is None:
+            return np.zeros(self.n_params)
+        H, F = self.hidden, self.n_features
+        a, c = 1.0 / np.sqrt(F), 1.0 / np.sqrt(H)
+        return np.concatenate([rng.uniform(-a, a, H * F), rng.uniform(-a, a, H), rng.uniform(-c, c, H)])
+
+    def unpack(self, params: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Views ``W (..., H, F)``, ``b (..., H)``, ``v (..., H)`` of flat ``params (..., P)``."""
+        H, F = self.hidden, self.n_features
+        lead = params.shape[:-1]
+        W = params[..., : H * F].reshape(lead + (H, F))
+        return W, params[..., H * F: H * F + H], params[..., H * F + H:]
+
+    def _hidden(self, params: np.ndarray, R: np.ndarray, batched: bool) -> np.ndarray:
+        """Pre-activations ``W x + b``: (n, m, H) or (m, H)."""
+        W, b, _ = self.unpack(params)
+        if batched:
+            return np.matmul(R.astype(np.float64), np.swapaxes(W, 1, 2)) + b[:, None, :]
+        out = np.empty((R.shape[0], self.hidden))
+        for s in range(0, R.shape[0], _BLOCK):
+            out[s:s + _BLOCK] = R[s:s + _BLOCK].astype(np.float64) @ W.T
+        return out + b
+
+    def score(self, params: np.ndarray, X: np.ndarray) -> np.ndarray:
+        """Scores of every row of ``X``, shape ``X.shape[:-1]``."""
+        params = np.asarray(params, dtype=np.float64)
+        batched = _check(params, X, self.n_params, self.n_features)
+        z = self._hidden(params, _rows(X, batched), batched)
+        v = self.unpack(params)[2]
+        out = np.matmul(np.maximum(z, 0.0), v[:, :, None])[..., 0] if batched else np.maximum(z, 0.0) @ v
+        return out.reshape(X.shape[:-1])
+
+    def vjp(self, params: np.ndarray, X: np.ndarray, coef: np.ndarray) -> np.ndarray:
+        """``sum_docs coef * df/dparams``: (P,) or (n, P), layout ``[W, b, v]``."""
+        params = np.asarray(params, dtype=np.float64)
+        batched = _check(params, X, self.n_params, self.n_features)
+        R = _rows(X, batched)
+        z = self._hidden(params, R, batched)
+        v = self.unpack(params)[2]
+        c = np.asarray(coef, dtype=np.float64).reshape(z.shape[:-1])
+        h = np.maximum(z, 0.0)
+        if batched:
+            g = c[..., None] * (z > 0) * v[:, None, :]                    # (n, m, H)
+            dW = np.matmul(np.swapaxes(g, 1, 2), R.astype(np.float64))    # (n, H, F)
+            return np.concatenate([dW.reshape(len(params), -1), g.sum(1), np.einsum("nm,nmh->nh", c, h)], axis=1)
+        g = c[:, None] * (z > 0) * v
+        dW = g.T @ R.astype(np.float64)
+        return np.concatenate([dW.ravel(), g.sum(0), c @ h])
+
+    def grad(self, params: np.ndarray, X: np.ndarray) -> np.ndarray:
+        """Per-document gradient, shape ``X.shape[:-1] + (P,)``, layout ``[W, b, v]``."""
+        params = np.asarray(params, dtype=np.float64)
+        batched = _check(params, X, self.n_params, self.n_features)
+        R = _rows(X, batched)
+        z = self._hidden(params, R, batched)
+        v = self.unpack(params)[2]
+        g = (z > 0) * (v[:, None, :] if batched else v)                   # (..., m, H)
+        dW = g[..., :, None] * R.astype(np.float64)[..., None, :]          # (..., m, H, F)
+        out = np.concatenate([dW.reshape(g.shape[:-1] + (-1,)), g, np.maximum(z, 0.0)], axis=-1)
+        return out.reshape(X.shape[:-1] + (self.n_params,))
+
+
+def make_ranker(name: str, n_features: int) -> LinearRanker | MLPRanker:
+    """The ranker called ``name`` ("linear" or "mlp") over ``n_features`` features."""
+    if name == "linear":
+        return LinearRanker(n_features)
+    if name == "mlp":
+        return MLPRanker(n_features)
+    raise FltrError(f"--ranker: unknown ranker {name!r} (choose from {', '.join(RANKERS)})")

@@ -1,1 +1,133 @@
-"""fltr-audit audit commands (to be filled in)."""
+"""`fltr-audit audit`: pre-train, probe every click model under every defense, attack, score."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List
+
+import pandas as pd
+import typer
+
+from fltr_audit.cli.app import app
+from fltr_audit.cli.common import emit_json, parse_list, progress
+
+DEFAULT_NORMALIZATION = {"fpdgd": "zscore", "foltr-es": "none", "fedips": "query-minmax", "fedavg": "query-minmax"}
+DEFAULT_ATTACKS = {"fpdgd": "olsr,score,prob,distance,random3,random4", "foltr-es": "foltr-decode,random3",
+                   "fedips": "olsr,score,prob,distance,random3", "fedavg": "olsr,score,prob,distance,random3"}
+TABLE_COLUMNS = ["attack", "click_model", "defense", "threat_model", "accuracy", "precision", "recall", "f1",
+                 "n_queries"]
+
+
+def audit_spec(*, algo: str, data: str, folds: list[int], rounds: int, clients: int, queries_per_client: int,
+               attacks: list[str], defenses: list[str], click_models: list[str], split: str, seeds: list[int],
+               cohort: int, probe_queries: int, normalization: str, ranker: str, min_shown: int,
+               require_click: bool, epsilon_audit: bool, name: str = "audit") -> dict:
+    """A campaign spec (fltr_audit.campaign) for the audit command's options."""
+    from fltr_audit.campaign import validate_spec
+
+    return validate_spec(
+        {
+            "name": name,
+            "seeds": seeds,
+            "data": {"spec": [data], "folds": folds,
+                     "normalization": DEFAULT_NORMALIZATION.get(algo, "none") if normalization == "auto" else normalization},
+            "algorithm": {"name": algo, "rounds": rounds, "clients": clients, "queries_per_client": queries_per_client,
+                          "ranker": ranker, "train_click_model": "perfect"},
+            "probe": {"split": split, "click_models": click_models, "cohort": cohort,
+                      "queries_per_client": probe_queries, "min_shown": min_shown, "require_click": require_click},
+            "audit": {"defenses": defenses, "attacks": attacks, "epsilon_audit": epsilon_audit},
+        },
+        source="audit options",
+    )
+
+
+def run_spec(spec: dict, store: Path | None, quiet: bool) -> dict[str, pd.DataFrame]:
+    """Run a spec in this process (or into ``store``) and return its concatenated tables."""
+    from fltr_audit.campaign import execute_run, expand, run_campaign
+    from fltr_audit.store import ResultsStore, load
+
+    runs = expand(spec)
+    with progress(len(runs), "audit runs", quiet) as bar:
+        if store is not None:
+            results = ResultsStore(store)
+            run_campaign(spec, results, workers=1, on_done=lambda run, error: bar.advance())
+            failed = results.status().query("status == 'failed'")
+            if len(failed):
+                raise typer.Exit(1)
+            tables = load(store)
+            keys = {r.key for r in runs}
+            return {name: t[t["run_key"].isin(keys)] if "run_key" in t else t for name, t in tables.items()}
+        collected: dict[str, list[pd.DataFrame]] = {}
+        for run in runs:
+            result = execute_run({**run.config, "run_key": run.key})
+            for name, table in result["tables"].items():
+                collected.setdefault(name, []).append(table.assign(run_key=run.key))
+            bar.advance()
+    return {name: pd.concat(parts, ignore_index=True) for name, parts in collected.items()}
+
+
+def attack_table(tables: dict[str, pd.DataFrame], averaging: str = "macro") -> pd.DataFrame:
+    """Pham's Table 4 shape extended by a defense column: one row per attack x click model x defense."""
+    attacks = tables["attacks"]
+    rows = attacks[attacks["averaging"] == averaging]
+    group = ["attack", "click_model", "defense", "threat_model"]
+    return (rows.groupby(group, sort=False)[["accuracy", "precision", "recall", "f1", "n_queries"]]
+            .mean().reset_index()[TABLE_COLUMNS])
+
+
+@app.command("audit")
+def audit(
+    algo: str = typer.Option("fpdgd", "--algo", help="fpdgd | foltr-es | fedips | fedavg."),
+    data: str = typer.Option("synthetic:mq2008", "--data", help="Data set path or synthetic:PROFILE."),
+    fold: List[int] = typer.Option([1], "--fold", help="Fold(s) 1-5; repeat for several."),
+    train_rounds: int = typer.Option(20, "--train-rounds", help="Pre-training rounds (Pham: 20)."),
+    clients: int = typer.Option(1000, "--clients", help="Clients per training round."),
+    queries_per_client: int = typer.Option(4, "--queries-per-client", help="Queries per client per round (B)."),
+    attack: str = typer.Option("", "--attack", help="Comma-separated attacks (default: the algorithm's set)."),
+    defense: List[str] = typer.Option(["none"], "--defense", help="Defense stack; repeat for several."),
+    click_model: str = typer.Option("perfect,navigational,informational", "--click-model",
+                                    help="Comma-separated click models for the probe."),
+    split: str = typer.Option("vali", "--split", help="Probe split (Pham: vali)."),
+    seed: List[int] = typer.Option([0], "--seed", help="Seed(s); repeat for several."),
+    probe_cohort: int = typer.Option(100, "--probe-cohort", help="Probe clients per cohort (secure aggregation)."),
+    probe_queries: int = typer.Option(1, "--probe-queries", help="Queries per probe message."),
+    normalization: str = typer.Option("auto", "--normalization", help="auto | none | query-minmax | zscore."),
+    ranker: str = typer.Option("linear", "--ranker", help="linear | mlp."),
+    min_shown: int = typer.Option(10, "--min-shown", help="Score only lists with at least this many documents."),
+    require_click: bool = typer.Option(True, "--require-click/--all-lists", help="Score only lists with a click."),
+    epsilon_audit: bool = typer.Option(True, "--epsilon-audit/--no-epsilon-audit",
+                                       help="Audit each defense's claimed epsilon empirically."),
+    store: Path = typer.Option(None, "--store", help="Also record the runs in this SQLite store."),
+    json_out: bool = typer.Option(False, "--json", help="Print the records as JSON."),
+    quiet: bool = typer.Option(False, "--quiet", help="No progress bar."),
+) -> None:
+    """Audit a federated ranker: which clicks can the server guess from client messages?"""
+    from fltr_audit.clicks import CCM_TABLES
+
+    attacks = parse_list(attack or DEFAULT_ATTACKS.get(algo, "olsr"), "--attack")
+    models = parse_list(click_model, "--click-model", tuple(sorted({m for m, _ in CCM_TABLES})))
+    spec = audit_spec(algo=algo, data=data, folds=list(fold), rounds=train_rounds, clients=clients,
+                      queries_per_client=queries_per_client, attacks=attacks, defenses=list(defense),
+                      click_models=models, split=split, seeds=list(seed), cohort=probe_cohort,
+                      probe_queries=probe_queries, normalization=normalization, ranker=ranker,
+                      min_shown=min_shown, require_click=require_click, epsilon_audit=epsilon_audit)
+    tables = run_spec(spec, store, quiet or json_out)
+    table = attack_table(tables)
+    audits = tables.get("audits", pd.DataFrame())
+    utility = tables.get("utility", pd.DataFrame())
+    if json_out:
+        emit_json({"attacks": table.to_dict(orient="records"),
+                   "audits": audits.to_dict(orient="records"),
+                   "utility": utility.to_dict(orient="records"),
+                   "zero_division": "0 (precision of a list with no positive guess, recall of a list without clicks)"})
+        return
+    typer.echo(table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    if len(utility):
+        typer.echo("\nutility (offline nDCG@10 on test, queries without relevant documents left out):")
+        cols = ["defense", "ndcg10", "ndcg10_delta"]
+        typer.echo(utility.groupby("defense", sort=False)[cols[1:]].mean().reset_index()
+                   .to_string(index=False, float_format=lambda v: f"{v:+.3f}" if v < 0 else f"{v:.3f}"))
+    if len(audits):
+        typer.echo("\nempirical epsilon audit (projection test on one client's message, 95% lower bound):")
+        cols = ["defense", "threat_model", "claimed_epsilon", "claimed_scope", "epsilon_point", "epsilon_lb", "verdict"]
+        typer.echo(audits[cols].to_string(index=False, float_format=lambda v: f"{v:.2f}"))

@@ -1,1 +1,90 @@
-"""fltr-audit bench subcommands (to be filled in)."""
+"""``fltr-audit bench core``: speed of the click simulation and nDCG hot paths."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import typer
+
+from fltr_audit.cli.app import bench_app
+from fltr_audit.cli.common import emit_json
+from fltr_audit.clicks import CCM_NAMES, cascade_model
+from fltr_audit.data.dataset import Dataset
+from fltr_audit.errors import FltrError
+from fltr_audit.metrics import ndcg_at_k
+
+TARGETS = {"ccm_clicks": 1.0, "ndcg10": 0.5}
+
+
+def _best(fn, repeats: int) -> float:
+    """Best wall time of ``repeats`` calls, in seconds."""
+    best = float("inf")
+    for _ in range(repeats):
+        t = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t)
+    return best
+
+
+def _queries(n_queries: int, mean_docs: int, n_levels: int, rng: np.random.Generator) -> Dataset:
+    """Random labels (skewed to 0) for queries of 1..2*mean_docs-1 documents; one dummy feature."""
+    counts = rng.integers(1, 2 * mean_docs, n_queries)
+    n_docs = int(counts.sum())
+    p = np.r_[0.6, np.full(n_levels - 1, 0.4 / (n_levels - 1))]
+    return Dataset(
+        features=np.zeros((n_docs, 1), np.float32),
+        labels=rng.choice(n_levels, n_docs, p=p).astype(np.int8),
+        query_ptr=np.concatenate([[0], np.cumsum(counts)]).astype(np.int64),
+        qids=np.arange(n_queries, dtype=np.int64),
+        n_levels=n_levels,
+        name="bench",
+    )
+
+
+@bench_app.command("core")
+def bench_core(
+    lists: int = typer.Option(1_000_000, help="Result lists for the CCM click simulation."),
+    k: int = typer.Option(10, help="Length of each list and nDCG cut-off."),
+    queries: int = typer.Option(100_000, help="Queries for nDCG@k."),
+    docs: int = typer.Option(40, help="Mean documents per query for nDCG@k."),
+    click_model: str = typer.Option("informational", "--click-model", help="CCM: perfect, navigational, informational."),
+    levels: int = typer.Option(5, help="Relevance levels (3 or 5)."),
+    repeats: int = typer.Option(3, help="Timed repetitions; the best is reported."),
+    seed: int = typer.Option(0, help="Seed of the random labels, scores and clicks."),
+    json_out: bool = typer.Option(False, "--json", help="Print JSON to stdout."),
+) -> None:
+    """Time CCM click simulation and nDCG@k over many queries (best of --repeats)."""
+    for name, value, low in (("--lists", lists, 1), ("--k", k, 1), ("--queries", queries, 1),
+                             ("--docs", docs, 1), ("--repeats", repeats, 1)):
+        if value < low:
+            raise FltrError(f"{name}: must be at least {low}, got {value}")
+    if click_model not in CCM_NAMES:
+        raise FltrError(f"--click-model: unknown click model {click_model!r} (choose from {', '.join(CCM_NAMES)})")
+    model = cascade_model(click_model, levels)
+    rng = np.random.default_rng(seed)
+    labels = rng.integers(0, levels, (lists, k)).astype(np.int8)
+    clicks_s = _best(lambda: model.simulate(labels, rng), repeats)
+    data = _queries(queries, docs, levels, rng)
+    scores = rng.normal(size=data.n_docs)
+    _ = data.padded_rows  # the padded layout is built once per data set and cached
+    ndcg_s = _best(lambda: ndcg_at_k(scores, data, k), repeats)
+    rows = [
+        {"task": "ccm_clicks", "what": f"{click_model} CCM, {lists:,} lists of {k}", "seconds": clicks_s,
+         "target_seconds": TARGETS["ccm_clicks"] if (lists, k) == (1_000_000, 10) else None},
+        {"task": "ndcg10" if k == 10 else f"ndcg{k}", "what": f"nDCG@{k}, {queries:,} queries, {data.n_docs:,} docs",
+         "seconds": ndcg_s, "target_seconds": TARGETS["ndcg10"] if (queries, k) == (100_000, 10) else None},
+    ]
+    if json_out:
+        emit_json({"repeats": repeats, "seed": seed, "results": rows})
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"bench core (best of {repeats})")
+    for col in ("task", "what", "seconds", "target"):
+        table.add_column(col)
+    for r in rows:
+        target = "" if r["target_seconds"] is None else f"< {r['target_seconds']:g} s"
+        table.add_row(r["task"], r["what"], f"{r['seconds']:.3f}", target)
+    Console().print(table)

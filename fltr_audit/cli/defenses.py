@@ -1,1 +1,150 @@
-"""fltr-audit defenses commands (to be filled in)."""
+"""``fltr-audit defenses list`` and ``fltr-audit bench defenses``."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import typer
+
+from fltr_audit.cli.app import bench_app, defenses_app
+from fltr_audit.cli.common import emit_json, progress
+from fltr_audit.errors import FltrError
+
+SECAGG_TARGET_SECONDS = 5.0
+IDEAL_OVERHEAD_TARGET = 0.05
+
+
+@defenses_app.command("list")
+def list_command(json_out: bool = typer.Option(False, "--json", help="Print JSON to stdout.")) -> None:
+    """Every defense with its parameters, defaults and claimed guarantee."""
+    from defenses.stack import list_defenses
+
+    rows = list_defenses()
+    if json_out:
+        emit_json(rows)
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="Defenses (combine with '+', e.g. clip(delta=5)+dp-distributed(eps=4.5)+secagg)")
+    for col in ("name", "role", "parameters (default)", "claimed guarantee"):
+        table.add_column(col, overflow="fold")
+    for row in rows:
+        params = ", ".join(f"{p['name']}={p['default']}" for p in row["parameters"])
+        table.add_row(row["name"], row["role"], params, row["guarantee"])
+    Console(width=max(Console().width, 120)).print(table)
+
+
+def _best(fn, repeats: int) -> float:
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def _training_rounds(aggregators: list, clients: int, repeats: int, seed: int) -> list[float]:
+    """Best wall time of one FPDGD round (synthetic mslr10k profile, 136 features, B = 4) with
+    each aggregator, the aggregators interleaved so that machine load hits them alike."""
+    from fltr_audit.algorithms.fpdgd import FPDGD
+    from fltr_audit.clicks import cascade_model
+    from fltr_audit.data.synthetic import generate
+    from fltr_audit.federation import run_round, sample_queries
+    from fltr_audit.randomness import stream
+    from fltr_audit.rankers import LinearRanker
+
+    data = generate("mslr10k", queries=max(500, 4 * clients), seed=seed)
+    algo = FPDGD(LinearRanker(data.n_features), cascade_model("informational", data.n_levels))
+    params = algo.init_params(stream(seed, "init"))
+    queries = sample_queries(data.n_queries, clients, 4, stream(seed, "queries", 1))
+    ids = np.arange(clients)
+    best = [float("inf")] * len(aggregators)
+    for _ in range(repeats):
+        for i, agg in enumerate(aggregators):
+            best[i] = min(best[i], _best(lambda: run_round(algo, params, None, data, queries, ids, 1, seed,
+                                                           aggregator=agg), 1))
+    return best
+
+
+@bench_app.command("defenses")
+def bench_defenses(
+    clients: int = typer.Option(1000, help="Cohort size of the secure-aggregation runs."),
+    dim: int = typer.Option(136, help="Vector dimension (the linear ranker on MSLR-WEB10K: 136)."),
+    degree: int = typer.Option(20, help="Neighbour degree of the SecAgg+ run (even)."),
+    drop: float = typer.Option(0.0, help="Dropout rate after key exchange."),
+    full: bool = typer.Option(True, "--full/--no-full", help="Also time the complete graph (slow: ~n^2/2 key agreements)."),
+    round_clients: int = typer.Option(100, help="Cohort size of the timed FPDGD training round."),
+    repeats: int = typer.Option(5, help="Timed repetitions of the fast measurements; the best is reported."),
+    seed: int = typer.Option(0, help="Seed of the synthetic vectors, dropouts and data."),
+    json_out: bool = typer.Option(False, "--json", help="Print JSON to stdout."),
+    quiet: bool = typer.Option(False, "--quiet", help="No progress bar."),
+) -> None:
+    """Time secure aggregation: the protocol (SecAgg+ degree and complete graph) per round, and
+    the ideal mode's overhead over plain FedAvg, alone and within an FPDGD training round."""
+    from defenses.secagg import IdealSecAgg
+    from defenses.secagg_protocol import SecAggProtocol
+    from fltr_audit.aggregation import FedAvg
+    from fltr_audit.messages import Messages
+
+    for option, value, low in (("--clients", clients, 3), ("--dim", dim, 1), ("--round-clients", round_clients, 1),
+                               ("--repeats", repeats, 1)):
+        if value < low:
+            raise FltrError(f"{option}: must be at least {low}, got {value}")
+    if degree < 2 or degree % 2 or degree >= clients - 1:
+        raise FltrError(f"--degree: must be even, at least 2 and below --clients - 1, got {degree}")
+    if not 0 <= drop < 1:
+        raise FltrError(f"--drop: must lie in [0, 1), got {drop}")
+    rng = np.random.default_rng(seed)
+    messages = Messages(n_interactions=np.full(clients, 4), vector=rng.normal(0, 1, (clients, dim)))
+    ids = np.arange(clients)
+    runs = [(f"secagg-protocol k={degree}", SecAggProtocol(drop=drop, k=degree))]
+    if full:
+        runs.append(("secagg-protocol complete", SecAggProtocol(drop=drop, k=0)))
+    rows = []
+    with progress(len(runs) + 2, "bench defenses", quiet) as bar:
+        for label, agg in runs:
+            start = time.perf_counter()
+            out = agg.aggregate(messages, ids, np.random.default_rng(seed))
+            seconds = time.perf_counter() - start
+            rows.append({"measure": label, "clients": clients, "dim": dim, "seconds": seconds,
+                         "target_seconds": SECAGG_TARGET_SECONDS if agg.k else None,
+                         "key_agreements": out.stats["key_agreements"],
+                         "mask_key_agreements": out.stats["mask_key_agreements"],
+                         "mb_up": out.stats["bytes_up"] / 1e6, "mb_down": out.stats["bytes_down"] / 1e6,
+                         "dropouts": out.stats["dropouts"], "threshold": out.stats["threshold"]})
+            bar.advance()
+        plain = _best(lambda: FedAvg().aggregate(messages, ids, np.random.default_rng(seed)), repeats * 20)
+        ideal = _best(lambda: IdealSecAgg().aggregate(messages, ids, np.random.default_rng(seed)), repeats * 20)
+        rows.append({"measure": "aggregate: secagg vs plain", "clients": clients, "dim": dim,
+                     "seconds": ideal, "baseline_seconds": plain, "overhead_seconds": ideal - plain})
+        bar.advance()
+        round_plain, round_ideal = _training_rounds([FedAvg(), IdealSecAgg()], round_clients, repeats, seed)
+        rows.append({"measure": "FPDGD round: secagg vs plain", "clients": round_clients, "dim": 136,
+                     "seconds": round_ideal, "baseline_seconds": round_plain,
+                     "overhead_fraction": (round_ideal - round_plain) / round_plain,
+                     "aggregation_overhead_fraction": (ideal - plain) / round_plain,
+                     "target_fraction": IDEAL_OVERHEAD_TARGET})
+        bar.advance()
+    if json_out:
+        emit_json(rows)
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="bench defenses (seconds per round; best of --repeats for the fast rows)")
+    for col in ("measure", "clients", "seconds", "baseline", "key agreements", "MB up/down", "note"):
+        table.add_column(col, no_wrap=col != "note")
+    for r in rows:
+        note = ""
+        if "target_seconds" in r and r["target_seconds"]:
+            note = f"target <= {r['target_seconds']:g} s"
+        if "aggregation_overhead_fraction" in r:
+            note = (f"round {100 * r['overhead_fraction']:+.1f} %; aggregation alone "
+                    f"{100 * r['aggregation_overhead_fraction']:+.2f} % of a round (target < 5 %)")
+        table.add_row(r["measure"], str(r["clients"]), f"{r['seconds']:.4g}",
+                      f"{r['baseline_seconds']:.4g}" if "baseline_seconds" in r else "",
+                      str(r.get("key_agreements", "")),
+                      f"{r['mb_up']:.1f} / {r['mb_down']:.1f}" if "mb_up" in r else "", note)
+    Console(width=max(Console().width, 120)).print(table)

@@ -1,1 +1,53 @@
-"""fltr-audit epsilon commands (to be filled in)."""
+"""``fltr-audit epsilon``: worst-case epsilon of FOLtR-ES's privatized MaxRR (Table 2 method)."""
+
+from __future__ import annotations
+
+import typer
+
+from attacks.epsilon import maxrr_epsilon
+from fltr_audit.cli.app import app
+from fltr_audit.cli.common import emit_json, parse_list
+from fltr_audit.errors import FltrError
+
+
+def _floats(value: str, option: str) -> list[float]:
+    out = []
+    for item in parse_list(value, option):
+        try:
+            out.append(float(item))
+        except ValueError:
+            raise FltrError(f"{option}: not a number: {item!r}") from None
+    return out
+
+
+@app.command("epsilon")
+def epsilon(
+    click_model: str = typer.Option(
+        "perfect,navigational,informational", "--click-model", help="CCM name(s), comma-separated."
+    ),
+    p: str = typer.Option("0.25,0.5,0.75,0.9,0.95,0.99", "--p", help="Randomized-response p, comma-separated."),
+    length: int = typer.Option(10, "--length", help="List length L (MaxRR takes L + 1 values)."),
+    levels: int = typer.Option(3, "--levels", help="Relevance levels of the click model (3 or 5)."),
+    json_out: bool = typer.Option(False, "--json", help="Print JSON to stdout."),
+) -> None:
+    """Exact worst-case epsilon of privatized MaxRR over all pairs of relevance placements and
+    all transmitted values (FOLtR-ES Eq. 9), next to the bound log(p (n-1)/(1-p)) (Eq. 10)."""
+    models = parse_list(click_model, "--click-model")
+    ps = _floats(p, "--p")
+    results = [maxrr_epsilon(m, q, length, levels).as_dict() for m in models for q in ps]
+    if json_out:
+        emit_json(results[0] if len(results) == 1 else results)
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"epsilon of privatized MaxRR, L = {length}, {levels} levels (n = {length + 1} values)")
+    for col in ("click model", "p", "epsilon", "Eq. 10 bound", "worst MaxRR", "labels q1", "labels q2"):
+        table.add_column(col, no_wrap=True)
+    for r in results:
+        value = "no click" if r["value"] == 0 else f"1/{r['value_index'] + 1}"
+        table.add_row(
+            r["click_model"], f"{r['p']:g}", f"{r['epsilon']:.2f}", f"{r['theoretical']:.2f}", value,
+            "".join(map(str, r["placement_high"])), "".join(map(str, r["placement_low"])),
+        )
+    Console().print(table)

@@ -1,0 +1,48 @@
+"""FPDGD's distributed Laplace mechanism as published (Algorithm 3, Eq. 13-16)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from defenses.clipping import clip_rows, require_vector, weights_of, with_weights
+from fltr_audit.interfaces import PrivacyClaim
+from fltr_audit.messages import Messages
+
+
+def gamma_difference_noise(n: int, lam: float, shape: tuple[int, ...], rng: np.random.Generator) -> np.ndarray:
+    """One client's share ``gamma - gamma'`` with gamma, gamma' ~ Gamma(shape 1/n, scale lambda)
+    (Eq. 16); the sum of n independent shares is Laplace(0, lambda) (Eq. 15 with mu = 0).
+    A share has variance 2 lambda^2 / n."""
+    return rng.gamma(1.0 / n, lam, size=shape) - rng.gamma(1.0 / n, lam, size=shape)
+
+
+class DistributedLaplace:
+    """``dp-distributed(eps, delta)``: each client clips its weights to L2 norm Delta/2 (Eq. 13)
+    and adds, per coordinate, a Gamma-difference share (Eq. 15-16) with lambda = Delta/eps and
+    n = the cohort size, so that only the sum over all n clients carries Laplace(lambda) noise.
+
+    Implemented as published, gaps included, because the audit exists to expose them:
+
+    * the claim has scope ``aggregate``: a single message carries noise of variance only
+      2 lambda^2 / n (n = 1000, lambda = 2.5: below 1e-6 in ~97 % of coordinates), so each
+      message on its own is practically noise-free;
+    * the clip bounds the L2 norm but the per-coordinate Laplace scale is calibrated as if the
+      L1 sensitivity were Delta, which understates the noise needed by up to sqrt(P);
+    * the aggregate carries the full Laplace(lambda) only when all n clients' shares reach it
+      (dropouts under secure aggregation lose their shares).
+    """
+
+    def __init__(self, eps: float = 4.5, delta: float = 5.0, name: str = "dp-distributed"):
+        self.eps, self.delta, self.name = float(eps), float(delta), name
+        self.claim = PrivacyClaim(epsilon=self.eps, delta=0.0, scope="aggregate")
+
+    @property
+    def scale(self) -> float:
+        """lambda = Delta / epsilon."""
+        return self.delta / self.eps
+
+    def apply(self, messages: Messages, global_params: np.ndarray, rng: np.random.Generator) -> Messages:
+        require_vector(messages, self.name)
+        weights = clip_rows(weights_of(messages, global_params), self.delta / 2)
+        noise = gamma_difference_noise(messages.n_clients, self.scale, weights.shape, rng)
+        return with_weights(messages, weights + noise, global_params)

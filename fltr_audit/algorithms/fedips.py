@@ -1,0 +1,383 @@
+"""FedIPS: federated counterfactual LTR from position-biased clicks (Li & Ouyang, Algorithm 1).
+
+Setting (FedIPS §3-4). Every query is answered by the fixed logging policy f_0, which shows
+its top K documents (``LoggingPolicy``). User u examines rank i with probability
+(1 / i)^gamma_u and clicks by FedIPS Eq. 11 (``clicks.PositionBasedModel``); gamma_u is
+drawn once per client id from N(gamma, 0.1) left-truncated at 0 and kept for the whole run
+(``UserPopulation``: deterministic in the client id and the population seed).
+
+Clicks per round, our reading of the paper's m and its 5 queries per client: each round a
+client holds ``B`` queries (``--queries-per-client``) and searches them in turn -- session s
+shows the f_0 list of query s mod B -- until it has clicked m documents (``clicks_per_client``,
+default 10) or has run ``max_sessions`` sessions; its local log is the first m clicks. So m
+fixes the amount of local training data (the paper: "the number of clicks is more important
+than the number of queries") and B only how many distinct lists those clicks come from. A
+client that reaches the session cap sends what it has.
+
+Local step (Algorithm 1, lines 5-8; Eq. 4 and 7): one SGD pass over the client's clicks in
+order. For a click on the document d at rank i of query q's list, the step is
+
+    w <- w - eta_l / p_u(i) * grad h_{q,d}(w),   h_{q,d}(w) = sum_{d' in D_q} max(0, 1 - (f_w(d) - f_w(d'))),
+
+where D_q is the shown list (the client's log holds only what it was shown; this also makes
+the update a linear combination of the shown documents' features, which the attacks rely
+on). The message is Delta = w_local - w_t (``vector_kind="update"``); the server takes
+w_{t+1} = w_t + eta_g * mean(Delta) (line 11). With ``propensity="none"`` every p_u(i) = 1:
+the FedAvg baseline. With ``propensity="estimated"`` each client estimates its own
+examination curve by the EM of ``propensity_em`` from its log and a relevance model F
+trained beforehand (``propensity_em.FedRelevanceEM``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from fltr_audit import metrics
+from fltr_audit.algorithms.logging_policy import LoggingPolicy
+from fltr_audit.algorithms.propensity_em import estimate_examination, relevance_of_rows, to_propensities
+from fltr_audit.data.dataset import Dataset
+from fltr_audit.errors import FltrError
+from fltr_audit.interfaces import ClientOutput
+from fltr_audit.messages import Interactions, Messages, ServerView
+from fltr_audit.randomness import stream
+from fltr_audit.rankers import LinearRanker
+
+PROPENSITIES = ("true", "estimated", "none")
+
+
+class UserPopulation:
+    """Persistent per-client position-bias factors gamma_u.
+
+    Client ids are grouped in blocks of ``block``; block b draws its factors with
+    ``click_model.draw_gammas`` from ``stream(seed, "fedips-users", b)``, so a client's
+    gamma_u depends only on its id and the seed.
+    """
+
+    def __init__(self, click_model: Any, seed: int, block: int = 1024) -> None:
+        self.click_model = click_model
+        self.seed = int(seed)
+        self.block = int(block)
+        self._blocks: dict[int, np.ndarray] = {}
+
+    def gammas(self, client_ids: np.ndarray) -> np.ndarray:
+        """gamma_u of each client id, shape client_ids.shape, float64."""
+        ids = np.asarray(client_ids, dtype=np.int64)
+        if ids.size and ids.min() < 0:
+            raise FltrError("client ids must be non-negative")
+        blocks = ids // self.block
+        for b in np.unique(blocks):
+            if int(b) not in self._blocks:
+                rng = stream(self.seed, "fedips-users", int(b))
+                self._blocks[int(b)] = np.asarray(self.click_model.draw_gammas(self.block, rng), dtype=np.float64)
+        out = np.empty(ids.shape, dtype=np.float64)
+        for b in np.unique(blocks):
+            sel = blocks == b
+            out[sel] = self._blocks[int(b)][ids[sel] % self.block]
+        return out
+
+
+@dataclass(frozen=True)
+class ClickLog:
+    """A cohort's local click logs for one round (n clients, B queries, K positions, m clicks).
+
+    Attributes
+    ----------
+    shown : int64 (n, B, K)
+        Rows of the f_0 list of each query slot; -1 marks an empty slot.
+    gammas : float64 (n,)
+        Each client's position-bias factor.
+    click_slot, click_pos : int64 (n, m)
+        Query slot b and position i (0-based) of each of the first m clicks, in session
+        order; -1 past a client's last click.
+    n_clicks : int64 (n,)
+    clicked : bool (n, B, K)
+        Slots clicked at least once among the first m clicks (the ground truth).
+    sessions : int64 (n, B)
+        Sessions of each query slot up to the one holding the m-th click (whole sessions;
+        what the propensity EM counts).
+    session_clicks : int64 (n, B, K)
+        Clicks of each slot over those sessions.
+    """
+
+    shown: np.ndarray
+    gammas: np.ndarray
+    click_slot: np.ndarray
+    click_pos: np.ndarray
+    n_clicks: np.ndarray
+    clicked: np.ndarray
+    sessions: np.ndarray
+    session_clicks: np.ndarray
+
+
+def simulate_log(
+    click_prob: np.ndarray, m: int, max_sessions: int, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Sessions over a client's B lists in turn until m clicks (see the module docstring).
+
+    Parameters
+    ----------
+    click_prob : float (n, B, K)
+        Click probability of every shown slot (0 on empty slots).
+    m : int
+        Clicks per client.
+    max_sessions : int
+        Session cap per client (rounded up to a multiple of B).
+
+    Returns
+    -------
+    click_slot, click_pos : int64 (n, m); n_clicks : (n,); sessions : (n, B); session_clicks : (n, B, K)
+    """
+    n, b, k = click_prob.shape
+    rounds = -(-max_sessions // b)
+    s_total = rounds * b
+    draws = rng.random((n, rounds, b, k)) < click_prob[:, None, :, :]  # session s = r * B + slot
+    flat = draws.reshape(n, s_total * k)
+    rank_of_click = np.cumsum(flat, axis=1)
+    take = flat & (rank_of_click <= m)
+    n_clicks = np.minimum(rank_of_click[:, -1], m)
+    first = np.argsort(~take, axis=1, kind="stable")[:, :m]
+    has = np.arange(m)[None, :] < n_clicks[:, None]
+    session = first // k
+    click_slot = np.where(has, session % b, -1)
+    click_pos = np.where(has, first % k, -1)
+    # the session holding the m-th click closes the log; without m clicks every session counts
+    last = np.where(n_clicks >= m, session[:, -1], s_total - 1)
+    used = np.arange(s_total)[None, :] <= last[:, None]  # (n, S)
+    used = used.reshape(n, rounds, b)
+    sessions = used.sum(axis=1)
+    session_clicks = (draws & used[..., None]).sum(axis=1)
+    return click_slot, click_pos, n_clicks.astype(np.int64), sessions.astype(np.int64), session_clicks.astype(np.int64)
+
+
+def hinge_coefficients(scores: np.ndarray, valid: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The surrogate h of Eq. 4 for the document at ``pos`` and its gradient in the scores.
+
+    Parameters
+    ----------
+    scores : float (n, K)
+        f_w of the shown documents.
+    valid : bool (n, K)
+        Non-empty slots.
+    pos : int (n,)
+        Position of the clicked document d.
+
+    Returns
+    -------
+    h : (n,) the value sum_{d'} max(0, 1 - (s_d - s_d')), over valid d' (d itself included,
+        contributing the constant 1 as in Eq. 3).
+    coef : (n, K) dh / d s: 1 on each d' with a positive hinge, minus their count on d.
+    """
+    rows = np.arange(len(pos))
+    s_d = scores[rows, pos]
+    margin = np.where(valid, 1.0 - (s_d[:, None] - scores), 0.0)
+    active = valid & (margin > 0)
+    h = np.where(active, margin, 0.0).sum(axis=1)
+    coef = active.astype(np.float64)
+    coef[rows, pos] -= coef.sum(axis=1)
+    return h, coef
+
+
+class FedIPS:
+    """FedIPS (and the FedAvg baseline) as a ``fltr_audit.interfaces.Algorithm``.
+
+    Parameters
+    ----------
+    ranker : object
+        The model (``rankers.LinearRanker`` in the paper, Eq. 12).
+    click_model : clicks.PositionBasedModel
+        Eq. 11 clicks and the gamma_u distribution.
+    policy : LoggingPolicy
+        f_0 and K.
+    lr_local, lr_global : float
+        eta_l and eta_g of Algorithm 1.
+    clicks_per_client : int
+        m, the clicks in each client's local log per round.
+    max_sessions : int
+        Session cap per client and round.
+    propensity : {"true", "estimated", "none"}
+        IPS weights from the true examination curve of the user, from the EM estimate, or
+        all 1 (FedAvg).
+    relevance_params : ndarray (F + 1,), optional
+        The relevance model F (required for ``"estimated"``).
+    user_seed : int
+        Seed of the user population (the run seed).
+    min_propensity : float
+        Lower clip of estimated propensities.
+    """
+
+    def __init__(
+        self,
+        ranker: Any,
+        click_model: Any,
+        policy: LoggingPolicy,
+        *,
+        lr_local: float = 0.01,
+        lr_global: float = 1.0,
+        clicks_per_client: int = 10,
+        max_sessions: int = 100,
+        propensity: str = "true",
+        relevance_params: np.ndarray | None = None,
+        user_seed: int = 0,
+        min_propensity: float = 0.01,
+    ) -> None:
+        if propensity not in PROPENSITIES:
+            raise FltrError(f"--propensity: unknown value {propensity!r} (choose true or estimated)")
+        if propensity == "estimated" and relevance_params is None:
+            raise FltrError("--propensity estimated needs a trained relevance model")
+        if not lr_local > 0:
+            raise FltrError(f"--lr-local: must be positive, got {lr_local}")
+        if not lr_global > 0:
+            raise FltrError(f"--lr-global: must be positive, got {lr_global}")
+        if clicks_per_client < 1:
+            raise FltrError(f"--clicks-per-client: must be at least 1, got {clicks_per_client}")
+        if max_sessions < 1:
+            raise FltrError(f"max_sessions: must be at least 1, got {max_sessions}")
+        if not 0 < min_propensity <= 1:
+            raise FltrError(f"min_propensity: must be in (0, 1], got {min_propensity}")
+        self.ranker = ranker
+        self.click_model = click_model
+        self.policy = policy
+        self.k = policy.k
+        self.lr_local = float(lr_local)
+        self.lr_global = float(lr_global)
+        self.m = int(clicks_per_client)
+        self.max_sessions = int(max_sessions)
+        self.propensity = propensity
+        self.relevance_params = None if relevance_params is None else np.asarray(relevance_params, dtype=np.float64)
+        self.min_propensity = float(min_propensity)
+        self.users = UserPopulation(click_model, user_seed)
+        self.name = "fedavg" if propensity == "none" else "fedips"
+        self._relevance: dict[int, tuple[Dataset, np.ndarray]] = {}
+
+    @property
+    def config(self) -> dict:
+        """The resolved configuration (recorded by ``federation.train``)."""
+        return {
+            "algorithm": self.name,
+            "ranker": self.ranker.name,
+            "k": self.k,
+            "lr_local": self.lr_local,
+            "lr_global": self.lr_global,
+            "clicks_per_client": self.m,
+            "max_sessions": self.max_sessions,
+            "propensity": self.propensity,
+            "gamma": float(self.click_model.gamma),
+            "gamma_sd": float(self.click_model.gamma_sd),
+            "user_seed": self.users.seed,
+            "min_propensity": self.min_propensity,
+        }
+
+    # -- Algorithm protocol -------------------------------------------------------------
+    def init_params(self, rng: np.random.Generator) -> np.ndarray:
+        return np.asarray(self.ranker.init_params(rng), dtype=np.float64)
+
+    def init_server_state(self, params: np.ndarray) -> Any:
+        return None
+
+    def simulate(
+        self, data: Dataset, queries: np.ndarray, client_ids: np.ndarray, rng: np.random.Generator
+    ) -> ClickLog:
+        """The cohort's click logs for this round (f_0 lists, Eq. 11 clicks, m-click budget)."""
+        queries = np.asarray(queries, dtype=np.int64)
+        shown = self.policy.shown(data, queries)  # (n, B, K)
+        valid = shown >= 0
+        labels = np.where(valid, data.labels[np.where(valid, shown, 0)], -1)
+        gammas = self.users.gammas(client_ids)
+        prob = np.where(valid, self.click_model.click_prob(labels, gammas), 0.0)
+        slot, pos, n_clicks, sessions, session_clicks = simulate_log(prob, self.m, self.max_sessions, rng)
+        clicked = np.zeros(shown.shape, dtype=bool)
+        has = slot >= 0
+        rows = np.broadcast_to(np.arange(len(shown))[:, None], slot.shape)
+        clicked[rows[has], slot[has], pos[has]] = True
+        return ClickLog(shown, gammas, slot, pos, n_clicks, clicked, sessions, session_clicks)
+
+    def propensities(self, data: Dataset, log: ClickLog) -> np.ndarray:
+        """p_u(i) of every client and position, shape (n, K)."""
+        n = len(log.gammas)
+        if self.propensity == "none":
+            return np.ones((n, self.k))
+        if self.propensity == "true":
+            return np.asarray(self.click_model.examination(log.gammas, self.k), dtype=np.float64)
+        valid = log.shown >= 0
+        relevance = np.where(valid, self._relevance_table(data)[np.where(valid, log.shown, 0)], 0.0)
+        theta = estimate_examination(log.sessions, log.session_clicks, relevance, valid)
+        return to_propensities(theta, self.min_propensity)
+
+    def client_step(
+        self,
+        params: np.ndarray,
+        data: Dataset,
+        queries: np.ndarray,
+        client_ids: np.ndarray,
+        rng: np.random.Generator,
+        public_rng: np.random.Generator,
+        deterministic: bool = False,
+    ) -> ClientOutput:
+        """Simulate each client's log and run its IPS-weighted SGD pass (vectorized over clients).
+
+        ``deterministic`` changes nothing: the shown lists are always f_0's top K; clicks stay random.
+        """
+        log = self.simulate(data, queries, client_ids, rng)
+        prop = self.propensities(data, log)
+        n = len(log.gammas)
+        rows = np.arange(n)
+        w = np.repeat(np.asarray(params, dtype=np.float64)[None, :], n, axis=0)
+        for j in range(self.m):
+            has = log.click_slot[:, j] >= 0
+            if not has.any():
+                break
+            slot = np.where(has, log.click_slot[:, j], 0)
+            pos = np.where(has, log.click_pos[:, j], 0)
+            shown = log.shown[rows, slot]  # (n, K)
+            valid = shown >= 0
+            x = data.features[np.where(valid, shown, 0)]  # (n, K, F)
+            _, coef = hinge_coefficients(self._score(w, x), valid, pos)
+            step = np.where(has, self.lr_local / prop[rows, pos], 0.0)
+            w -= step[:, None] * self._vjp(w, x, coef)
+        batch = log.shown.shape[1]
+        messages = Messages(
+            n_interactions=np.full(n, batch, dtype=np.int64),
+            vector=w - params,
+            vector_kind="update",
+        )
+        shown_ndcg = np.asarray(metrics.ndcg_of_shown(log.shown, data, k=self.k), dtype=np.float64)
+        return ClientOutput(
+            messages=messages,
+            interactions=Interactions(queries=np.asarray(queries, dtype=np.int64), shown=log.shown),
+            clicks=log.clicked,
+            shown_ndcg=shown_ndcg,
+            private={"gamma_u": log.gammas, "n_clicks": log.n_clicks, "propensity": prop},
+            round_metrics={
+                "clicks_per_client": float(log.n_clicks.mean()),
+                "sessions_per_client": float(log.sessions.sum(axis=1).mean()),
+            },
+        )
+
+    def server_step(self, params: np.ndarray, state: Any, view: ServerView) -> tuple[np.ndarray, Any]:
+        """w_{t+1} = w_t + eta_g * (mean of the cohort's updates), Algorithm 1 line 11."""
+        if view.aggregate is None:
+            raise ValueError("FedIPS needs the aggregate of the cohort's update vectors")
+        return params + self.lr_global * view.aggregate, state
+
+    # -- helpers --------------------------------------------------------------------------
+    def _score(self, w: np.ndarray, x: np.ndarray) -> np.ndarray:
+        """Scores (n, K) of the per-client models; the linear case multiplies in float32
+        (no float64 copy of the features), the parameters still accumulate in float64."""
+        if isinstance(self.ranker, LinearRanker):
+            return np.einsum("nkf,nf->nk", x, w.astype(np.float32)).astype(np.float64)
+        return self.ranker.score(w, x)
+
+    def _vjp(self, w: np.ndarray, x: np.ndarray, coef: np.ndarray) -> np.ndarray:
+        if isinstance(self.ranker, LinearRanker):
+            return np.einsum("nk,nkf->nf", coef.astype(np.float32), x).astype(np.float64)
+        return self.ranker.vjp(w, x, coef)
+
+    def _relevance_table(self, data: Dataset) -> np.ndarray:
+        hit = self._relevance.get(id(data))
+        if hit is None or hit[0] is not data:
+            hit = (data, relevance_of_rows(self.relevance_params, data.features))
+            self._relevance[id(data)] = hit
+        return hit[1]

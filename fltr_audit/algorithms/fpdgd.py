@@ -1,0 +1,264 @@
+"""FPDGD: federated averaging of PDGD local updates (FPDGD paper, Algorithms 1-2, Eq. 5-6).
+
+Every client of a round starts from the global model, issues its B queries one after
+the other and after each one takes a PDGD step ``theta <- theta + eta * grad`` (Alg. 1):
+
+1. score the query's full candidate set and sample a Plackett-Luce ranking by Gumbel
+   top-k (Eq. 1-2); the top ``k`` are shown;
+2. the user clicks by the cascade click model;
+3. preferences: every clicked document over every unclicked document ranked above the
+   last click, plus the unclicked one right after it (PDGD's reading of "examined");
+4. each pair is weighted by rho (Eq. 6) times the derivative of the pairwise
+   probability (Eq. 5) and the gradient is ``sum w (f'(d_k) - f'(d_l))``, through the
+   ranker's vector-Jacobian product (so linear and MLP rankers share the code).
+
+The message is the client's full local weight vector and n_c = B; the server replaces
+the global model by the n_c-weighted mean (Alg. 2), which the aggregator computes.
+
+All of it runs for the whole cohort at once; Python loops run only over the B local steps
+and over display positions.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+from scipy.special import expit
+
+from fltr_audit import metrics, plackett_luce
+from fltr_audit.data.dataset import Dataset
+from fltr_audit.errors import FltrError
+from fltr_audit.interfaces import ClientOutput
+from fltr_audit.messages import Interactions, Messages, ServerView
+
+
+@lru_cache(maxsize=8)
+def _swap_tables(k: int) -> tuple[np.ndarray, ...]:
+    """Index tables for the pairs (a, b), a < b, of k positions and the triples a < m <= b.
+
+    Returns ``pa, pb`` (pairs), ``ta, tm, tb`` (triples) and ``member`` (triples x pairs, 0/1):
+    the log-ratio of a pair sums its triples' terms.
+    """
+    pa, pb = np.triu_indices(k, 1)
+    triples = np.array([(a, m, b) for a in range(k) for b in range(a + 1, k) for m in range(a + 1, b + 1)],
+                       dtype=np.int64).reshape(-1, 3)
+    pair_of = {(int(a), int(b)): i for i, (a, b) in enumerate(zip(pa, pb))}
+    member = np.zeros((len(triples), len(pa)))
+    for t, (a, _, b) in enumerate(triples):
+        member[t, pair_of[(int(a), int(b))]] = 1.0
+    return pa, pb, triples[:, 0], triples[:, 1], triples[:, 2], member
+
+
+def swap_log_ratios(shown_scores: np.ndarray, log_dens: np.ndarray) -> np.ndarray:
+    """``log P(R*(a, b) | D) - log P(R | D)`` for every pair of positions a < b.
+
+    Swapping the documents at positions a < b keeps the numerators of Eq. 2 and the
+    denominators outside ``a < m <= b``; inside, the document at b is still unplaced in R
+    but placed in R*, and the one at a the other way round, so the remaining set of R* at
+    m is ``{R_m .. R_{b-1}} + U_{b+1} + {R_a}``. Its log-sum is built from the sampled
+    ranking's log-denominators ``L`` by a reverse running ``logaddexp`` without any
+    subtraction, so ties and extreme scores stay exact.
+
+    Parameters
+    ----------
+    shown_scores : ndarray (n, k)
+        Scores of the shown documents, top first; -inf on empty slots.
+    log_dens : ndarray (n, k + 1)
+        ``L_m``, the log-sum of exp-scores of the documents not placed before m
+        (``plackett_luce.log_denominators`` with one extra -1 slot, so ``L_k`` is the
+        log-sum of the documents never shown).
+
+    Returns
+    -------
+    ndarray (n, k * (k - 1) / 2), pairs in ``numpy.triu_indices(k, 1)`` order.
+    """
+    n, k = shown_scores.shape
+    _, _, ta, tm, tb, member = _swap_tables(k)
+    # C[:, m, b] = log sum exp over {R_m .. R_{b-1}} + U_{b+1}  (m <= b)
+    C = np.full((n, k, k), -np.inf)
+    C[:, np.arange(k), np.arange(k)] = log_dens[:, 1:]
+    with np.errstate(invalid="ignore"):
+        for m in range(k - 2, -1, -1):
+            C[:, m, m + 1:] = np.logaddexp(shown_scores[:, m, None], C[:, m + 1, m + 1:])
+    with np.errstate(invalid="ignore"):
+        terms = log_dens[:, tm] - np.logaddexp(C[:, tm, tb], shown_scores[:, ta])
+    # only triples touching an empty slot are not finite; their pairs are never used
+    return np.where(np.isfinite(terms), terms, 0.0) @ member
+
+
+def pair_weights(shown_scores: np.ndarray, log_dens: np.ndarray, clicks: np.ndarray, shown: np.ndarray) -> np.ndarray:
+    """The per-position coefficients of Eq. 5: ``grad = sum_i coef_i f'(d_i)``.
+
+    Pairs: every clicked position over every shown, unclicked position at or above the
+    one right after the last click. Each pair weight is ``rho * e^{s_k} e^{s_l} /
+    (e^{s_k} + e^{s_l})^2`` with rho from Eq. 6, ``rho = P(R*) / (P(R) + P(R*)) =
+    sigmoid(log P(R*) - log P(R))``; it is added to the preferred position and subtracted
+    from the other.
+
+    Parameters
+    ----------
+    shown_scores, log_dens : see ``swap_log_ratios``
+    clicks, shown : ndarray of bool (n, k)
+
+    Returns
+    -------
+    ndarray (n, k)
+    """
+    n, k = clicks.shape
+    pa, pb, *_ = _swap_tables(k)
+    pos = np.arange(k)
+    last = np.where(clicks.any(axis=1), k - 1 - np.argmax(clicks[:, ::-1], axis=1), -1)
+    neg = shown & ~clicks & (pos[None, :] <= last[:, None] + 1)
+    sign = (clicks[:, pa] & neg[:, pb]).astype(np.float64) - (clicks[:, pb] & neg[:, pa])
+    coef = np.zeros((n, k))
+    active = sign != 0
+    if not active.any():
+        return coef
+    rho = expit(swap_log_ratios(shown_scores, log_dens))
+    with np.errstate(invalid="ignore"):
+        d = shown_scores[:, pa] - shown_scores[:, pb]
+        w = np.where(active, rho * expit(d) * expit(-d) * sign, 0.0)
+    coef += w @ _incidence(k, +1)
+    coef -= w @ _incidence(k, -1)
+    return coef
+
+
+@lru_cache(maxsize=8)
+def _incidence(k: int, side: int) -> np.ndarray:
+    """(pairs, k) 0/1 matrix selecting the upper (side +1) or lower (-1) position of each pair."""
+    pa, pb = np.triu_indices(k, 1)
+    out = np.zeros((len(pa), k))
+    out[np.arange(len(pa)), pa if side > 0 else pb] = 1.0
+    return out
+
+
+def cohort_scores(ranker: Any, params: np.ndarray, data: Dataset, queries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every candidate document's score under each client's own model, padded with a mask.
+
+    Parameters
+    ----------
+    params : ndarray (n, P)
+    queries : ndarray of int (n,), one query per client
+
+    Returns
+    -------
+    rows : ndarray of int64 (n, width)
+        Dataset rows of each query's candidates, -1 padded (width = the largest query).
+    scores : ndarray of float64 (n, width), -inf on padding.
+    """
+    width = int(data.docs_per_query[queries].max())
+    rows = data.padded_rows[queries, :width]
+    valid = rows >= 0
+    scores = ranker.score(params, data.features[np.where(valid, rows, 0)])
+    scores[~valid] = -np.inf
+    return rows, scores
+
+
+def pdgd_cohort(ranker: Any, click_model: Any, params: np.ndarray, data: Dataset, queries: np.ndarray,
+                rng: np.random.Generator, *, lr: float, k: int, deterministic: bool,
+                local_updates: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """B PDGD interactions of every client of a cohort (Alg. 1, vectorized over clients).
+
+    With ``local_updates`` each client applies ``theta += lr * grad`` after every query
+    (FPDGD, Alg. 2 ClientUpdate); without, every query is ranked by ``params`` and the
+    gradients are summed (the batch-accumulated PDGD baseline). Either way the returned
+    weights are ``params + lr * (sum of the client's gradients)``.
+
+    Returns
+    -------
+    weights : ndarray (n, P)
+    shown : ndarray of int64 (n, B, k), dataset rows, -1 on empty slots
+    clicks : ndarray of bool (n, B, k)
+    """
+    n, B = queries.shape
+    base = np.broadcast_to(np.asarray(params, dtype=np.float64), (n, ranker.n_params))
+    weights = base.copy()
+    shown = np.full((n, B, k), -1, dtype=np.int64)
+    clicks = np.zeros((n, B, k), dtype=bool)
+    extra = np.full((n, 1), -1, dtype=np.int64)
+    for b in range(B):
+        current = weights if local_updates else base
+        rows, scores = cohort_scores(ranker, current, data, queries[:, b])
+        valid = rows >= 0
+        ranking = (plackett_luce.topk(scores, valid, k) if deterministic
+                   else plackett_luce.sample_topk(scores, valid, k, rng))
+        ok = ranking >= 0
+        at = np.where(ok, ranking, 0)
+        shown_b = np.where(ok, np.take_along_axis(rows, at, axis=1), -1)
+        labels = np.where(ok, data.labels[np.where(ok, shown_b, 0)], -1)
+        clicks_b = np.asarray(click_model.simulate(labels, rng), dtype=bool) & ok
+        log_dens = plackett_luce.log_denominators(scores, valid, np.concatenate([ranking, extra], axis=1))
+        shown_scores = np.where(ok, np.take_along_axis(scores, at, axis=1), -np.inf)
+        coef = pair_weights(shown_scores, log_dens, clicks_b, ok)
+        if coef.any():
+            X = data.features[np.where(ok, shown_b, 0)]
+            weights += lr * ranker.vjp(current, X, coef)
+        shown[:, b] = shown_b
+        clicks[:, b] = clicks_b
+    return weights, shown, clicks
+
+
+class FPDGD:
+    """Federated PDGD (FPDGD Algorithm 2) with PDGD local updates (Algorithm 1).
+
+    Parameters
+    ----------
+    ranker : LinearRanker or MLPRanker
+    click_model : CascadeClickModel
+    lr : float
+        eta, 0.1 in the paper.
+    k : int
+        Number of documents shown (10).
+    """
+
+    name = "fpdgd"
+    local_updates = True
+
+    def __init__(self, ranker: Any, click_model: Any, lr: float = 0.1, k: int = 10):
+        if not lr > 0:
+            raise FltrError(f"--lr: the learning rate must be positive, got {lr}")
+        if k < 1:
+            raise FltrError(f"--k: must show at least one document, got {k}")
+        self.ranker = ranker
+        self.click_model = click_model
+        self.lr = float(lr)
+        self.k = int(k)
+
+    @property
+    def config(self) -> dict:
+        return {"algorithm": self.name, "ranker": self.ranker.name, "click_model": self.click_model.name,
+                "lr": self.lr, "k": self.k}
+
+    def init_params(self, rng: np.random.Generator) -> np.ndarray:
+        """Zeros for the linear ranker; the ranker's random initialization for the MLP."""
+        return np.asarray(self.ranker.init_params(rng), dtype=np.float64)
+
+    def init_server_state(self, params: np.ndarray) -> None:
+        return None
+
+    def client_step(self, params: np.ndarray, data: Dataset, queries: np.ndarray, client_ids: np.ndarray,
+                    rng: np.random.Generator, public_rng: np.random.Generator,
+                    deterministic: bool = False) -> ClientOutput:
+        """B PDGD steps per client; the message is the local weights and n_c = B."""
+        queries = np.asarray(queries, dtype=np.int64)
+        if queries.ndim != 2 or queries.shape[1] < 1:
+            raise FltrError(f"--queries-per-client: need (clients, B >= 1) queries, got shape {queries.shape}")
+        weights, shown, clicks = pdgd_cohort(self.ranker, self.click_model, params, data, queries, rng,
+                                             lr=self.lr, k=self.k, deterministic=deterministic,
+                                             local_updates=self.local_updates)
+        n, B = queries.shape
+        return ClientOutput(
+            messages=Messages(n_interactions=np.full(n, B, dtype=np.int64), vector=weights, vector_kind="weights"),
+            interactions=Interactions(queries=queries, shown=shown),
+            clicks=clicks,
+            shown_ndcg=metrics.ndcg_of_shown(shown, data, self.k),
+            round_metrics={"clicks_per_query": float(clicks.sum(axis=2).mean())},
+        )
+
+    def server_step(self, params: np.ndarray, state: Any, view: ServerView) -> tuple[np.ndarray, Any]:
+        """The next global model is the n_c-weighted mean of the local weights (Alg. 2)."""
+        if view.aggregate is None:
+            raise ValueError(f"{self.name}: the server received no aggregate of the cohort's weights")
+        return np.array(view.aggregate, dtype=np.float64), state

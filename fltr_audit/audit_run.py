@@ -1,0 +1,232 @@
+"""One audit run: train, probe under a defense, attack, score, audit the defense's claim.
+
+Part of the composition root (with ``campaign`` and ``cli``): it wires the engine to the
+``defenses`` and ``attacks`` packages. A run's configuration is one grid point of a
+campaign (``fltr_audit.campaign.expand``); ``run_audit`` turns it into the result tables of
+``docs/store.md``:
+
+1. **Base model** -- the algorithm trained for ``rounds`` rounds with the
+   ``train_click_model`` and *no* defense (Pham §4.1 pre-trains with perfect clicks). All
+   attacks of all defenses of one seed probe this same model, so attack results differ only
+   by what the defense does to the messages.
+2. **Utility** -- the same training with the defense applied; its final offline nDCG@10
+   on the test split, and the change against the base model, measure the defense's cost.
+3. **Probe** (Pham §4.1) -- every query of the probe split is issued by a fresh client
+   under each click model, through the defense and aggregation path, grouped in cohorts;
+   every attack guesses the clicks from the server's view; scoring is per query.
+4. **Epsilon audit** -- the defense's client transforms (and its aggregation) as a
+   mechanism on two inputs of one client (two probe clients' undefended messages, the pair
+   farthest apart among the first probe clients): the projection test's error rates give an
+   empirical lower bound on epsilon, set beside the claimed epsilon and scope. When the
+   aggregator hides messages the audited output is the cohort mean, the other members drawn
+   from the probe clients' messages (secure aggregation's exact sum is simulated by the mean:
+   its fixed-point error is far below the noise that matters here).
+
+The pre-trained models are cached per process, keyed by their configuration, so the runs of
+one campaign that differ only by defense train the base model once per worker.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from attacks.audit import audit as empirical_audit
+from attacks.audit import projection_statistic
+from attacks.registry import make_attack
+from attacks.scoring import score_guess, summarize
+from defenses.stack import DefenseStack, parse_defense
+from fltr_audit import metrics
+from fltr_audit.clicks import cascade_model
+from fltr_audit.data.load import load_splits
+from fltr_audit.errors import FltrError
+from fltr_audit.federation import TrainResult, train
+from fltr_audit.messages import Messages
+from fltr_audit.probe import probe
+from fltr_audit.rankers import make_ranker
+
+AUDIT_TRIALS = 2000
+AUDIT_POOL = 50
+
+
+def build_algorithm(config: dict, splits: Any, click_model: str) -> Any:
+    """The algorithm a run configuration names, with the given click model."""
+    name, params = config["algo"], dict(config.get("params", {}))
+    train_data = splits.train
+    ranker = make_ranker(config.get("ranker", "linear"), train_data.n_features)
+    if name == "fpdgd":
+        from fltr_audit.algorithms.fpdgd import FPDGD
+
+        return FPDGD(ranker, cascade_model(click_model, train_data.n_levels), **params)
+    if name == "foltr-es":
+        from fltr_audit.algorithms.foltr_es import FOLtRES
+
+        return FOLtRES(ranker, cascade_model(click_model, train_data.n_levels), **params)
+    if name in ("fedips", "fedavg"):
+        from fltr_audit.algorithms.fedips import build_fedips
+
+        return build_fedips(splits, propensity="none" if name == "fedavg" else params.pop("propensity", "true"),
+                            seed=config["seed"], **params)
+    raise FltrError(f"--algo: unknown algorithm {name!r} (choose fpdgd, foltr-es, fedips or fedavg)")
+
+
+@lru_cache(maxsize=8)
+def _splits(data: str, fold: int, normalization: str, queries: int | None, seed: int) -> Any:
+    return load_splits(data, fold, normalization=normalization, queries=queries, seed=seed)
+
+
+def splits_of(config: dict) -> Any:
+    return _splits(config["data"], config["fold"], config.get("normalization", "none"), config.get("queries"),
+                   config["seed"])
+
+
+def _training_key(config: dict, defense: str) -> str:
+    keys = ("data", "fold", "normalization", "queries", "algo", "rounds", "clients", "queries_per_client",
+            "ranker", "train_click_model", "params", "seed")
+    return json.dumps({**{k: config.get(k) for k in keys}, "defense": defense}, sort_keys=True)
+
+
+@lru_cache(maxsize=16)
+def _trained(key: str) -> TrainResult:
+    config = json.loads(key)
+    splits = splits_of(config)
+    stack = parse_defense(config["defense"])
+    algorithm = build_algorithm(config, splits, config["train_click_model"])
+    return train(
+        algorithm,
+        splits.train,
+        clients=config["clients"],
+        queries_per_client=config["queries_per_client"],
+        rounds=config["rounds"],
+        seed=config["seed"],
+        eval_data=splits.test,
+        eval_every=max(1, config["rounds"] // 20),
+        client_defenses=stack.client,
+        aggregator=stack.aggregator,
+    )
+
+
+def trained(config: dict, defense: str = "none") -> TrainResult:
+    """The model trained under ``defense`` for this configuration (cached per process)."""
+    return _trained(_training_key(config, defense))
+
+
+def run_audit(config: dict) -> dict[str, pd.DataFrame]:
+    """Compute every table of one run (see the module docstring)."""
+    splits = splits_of(config)
+    stack = parse_defense(config["defense"])
+    context = {"run_key": config.get("run_key", ""), "algo": config["algo"], "data": config["data"],
+               "fold": config["fold"], "seed": config["seed"]}
+
+    base = trained(config)
+    defended = trained(config, stack.name) if stack.name != "none" else base
+    base_ndcg = _final_ndcg(config, splits, base)
+    ndcg = _final_ndcg(config, splits, defended)
+    utility = pd.DataFrame([{**context, "click_model": config["train_click_model"], "defense": stack.name,
+                             "ndcg10": ndcg, "ndcg10_delta": ndcg - base_ndcg}])
+    curves = defended.curves.assign(defense=stack.name)
+
+    probe_cfg = config["probe"]
+    data = splits.get(probe_cfg["split"])
+    attack_rows, query_rows = [], []
+    batches_by_model = {}
+    for click_model in probe_cfg["click_models"]:
+        algorithm = build_algorithm(config, splits, click_model)
+        batches = probe(algorithm, base.params, data, seed=config["seed"],
+                        queries_per_client=probe_cfg["queries_per_client"], cohort_size=probe_cfg["cohort"],
+                        client_defenses=stack.client, aggregator=stack.aggregator)
+        batches_by_model[click_model] = batches
+        for name in config["attacks"]:
+            attack = make_attack(name, **({"seed": config["seed"]} if name.startswith("random") else {}))
+            per_query = pd.concat(
+                [score_guess(attack.guess(b.view), b, min_shown=probe_cfg["min_shown"],
+                             require_click=probe_cfg["require_click"]) for b in batches],
+                ignore_index=True,
+            )
+            threat = "server (aggregate only)" if batches[0].view.messages is None else "server"
+            for row in summarize(per_query):
+                attack_rows.append({**context, "click_model": click_model, "defense": stack.name,
+                                    "threat_model": threat, "attack": name, "probe_cohort": probe_cfg["cohort"],
+                                    **row})
+            query_rows.append(per_query.assign(click_model=click_model, defense=stack.name, attack=name))
+
+    tables = {
+        "utility": utility,
+        "curves": curves,
+        "attacks": pd.DataFrame(attack_rows),
+        "per_query": pd.concat(query_rows, ignore_index=True) if query_rows else pd.DataFrame(),
+    }
+    if config.get("epsilon_audit", True):
+        audit_row = _audit_defense(config, splits, stack, base)
+        if audit_row is not None:
+            tables["audits"] = pd.DataFrame([{**context, "defense": stack.name, **audit_row}])
+    return tables
+
+
+def _final_ndcg(config: dict, splits: Any, result: TrainResult) -> float:
+    algorithm = build_algorithm(config, splits, config["train_click_model"])
+    scores = algorithm.ranker.score(result.params, splits.test.features)
+    return float(metrics.mean_ndcg(scores, splits.test, k=10))
+
+
+def _audit_defense(config: dict, splits: Any, stack: DefenseStack, base: TrainResult) -> dict | None:
+    """Empirical epsilon of the stack on one client's vector message (None for seed+metric)."""
+    algorithm = build_algorithm(config, splits, config["train_click_model"])
+    data = splits.get(config["probe"]["split"])
+    batches = probe(algorithm, base.params, data, seed=config["seed"],
+                    queries_per_client=config["probe"]["queries_per_client"], cohort_size=AUDIT_POOL)
+    messages = batches[0].view.messages
+    if messages is None or messages.vector is None:
+        return None
+    g = np.asarray(base.params, dtype=np.float64)
+    pool = messages.updates(g)
+    u0, u1 = _farthest_pair(pool)
+    kind = messages.vector_kind
+    cohort = int(config["probe"]["cohort"])
+    hides = stack.aggregator.aggregate(messages, batches[0].view.participants, np.random.default_rng(0)).messages is None
+
+    def defended(updates: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        msgs = Messages(n_interactions=np.ones(len(updates), dtype=np.int64), vector_kind=kind,
+                        vector=updates + g if kind == "weights" else updates.copy())
+        for defense in stack.client:
+            msgs = defense.apply(msgs, g, rng)
+        return msgs.updates(g)
+
+    def mechanism(rng: np.random.Generator, n_trials: int, which: int) -> np.ndarray:
+        target = (u0, u1)[which]
+        out = np.empty((n_trials, len(g)))
+        if not hides:
+            # every row of a cohort is one independent trial of the client-side transforms
+            for start in range(0, n_trials, cohort):
+                rows = min(cohort, n_trials - start)
+                batch = defended(np.repeat(target[None, :], cohort, axis=0), rng)
+                out[start:start + rows] = batch[:rows]
+            return out
+        for t in range(n_trials):
+            others = pool[rng.integers(0, len(pool), size=cohort - 1)]
+            out[t] = defended(np.vstack([target[None, :], others]), rng).mean(axis=0)
+        return out
+
+    if hides:
+        statistic = projection_statistic(u0 / cohort, u1 / cohort)
+    else:
+        statistic = projection_statistic(u0, u1)
+    result = empirical_audit(mechanism, statistic, claim=stack.claim, n_trials=AUDIT_TRIALS, seed=config["seed"],
+                             threat_model="server (aggregate only)" if hides else "server",
+                             mechanism_name=stack.name, attack_name="projection")
+    row = result.as_dict()
+    row.pop("threshold", None)
+    row.pop("direction", None)
+    return row
+
+
+def _farthest_pair(updates: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The two rows of ``updates`` farthest apart in L2 (the strongest neighbouring pair on hand)."""
+    sq = (updates**2).sum(1)
+    dist = sq[:, None] + sq[None, :] - 2 * updates @ updates.T
+    i, j = np.unravel_index(np.argmax(dist), dist.shape)
+    return updates[i], updates[j]

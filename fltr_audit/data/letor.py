@@ -1,0 +1,283 @@
+"""Reading and writing LETOR / SVMlight text: ``label qid:N 1:v 2:v ... #comment``.
+
+Reading has two fast paths and one slow one:
+
+* dense files (every line lists features ``1..d`` in order, as MQ2007/MQ2008/MSLR do) are
+  tokenized by pandas' C parser in blocks of lines, after ``qid:`` and ``:`` are turned
+  into spaces; the feature-index columns are then checked to be exactly ``1..d`` on every
+  line, which also catches any line with a different number of features;
+* files that are not dense (zero features left out, as Yahoo! does) go through
+  scikit-learn's ``load_svmlight_file(query_id=True)``;
+* only when one of those rejects the file does a plain Python pass walk the lines to name
+  the first bad one (``FILE, line 57: 45 features, expected 46``).
+
+Both ``.gz`` and plain text are read (recognized by the gzip magic bytes).
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import math
+import os
+import re
+from pathlib import Path
+from typing import Iterator, NoReturn
+
+import numpy as np
+
+from fltr_audit.data.dataset import Dataset
+from fltr_audit.errors import FltrError
+
+_BLOCK = 1 << 25  # bytes per parsed block (32 MiB): bounds memory on MSLR-sized files
+_TO_SPACE = bytes.maketrans(b":", b" ")
+_DOCID = re.compile(rb"#\s*docid\s*=\s*(\S+)")
+_MAX_LABEL = 127  # labels are stored as int8
+
+
+def _open(path: Path):
+    with open(path, "rb") as fh:
+        magic = fh.read(2)
+    return gzip.open(path, "rb") if magic == b"\x1f\x8b" else open(path, "rb")
+
+
+def _blocks(path: Path) -> Iterator[bytes]:
+    """The file's bytes in blocks that end at a line break."""
+    with _open(path) as fh:
+        rest = b""
+        while True:
+            chunk = fh.read(_BLOCK)
+            if not chunk:
+                if rest.strip():
+                    yield rest + b"\n"
+                return
+            chunk = rest + chunk
+            cut = chunk.rfind(b"\n")
+            if cut < 0:
+                rest = chunk
+                continue
+            rest = chunk[cut + 1 :]
+            yield chunk[: cut + 1]
+
+
+class _NotDense(Exception):
+    """The dense reader cannot read this file; another path decides."""
+
+
+def read_letor(path: str | os.PathLike) -> Dataset:
+    """Read one LETOR / SVMlight file (plain or gzip) into a :class:`Dataset`.
+
+    Rows of one query are made contiguous (kept in order of first appearance); features are
+    float32, labels int8, ``n_levels`` is the largest label plus one. Document ids come from
+    ``#docid = ...`` comments when every line has one, else ``doc_ids`` is None.
+
+    Raises
+    ------
+    FltrError
+        Naming the file (and the line, when one line is at fault): missing file, no data
+        lines, a line without ``qid:``, a bad token, a line whose feature count differs from
+        the file's, a NaN or infinite value, a label that is not a non-negative integer.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FltrError(f"{path}: no such file")
+    try:
+        features, labels, qids, doc_ids = _read_dense(path)
+        expected = features.shape[1]
+    except _NotDense:
+        features, labels, qids = _read_sparse(path)
+        doc_ids, expected = None, None
+    if len(labels) == 0:
+        raise FltrError(f"{path}: no data lines")
+    bad_label = (labels < 0) | (labels > _MAX_LABEL) | (labels != np.floor(labels))
+    if bad_label.any() or not np.isfinite(features).all():
+        _locate_error(path, expected)
+    return _group(path, features, labels.astype(np.int8), qids, doc_ids)
+
+
+def _read_dense(path: Path):
+    import pandas as pd
+
+    feats, labs, qids, ids = [], [], [], []
+    width = None
+    want_ids = None  # decided on the first line: ids are read only when it has one
+    for block in _blocks(path):
+        if want_ids is None:
+            want_ids = b"docid" in block[: block.find(b"\n")]
+        text = block.replace(b"qid:", b" ").translate(_TO_SPACE)
+        try:
+            table = pd.read_csv(
+                io.BytesIO(text), sep=r"\s+", header=None, comment="#", dtype=np.float64,
+                engine="c", skip_blank_lines=True, na_filter=True,
+            ).to_numpy()
+        except (ValueError, pd.errors.ParserError):
+            raise _NotDense from None
+        if table.shape[0] == 0:
+            continue
+        if width is None:
+            width = table.shape[1]
+            if width < 4 or width % 2:
+                raise _NotDense
+            index = np.arange(1, (width - 2) // 2 + 1, dtype=np.float64)
+        if table.shape[1] != width or not np.array_equal(
+            table[:, 2::2], np.broadcast_to(index, (table.shape[0], len(index)))
+        ):
+            raise _NotDense
+        if np.isnan(table).any():
+            raise _NotDense
+        labs.append(table[:, 0])
+        qids.append(table[:, 1])
+        feats.append(table[:, 3::2].astype(np.float32))
+        if want_ids:
+            found = _DOCID.findall(block)
+            if len(found) == table.shape[0]:
+                ids.extend(f.decode("utf-8", "replace") for f in found)
+            else:
+                want_ids = False
+                ids = []
+    if not feats:
+        return np.zeros((0, 0), np.float32), np.zeros(0), np.zeros(0, np.int64), None
+    labels = np.concatenate(labs)
+    qid = np.concatenate(qids)
+    if not np.array_equal(qid, np.floor(qid)):
+        raise _NotDense
+    doc_ids = np.array(ids) if want_ids and len(ids) == len(labels) else None
+    return np.concatenate(feats), labels, qid.astype(np.int64), doc_ids
+
+
+def _read_sparse(path: Path):
+    from sklearn.datasets import load_svmlight_file
+
+    try:
+        with _open(path) as fh:
+            X, y, q = load_svmlight_file(fh, query_id=True, dtype=np.float32)
+    except (ValueError, TypeError, IndexError, OverflowError):
+        _locate_error(path)
+    if len(q) != X.shape[0]:
+        _locate_error(path)
+    nnz = np.diff(X.indptr)
+    d = X.shape[1]
+    if len(nnz) and np.mean(nnz == d) > 0.5 and (nnz != d).any():
+        # a dense file (most lines list every feature) with a line that does not
+        _locate_error(path, expected=d)
+    if not np.isfinite(X.data).all():
+        _locate_error(path)
+    return np.asarray(X.todense(), dtype=np.float32), y, np.asarray(q, dtype=np.int64)
+
+
+def _locate_error(path: Path, expected: int | None = None) -> NoReturn:
+    """Walk the file line by line and raise for the first bad line (the slow path).
+
+    ``expected`` is the feature count every line must have (dense files), or None.
+    """
+    lineno = 0
+    with _open(path) as fh:
+        for lineno, raw in enumerate(io.TextIOWrapper(fh, "utf-8", errors="replace"), start=1):
+            body = raw.split("#", 1)[0].split()
+            if not body:
+                continue
+            where = f"{path}, line {lineno}"
+            try:
+                label = float(body[0])
+            except ValueError:
+                raise FltrError(f"{where}: label {body[0]!r} is not a number") from None
+            if not (label >= 0 and label == math.floor(label) and label <= _MAX_LABEL):
+                raise FltrError(f"{where}: label {body[0]!r} is not an integer 0..{_MAX_LABEL}")
+            if len(body) < 2 or not body[1].startswith("qid:"):
+                raise FltrError(f"{where}: missing 'qid:' after the label")
+            try:
+                int(body[1][4:])
+            except ValueError:
+                raise FltrError(f"{where}: bad query id {body[1]!r}") from None
+            previous = 0
+            for token in body[2:]:
+                index, sep, value = token.partition(":")
+                try:
+                    idx, val = int(index), float(value)
+                except ValueError:
+                    raise FltrError(f"{where}: bad feature token {token!r}") from None
+                if not sep or idx <= previous:
+                    raise FltrError(f"{where}: feature indices must be increasing ({token!r})")
+                if not math.isfinite(val):
+                    raise FltrError(f"{where}: feature {idx} is {value} (NaN or infinite)")
+                previous = idx
+            count = len(body) - 2
+            if expected is not None and count != expected:
+                raise FltrError(f"{where}: {count} features, expected {expected}")
+    raise FltrError(f"{path}: not a LETOR / SVMlight file (checked {lineno} lines)")
+
+
+def _group(path: Path, features, labels, qids, doc_ids) -> Dataset:
+    """Make each query's rows contiguous (order of first appearance) and build offsets."""
+    starts = np.flatnonzero(np.r_[True, qids[1:] != qids[:-1]])
+    if len(np.unique(qids)) != len(starts):
+        _, first, inverse = np.unique(qids, return_index=True, return_inverse=True)
+        rank = np.empty_like(first)
+        rank[np.argsort(first)] = np.arange(len(first))
+        order = np.argsort(rank[inverse], kind="stable")
+        features, labels, qids = features[order], labels[order], qids[order]
+        doc_ids = None if doc_ids is None else doc_ids[order]
+        starts = np.flatnonzero(np.r_[True, qids[1:] != qids[:-1]])
+    ptr = np.r_[starts, len(qids)].astype(np.int64)
+    return Dataset(
+        features=np.ascontiguousarray(features, dtype=np.float32),
+        labels=labels,
+        query_ptr=ptr,
+        qids=qids[starts].astype(np.int64),
+        n_levels=int(labels.max()) + 1,
+        name=str(path),
+        doc_ids=doc_ids,
+    )
+
+
+def _exact_fixed6(features: np.ndarray) -> bool:
+    """True when ``%.6f`` text reads back as the same float32 values.
+
+    ``x * 1e6`` is exact in float64 for float32 ``x`` (24 + 14 significant bits), so
+    ``rint(x * 1e6) / 1e6`` is the correctly rounded double of the 6-decimal text.
+    """
+    x = features.astype(np.float64)
+    return bool(np.array_equal((np.rint(x * 1e6) / 1e6).astype(np.float32), features))
+
+
+def format_letor(ds: Dataset, precision: str | None = None) -> bytes:
+    """The LETOR text of ``ds`` (one line per document, ``#docid = ...`` when present).
+
+    Features are written as ``%.6f`` (as MQ2008 is) when that reads back exactly, else as
+    ``%.9g``, which round-trips any float32.
+    """
+    n, d = ds.features.shape
+    fmt = precision or ("%.6f" if _exact_fixed6(ds.features) else "%.9g")
+    row_fmt = "%d qid:%d " + " ".join(f"{j + 1}:{fmt}" for j in range(d))
+    row_fmt += " #docid = %s\n" if ds.doc_ids is not None else "\n"
+    qid_rows = np.repeat(ds.qids, ds.docs_per_query)
+    out = []
+    step = max(1, 200_000 // max(d, 1))
+    for a in range(0, n, step):
+        b = min(n, a + step)
+        cols = [ds.labels[a:b].astype(np.int64).tolist(), qid_rows[a:b].tolist()]
+        cols += ds.features[a:b].astype(np.float64).T.tolist()
+        if ds.doc_ids is not None:
+            cols.append([str(s) for s in ds.doc_ids[a:b]])
+        out.append("".join(row_fmt % row for row in zip(*cols)))
+    return "".join(out).encode()
+
+
+def write_letor(ds: Dataset, path: str | os.PathLike) -> None:
+    """Write ``ds`` as LETOR text (gzip when the name ends in ``.gz``), atomically."""
+    write_bytes_atomic(Path(path), format_letor(ds))
+
+
+def write_bytes_atomic(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temporary file and a rename."""
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    try:
+        if path.name.endswith(".gz"):
+            with gzip.open(tmp, "wb", compresslevel=6) as fh:
+                fh.write(data)
+        else:
+            tmp.write_bytes(data)
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()

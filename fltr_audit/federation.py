@@ -1,0 +1,196 @@
+"""The federation loop: rounds of client steps, defenses, aggregation, interception (DESIGN.md).
+
+One round (``run_round``): the cohort runs the algorithm's vectorized client step; the
+client-side defenses transform the messages; the aggregator (default: n_c-weighted FedAvg)
+combines them; the round is packaged as a ``ServerView`` under the threat model plus the
+separate ``GroundTruth``; the algorithm's server step reads only the view.
+
+``train`` repeats rounds, samples each round's queries for the whole cohort, hands every
+``RoundBatch`` to the interceptors and records the learning curves: offline nDCG@10 of the
+global model on a held-out split, FPDGD Eq. 17 online performance of what users were shown.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from fltr_audit import metrics
+from fltr_audit.aggregation import FedAvg
+from fltr_audit.data.dataset import Dataset
+from fltr_audit.errors import FltrError
+from fltr_audit.interfaces import Aggregator, ClientDefense, ClientOutput, Interceptor
+from fltr_audit.messages import THREAT_MODELS, RoundBatch, ServerView
+from fltr_audit.randomness import stream
+
+GAMMA = 0.9995  # FPDGD Eq. 17 discount, following PDGD
+
+
+@dataclass(frozen=True)
+class TrainResult:
+    """A finished run.
+
+    Attributes
+    ----------
+    params : ndarray (P,)
+        The final global model.
+    curves : DataFrame
+        One row per round: ``round`` (1-based), ``offline_ndcg10`` (NaN where not
+        evaluated), ``online_ndcg`` (Eq. 17 cumulative so far), ``shown_ndcg`` (mean
+        nDCG@10 of this round's shown lists), the algorithm's round metrics and the
+        evaluators.
+    config : dict
+        The resolved configuration (JSON-able).
+    seconds : float
+    n_interactions : int
+    """
+
+    params: np.ndarray
+    curves: pd.DataFrame
+    config: dict
+    seconds: float
+    n_interactions: int
+
+
+def check_threat_model(threat_model: str) -> None:
+    if threat_model not in THREAT_MODELS:
+        raise FltrError(f"--threat-model: unknown threat model {threat_model!r} (choose from {', '.join(THREAT_MODELS)})")
+
+
+def run_round(algorithm: Any, params: np.ndarray, state: Any, data: Dataset, queries: np.ndarray,
+              client_ids: np.ndarray, round_index: int, seed: int, *,
+              client_defenses: Sequence[ClientDefense] = (), aggregator: Aggregator | None = None,
+              threat_model: str = "server", deterministic: bool = False
+              ) -> tuple[np.ndarray, Any, RoundBatch, ClientOutput]:
+    """One round along the whole path: client step -> defenses -> aggregation -> server step.
+
+    Randomness: ``stream(seed, "client", r)`` drives the clients' private choices,
+    ``stream(seed, "public", r)`` what their messages reveal, ``stream(seed, "defense", r)``
+    the defenses and ``stream(seed, "aggregate", r)`` the aggregator.
+
+    Returns
+    -------
+    params, state : the server's next global model and optimizer state
+    batch : RoundBatch -- the ServerView under ``threat_model`` and the GroundTruth
+    output : ClientOutput -- the cohort's output before defenses
+    """
+    check_threat_model(threat_model)
+    client_ids = np.asarray(client_ids, dtype=np.int64)
+    out = algorithm.client_step(params, data, queries, client_ids, stream(seed, "client", round_index),
+                                stream(seed, "public", round_index), deterministic)
+    messages = out.messages
+    defense_rng = stream(seed, "defense", round_index)
+    for defense in client_defenses:
+        messages = defense.apply(messages, params, defense_rng)
+    agg = (aggregator or FedAvg()).aggregate(messages, client_ids, stream(seed, "aggregate", round_index))
+    sees_documents = threat_model == "server"
+    view = ServerView(
+        round=int(round_index),
+        threat_model=threat_model,
+        global_params=np.asarray(params, dtype=np.float64),
+        ranker=algorithm.ranker,
+        participants=np.asarray(agg.participants, dtype=np.int64),
+        dropouts=np.asarray(agg.dropouts, dtype=np.int64),
+        messages=agg.messages,
+        aggregate=agg.mean,
+        interactions=out.interactions if sees_documents else None,
+        documents=data if sees_documents else None,
+    )
+    batch = RoundBatch(view=view, truth=out.truth(client_ids))
+    new_params, new_state = algorithm.server_step(params, state, view)
+    return new_params, new_state, batch, out
+
+
+def sample_queries(n_queries: int, clients: int, queries_per_client: int, rng: np.random.Generator,
+                   replace: bool = False) -> np.ndarray:
+    """The cohort's queries for one round, (clients, B): without replacement within the round.
+
+    With ``replace`` the queries are drawn with replacement (allowed when a round needs
+    more queries than the split has).
+    """
+    if replace:
+        return rng.integers(0, n_queries, size=(clients, queries_per_client), dtype=np.int64)
+    _check_without_replacement(n_queries, clients, queries_per_client)
+    need = clients * queries_per_client
+    return rng.choice(n_queries, size=need, replace=False).astype(np.int64).reshape(clients, queries_per_client)
+
+
+def _check_without_replacement(n_queries: int, clients: int, queries_per_client: int) -> None:
+    need = clients * queries_per_client
+    if need > n_queries:
+        raise FltrError(f"--clients x --queries-per-client = {clients} x {queries_per_client} = {need} exceeds "
+                        f"the {n_queries} training queries (sampling without replacement within a round)")
+
+
+def _check_budget(clients: int, queries_per_client: int, rounds: int, eval_every: int) -> None:
+    for option, value in (("--clients", clients), ("--queries-per-client", queries_per_client),
+                          ("--rounds", rounds), ("--eval-every", eval_every)):
+        if int(value) != value or value < 1:
+            raise FltrError(f"{option}: must be a positive integer, got {value}")
+
+
+def train(algorithm: Any, train_data: Dataset, *, clients: int, queries_per_client: int, rounds: int, seed: int,
+          eval_data: Dataset | None = None, eval_every: int = 1,
+          evaluators: Mapping[str, Callable[[np.ndarray], float]] | None = None,
+          client_defenses: Sequence[ClientDefense] = (), aggregator: Aggregator | None = None,
+          interceptors: Sequence[Interceptor] = (), threat_model: str = "server",
+          on_round: Callable[[int, dict], None] | None = None, replace: bool = False) -> TrainResult:
+    """Train ``algorithm`` for ``rounds`` rounds of ``clients`` clients x ``queries_per_client`` queries.
+
+    The same ``clients`` simulated users (ids ``0 .. clients - 1``) take part in every
+    round (FPDGD Alg. 2), each issuing B queries drawn for the whole cohort from
+    ``stream(seed, "queries", r)``. Offline nDCG@10 of the global model on ``eval_data`` and
+    the ``evaluators`` are computed after rounds ``eval_every, 2 eval_every, ...`` and the
+    last round. ``on_round(r, row)`` is called after each round with its curve row.
+    """
+    _check_budget(clients, queries_per_client, rounds, eval_every)
+    check_threat_model(threat_model)
+    if train_data.n_queries < 1:
+        raise FltrError("--data: the training split has no queries")
+    if not replace:
+        _check_without_replacement(train_data.n_queries, clients, queries_per_client)
+    aggregator = aggregator or FedAvg()
+    evaluators = dict(evaluators or {})
+    start = time.perf_counter()
+    params = algorithm.init_params(stream(seed, "init"))
+    state = algorithm.init_server_state(params)
+    client_ids = np.arange(clients, dtype=np.int64)
+    rows: list[dict] = []
+    online, t_eval, n_interactions = 0.0, 0, 0
+    for r in range(1, rounds + 1):
+        queries = sample_queries(train_data.n_queries, clients, queries_per_client, stream(seed, "queries", r), replace)
+        params, state, batch, out = run_round(algorithm, params, state, train_data, queries, client_ids, r, seed,
+                                              client_defenses=client_defenses, aggregator=aggregator,
+                                              threat_model=threat_model)
+        for interceptor in interceptors:
+            interceptor(batch)
+        seq = np.asarray(out.shown_ndcg, dtype=np.float64).ravel()
+        online += metrics.online_performance(seq, GAMMA) * GAMMA ** t_eval
+        t_eval += int((~np.isnan(seq)).sum())
+        n_interactions += int(out.messages.n_interactions.sum())
+        judged = seq[~np.isnan(seq)]
+        row = {"round": r, "offline_ndcg10": np.nan, "online_ndcg": online,
+               "shown_ndcg": float(judged.mean()) if len(judged) else np.nan}
+        row.update({key: float(v) for key, v in out.round_metrics.items()})
+        evaluate = r % eval_every == 0 or r == rounds
+        if eval_data is not None and evaluate:
+            row["offline_ndcg10"] = metrics.mean_ndcg(algorithm.ranker.score(params, eval_data.features), eval_data, 10)
+        for name, fn in evaluators.items():
+            row[name] = float(fn(params)) if evaluate else np.nan
+        rows.append(row)
+        if on_round is not None:
+            on_round(r, row)
+    config = {
+        **getattr(algorithm, "config", {"algorithm": algorithm.name}),
+        "train_data": train_data.name, "eval_data": None if eval_data is None else eval_data.name,
+        "clients": clients, "queries_per_client": queries_per_client, "rounds": rounds, "seed": seed,
+        "eval_every": eval_every, "threat_model": threat_model, "replace": replace,
+        "client_defenses": [d.name for d in client_defenses], "aggregator": aggregator.name,
+        "online_gamma": GAMMA,
+    }
+    return TrainResult(params=np.asarray(params, dtype=np.float64), curves=pd.DataFrame(rows), config=config,
+                       seconds=time.perf_counter() - start, n_interactions=n_interactions)

@@ -1,0 +1,368 @@
+"""The results store: one SQLite file per campaign (stdlib ``sqlite3`` + pandas only).
+
+Every finished run is written in ONE transaction: its ``runs`` row and all of its result
+rows, so an interrupted write leaves nothing of that run and a re-run of the campaign can
+rely on :meth:`ResultsStore.completed_keys`. The file is in WAL mode (readers never block
+the writer) with a busy timeout, so several processes may write to it.
+
+Schema (``schema_version`` 1; every data table also has ``run_key`` and ``extra``)::
+
+    runs(run_key TEXT PRIMARY KEY, campaign TEXT, status TEXT 'done'|'failed',
+         config TEXT (JSON), env TEXT (JSON), seed INTEGER, seconds REAL,
+         finished_at TEXT (UTC ISO 8601), error TEXT)
+    registered(run_key TEXT PRIMARY KEY, campaign TEXT, config TEXT (JSON),
+               registered_at TEXT)        -- runs a campaign announced; pending until in runs
+    curves(defense TEXT, round INTEGER, offline_ndcg10 REAL, online_ndcg REAL,
+           shown_ndcg REAL)
+    attacks(algo TEXT, data TEXT, fold INTEGER, seed INTEGER, click_model TEXT,
+            defense TEXT, threat_model TEXT, attack TEXT, averaging TEXT, accuracy REAL,
+            precision REAL, recall REAL, f1 REAL, auc REAL, n_queries INTEGER,
+            probe_cohort INTEGER)
+    per_query(click_model TEXT, defense TEXT, attack TEXT, client INTEGER, query INTEGER,
+              n_shown INTEGER, n_clicked INTEGER, tp INTEGER, fp INTEGER, tn INTEGER,
+              fn INTEGER, precision REAL, recall REAL)
+    audits(algo TEXT, defense TEXT, mechanism TEXT, attack TEXT, threat_model TEXT,
+           claimed_epsilon REAL, claimed_delta REAL, claimed_scope TEXT,
+           epsilon_point REAL, epsilon_lb REAL, confidence REAL, n_trials INTEGER,
+           fpr REAL, fnr REAL, verdict TEXT)
+    utility(algo TEXT, data TEXT, fold INTEGER, seed INTEGER, click_model TEXT,
+            defense TEXT, ndcg10 REAL, ndcg10_delta REAL)
+    epsilon(click_model TEXT, levels INTEGER, length INTEGER, p REAL, epsilon REAL,
+            theoretical REAL)
+    meta(key TEXT PRIMARY KEY, value TEXT)
+
+Columns of a recorded DataFrame that the schema does not name (algorithm metrics in
+``curves``, extra metrics in ``utility``, ...) go into the row's ``extra`` column as a JSON
+object; :func:`load` expands them back into columns (in order of first appearance). Schema
+columns missing from a recorded frame are stored as NULL. NaN is stored as NULL and read
+back as NaN; REAL columns load as float64, INTEGER columns as int64 (float64 when a value
+is missing). The store sets ``run_key`` on every data row (``epsilon`` included).
+
+Semantics: re-recording a run whose key is ``done`` is a no-op; recording a run whose key
+``failed`` replaces the failure row; a failure is never recorded over a done run.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable, Mapping
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from fltr_audit.errors import FltrError
+
+SCHEMA_VERSION = "1"
+BUSY_TIMEOUT_MS = 60_000
+
+RUN_COLUMNS: dict[str, str] = {
+    "run_key": "TEXT", "campaign": "TEXT", "status": "TEXT", "config": "TEXT", "env": "TEXT",
+    "seed": "INTEGER", "seconds": "REAL", "finished_at": "TEXT", "error": "TEXT",
+}
+
+TABLES: dict[str, dict[str, str]] = {
+    "curves": {"defense": "TEXT", "round": "INTEGER", "offline_ndcg10": "REAL",
+               "online_ndcg": "REAL", "shown_ndcg": "REAL"},
+    "attacks": {"algo": "TEXT", "data": "TEXT", "fold": "INTEGER", "seed": "INTEGER",
+                "click_model": "TEXT", "defense": "TEXT", "threat_model": "TEXT",
+                "attack": "TEXT", "averaging": "TEXT", "accuracy": "REAL", "precision": "REAL",
+                "recall": "REAL", "f1": "REAL", "auc": "REAL", "n_queries": "INTEGER",
+                "probe_cohort": "INTEGER"},
+    "per_query": {"click_model": "TEXT", "defense": "TEXT", "attack": "TEXT",
+                  "client": "INTEGER", "query": "INTEGER", "n_shown": "INTEGER",
+                  "n_clicked": "INTEGER", "tp": "INTEGER", "fp": "INTEGER", "tn": "INTEGER",
+                  "fn": "INTEGER", "precision": "REAL", "recall": "REAL"},
+    "audits": {"algo": "TEXT", "defense": "TEXT", "mechanism": "TEXT", "attack": "TEXT",
+               "threat_model": "TEXT", "claimed_epsilon": "REAL", "claimed_delta": "REAL",
+               "claimed_scope": "TEXT", "epsilon_point": "REAL", "epsilon_lb": "REAL",
+               "confidence": "REAL", "n_trials": "INTEGER", "fpr": "REAL", "fnr": "REAL",
+               "verdict": "TEXT"},
+    "utility": {"algo": "TEXT", "data": "TEXT", "fold": "INTEGER", "seed": "INTEGER",
+                "click_model": "TEXT", "defense": "TEXT", "ndcg10": "REAL",
+                "ndcg10_delta": "REAL"},
+    "epsilon": {"click_model": "TEXT", "levels": "INTEGER", "length": "INTEGER", "p": "REAL",
+                "epsilon": "REAL", "theoretical": "REAL"},
+}
+
+
+def _ddl() -> str:
+    parts = [
+        "CREATE TABLE IF NOT EXISTS runs (run_key TEXT PRIMARY KEY, campaign TEXT, status TEXT "
+        "CHECK (status IN ('done', 'failed')), config TEXT, env TEXT, seed INTEGER, seconds REAL, "
+        "finished_at TEXT, error TEXT);",
+        "CREATE TABLE IF NOT EXISTS registered (run_key TEXT PRIMARY KEY, campaign TEXT, "
+        "config TEXT, registered_at TEXT);",
+        "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);",
+    ]
+    for name, cols in TABLES.items():
+        body = ", ".join(f'"{c}" {t}' for c, t in cols.items())
+        parts.append(f"CREATE TABLE IF NOT EXISTS {name} (run_key TEXT NOT NULL, {body}, extra TEXT);")
+        parts.append(f"CREATE INDEX IF NOT EXISTS {name}_run_key ON {name}(run_key);")
+    return "\n".join(parts)
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def _json_default(obj: Any) -> Any:
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    if isinstance(obj, Path):
+        return str(obj)
+    raise TypeError(f"not JSON-serializable: {type(obj).__name__}")
+
+
+def _to_json(value: Any, what: str) -> str:
+    try:
+        return json.dumps(value, sort_keys=True, default=_json_default)
+    except (TypeError, ValueError) as exc:
+        raise FltrError(f"{what}: {exc}") from None
+
+
+def _column_values(series: pd.Series) -> list:
+    """A column as Python values sqlite3 binds (missing values as None)."""
+    if series.dtype.kind in "iufb":
+        return series.to_numpy().tolist()  # float NaN binds as NULL
+    out = series.astype(object).where(series.notna(), None).tolist()
+    return [v.item() if isinstance(v, np.generic) else v for v in out]
+
+
+def _connect(path: Path, *, readonly: bool = False, init: bool = False) -> sqlite3.Connection:
+    """Open ``path``; ``init`` creates the schema (WAL mode), ``readonly`` checks it exists."""
+    try:
+        target, uri = (f"{path.resolve().as_uri()}?mode=ro", True) if readonly else (str(path), False)
+        conn = sqlite3.connect(target, uri=uri, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        conn.execute("PRAGMA synchronous = FULL")
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    except sqlite3.DatabaseError as exc:
+        raise FltrError(f"{path}: not a results store ({exc})") from None
+    if init and tables and "meta" not in tables:
+        conn.close()
+        raise FltrError(f"{path}: an SQLite file but not a fltr-audit results store")
+    if init:
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.executescript(_ddl())
+            conn.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (SCHEMA_VERSION,))
+        except sqlite3.DatabaseError as exc:
+            conn.close()
+            raise FltrError(f"{path}: cannot write the results store ({exc})") from None
+    elif not {"meta", "runs", "registered", *TABLES} <= tables:
+        conn.close()
+        raise FltrError(f"{path}: not a fltr-audit results store (tables missing)")
+    return conn
+
+
+class ResultsStore:
+    """Durable results of a campaign in the SQLite file ``path`` (created when missing).
+
+    Parameters
+    ----------
+    path : str or Path
+        The store file.
+    create : bool
+        When False, a missing file is an error instead of a new empty store.
+    """
+
+    def __init__(self, path: str | Path, *, create: bool = True) -> None:
+        self.path = Path(path)
+        if not self.path.is_file():
+            if not create:
+                raise FltrError(f"--store {self.path}: no such file")
+            if not self.path.parent.is_dir():
+                raise FltrError(f"--store {self.path}: directory {self.path.parent} does not exist")
+        _connect(self.path, init=True).close()
+
+    def _write(self, work) -> Any:
+        conn = _connect(self.path)
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                result = work(conn)
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+            return result
+        finally:
+            conn.close()
+
+    def journal_mode(self) -> str:
+        """The SQLite journal mode of the file (``"wal"``)."""
+        conn = _connect(self.path)
+        try:
+            return conn.execute("PRAGMA journal_mode").fetchone()[0]
+        finally:
+            conn.close()
+
+    def completed_keys(self) -> set[str]:
+        """Keys of the runs recorded as done (a failed run is not completed)."""
+        conn = _connect(self.path)
+        try:
+            return {r[0] for r in conn.execute("SELECT run_key FROM runs WHERE status = 'done'")}
+        finally:
+            conn.close()
+
+    def register_pending(self, keys_with_configs: Mapping[str, dict] | Iterable[tuple[str, dict]],
+                         campaign: str = "") -> int:
+        """Announce runs (key -> resolved config) so :meth:`status` lists them as pending.
+
+        Returns the number of keys newly registered.
+        """
+        items = keys_with_configs.items() if isinstance(keys_with_configs, Mapping) else keys_with_configs
+        rows = [(str(k), campaign, _to_json(c, f"config of run {k}"), _now()) for k, c in items]
+
+        def work(conn: sqlite3.Connection) -> int:
+            before = conn.total_changes
+            conn.executemany("INSERT OR IGNORE INTO registered VALUES (?, ?, ?, ?)", rows)
+            return conn.total_changes - before
+
+        return self._write(work)
+
+    def record_run(self, run_key: str, campaign: str, config: dict, env: dict, seed: int | None,
+                   seconds: float, tables: Mapping[str, pd.DataFrame]) -> bool:
+        """Write a finished run and all its result rows in one transaction.
+
+        Parameters
+        ----------
+        tables : mapping of table name -> DataFrame
+            Any of ``curves``, ``attacks``, ``per_query``, ``audits``, ``utility``,
+            ``epsilon``; columns as in the module docstring (others go to ``extra``).
+
+        Returns
+        -------
+        bool
+            False when the key was already done (nothing written), True otherwise.
+        """
+        unknown = sorted(set(tables) - set(TABLES))
+        if unknown:
+            raise FltrError(f"run {run_key}: unknown result table(s) {', '.join(unknown)} "
+                            f"(known: {', '.join(TABLES)})")
+        for name, frame in tables.items():
+            if "run_key" in frame.columns and not (frame["run_key"] == run_key).all():
+                raise FltrError(f"run {run_key}: table {name} has rows of another run_key")
+        run_row = (run_key, campaign, "done", _to_json(config, f"config of run {run_key}"),
+                   _to_json(env, f"env of run {run_key}"), None if seed is None else int(seed),
+                   float(seconds), _now(), None)
+
+        def work(conn: sqlite3.Connection) -> bool:
+            status = conn.execute("SELECT status FROM runs WHERE run_key = ?", (run_key,)).fetchone()
+            if status is not None and status[0] == "done":
+                return False
+            conn.execute("DELETE FROM runs WHERE run_key = ?", (run_key,))
+            conn.execute("INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", run_row)
+            for name, frame in tables.items():
+                _insert_table(conn, name, run_key, frame)
+            return True
+
+        return self._write(work)
+
+    def record_failure(self, run_key: str, campaign: str, config: dict, error: str) -> bool:
+        """Record that a run failed with ``error``; no-op (False) when the key is done."""
+        row = (run_key, campaign, "failed", _to_json(config, f"config of run {run_key}"), None,
+               config.get("seed") if isinstance(config.get("seed"), int) else None, None, _now(),
+               str(error))
+
+        def work(conn: sqlite3.Connection) -> bool:
+            status = conn.execute("SELECT status FROM runs WHERE run_key = ?", (run_key,)).fetchone()
+            if status is not None and status[0] == "done":
+                return False
+            conn.execute("INSERT OR REPLACE INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", row)
+            return True
+
+        return self._write(work)
+
+    def status(self) -> pd.DataFrame:
+        """One row per known run: run_key, campaign, status (done|failed|pending), seed,
+        seconds, finished_at, error; recorded runs first, then pending ones."""
+        conn = _connect(self.path)
+        try:
+            rows = conn.execute(
+                "SELECT run_key, campaign, status, seed, seconds, finished_at, error FROM runs "
+                "UNION ALL SELECT run_key, campaign, 'pending', NULL, NULL, NULL, NULL "
+                "FROM registered WHERE run_key NOT IN (SELECT run_key FROM runs)").fetchall()
+        finally:
+            conn.close()
+        cols = ["run_key", "campaign", "status", "seed", "seconds", "finished_at", "error"]
+        frame = pd.DataFrame.from_records(rows, columns=cols)
+        return _coerce(frame, {"seed": "INTEGER", "seconds": "REAL"})
+
+
+def _insert_table(conn: sqlite3.Connection, name: str, run_key: str, frame: pd.DataFrame) -> None:
+    if frame.columns.duplicated().any():
+        raise FltrError(f"run {run_key}: table {name} has duplicate column names")
+    schema = TABLES[name]
+    n = len(frame)
+    if n == 0:
+        return
+    columns = [[run_key] * n]
+    for col in schema:
+        columns.append(_column_values(frame[col]) if col in frame.columns else [None] * n)
+    extra_cols = [c for c in frame.columns if c not in schema and c != "run_key"]
+    if extra_cols:
+        records = frame[extra_cols].to_dict(orient="records")
+        columns.append([json.dumps({str(k): v for k, v in r.items()}, default=_json_default)
+                        for r in records])
+    else:
+        columns.append([None] * n)
+    placeholders = ", ".join("?" * (len(schema) + 2))
+    conn.executemany(f"INSERT INTO {name} VALUES ({placeholders})", zip(*columns))
+
+
+def _coerce(frame: pd.DataFrame, types: Mapping[str, str]) -> pd.DataFrame:
+    """Give REAL columns float64 and INTEGER columns int64 (float64 with missing values)."""
+    for col, kind in types.items():
+        values = frame[col]
+        if kind == "REAL":
+            numeric = pd.to_numeric(values, errors="coerce")
+            if numeric.notna().sum() == values.notna().sum():
+                frame[col] = numeric.astype("float64")
+        elif kind == "INTEGER":
+            numeric = pd.to_numeric(values, errors="coerce")
+            if numeric.notna().sum() == values.notna().sum():
+                frame[col] = numeric.astype("int64") if numeric.notna().all() else numeric.astype("float64")
+    return frame
+
+
+def _read_table(conn: sqlite3.Connection, name: str) -> pd.DataFrame:
+    schema = TABLES[name]
+    cols = ["run_key", *schema]
+    quoted = ", ".join(f'"{c}"' for c in cols)
+    rows = conn.execute(f"SELECT {quoted}, extra FROM {name} ORDER BY rowid").fetchall()
+    frame = _coerce(pd.DataFrame.from_records([r[:-1] for r in rows], columns=cols), schema)
+    extras = [json.loads(r[-1]) if r[-1] is not None else {} for r in rows]
+    if any(extras):
+        extra_frame = pd.DataFrame.from_records(extras, index=frame.index)
+        frame = pd.concat([frame, extra_frame], axis=1)
+    return frame
+
+
+def load(path: str | Path) -> dict[str, pd.DataFrame]:
+    """Read every table of the store at ``path`` (read-only) as DataFrames.
+
+    Returns a dict with ``runs`` (config and env as JSON text) and the result tables
+    ``curves``, ``attacks``, ``per_query``, ``audits``, ``utility``, ``epsilon``.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FltrError(f"--store {path}: no such file")
+    conn = _connect(path, readonly=True)
+    try:
+        rows = conn.execute(f"SELECT {', '.join(RUN_COLUMNS)} FROM runs ORDER BY rowid").fetchall()
+        out = {"runs": _coerce(pd.DataFrame.from_records(rows, columns=list(RUN_COLUMNS)),
+                               {"seed": "INTEGER", "seconds": "REAL"})}
+        for name in TABLES:
+            out[name] = _read_table(conn, name)
+    except sqlite3.DatabaseError as exc:
+        raise FltrError(f"--store {path}: cannot read ({exc})") from None
+    finally:
+        conn.close()
+    return out

@@ -1,0 +1,233 @@
+"""FPDGD / PDGD: rho (Eq. 6), the gradient (Eq. 5) and the local updates against brute force."""
+
+import numpy as np
+import pytest
+from scipy.special import expit
+
+from fltr_audit import plackett_luce
+from fltr_audit.algorithms.fpdgd import FPDGD, pair_weights, pdgd_cohort, swap_log_ratios
+from fltr_audit.algorithms.pdgd import PDGD
+from fltr_audit.clicks import cascade_model
+from fltr_audit.data.dataset import Dataset
+from fltr_audit.errors import FltrError
+from fltr_audit.rankers import LinearRanker, MLPRanker
+
+
+# ---------------------------------------------------------------- brute force, one list at a time
+
+def pl_log_prob(scores, ranking):
+    """log P(ranking | scores) of Eq. 2 over the full candidate set, one factor at a time."""
+    remaining = list(range(len(scores)))
+    total = 0.0
+    for d in ranking:
+        top = max(scores[j] for j in remaining)
+        total += scores[d] - (top + np.log(sum(np.exp(scores[j] - top) for j in remaining)))
+        remaining.remove(d)
+    return total
+
+
+def brute_log_ratio(scores, ranking, i, j):
+    """log P(R*) - log P(R) with R* built explicitly (positions i and j swapped)."""
+    swapped = list(ranking)
+    swapped[i], swapped[j] = swapped[j], swapped[i]
+    return pl_log_prob(scores, swapped) - pl_log_prob(scores, ranking)
+
+
+def brute_rho(scores, ranking, i, j):
+    """Eq. 6: P(R*) / (P(R) + P(R*)) = 1 / (1 + P(R) / P(R*))."""
+    return expit(brute_log_ratio(scores, ranking, i, j))
+
+
+def brute_pairs(clicks):
+    """PDGD preferences in a plain loop: (clicked, unclicked at or above last click + 1)."""
+    clicked = [i for i, c in enumerate(clicks) if c]
+    if not clicked:
+        return []
+    last = clicked[-1]
+    return [(i, j) for i in clicked for j in range(len(clicks)) if not clicks[j] and j <= last + 1]
+
+
+def brute_gradient(scores, ranking, clicks, dgrad):
+    """Eq. 5 pair by pair: sum rho * e^a e^b / (e^a + e^b)^2 * (f'(d_k) - f'(d_l)).
+
+    ``scores`` are the full candidate set's scores, ``ranking`` the shown candidate
+    positions, ``dgrad(c)`` the gradient of the score of candidate c.
+    """
+    grad = 0.0
+    for i, j in brute_pairs(clicks):
+        a, b = scores[ranking[i]], scores[ranking[j]]
+        w = brute_rho(scores, ranking, i, j) * np.exp(a) * np.exp(b) / (np.exp(a) + np.exp(b)) ** 2
+        grad = grad + w * (dgrad(ranking[i]) - dgrad(ranking[j]))
+    return grad
+
+
+def fast_log_dens(scores, ranking):
+    ext = np.concatenate([ranking, [-1]])
+    return plackett_luce.log_denominators(scores[None], None, ext[None])
+
+
+# ---------------------------------------------------------------- rho
+
+@pytest.mark.parametrize("scale", [1.0, 30.0, 800.0])
+def test_rho_matches_brute_force_with_ties_and_extreme_scores(scale):
+    rng = np.random.default_rng(int(scale))
+    for trial in range(60):
+        m = int(rng.integers(2, 14))
+        k = int(min(m, rng.integers(2, 8)))
+        scores = rng.normal(size=m) * scale
+        if trial % 3 == 0:                      # ties
+            scores = np.round(scores / scale) * scale
+        if trial % 5 == 0:                      # all equal
+            scores = np.full(m, 2.0)
+        ranking = rng.permutation(m)[:k]
+        log_ratio = swap_log_ratios(scores[ranking][None], fast_log_dens(scores, ranking))[0]
+        for p, (i, j) in enumerate(zip(*np.triu_indices(k, 1))):
+            brute = brute_log_ratio(scores, ranking, i, j)
+            # both sides are exact up to float64 rounding of sums of <= 14 terms of size ~scale
+            assert log_ratio[p] == pytest.approx(brute, rel=1e-9, abs=1e-12 * scale)
+            assert expit(log_ratio[p]) == pytest.approx(expit(brute), rel=1e-9, abs=1e-12)
+
+
+def test_rho_with_empty_slots_only_uses_shown_documents():
+    scores = np.array([0.3, -1.0, 2.0])
+    ranking = np.array([2, 0, 1])
+    shown = np.concatenate([scores[ranking], [-np.inf, -np.inf]])
+    ext = np.array([2, 0, 1, -1, -1, -1])
+    log_dens = plackett_luce.log_denominators(scores[None], None, ext[None])
+    log_ratio = swap_log_ratios(shown[None], log_dens)[0]
+    pairs = list(zip(*np.triu_indices(5, 1)))
+    for (i, j), value in zip(pairs, log_ratio):
+        if j < 3:
+            assert expit(value) == pytest.approx(brute_rho(scores, ranking, i, j), rel=1e-12)
+    assert np.all(np.isfinite(log_ratio))
+
+
+# ---------------------------------------------------------------- Eq. 5 for a linear ranker
+
+def test_linear_gradient_matches_eq5_pair_by_pair():
+    rng = np.random.default_rng(7)
+    F, k = 5, 6
+    for trial in range(80):
+        m = int(rng.integers(k, 15))
+        X = rng.normal(size=(m, F))
+        w = rng.normal(size=F)
+        scores = X @ w
+        ranking = rng.permutation(m)[:k]
+        clicks = rng.random(k) < 0.35
+        coef = pair_weights(scores[ranking][None], fast_log_dens(scores, ranking), clicks[None],
+                            np.ones((1, k), dtype=bool))[0]
+        fast = coef @ X[ranking]
+        brute = brute_gradient(scores, ranking, clicks, lambda c: X[c])
+        np.testing.assert_allclose(fast, brute if np.ndim(brute) else np.zeros(F), rtol=1e-9, atol=1e-12)
+
+
+def test_preference_pairs_follow_pdgd():
+    # clicks at positions 1 and 3 of 6: negatives are 0, 2 and 4 (right after the last click)
+    clicks = np.array([[False, True, False, True, False, False]])
+    scores = np.zeros((1, 6))
+    with np.errstate(divide="ignore"):
+        log_dens = np.log(np.arange(6, -1, -1.0))[None]   # equal scores, 6 documents in total
+    coef = pair_weights(scores, log_dens, clicks, np.ones((1, 6), dtype=bool))[0]
+    assert coef[1] > 0 and coef[3] > 0
+    assert coef[0] < 0 and coef[2] < 0 and coef[4] < 0
+    assert coef[5] == 0
+    assert coef.sum() == pytest.approx(0.0, abs=1e-15)
+
+
+# ---------------------------------------------------------------- local updates end to end
+
+def toy_dataset(seed=0, n_queries=12, F=4):
+    rng = np.random.default_rng(seed)
+    counts = rng.integers(3, 16, n_queries)          # some queries shorter than k = 10
+    ptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    X = rng.normal(size=(ptr[-1], F)).astype(np.float32)
+    labels = rng.integers(0, 3, ptr[-1]).astype(np.int8)
+    return Dataset(X, labels, ptr, np.arange(n_queries, dtype=np.int64), 3, "toy")
+
+
+def replay(ranker, params, data, queries, shown, clicks, lr, local, score_grad):
+    """Recompute each client's weights from its recorded shown lists and clicks, in loops."""
+    out = []
+    for c in range(queries.shape[0]):
+        w = params.copy()
+        total = np.zeros_like(params)
+        for b in range(queries.shape[1]):
+            rows = np.arange(data.query_ptr[queries[c, b]], data.query_ptr[queries[c, b] + 1])
+            at = w if local else params
+            scores = ranker.score(at, data.features[rows])
+            pos = {r: i for i, r in enumerate(rows)}
+            ok = shown[c, b] >= 0
+            ranking = [pos[r] for r in shown[c, b][ok]]
+            g = brute_gradient(scores, ranking, clicks[c, b][ok], lambda i: score_grad(at, data.features[rows[i]]))
+            if np.ndim(g):
+                total = total + g
+                if local:
+                    w = w + lr * g
+        out.append(w if local else params + lr * total)
+    return np.array(out)
+
+
+@pytest.mark.parametrize("local", [True, False])
+def test_linear_local_updates_match_replay(local):
+    data = toy_dataset()
+    ranker = LinearRanker(data.n_features)
+    params = np.array([0.5, -0.2, 0.1, 0.3])
+    queries = np.array([[0, 1, 2], [3, 4, 5], [6, 7, 8], [9, 10, 11]])
+    weights, shown, clicks = pdgd_cohort(ranker, cascade_model("informational", 3), params, data, queries,
+                                         np.random.default_rng(3), lr=0.1, k=10, deterministic=False,
+                                         local_updates=local)
+    assert clicks.any()
+    expect = replay(ranker, params, data, queries, shown, clicks, 0.1, local, lambda w, x: x.astype(np.float64))
+    np.testing.assert_allclose(weights, expect, rtol=1e-9, atol=1e-12)
+
+
+def test_mlp_local_updates_match_finite_difference_replay():
+    data = toy_dataset(1, n_queries=6, F=3)
+    ranker = MLPRanker(data.n_features, hidden=4)
+    params = ranker.init_params(np.random.default_rng(0))
+    queries = np.array([[0, 1], [2, 3], [4, 5]])
+    weights, shown, clicks = pdgd_cohort(ranker, cascade_model("informational", 3), params, data, queries,
+                                         np.random.default_rng(5), lr=0.1, k=10, deterministic=False,
+                                         local_updates=True)
+
+    def fd_grad(w, x, h=1e-6):
+        e = np.eye(len(w)) * h
+        return np.array([(ranker.score(w + d, x[None])[0] - ranker.score(w - d, x[None])[0]) / (2 * h) for d in e])
+
+    expect = replay(ranker, params, data, queries, shown, clicks, 0.1, True, fd_grad)
+    # central differences of a piecewise-linear-in-W network: error ~1e-9 away from ReLU kinks
+    np.testing.assert_allclose(weights, expect, rtol=1e-6, atol=1e-7)
+
+
+def test_deterministic_ranking_shows_top_k_by_score():
+    data = toy_dataset(2)
+    ranker = LinearRanker(data.n_features)
+    params = np.array([1.0, 0.5, -0.5, 0.2])
+    queries = np.arange(12).reshape(12, 1)
+    _, shown, _ = pdgd_cohort(ranker, cascade_model("perfect", 3), params, data, queries, np.random.default_rng(0),
+                              lr=0.1, k=10, deterministic=True, local_updates=True)
+    for q in range(12):
+        rows = np.arange(data.query_ptr[q], data.query_ptr[q + 1])
+        order = rows[np.argsort(-ranker.score(params, data.features[rows]), kind="stable")][:10]
+        expect = np.full(10, -1)
+        expect[:len(order)] = order
+        np.testing.assert_array_equal(shown[q, 0], expect)
+
+
+def test_client_step_message_and_server_step():
+    data = toy_dataset(3)
+    alg = FPDGD(LinearRanker(data.n_features), cascade_model("perfect", 3))
+    out = alg.client_step(np.zeros(4), data, np.arange(12).reshape(4, 3), np.arange(4),
+                          np.random.default_rng(0), np.random.default_rng(1))
+    assert out.messages.vector.shape == (4, 4) and out.messages.vector_kind == "weights"
+    np.testing.assert_array_equal(out.messages.n_interactions, [3, 3, 3, 3])
+    assert out.shown_ndcg.shape == (4, 3) and out.clicks.shape == (4, 3, 10)
+    assert not out.clicks[out.interactions.shown < 0].any()
+    assert PDGD(LinearRanker(4), cascade_model("perfect", 3)).name == "pdgd"
+
+
+def test_bad_parameters():
+    with pytest.raises(FltrError, match="--lr"):
+        FPDGD(LinearRanker(3), cascade_model("perfect", 3), lr=0.0)
+    with pytest.raises(FltrError, match="--k"):
+        FPDGD(LinearRanker(3), cascade_model("perfect", 3), k=0)
