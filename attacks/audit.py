@@ -73,7 +73,7 @@ def epsilon_from_rates(fpr: np.ndarray, fnr: np.ndarray, delta: float = 0.0) -> 
     with np.errstate(divide="ignore", invalid="ignore"):
         a = np.log(np.maximum(1.0 - delta - fpr, 0.0) / fnr)
         b = np.log(np.maximum(1.0 - delta - fnr, 0.0) / fpr)
-    out = np.fmax(np.nan_to_num(a, nan=-np.inf), np.nan_to_num(b, nan=-np.inf))
+    out = np.fmax(np.where(np.isnan(a), -np.inf, a), np.where(np.isnan(b), -np.inf, b))
     return np.maximum(out, 0.0)
 
 
@@ -220,5 +220,18 @@ def projection_statistic(update0: np.ndarray, update1: np.ndarray) -> Statistic:
 
     def statistic(outputs: np.ndarray) -> np.ndarray:
         return (np.asarray(outputs, dtype=np.float64) - mid) @ direction
+
+    return statistic
+
+
+def vote_statistic(update0: np.ndarray, update1: np.ndarray) -> Statistic:
+    """Score each observed update by how many coordinates lie closer to ``update1`` than to
+    ``update0`` (minus the reverse): robust to sparse, heavy-tailed noise such as one client's
+    share of dp-distributed's Gamma differences, which is ~0 in most coordinates and large in few."""
+    u0, u1 = np.asarray(update0, dtype=np.float64), np.asarray(update1, dtype=np.float64)
+
+    def statistic(outputs: np.ndarray) -> np.ndarray:
+        o = np.asarray(outputs, dtype=np.float64)
+        return np.sign(np.abs(o - u0) - np.abs(o - u1)).sum(axis=-1)
 
     return statistic

@@ -274,6 +274,8 @@ class SecAggProtocol:
 
     def aggregate(self, messages: Messages, participants: np.ndarray, rng: np.random.Generator) -> Aggregate:
         require_vectors(messages, self.name)
+        if not np.isfinite(messages.vector).all():
+            raise FltrError(f"{self.name}: client vectors contain NaN or infinity; fixed point cannot encode them")
         participants = np.asarray(participants)
         n = messages.n_clients
         weights = np.asarray(messages.n_interactions, dtype=np.int64)

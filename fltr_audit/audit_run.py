@@ -6,7 +6,9 @@ campaign (``fltr_audit.campaign.expand``); ``run_audit`` turns it into the resul
 ``docs/store.md``:
 
 1. **Base model** -- the algorithm trained for ``rounds`` rounds with the
-   ``train_click_model`` and *no* defense (Pham §4.1 pre-trains with perfect clicks). All
+   ``train_click_model`` and *no* defense (each round's queries drawn without replacement
+   when the training split has enough of them, else with replacement, as FPDGD's
+   1,000 clients x 4 queries on MQ2008's ~470 training queries needs) (Pham §4.1 pre-trains with perfect clicks). All
    attacks of all defenses of one seed probe this same model, so attack results differ only
    by what the defense does to the messages.
 2. **Utility** -- the same training with the defense applied; its final offline nDCG@10
@@ -49,7 +51,6 @@ from fltr_audit.messages import Messages
 from fltr_audit.probe import probe
 from fltr_audit.rankers import make_ranker
 
-AUDIT_TRIALS = 2000
 AUDIT_POOL = 50
 
 
@@ -107,6 +108,7 @@ def _trained(key: str) -> TrainResult:
         eval_every=max(1, config["rounds"] // 20),
         client_defenses=stack.client,
         aggregator=stack.aggregator,
+        replace=config["clients"] * config["queries_per_client"] > splits.train.n_queries,
     )
 
 
@@ -119,7 +121,7 @@ def run_audit(config: dict) -> dict[str, pd.DataFrame]:
     """Compute every table of one run (see the module docstring)."""
     splits = splits_of(config)
     stack = parse_defense(config["defense"])
-    context = {"run_key": config.get("run_key", ""), "algo": config["algo"], "data": config["data"],
+    context = {"algo": config["algo"], "data": config["data"],
                "fold": config["fold"], "seed": config["seed"]}
 
     base = trained(config)
@@ -215,7 +217,7 @@ def _audit_defense(config: dict, splits: Any, stack: DefenseStack, base: TrainRe
         statistic = projection_statistic(u0 / cohort, u1 / cohort)
     else:
         statistic = projection_statistic(u0, u1)
-    result = empirical_audit(mechanism, statistic, claim=stack.claim, n_trials=AUDIT_TRIALS, seed=config["seed"],
+    result = empirical_audit(mechanism, statistic, claim=stack.claim, n_trials=config.get("audit_trials", 2000), seed=config["seed"],
                              threat_model="server (aggregate only)" if hides else "server",
                              mechanism_name=stack.name, attack_name="projection")
     row = result.as_dict()

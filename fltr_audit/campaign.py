@@ -31,6 +31,7 @@ A campaign file has these tables (every key optional except ``name``)::
     defenses = ["none", "clip(delta=5)+dp-distributed(eps=4.5)", "secagg"]
     attacks = ["olsr", "score", "prob", "distance", "random3", "random4"]
     epsilon_audit = true
+    trials = 2000                        # per input of the empirical epsilon audit
 
 Grid axes: ``seeds``, ``data.spec``, ``data.folds``, every list of ``[algorithm]``
 (including inside ``params``), ``probe.split``, ``probe.cohort`` and ``audit.defenses``.
@@ -82,7 +83,7 @@ _SCHEMA: dict[str, dict[str, tuple[type, ...]]] = {
         "min_shown": (int,),
         "require_click": (bool,),
     },
-    "audit": {"defenses": (str, list), "attacks": (str, list), "epsilon_audit": (bool,)},
+    "audit": {"defenses": (str, list), "attacks": (str, list), "epsilon_audit": (bool,), "trials": (int,)},
 }
 
 DEFAULTS: dict[str, Any] = {
@@ -109,6 +110,7 @@ DEFAULTS: dict[str, Any] = {
         "defenses": ["none"],
         "attacks": ["olsr", "score", "prob", "distance", "random3", "random4"],
         "epsilon_audit": True,
+        "trials": 2000,
     },
 }
 
@@ -184,6 +186,8 @@ def _check_values(spec: dict, source: str) -> None:
     for key in ("rounds", "clients", "queries_per_client"):
         if any(v < 1 for v in _as_list(spec["algorithm"][key])):
             raise FltrError(f"{source}: key 'algorithm.{key}' must be at least 1")
+    if spec["audit"]["trials"] < 4:
+        raise FltrError(f"{source}: key 'audit.trials' must be at least 4")
     if any(v < 1 for v in _as_list(spec["probe"]["cohort"])):
         raise FltrError(f"{source}: key 'probe.cohort' must be at least 1")
     for split in _as_list(spec["probe"]["split"]):
@@ -268,6 +272,7 @@ def expand(spec: dict) -> list[Run]:
             "defense": defense,
             "attacks": _as_list(audit["attacks"]),
             "epsilon_audit": audit["epsilon_audit"],
+            "audit_trials": audit["trials"],
             "seed": seed,
         }
         runs.append(Run(run_key(config), config))

@@ -9,10 +9,13 @@ document position (the first row of the query first), so a constant model ranks 
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from fltr_audit.data.dataset import Dataset
 from fltr_audit.errors import FltrError
+from fltr_audit.plackett_luce import topk
 
 EMPTY = ("skip", "zero")
 
@@ -61,6 +64,27 @@ def ideal_dcg(dataset: Dataset, k: int = 10) -> np.ndarray:
     return dcg(lab, k)
 
 
+_IDEAL: dict[int, tuple[weakref.ref, dict[int, np.ndarray]]] = {}
+
+
+def _ideal_cached(dataset: Dataset, k: int) -> np.ndarray:
+    """``ideal_dcg(dataset, k)``, computed once per (data set object, k) while it lives.
+
+    Training evaluates the same split every round; data sets are frozen, so the ideal DCG
+    of an object never changes. The entry is dropped when the data set is collected.
+    """
+    key = id(dataset)
+    entry = _IDEAL.get(key)
+    if entry is None or entry[0]() is not dataset:
+        entry = (weakref.ref(dataset, lambda _ref, key=key: _IDEAL.pop(key, None)), {})
+        _IDEAL[key] = entry
+    if k not in entry[1]:
+        ideal = ideal_dcg(dataset, k)
+        ideal.setflags(write=False)
+        entry[1][k] = ideal
+    return entry[1][k]
+
+
 def _finish(dcgs: np.ndarray, ideal: np.ndarray, empty: str) -> np.ndarray:
     with np.errstate(invalid="ignore", divide="ignore"):
         out = dcgs / ideal
@@ -74,11 +98,11 @@ def ndcg_at_k(scores: np.ndarray, dataset: Dataset, k: int = 10, empty: str = "s
     if scores.shape != (dataset.n_docs,):
         raise ValueError(f"scores must have shape ({dataset.n_docs},), got {scores.shape}")
     rows = dataset.padded_rows
-    S = np.where(rows >= 0, scores[rows], -np.inf)
-    order = np.argsort(-S, axis=1, kind="stable")[:, :k]
-    top = np.take_along_axis(rows, order, axis=1)
+    valid = rows >= 0
+    order = topk(np.where(valid, scores[rows], -np.inf), valid, k)
+    top = np.where(order >= 0, np.take_along_axis(rows, np.maximum(order, 0), axis=1), -1)
     lab = np.where(top >= 0, dataset.labels[top], -1)
-    return _finish(dcg(lab, k), ideal_dcg(dataset, k), empty)
+    return _finish(dcg(lab, k), _ideal_cached(dataset, k), empty)
 
 
 def mean_ndcg(scores: np.ndarray, dataset: Dataset, k: int = 10, empty: str = "skip") -> float:
@@ -100,7 +124,7 @@ def ndcg_of_shown(shown: np.ndarray, dataset: Dataset, k: int = 10, empty: str =
     first = np.where(shown >= 0, shown, np.iinfo(np.int64).max).min(axis=-1)
     has = first < np.iinfo(np.int64).max
     query = np.searchsorted(dataset.query_ptr, np.where(has, first, 0), side="right") - 1
-    ideal = np.where(has, ideal_dcg(dataset, k)[query], 0.0)
+    ideal = np.where(has, _ideal_cached(dataset, k)[query], 0.0)
     return _finish(dcg(lab, k), ideal, empty)
 
 

@@ -25,6 +25,7 @@ METRICS = ("precision", "recall", "f1")
 BASELINE = "none"
 RANDOM_PREFIX = "random"
 FORMATS = ("table", "markdown", "csv", "json")
+COMPACT_DROP = ("p_value", "audit_attack")  # left out of the text formats (csv/json keep them)
 
 
 def mean_ci(values, confidence: float = 0.95) -> tuple[float, float, float, int]:
@@ -198,6 +199,7 @@ def verdicts(tables: dict[str, pd.DataFrame], *, averaging: str = "macro", alpha
     is_random = table["attack"].astype(str).str.lower().str.startswith(RANDOM_PREFIX)
     rows = []
     for group, frame in table.groupby(keys, sort=False, dropna=False):
+        frame = frame[frame["f1"].notna()]
         informed, rand = frame[~is_random.loc[frame.index]], frame[is_random.loc[frame.index]]
         if informed.empty:
             continue
@@ -228,7 +230,9 @@ def verdicts(tables: dict[str, pd.DataFrame], *, averaging: str = "macro", alpha
         else:
             holds.append(None)
     out["holds"] = holds
-    return out
+    first = [*keys, "best_attack", "best_f1", "random_attack", "random_f1", "n", "p_value",
+             "p_adjusted", "basis", "holds"]
+    return out[first + [c for c in out.columns if c not in first]]
 
 
 def with_ci(df: pd.DataFrame, digits: int = 3) -> pd.DataFrame:
@@ -256,8 +260,9 @@ def _md_cell(value) -> str:
 def format_table(df: pd.DataFrame, fmt: str = "table") -> str:
     """Render a comparison as ``table`` (aligned text), ``markdown``, ``csv`` or ``json``.
 
-    ``table`` and ``markdown`` show each metric as ``mean [ci_low, ci_high]``; ``csv`` and
-    ``json`` keep every numeric column (JSON: a list of records, NaN as null).
+    ``table`` and ``markdown`` show each metric as ``mean [ci_low, ci_high]`` and leave out
+    the unadjusted p-value and the audit attack's name; ``csv`` and ``json`` keep every
+    column (JSON: a list of records, NaN as null).
     """
     if fmt not in FORMATS:
         raise ValueError(f"--format: unknown value {fmt!r} (choose from {', '.join(FORMATS)})")
@@ -268,7 +273,7 @@ def format_table(df: pd.DataFrame, fmt: str = "table") -> str:
     if fmt == "json":
         records = json.loads(df.to_json(orient="records", double_precision=10))
         return json.dumps(records, indent=2) + "\n"
-    text = with_ci(df)
+    text = with_ci(df.drop(columns=[c for c in COMPACT_DROP if c in df.columns]))
     if fmt == "markdown":
         lines = ["| " + " | ".join(_md_cell(c) for c in text.columns) + " |",
                  "|" + "|".join("---" for _ in text.columns) + "|"]

@@ -49,7 +49,7 @@ def frontier(tables: dict[str, pd.DataFrame]) -> bytes | None:
     table = compare(tables)
     if table.empty or table["ndcg10"].isna().all():
         return None
-    table = _informed(table)
+    table = _informed(table[table["f1"].notna()])
     keys = [c for c in ("defense", "click_model", "threat_model") if c in table.columns]
     best = table.loc[table.groupby(keys, sort=False, dropna=False)["f1"].idxmax()]
     best = best[best["ndcg10"].notna()]

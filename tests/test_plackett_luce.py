@@ -82,6 +82,18 @@ def test_topk_is_deterministic_with_ties_by_position():
     assert topk(scores, valid, 5).tolist() == [[0, 1, 2, 3, -1], [1, 3, 0, -1, -1]]
 
 
+@pytest.mark.parametrize("k", [1, 5, 16, 17, 40])  # both the argmax-pass and the sort path
+def test_topk_matches_python_sorted(k):
+    rng = np.random.default_rng(k)
+    scores = np.round(rng.normal(size=(200, 30)), 0)               # many ties
+    scores[rng.random(scores.shape) < 0.05] = -np.inf              # valid -inf scores
+    valid = rng.random(scores.shape) < 0.7
+    got = topk(scores, valid, k)
+    for row, s, v in zip(got, scores, valid):
+        expected = sorted(np.flatnonzero(v), key=lambda j: (-s[j], j))[:k]
+        assert row.tolist() == expected + [-1] * (k - len(expected))
+
+
 CASES = [
     # (scores, valid, rankings) -- ties, extreme scores, -inf, padding, partial prefixes
     ([0.3, -1.2, 0.3, 2.0, 0.0], [1, 1, 1, 1, 1], "all"),

@@ -69,7 +69,8 @@ def test_summary_says_which_defenses_hold(report):
     assert any(s.startswith("none (no defense)") and "click guessing succeeds" in s for s in sentences)
 
 
-def test_data_strings_are_escaped(tmp_path):
+def test_data_strings_are_escaped(tmp_path, monkeypatch):
+    monkeypatch.setattr("reports.render.PLOTS", {})  # plots are pixels; checked above, slow
     t = synthetic_tables()
     t["runs"]["campaign"] = EVIL
     t["attacks"]["data"] = "mq" + EVIL
@@ -101,7 +102,8 @@ def test_report_without_results_still_renders(tmp_path):
     assert "No attack results" in html and "boom &lt;b&gt;" in html
 
 
-def test_cli_report_prints_path(tmp_path, capsys):
+def test_cli_report_prints_path(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr("reports.render.PLOTS", {})
     store = ResultsStore(tmp_path / "r.sqlite")
     for r in synthetic_runs()[:4]:
         store.record_run(r["run_key"], "synthetic", r["config"], {"numpy": "9.9"}, r["seed"], 1.0, r["tables"])

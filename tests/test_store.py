@@ -153,3 +153,25 @@ def test_bad_input_is_one_line_error(tmp_path):
     with pytest.raises(FltrError, match="config of run k"):
         store.record_run("k", "c", {"f": object()}, {}, 1, 0.0, {})
     assert store.completed_keys() == set()
+
+
+def _record_in_process(path, index):
+    run = synthetic_runs()[index]
+    return ResultsStore(path).record_run(run["run_key"], "synthetic", run["config"], ENV,
+                                         run["seed"], 1.0, run["tables"])
+
+
+def test_processes_record_into_one_store_concurrently(tmp_path):
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    path = tmp_path / "r.sqlite"
+    ResultsStore(path)
+    n = 6
+    with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("fork")) as pool:
+        assert all(pool.map(_record_in_process, [path] * n, range(n)))
+    loaded = load(path)
+    keys = [r["run_key"] for r in synthetic_runs()[:n]]
+    assert sorted(loaded["runs"]["run_key"]) == sorted(keys)
+    assert loaded["attacks"]["run_key"].value_counts().to_dict() == {
+        k: len(r["tables"]["attacks"]) for k, r in zip(keys, synthetic_runs()[:n])}

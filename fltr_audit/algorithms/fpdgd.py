@@ -114,28 +114,33 @@ def pair_weights(shown_scores: np.ndarray, log_dens: np.ndarray, clicks: np.ndar
     sign = (clicks[:, pa] & neg[:, pb]).astype(np.float64) - (clicks[:, pb] & neg[:, pa])
     coef = np.zeros((n, k))
     active = sign != 0
-    if not active.any():
+    used = active.any(axis=1)
+    if not used.any():
         return coef
-    rho = expit(swap_log_ratios(shown_scores, log_dens))
+    rho = expit(swap_log_ratios(shown_scores[used], log_dens[used]))
     with np.errstate(invalid="ignore"):
-        d = shown_scores[:, pa] - shown_scores[:, pb]
-        w = np.where(active, rho * expit(d) * expit(-d) * sign, 0.0)
-    coef += w @ _incidence(k, +1)
-    coef -= w @ _incidence(k, -1)
+        d = shown_scores[used][:, pa] - shown_scores[used][:, pb]
+        w = np.where(active[used], rho * expit(d) * expit(-d) * sign[used], 0.0)
+    coef[used] = w @ _incidence(k)
     return coef
 
 
 @lru_cache(maxsize=8)
-def _incidence(k: int, side: int) -> np.ndarray:
-    """(pairs, k) 0/1 matrix selecting the upper (side +1) or lower (-1) position of each pair."""
+def _incidence(k: int) -> np.ndarray:
+    """(pairs, k): +1 at the upper position of each pair (a, b), a < b, and -1 at the lower."""
     pa, pb = np.triu_indices(k, 1)
     out = np.zeros((len(pa), k))
-    out[np.arange(len(pa)), pa if side > 0 else pb] = 1.0
+    out[np.arange(len(pa)), pa] = 1.0
+    out[np.arange(len(pa)), pb] = -1.0
     return out
 
 
 def cohort_scores(ranker: Any, params: np.ndarray, data: Dataset, queries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Every candidate document's score under each client's own model, padded with a mask.
+
+    Each client's query occupies contiguous rows of ``data.features``, so a thin loop hands
+    each slice to BLAS; gathering the cohort's rows into a padded (n, width, F) block costs
+    far more in data movement (DESIGN.md; measured by ``fltr-audit bench fpdgd``).
 
     Parameters
     ----------
@@ -148,12 +153,50 @@ def cohort_scores(ranker: Any, params: np.ndarray, data: Dataset, queries: np.nd
         Dataset rows of each query's candidates, -1 padded (width = the largest query).
     scores : ndarray of float64 (n, width), -inf on padding.
     """
-    width = int(data.docs_per_query[queries].max())
-    rows = data.padded_rows[queries, :width]
-    valid = rows >= 0
-    scores = ranker.score(params, data.features[np.where(valid, rows, 0)])
-    scores[~valid] = -np.inf
+    counts = data.docs_per_query[queries]
+    starts = data.query_ptr[queries]
+    cols = np.arange(int(counts.max()))
+    rows = np.where(cols[None, :] < counts[:, None], starts[:, None] + cols[None, :], -1)
+    scores = np.full(rows.shape, -np.inf)
+    for c in range(len(queries)):
+        scores[c, :counts[c]] = ranker.score(params[c], data.features[starts[c]:starts[c] + counts[c]])
     return rows, scores
+
+
+GROUPS = 8  # a cohort is ranked in groups of clients with similar candidate counts
+
+
+def cohort_rankings(ranker: Any, params: np.ndarray, data: Dataset, queries: np.ndarray, rng: np.random.Generator,
+                    k: int, deterministic: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each client ranks its query's full candidate set: PL top-k sample (or top-k by score).
+
+    Clients are processed in ``GROUPS`` groups of similar candidate counts (sorted by
+    count), so the padded (clients x candidates) blocks hold little padding.
+
+    Returns
+    -------
+    shown : ndarray of int64 (n, k), dataset rows, -1 on empty slots
+    shown_scores : ndarray (n, k), -inf on empty slots
+    log_dens : ndarray (n, k + 1), the ranking's log-denominators; the last column is the
+        log-sum of the exp-scores of the candidates never shown (see ``swap_log_ratios``)
+    """
+    n = len(queries)
+    shown = np.full((n, k), -1, dtype=np.int64)
+    shown_scores = np.full((n, k), -np.inf)
+    log_dens = np.empty((n, k + 1))
+    order = np.argsort(data.docs_per_query[queries], kind="stable")
+    for idx in np.array_split(order, min(GROUPS, n)):
+        rows, scores = cohort_scores(ranker, params[idx], data, queries[idx])
+        valid = rows >= 0
+        ranking = (plackett_luce.topk(scores, valid, k) if deterministic
+                   else plackett_luce.sample_topk(scores, valid, k, rng))
+        ok = ranking >= 0
+        at = np.where(ok, ranking, 0)
+        shown[idx] = np.where(ok, np.take_along_axis(rows, at, axis=1), -1)
+        shown_scores[idx] = np.where(ok, np.take_along_axis(scores, at, axis=1), -np.inf)
+        extended = np.concatenate([ranking, np.full((len(idx), 1), -1, dtype=np.int64)], axis=1)
+        log_dens[idx] = plackett_luce.log_denominators(scores, valid, extended)
+    return shown, shown_scores, log_dens
 
 
 def pdgd_cohort(ranker: Any, click_model: Any, params: np.ndarray, data: Dataset, queries: np.ndarray,
@@ -177,24 +220,17 @@ def pdgd_cohort(ranker: Any, click_model: Any, params: np.ndarray, data: Dataset
     weights = base.copy()
     shown = np.full((n, B, k), -1, dtype=np.int64)
     clicks = np.zeros((n, B, k), dtype=bool)
-    extra = np.full((n, 1), -1, dtype=np.int64)
     for b in range(B):
         current = weights if local_updates else base
-        rows, scores = cohort_scores(ranker, current, data, queries[:, b])
-        valid = rows >= 0
-        ranking = (plackett_luce.topk(scores, valid, k) if deterministic
-                   else plackett_luce.sample_topk(scores, valid, k, rng))
-        ok = ranking >= 0
-        at = np.where(ok, ranking, 0)
-        shown_b = np.where(ok, np.take_along_axis(rows, at, axis=1), -1)
+        shown_b, shown_scores, log_dens = cohort_rankings(ranker, current, data, queries[:, b], rng, k, deterministic)
+        ok = shown_b >= 0
         labels = np.where(ok, data.labels[np.where(ok, shown_b, 0)], -1)
         clicks_b = np.asarray(click_model.simulate(labels, rng), dtype=bool) & ok
-        log_dens = plackett_luce.log_denominators(scores, valid, np.concatenate([ranking, extra], axis=1))
-        shown_scores = np.where(ok, np.take_along_axis(scores, at, axis=1), -np.inf)
         coef = pair_weights(shown_scores, log_dens, clicks_b, ok)
-        if coef.any():
-            X = data.features[np.where(ok, shown_b, 0)]
-            weights += lr * ranker.vjp(current, X, coef)
+        used = coef.any(axis=1)
+        if used.any():
+            X = data.features[np.where(ok[used], shown_b[used], 0)]
+            weights[used] += lr * ranker.vjp(current[used], X, coef[used])
         shown[:, b] = shown_b
         clicks[:, b] = clicks_b
     return weights, shown, clicks

@@ -1,1 +1,174 @@
-"""fltr-audit train commands (to be filled in)."""
+"""``fltr-audit train fpdgd|pdgd`` and ``fltr-audit bench fpdgd``."""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Optional
+
+import numpy as np
+import typer
+
+from fltr_audit.algorithms.fpdgd import FPDGD
+from fltr_audit.algorithms.pdgd import PDGD
+from fltr_audit.cli.app import bench_app, train_app
+from fltr_audit.cli.common import _to_jsonable, emit_json, progress
+from fltr_audit.clicks import cascade_model
+from fltr_audit.data.load import load_splits
+from fltr_audit.errors import FltrError
+from fltr_audit.federation import check_threat_model, train
+from fltr_audit.interceptors import RecordingInterceptor, parse_rounds
+from fltr_audit.rankers import make_ranker
+
+ALGORITHMS = {"fpdgd": FPDGD, "pdgd": PDGD}
+
+
+def _prepare_out(out: Path) -> Path:
+    """A fresh temporary directory beside ``out`` (renamed onto it when the run succeeds)."""
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise FltrError(f"--out: {out} exists and is not an empty directory")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+
+
+def _finish_out(tmp: Path, out: Path) -> None:
+    if out.exists():
+        out.rmdir()
+    os.replace(tmp, out)
+
+
+def run_train(algorithm: str, *, data: str, fold: int, click_model: str, clients: int, queries_per_client: int,
+              rounds: int, lr: float, ranker: str, seed: int, out: Path, defense: str, record_rounds: Optional[str],
+              eval_every: int, eval_split: str, normalization: str, threat_model: str, replace: bool,
+              json_out: bool, quiet: bool) -> dict:
+    """Load, train, write ``curves.csv``, ``model.npy``, ``config.json`` (and a recording) into ``out``."""
+    from defenses.stack import parse_defense  # the CLI is the composition root
+
+    stack = parse_defense(defense)
+    check_threat_model(threat_model)
+    keep = record_rounds is not None and parse_rounds(record_rounds)
+    splits = load_splits(data, fold, normalization=normalization)
+    eval_data = splits.get(eval_split)
+    model = make_ranker(ranker, splits.train.n_features)
+    clicks = cascade_model(click_model, splits.train.n_levels)
+    alg = ALGORITHMS[algorithm](model, clicks, lr=lr)
+    tmp = _prepare_out(Path(out))
+    try:
+        interceptors = [RecordingInterceptor(tmp / "recording", record_rounds)] if keep else []
+        with progress(rounds, f"{algorithm} round", quiet) as bar:
+            def on_round(r: int, row: dict) -> None:
+                value = row["offline_ndcg10"]
+                shown = "" if np.isnan(value) else f" offline nDCG@10 {value:.4f}"
+                bar.advance(description=f"{algorithm} round {r}/{rounds}{shown}")
+
+            res = train(alg, splits.train, clients=clients, queries_per_client=queries_per_client, rounds=rounds,
+                        seed=seed, eval_data=eval_data, eval_every=eval_every, client_defenses=stack.client,
+                        aggregator=stack.aggregator, interceptors=interceptors, threat_model=threat_model,
+                        on_round=on_round, replace=replace)
+        config = {**res.config, "data": data, "fold": fold, "normalization": normalization, "eval_split": eval_split,
+                  "defense": stack.name, "record_rounds": record_rounds, "n_features": splits.train.n_features,
+                  "n_levels": splits.train.n_levels}
+        res.curves.to_csv(tmp / "curves.csv", index=False)
+        np.save(tmp / "model.npy", res.params)
+        (tmp / "config.json").write_text(json.dumps(_to_jsonable(config), indent=2) + "\n")
+        _finish_out(tmp, Path(out))
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    last = res.curves.iloc[-1]
+    return {"out": str(out), "algorithm": algorithm, "defense": stack.name,
+            "final_offline_ndcg10": float(last["offline_ndcg10"]), "online_ndcg": float(last["online_ndcg"]),
+            "n_interactions": res.n_interactions, "seconds": res.seconds,
+            "interactions_per_second": res.n_interactions / res.seconds if res.seconds > 0 else float("nan")}
+
+
+def _train_command(algorithm: str):
+    def command(
+        data: str = typer.Option(..., "--data", help="Folder with Fold1..5, a LETOR file, or synthetic:PROFILE."),
+        fold: int = typer.Option(1, "--fold", help="Fold 1..5."),
+        click_model: str = typer.Option("perfect", "--click-model", help="perfect | navigational | informational."),
+        clients: int = typer.Option(1000, "--clients", help="Clients per round."),
+        queries_per_client: int = typer.Option(4, "--queries-per-client", help="B, queries (local updates) per client."),
+        rounds: int = typer.Option(100, "--rounds", help="Global rounds."),
+        lr: float = typer.Option(0.1, "--lr", help="PDGD learning rate eta."),
+        ranker: str = typer.Option("linear", "--ranker", help="linear | mlp."),
+        seed: int = typer.Option(0, "--seed", help="Run seed."),
+        out: Path = typer.Option(..., "--out", help="Output directory (created; must not hold files)."),
+        defense: str = typer.Option("none", "--defense", help="Defense stack, e.g. clip(delta=5)+dp-distributed(eps=4.5)."),
+        record_rounds: Optional[str] = typer.Option(None, "--record-rounds",
+                                                    help="Rounds to record for attacks: 1,50,100 or every:10."),
+        eval_every: int = typer.Option(1, "--eval-every", help="Offline evaluation every K rounds (and the last)."),
+        eval_split: str = typer.Option("test", "--eval-split", help="Split for offline nDCG@10: vali | test."),
+        normalization: str = typer.Option("none", "--normalization", help="none | query-minmax | zscore."),
+        threat_model: str = typer.Option("server", "--threat-model", help="What recorded views keep: server | server-blind."),
+        replace: bool = typer.Option(False, "--replace", help="Sample a round's queries with replacement."),
+        json_out: bool = typer.Option(False, "--json", help="Print the result as JSON."),
+        quiet: bool = typer.Option(False, "--quiet", help="No progress bar."),
+    ) -> None:
+        result = run_train(algorithm, data=data, fold=fold, click_model=click_model, clients=clients,
+                           queries_per_client=queries_per_client, rounds=rounds, lr=lr, ranker=ranker, seed=seed,
+                           out=out, defense=defense, record_rounds=record_rounds, eval_every=eval_every,
+                           eval_split=eval_split, normalization=normalization, threat_model=threat_model,
+                           replace=replace, json_out=json_out, quiet=quiet)
+        if json_out:
+            emit_json(result)
+        else:
+            typer.echo(f"{algorithm} [{result['defense']}]: offline nDCG@10 {result['final_offline_ndcg10']:.4f}, "
+                       f"online {result['online_ndcg']:.2f}, {result['n_interactions']:,} interactions in "
+                       f"{result['seconds']:.1f} s ({result['interactions_per_second']:,.0f}/s) -> {result['out']}")
+
+    return command
+
+
+train_app.command("fpdgd", help="Federated PDGD (FPDGD Algorithm 2).")(_train_command("fpdgd"))
+train_app.command("pdgd", help="Centralized PDGD with batch-accumulated updates (FPDGD paper, Baselines).")(
+    _train_command("pdgd"))
+
+
+@bench_app.command("fpdgd")
+def bench_fpdgd(
+    data: str = typer.Option("synthetic:mslr10k?queries=10000", "--data", help="Data spec (default: MSLR-sized)."),
+    fold: int = typer.Option(1, "--fold"),
+    clients: int = typer.Option(1000, "--clients"),
+    queries_per_client: int = typer.Option(2, "--queries-per-client"),
+    rounds: int = typer.Option(200, "--rounds"),
+    click_model: str = typer.Option("perfect", "--click-model"),
+    seed: int = typer.Option(0, "--seed"),
+    json_out: bool = typer.Option(False, "--json", help="Print the figures as JSON."),
+    quiet: bool = typer.Option(False, "--quiet", help="No progress bar."),
+) -> None:
+    """FPDGD speed: interactions per second, wall time and peak RSS, offline eval on test every round."""
+    t0 = time.perf_counter()
+    splits = load_splits(data, fold)
+    load_seconds = time.perf_counter() - t0
+    alg = FPDGD(make_ranker("linear", splits.train.n_features), cascade_model(click_model, splits.train.n_levels))
+    with progress(rounds, "bench fpdgd", quiet) as bar:
+        res = train(alg, splits.train, clients=clients, queries_per_client=queries_per_client, rounds=rounds,
+                    seed=seed, eval_data=splits.test, eval_every=1, on_round=lambda r, row: bar.advance())
+    figures: dict[str, Any] = {
+        "data": data, "train_queries": splits.train.n_queries, "train_docs": splits.train.n_docs,
+        "test_queries": splits.test.n_queries, "clients": clients, "queries_per_client": queries_per_client,
+        "rounds": rounds, "load_seconds": load_seconds, "train_seconds": res.seconds,
+        "interactions": res.n_interactions, "interactions_per_second": res.n_interactions / res.seconds,
+        "seconds_per_round": res.seconds / rounds,
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
+        "final_offline_ndcg10": float(res.curves["offline_ndcg10"].iloc[-1]), "target_seconds_200_rounds": 20.0,
+    }
+    if json_out:
+        emit_json(figures)
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="bench fpdgd")
+    table.add_column("figure")
+    table.add_column("value", justify="right")
+    for key, value in figures.items():
+        table.add_row(key, f"{value:,.3f}" if isinstance(value, float) else f"{value:,}" if isinstance(value, int)
+                      else str(value))
+    Console().print(table)

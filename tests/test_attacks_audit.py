@@ -1,0 +1,116 @@
+"""Empirical epsilon audit: Clopper-Pearson bounds on randomized response and Laplace,
+their validity in repeated simulation, verdicts, and the audit of real defenses."""
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from attacks.audit import (
+    audit,
+    clopper_pearson_upper,
+    defense_mechanism,
+    epsilon_from_rates,
+    projection_statistic,
+    vote_statistic,
+)
+from fltr_audit.errors import FltrError
+from fltr_audit.interfaces import PrivacyClaim
+
+
+def randomized_response(p):
+    """Binary randomized response: report the bit with probability p; epsilon = ln(p / (1-p))."""
+
+    def mechanism(rng, n, which):
+        flip = rng.random(n) >= p
+        return np.where(flip, 1 - which, which).astype(float)
+
+    return mechanism
+
+
+def laplace(scale):
+    """A scalar query with sensitivity 1 plus Laplace(scale) noise; epsilon = 1 / scale."""
+
+    def mechanism(rng, n, which):
+        return which + rng.laplace(0.0, scale, n)
+
+    return mechanism
+
+
+def identity(x):
+    return x
+
+
+def test_rates_formula_and_clopper_pearson():
+    assert epsilon_from_rates(0.1, 0.1) == pytest.approx(np.log(0.9 / 0.1))
+    assert epsilon_from_rates(0.5, 0.5) == 0.0
+    assert epsilon_from_rates(0.0, 0.2) == np.inf
+    assert epsilon_from_rates(0.1, 0.2, delta=0.05) == pytest.approx(max(np.log(0.75 / 0.2), np.log(0.65 / 0.1)))
+    # Clopper-Pearson one-sided upper limit: 0 errors -> 1 - alpha^(1/n) (exact for k = 0)
+    assert clopper_pearson_upper(0, 100, 0.975) == pytest.approx(1 - 0.025 ** (1 / 100))
+    # and it covers: P(Binom(n, q) <= k) = 1 - level at the limit q
+    q = clopper_pearson_upper(7, 200, 0.95)
+    assert stats.binom.cdf(7, 200, q) == pytest.approx(0.05, rel=1e-6)
+
+
+def test_lower_bound_below_point_estimate_and_tightens_with_trials():
+    eps_true = np.log(0.8 / 0.2)
+    claim = PrivacyClaim(epsilon=eps_true, scope="message")
+    small = [audit(randomized_response(0.8), identity, claim=claim, n_trials=400, seed=s) for s in range(10)]
+    large = [audit(randomized_response(0.8), identity, claim=claim, n_trials=20000, seed=s) for s in range(10)]
+    for r in small + large:
+        assert r.epsilon_lb <= r.epsilon_point
+    # the interval shrinks like 1/sqrt(n): the mean bound rises towards the truth
+    assert np.mean([r.epsilon_lb for r in large]) > np.mean([r.epsilon_lb for r in small]) + 0.2
+    assert np.mean([r.epsilon_lb for r in large]) > eps_true - 0.15
+    assert all(r.verdict == "holds" for r in small + large)
+
+
+@pytest.mark.parametrize("mech,eps_true", [(randomized_response(0.9), np.log(9.0)), (laplace(1.0), 1.0)])
+def test_bound_never_exceeds_truth_beyond_the_stated_confidence(mech, eps_true):
+    """200 independent audits at 95 % confidence: the bound exceeds the true epsilon in at most
+    the expected 5 % (allowing the binomial 99.9 % quantile of failures)."""
+    runs = 200
+    failures = sum(
+        audit(mech, identity, claim=PrivacyClaim(), n_trials=1000, seed=s, confidence=0.95).epsilon_lb > eps_true
+        for s in range(runs)
+    )
+    assert failures <= stats.binom.ppf(0.999, runs, 0.05)
+
+
+def test_verdicts():
+    strong = audit(randomized_response(0.99), identity, claim=PrivacyClaim(1.0, 0.0, "message"), n_trials=4000,
+                   threat_model="server", mechanism_name="rr", attack_name="identity")
+    assert strong.verdict == "violated for threat model server" and strong.epsilon_lb > 1.0
+    assert strong.claimed_scope == "message" and strong.n_trials == 4000
+    weak = audit(randomized_response(0.6), identity, claim=PrivacyClaim(1.0, 0.0, "message"), n_trials=4000)
+    assert weak.verdict == "holds"
+    # a statistic pointing the wrong way: the audit picks the direction on held-out trials
+    flipped = audit(randomized_response(0.99), lambda x: -x, claim=PrivacyClaim(1.0), n_trials=4000)
+    assert flipped.direction == -1 and flipped.epsilon_lb == pytest.approx(strong.epsilon_lb, rel=0.2)
+    with pytest.raises(FltrError, match="--trials"):
+        audit(randomized_response(0.9), identity, claim=PrivacyClaim(), n_trials=2)
+
+
+def test_audit_of_real_defenses_on_one_message():
+    """dp-distributed in a cohort of 1,000: a single message is nearly noise-free, so one click is
+    detected and the bound exceeds the claimed 4.5 (scope aggregate); dp-local-laplace holds."""
+    from defenses.dp_distributed import DistributedLaplace
+    from defenses.dp_local import LocalLaplace
+
+    rng = np.random.default_rng(0)
+    P = 46
+    g = rng.normal(0, 0.05, P)
+    x = rng.random(P) * 0.02                          # one more clicked document's (scaled) features
+    u0 = rng.normal(0, 0.02, P)
+    u1 = u0 + x
+    dist = DistributedLaplace(eps=4.5, delta=5.0)
+    r = audit(defense_mechanism(dist, (u0, u1), g, cohort_size=1000), vote_statistic(u0, u1),
+              claim=dist.claim, n_trials=4000, seed=1)
+    assert r.claimed_scope == "aggregate" and r.verdict == "violated for threat model server"
+    assert r.epsilon_lb > 4.5 and r.fpr == 0 and r.fnr == 0
+    local = LocalLaplace(eps=4.5, delta=5.0)
+    r2 = audit(defense_mechanism(local, (u0, u1), g), projection_statistic(u0, u1), claim=local.claim,
+               n_trials=4000, seed=1)
+    assert r2.verdict == "holds" and r2.epsilon_lb <= 4.5
+    r3 = audit(defense_mechanism(local, (u0, u1), g), vote_statistic(u0, u1), claim=local.claim, n_trials=4000, seed=2)
+    assert r3.verdict == "holds"

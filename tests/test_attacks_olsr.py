@@ -1,0 +1,185 @@
+"""OLSR: exact recovery on noiseless PDGD-shaped updates, agreement with statsmodels,
+minimum-norm behaviour, secure aggregation and the view checks."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+from attacks.olsr import OLSR, ols_batched, ols_statsmodels
+from attacks.registry import make_attack
+from fltr_audit.data.dataset import Dataset
+from fltr_audit.errors import FltrError
+from fltr_audit.messages import Interactions, Messages, ServerView
+from fltr_audit.rankers import LinearRanker
+
+
+def _view(features, shown, vectors, global_params, kind="weights", secagg=False):
+    """A hand-built server view over ``features`` (rows), ``shown`` (n, B, k)."""
+    n = shown.shape[0]
+    F = features.shape[1]
+    data = Dataset(
+        features=features.astype(np.float32),
+        labels=np.zeros(len(features), dtype=np.int8),
+        query_ptr=np.array([0, len(features)], dtype=np.int64),
+        qids=np.array([1]),
+        n_levels=3,
+    )
+    msgs = Messages(n_interactions=np.ones(n, dtype=np.int64), vector=vectors, vector_kind=kind)
+    mean = vectors.mean(axis=0)
+    return ServerView(
+        round=0, threat_model="server", global_params=global_params, ranker=LinearRanker(F),
+        participants=np.arange(n), dropouts=np.empty(0, dtype=np.int64),
+        messages=None if secagg else msgs, aggregate=mean,
+        interactions=Interactions(queries=np.zeros(shown.shape[:2], dtype=np.int64), shown=shown),
+        documents=data, aggregate_kind=kind,
+    )
+
+
+def _pdgd_update(X, clicks, rng):
+    """Hand-built linear PDGD-shaped step: + on clicked, - on examined unclicked
+    (above the last click and the one just below), 0 below that."""
+    k = len(clicks)
+    last = np.flatnonzero(clicks).max()
+    w = rng.uniform(0.2, 1.0, k)
+    coef = np.where(clicks, w, np.where(np.arange(k) <= last + 1, -w, 0.0))
+    return coef @ X.astype(np.float64), coef
+
+
+def test_olsr_recovers_clicks_exactly_from_noiseless_single_query_update():
+    rng = np.random.default_rng(1)
+    F, k, n = 46, 10, 30
+    features = rng.random((n * k, F)).astype(np.float32)
+    shown = np.arange(n * k).reshape(n, 1, k)
+    g = rng.normal(size=F)
+    clicks = np.zeros((n, 1, k), dtype=bool)
+    vectors = np.empty((n, F))
+    for i in range(n):
+        c = rng.random(k) < 0.3
+        c[rng.integers(k)] = True        # at least one click
+        clicks[i, 0] = c
+        u, _ = _pdgd_update(features[shown[i, 0]], c, rng)
+        vectors[i] = g + u
+    guess = OLSR().guess(_view(features, shown, vectors, g))
+    np.testing.assert_array_equal(guess.decision, clicks)
+    # several queries per client (B = 3, 30 regressors < 46 features): still exact
+    shown3 = np.arange(n * k).reshape(n // 3, 3, k)
+    upd = np.zeros((n // 3, F))
+    for i in range(n // 3):
+        for b in range(3):
+            upd[i] += _pdgd_update(features[shown3[i, b]], clicks.reshape(n // 3, 3, k)[i, b], rng)[0]
+    guess3 = OLSR().guess(_view(features, shown3, g + upd, g))
+    np.testing.assert_array_equal(guess3.decision, clicks.reshape(n // 3, 3, k))
+
+
+def test_batched_equals_statsmodels_coefficients_and_t_values():
+    rng = np.random.default_rng(2)
+    n, m, P = 25, 10, 46
+    A = rng.random((n, m, P))
+    y = np.einsum("nm,nmp->np", rng.normal(size=(n, m)), A) + 0.3 * rng.normal(size=(n, P))
+    fast, ref = ols_batched(y, A), ols_statsmodels(y, A)
+    np.testing.assert_allclose(fast.coef, ref.coef, rtol=1e-9, atol=1e-10)
+    np.testing.assert_allclose(fast.tvalues, ref.tvalues, rtol=1e-8)
+    np.testing.assert_array_equal(fast.df_resid, ref.df_resid)
+    np.testing.assert_array_equal(fast.rank, ref.rank)
+
+
+def test_duplicate_documents_match_statsmodels_pinv():
+    """Identical shown documents (common in LETOR): rank-deficient; both use the pseudo-inverse."""
+    rng = np.random.default_rng(3)
+    A = rng.random((6, 10, 46))
+    A[:, 7] = A[:, 2]
+    y = rng.normal(size=(6, 46))
+    fast = ols_batched(y, A)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ref = ols_statsmodels(y, A)
+    np.testing.assert_allclose(fast.coef, ref.coef, rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(fast.tvalues, ref.tvalues, rtol=1e-6)
+    np.testing.assert_array_equal(fast.rank, np.full(6, 9))
+    np.testing.assert_allclose(fast.coef[:, 7], fast.coef[:, 2])
+
+
+def test_more_documents_than_features_gives_minimum_norm_solution():
+    rng = np.random.default_rng(4)
+    A = rng.random((3, 80, 46))
+    y = rng.normal(size=(3, 46))
+    fit = ols_batched(y, A)
+    for i in range(3):
+        ref = np.linalg.lstsq(A[i].T, y[i], rcond=None)[0]
+        np.testing.assert_allclose(fit.coef[i], ref, rtol=1e-7, atol=1e-9)
+    assert np.all(fit.df_resid == 0) and np.isnan(fit.tvalues).all()
+
+
+def test_secure_aggregation_small_cohort_recovers_every_clients_clicks():
+    """A cohort of 2 with one query each shows 20 documents < 46 features: the aggregate
+    still identifies every click, and the guesses land in each client's (n, B, k) slots."""
+    rng = np.random.default_rng(5)
+    F, k = 46, 10
+    features = rng.random((2 * k, F)).astype(np.float32)
+    shown = np.arange(2 * k).reshape(2, 1, k)
+    g = rng.normal(size=F)
+    clicks = np.array([[[1, 0, 0, 1, 0, 0, 0, 0, 0, 0]], [[0, 0, 1, 0, 0, 0, 0, 0, 0, 0]]], dtype=bool)
+    vectors = np.stack([g + _pdgd_update(features[shown[i, 0]], clicks[i, 0], rng)[0] for i in range(2)])
+    guess = make_attack("olsr").guess(_view(features, shown, vectors, g, secagg=True))
+    np.testing.assert_array_equal(guess.decision, clicks)
+    # the same with FedIPS-style update vectors
+    guess_u = OLSR().guess(_view(features, shown, vectors - g, g, kind="update", secagg=True))
+    np.testing.assert_array_equal(guess_u.decision, clicks)
+
+
+def test_secure_aggregation_large_cohort_is_minimum_norm_over_all_shown_documents():
+    rng = np.random.default_rng(6)
+    F, k, n = 46, 10, 8
+    features = rng.random((n * k, F)).astype(np.float32)
+    shown = np.arange(n * k).reshape(n, 1, k)
+    shown[3, 0, 7:] = -1                                   # a short list
+    g = rng.normal(size=F)
+    vectors = g + rng.normal(size=(n, F))
+    guess = OLSR().guess(_view(features, shown, vectors, g, secagg=True))
+    mask = shown >= 0
+    X = features[shown[mask]].astype(np.float64)
+    ref = np.linalg.lstsq(X.T, vectors.mean(0) - g, rcond=None)[0]
+    np.testing.assert_allclose(guess.score[mask], ref, rtol=1e-6, atol=1e-9)   # t undefined: score = coef
+    np.testing.assert_array_equal(guess.decision[mask], ref > 1e-8 * np.abs(ref).max())
+    assert np.isnan(guess.score[~mask]).all() and not guess.decision[~mask].any()
+
+
+def test_raw_weights_target_and_t_variant():
+    rng = np.random.default_rng(7)
+    F, k, n = 46, 10, 40
+    features = rng.random((n * k, F)).astype(np.float32)
+    shown = np.arange(n * k).reshape(n, 1, k)
+    g = rng.normal(size=F)
+    clicks = rng.random((n, 1, k)) < 0.3
+    clicks[:, 0, 0] = True
+    upd = np.stack([_pdgd_update(features[shown[i, 0]], clicks[i, 0], rng)[0] for i in range(n)])
+    noisy = g + upd + 0.05 * rng.normal(size=(n, F))
+    view = _view(features, shown, noisy, g)
+    # raw weights = regress g + update: equals regressing the update on a target shifted by g
+    X = features[shown[:, 0]].astype(np.float64)
+    ref = ols_batched(noisy, X)
+    np.testing.assert_array_equal(OLSR(target="weights").guess(view).decision[:, 0], ref.coef > 1e-8 * np.abs(ref.coef).max(1, keepdims=True))
+    plain = OLSR().guess(view)
+    strict = make_attack("olsr-t", alpha=0.01).guess(view)
+    fit = ols_batched(noisy - g, X)
+    np.testing.assert_allclose(plain.score[:, 0], fit.tvalues)
+    assert strict.decision.sum() <= plain.decision.sum()     # a one-sided test at 1% is stricter than sign
+    assert not (strict.decision & ~plain.decision).any()
+
+
+def test_view_checks():
+    rng = np.random.default_rng(8)
+    features = rng.random((10, 46)).astype(np.float32)
+    shown = np.arange(10).reshape(1, 1, 10)
+    view = _view(features, shown, rng.normal(size=(1, 46)), np.zeros(46))
+    with pytest.raises(FltrError, match="--attack olsr: needs the shown documents"):
+        OLSR().guess(view.blind())
+    foltr = ServerView(**{**view.__dict__, "messages": Messages(n_interactions=np.ones(1), seed=np.ones(1, np.uint64)),
+                          "aggregate": None})
+    with pytest.raises(FltrError, match="no parameter vector"):
+        OLSR().guess(foltr)
+    with pytest.raises(FltrError, match="--attack: unknown attack 'nope'"):
+        make_attack("nope")
+    with pytest.raises(FltrError, match="--attack olsr"):
+        make_attack("olsr", target="raw")
