@@ -16,7 +16,8 @@ campaign (``fltr_audit.campaign.expand``); ``run_audit`` turns it into the resul
 3. **Probe** (Pham §4.1) -- every query of the probe split is issued by a fresh client
    under each click model, through the defense and aggregation path, grouped in cohorts;
    every attack guesses the clicks from the server's view; scoring is per query.
-4. **Epsilon audit** -- the defense's client transforms (and its aggregation) as a
+4. **Epsilon audit** -- for FOLtR-ES, the query-distinguishing test on the privatized
+   metric (``_audit_metric``) beside the exact epsilon by enumeration. For vector messages, the defense's client transforms (and its aggregation) as a
    mechanism on two inputs of one client (two probe clients' undefended messages, the pair
    farthest apart among the first probe clients): the projection test's error rates give an
    empirical lower bound on epsilon, set beside the claimed epsilon and scope. When the
@@ -39,6 +40,8 @@ import pandas as pd
 
 from attacks.audit import audit as empirical_audit
 from attacks.audit import projection_statistic
+from attacks.epsilon import maxrr_epsilon
+from attacks.foltr_decode import outcome_index, transmitted_distribution
 from attacks.registry import make_attack
 from attacks.scoring import score_guess, summarize
 from defenses.stack import DefenseStack, parse_defense
@@ -164,9 +167,77 @@ def run_audit(config: dict) -> dict[str, pd.DataFrame]:
     }
     if config.get("epsilon_audit", True):
         audit_row = _audit_defense(config, splits, stack, base)
+        if audit_row is None:
+            audit_row = _audit_metric(config, splits, stack, base)
         if audit_row is not None:
             tables["audits"] = pd.DataFrame([{**context, "defense": stack.name, **audit_row}])
+        rr = _randomized_response(stack)
+        if rr is not None:
+            tables["epsilon"] = pd.DataFrame([
+                {"click_model": m, "levels": splits.train.n_levels, "length": 10, "p": rr.p,
+                 "epsilon": (e := maxrr_epsilon(m, rr.p, length=10, levels=splits.train.n_levels)).epsilon,
+                 "theoretical": e.theoretical}
+                for m in probe_cfg["click_models"]])
     return tables
+
+
+def _randomized_response(stack: DefenseStack) -> Any:
+    """The stack's randomized-response transform (FOLtR-ES privatization), if any."""
+    found = [d for d in stack.client if hasattr(d, "p") and hasattr(d, "values")]
+    return found[0] if found else None
+
+
+def _audit_metric(config: dict, splits: Any, stack: DefenseStack, base: TrainResult) -> dict | None:
+    """Empirical epsilon of a FOLtR-ES metric message: the query-distinguishing attack.
+
+    The two inputs are one client issuing either of two probe queries (their top-10 lists
+    under the global model), the pair whose first-click distributions differ most; each trial
+    simulates one interaction, its MaxRR, and the stack's privatization; the statistic is the
+    likelihood ratio of the received value (FOLtR-ES §4, Eq. 9). With p < 1 its lower bound
+    should stay at or below the claim log(p (n - 1) / (1 - p)).
+    """
+    algorithm = build_algorithm(config, splits, config["train_click_model"])
+    if not hasattr(algorithm, "sigma"):
+        return None
+    data = splits.get(config["probe"]["split"])
+    k = 10
+    scores = algorithm.ranker.score(base.params, data.features)
+    rows = data.padded_rows
+    padded = np.where(rows >= 0, scores[np.maximum(rows, 0)], -np.inf)
+    order = np.argsort(-padded, axis=1, kind="stable")[:, :k]
+    shown = np.take_along_axis(rows, order, axis=1)
+    if shown.shape[1] < k:
+        shown = np.pad(shown, ((0, 0), (0, k - shown.shape[1])), constant_values=-1)
+    labels = np.where(shown >= 0, data.labels[np.maximum(shown, 0)], -1)
+    click_model = algorithm.click_model
+    first = click_model.first_click_distribution(labels)                 # (q, k + 1)
+    rr = _randomized_response(stack)
+    p = rr.p if rr is not None else 1.0
+    pt = transmitted_distribution(first, p) if p < 1 else first
+    with np.errstate(divide="ignore"):
+        logpt = np.log(np.maximum(pt, 1e-300))
+    gap = (logpt[:, None, :] - logpt[None, :, :]).max(-1)                 # (q, q) worst value ratio
+    i, j = np.unravel_index(np.argmax(gap), gap.shape)
+    llr = logpt[i] - logpt[j]                                             # per outcome index
+    values = np.append(1.0 / np.arange(1, k + 1), 0.0)
+
+    def mechanism(rng: np.random.Generator, n_trials: int, which: int) -> np.ndarray:
+        query_labels = np.broadcast_to(labels[(j, i)[which]], (n_trials, k))
+        clicks = click_model.simulate(query_labels, rng)
+        first_click = np.where(clicks.any(-1), clicks.argmax(-1), k)
+        msgs = Messages(n_interactions=np.ones(n_trials, dtype=np.int64), seed=np.zeros(n_trials, dtype=np.uint64),
+                        metric=values[first_click][:, None])
+        for defense in stack.client:
+            msgs = defense.apply(msgs, base.params, rng)
+        return msgs.metric[:, 0]
+
+    result = empirical_audit(mechanism, lambda v: llr[outcome_index(v, k)], claim=stack.claim,
+                             n_trials=config.get("audit_trials", 2000), seed=config["seed"], threat_model="server",
+                             mechanism_name=stack.name, attack_name="query-distinguishing")
+    row = result.as_dict()
+    row.pop("threshold", None)
+    row.pop("direction", None)
+    return row
 
 
 def _final_ndcg(config: dict, splits: Any, result: TrainResult) -> float:

@@ -177,6 +177,9 @@ def _check_values(spec: dict, source: str) -> None:
     from fltr_audit.clicks import CCM_TABLES
 
     known_models = sorted({name for name, _ in CCM_TABLES})
+    for data in _as_list(spec["data"]["spec"]):
+        if not data.startswith("synthetic:") and not Path(data).exists():
+            raise FltrError(f"{source}: key 'data.spec': no such path {data!r} (relative paths start at the current directory)")
     for name in _as_list(spec["algorithm"]["name"]):
         if name not in ALGORITHMS:
             raise FltrError(f"{source}: key 'algorithm.name' has unknown algorithm {name!r} ({', '.join(ALGORITHMS)})")

@@ -44,7 +44,7 @@ def test_rates_formula_and_clopper_pearson():
     assert epsilon_from_rates(0.1, 0.1) == pytest.approx(np.log(0.9 / 0.1))
     assert epsilon_from_rates(0.5, 0.5) == 0.0
     assert epsilon_from_rates(0.0, 0.2) == np.inf
-    assert epsilon_from_rates(0.1, 0.2, delta=0.05) == pytest.approx(max(np.log(0.75 / 0.2), np.log(0.65 / 0.1)))
+    assert epsilon_from_rates(0.1, 0.2, delta=0.05) == pytest.approx(max(np.log(0.85 / 0.2), np.log(0.75 / 0.1)))
     # Clopper-Pearson one-sided upper limit: 0 errors -> 1 - alpha^(1/n) (exact for k = 0)
     assert clopper_pearson_upper(0, 100, 0.975) == pytest.approx(1 - 0.025 ** (1 / 100))
     # and it covers: P(Binom(n, q) <= k) = 1 - level at the limit q
