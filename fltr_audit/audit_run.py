@@ -232,7 +232,7 @@ def _audit_metric(config: dict, splits: Any, stack: DefenseStack, base: TrainRes
         return msgs.metric[:, 0]
 
     result = empirical_audit(mechanism, lambda v: llr[outcome_index(v, k)], claim=stack.claim,
-                             n_trials=config.get("audit_trials", 2000), seed=config["seed"], threat_model="server",
+                             n_trials=config.get("audit_trials", 10000), seed=config["seed"], threat_model="server",
                              mechanism_name=stack.name, attack_name="query-distinguishing")
     row = result.as_dict()
     row.pop("threshold", None)
@@ -288,7 +288,7 @@ def _audit_defense(config: dict, splits: Any, stack: DefenseStack, base: TrainRe
         statistic = projection_statistic(u0 / cohort, u1 / cohort)
     else:
         statistic = projection_statistic(u0, u1)
-    result = empirical_audit(mechanism, statistic, claim=stack.claim, n_trials=config.get("audit_trials", 2000), seed=config["seed"],
+    result = empirical_audit(mechanism, statistic, claim=stack.claim, n_trials=config.get("audit_trials", 10000), seed=config["seed"],
                              threat_model="server (aggregate only)" if hides else "server",
                              mechanism_name=stack.name, attack_name="projection")
     row = result.as_dict()

@@ -31,7 +31,7 @@ A campaign file has these tables (every key optional except ``name``)::
     defenses = ["none", "clip(delta=5)+dp-distributed(eps=4.5)", "secagg"]
     attacks = ["olsr", "score", "prob", "distance", "random3", "random4"]
     epsilon_audit = true
-    trials = 2000                        # per input of the empirical epsilon audit
+    trials = 10000                       # per input of the empirical epsilon audit
 
 Grid axes: ``seeds``, ``data.spec``, ``data.folds``, every list of ``[algorithm]``
 (including inside ``params``), ``probe.split``, ``probe.cohort`` and ``audit.defenses``.
@@ -110,7 +110,7 @@ DEFAULTS: dict[str, Any] = {
         "defenses": ["none"],
         "attacks": ["olsr", "score", "prob", "distance", "random3", "random4"],
         "epsilon_audit": True,
-        "trials": 2000,
+        "trials": 10000,
     },
 }
 

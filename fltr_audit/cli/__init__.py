@@ -7,6 +7,13 @@ import sys
 
 import click
 
+import typer
+
+try:  # newer typer raises the exceptions of its own vendored copy of click
+    from typer._click.exceptions import ClickException as _TyperClickException, UsageError as _TyperUsageError
+except ImportError:  # pragma: no cover
+    _TyperClickException, _TyperUsageError = click.ClickException, click.UsageError
+
 from fltr_audit.cli.app import app
 from fltr_audit.cli import (  # noqa: F401  (each module registers its commands)
     audit,
@@ -33,14 +40,15 @@ def main(argv: list[str] | None = None) -> int:
     except FltrError as exc:
         print(f"fltr-audit: error: {exc}", file=sys.stderr)
         return _exit(2, argv)
-    except click.exceptions.Exit as exc:
+    except (click.exceptions.Exit, typer.Exit) as exc:
         return _exit(exc.exit_code, argv)
-    except click.exceptions.Abort:
+    except (click.exceptions.Abort, typer.Abort):
         print("fltr-audit: aborted", file=sys.stderr)
         return _exit(130, argv)
-    except click.ClickException as exc:
+    except (click.ClickException, _TyperClickException) as exc:
         exc.show()
-        return _exit(2 if isinstance(exc, click.UsageError) else exc.exit_code, argv)
+        usage = (click.UsageError, _TyperUsageError)
+        return _exit(2 if isinstance(exc, usage) else exc.exit_code, argv)
     return _exit(0, argv)
 
 

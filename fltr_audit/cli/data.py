@@ -37,8 +37,7 @@ def info_command(
     from rich.table import Table
 
     dpq = info["docs_per_query"]
-    console = Console()
-    console.print(
+    typer.echo(
         f"{info['spec']} ({info['layout']}): {info['queries']:,} queries, {info['documents']:,} documents, "
         f"{info['features']} features, {info['levels']} levels\n"
         f"docs per query: min {dpq['min']}, mean {dpq['mean']:.1f}, max {dpq['max']}; labels {_hist(info['labels'])}\n"
@@ -53,7 +52,7 @@ def info_command(
             d = s["docs_per_query"]
             table.add_row(str(fold["fold"]), split, f"{s['queries']:,}", f"{s['documents']:,}",
                           f"{d['min']} / {d['mean']:.1f} / {d['max']}", _hist(s["labels"]))
-    console.print(table)
+    Console().print(table)
 
 
 @data_app.command("synth")
@@ -79,6 +78,9 @@ def synth_command(
     parts = fold_parts(ds.n_queries)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+    umask = os.umask(0)
+    os.umask(umask)
+    tmp.chmod(0o777 & ~umask)  # mkdtemp makes it private; the data set folder is not
     try:
         with progress(20, f"writing {profile}", quiet) as bar:
             texts = []
@@ -154,7 +156,8 @@ def bench_data(
         else:
             os.environ["FLTR_AUDIT_CACHE"] = saved
         shutil.rmtree(work, ignore_errors=True)
-    what = f"synthetic mslr10k, {ds.n_queries:,} queries, {ds.n_docs:,} lines x {ds.n_features} features, {size_mb:,.0f} MB"
+    what = (f"synthetic mslr10k, {ds.n_queries:,} queries, {ds.n_docs:,} lines x {ds.n_features} features, "
+            f"{size_mb:,.0f} MB")
     rows = [
         {"task": "text_load", "what": what, "seconds": text_s, "target_seconds": None},
         {"task": "first_cached_load", "what": "parse + write the cache entry", "seconds": store_s,

@@ -37,6 +37,9 @@ def _prepare_out(out: Path) -> Path:
 
 
 def _finish_out(tmp: Path, out: Path) -> None:
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o777 & ~umask)  # mkdtemp creates 0700
     if out.exists():
         out.rmdir()
     os.replace(tmp, out)

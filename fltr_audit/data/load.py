@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 from pathlib import Path
 from urllib.parse import parse_qsl
@@ -22,7 +23,7 @@ _SUFFIXES = (".txt", ".txt.gz", ".gz", "")
 
 
 def load_splits(
-    spec: str,
+    spec: str | os.PathLike,
     fold: int = 1,
     normalization: str = "none",
     drop_single_label: bool = False,
@@ -69,6 +70,7 @@ def load_splits(
         ``train``, ``vali``, ``test`` with a common ``n_levels`` (largest label of the three
         plus one, or the profile's levels) and feature count.
     """
+    spec = str(spec)
     check_normalization(normalization)
     if isinstance(fold, bool) or not isinstance(fold, (int, np.integer)) or not 1 <= fold <= 5:
         raise FltrError(f"--fold: must be 1..5, got {fold!r}")
@@ -175,13 +177,14 @@ def _harmonize(parts: list[Dataset], files: list[Path], fold: int) -> Splits:
     return Splits(*(replace(p, n_levels=levels) for p in parts), fold=fold)
 
 
-def data_info(spec: str, *, cache: bool = True) -> dict:
+def data_info(spec: str | os.PathLike, *, cache: bool = True) -> dict:
     """Sizes of a data set and of the splits of each of its folds (``fltr-audit data info``).
 
     The totals are those of the data set: for a 5-fold folder, the union of fold 1's
     train, vali and test (each fold holds every query once); ``queries_once_per_fold`` says
     whether that holds in every fold.
     """
+    spec = str(spec)
     if spec.startswith("synthetic:"):
         kind, folds = "synthetic", list(range(1, 6))
     else:

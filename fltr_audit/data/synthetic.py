@@ -41,7 +41,7 @@ class Profile:
     label_shares: tuple[float, ...]  # share of documents at each relevance level
     docs_min: int
     docs_median: float
-    docs_mean: float
+    docs_mean: float  # of the log-normal before clipping (MQ2008: 22 so that the clipped mean is ~19)
     docs_max: int
     default_queries: int  # small enough for a 2-minute demo
     query_spread: float  # std of the per-query relevance offset (queries with no relevant doc)
@@ -56,7 +56,7 @@ PROFILES: dict[str, Profile] = {
     # MQ2007: 1,692 queries, 69,623 docs (41 per query, 6..147), 46 features, 3 levels.
     "mq2007": Profile(46, (0.74, 0.20, 0.06), 6, 40, 41.1, 147, 1692, 1.0, True),
     # MQ2008: 784 queries, 15,211 docs (19.4 per query, 5..121), 46 features, 3 levels.
-    "mq2008": Profile(46, (0.807, 0.132, 0.061), 5, 8, 20.5, 121, 784, 0.8, True),
+    "mq2008": Profile(46, (0.807, 0.132, 0.061), 5, 8, 22.0, 121, 784, 0.8, True),
     # MSLR-WEB10K: 10,000 queries, 1,200,192 docs (120 per query, 1..908), 136 features,
     # labels 52.0 / 32.5 / 13.4 / 1.7 / 0.7 %. Default 2,000 queries (the demo's budget).
     "mslr10k": Profile(136, (0.520, 0.325, 0.134, 0.014, 0.007), 1, 110, 120, 908, 2000, 0.8, False),
@@ -113,7 +113,7 @@ def generate(name: str, queries: int | None = None, seed: int = 0) -> Dataset:
     z = rng.standard_normal((n, _LATENT)).astype(np.float32)
     features = z @ loadings
     features += rng.standard_normal((n, d), dtype=np.float32)
-    score = z.astype(np.float64) @ u + 0.5 * np.sqrt(_LATENT) * rng.standard_normal(n)
+    score = z.astype(np.float64) @ u + 0.8 * np.sqrt(_LATENT) * rng.standard_normal(n)
     score += np.repeat(p.query_spread * np.sqrt(_LATENT) * rng.standard_normal(n_q), counts)
     cuts = np.quantile(score, np.cumsum(p.label_shares)[:-1])
     labels = np.searchsorted(cuts, score).astype(np.int8)
