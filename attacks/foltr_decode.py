@@ -78,9 +78,9 @@ def outcome_index(values: np.ndarray, k: int = 10) -> np.ndarray:
     return np.where(pos >= 0, pos, k)
 
 
-def distinguish_queries(values: np.ndarray, labels_q1: np.ndarray, labels_q2: np.ndarray, click_model,
-                        p: float, threshold: float = 0.0) -> np.ndarray:
-    """The likelihood-ratio test "q1 rather than q2" on received MaxRR values (§4, Eq. 9).
+def log_likelihood_ratio(values: np.ndarray, labels_q1: np.ndarray, labels_q2: np.ndarray, click_model,
+                         p: float) -> np.ndarray:
+    """``log P_T(value | q1) - log P_T(value | q2)`` of received MaxRR values (§4, Eq. 9).
 
     Parameters
     ----------
@@ -91,20 +91,63 @@ def distinguish_queries(values: np.ndarray, labels_q1: np.ndarray, labels_q2: np
         the server rebuilds from the seed and the global model.
     p : float
         Randomized-response keep probability (1 without privatization).
-    threshold : float
-        Decide q1 where ``log P_T(value | q1) - log P_T(value | q2) > threshold``.
-
-    Returns
-    -------
-    ndarray of bool (T,)
-        True where the test says q1.
     """
     dists = click_model.first_click_distribution(np.stack([np.asarray(labels_q1), np.asarray(labels_q2)]))
     pt = transmitted_distribution(dists, p)
     with np.errstate(divide="ignore"):
         llr = np.log(pt[0]) - np.log(pt[1])
-    k = pt.shape[-1] - 1
-    return llr[outcome_index(values, k)] > threshold
+    return llr[outcome_index(values, pt.shape[-1] - 1)]
+
+
+def distinguish_queries(values: np.ndarray, labels_q1: np.ndarray, labels_q2: np.ndarray, click_model,
+                        p: float, threshold: float = 0.0) -> np.ndarray:
+    """The likelihood-ratio test: True ("q1") where the log-likelihood ratio exceeds ``threshold``."""
+    return log_likelihood_ratio(values, labels_q1, labels_q2, click_model, p) > threshold
+
+
+def audit_query_distinguishing(defense, click_model, *, n_trials: int = 4000, seed: int = 0,
+                               confidence: float = 0.95, k: int = 10, threat_model: str = "server") -> dict:
+    """Empirical epsilon of the privatized MaxRR from the query-distinguishing test.
+
+    The two queries are the worst-case placements of the exact enumeration
+    (``attacks.epsilon.maxrr_epsilon`` over lists of length ``k``); each trial simulates one
+    interaction on one of them, sends its MaxRR through ``defense`` (e.g. ``rr(p=0.9)``, or
+    none) and scores the received value by the log-likelihood ratio. ``attacks.audit.audit``
+    turns the two score samples into the empirical epsilon and its lower bound.
+
+    Returns
+    -------
+    dict
+        The ``AuditResult`` fields plus ``epsilon_enumerated`` (exact Eq. 9),
+        ``epsilon_theoretical`` (Eq. 10) and the two placements.
+    """
+    from attacks.audit import audit
+    from attacks.epsilon import maxrr_epsilon
+    from fltr_audit import metrics
+    from fltr_audit.interfaces import PrivacyClaim
+    from fltr_audit.messages import Messages
+
+    p = float(getattr(defense, "p", 1.0)) if defense is not None else 1.0
+    exact = maxrr_epsilon(click_model, p, length=k)
+    lists = (np.array(exact.placement_low), np.array(exact.placement_high))   # input 0, input 1
+
+    def mechanism(rng: np.random.Generator, n: int, which: int) -> np.ndarray:
+        clicks = click_model.simulate(np.broadcast_to(lists[which], (n, k)), rng)
+        values = metrics.max_rr(clicks)[:, None]
+        if defense is not None:
+            msgs = Messages(n_interactions=np.ones(n, dtype=np.int64), seed=np.zeros(n, dtype=np.uint64), metric=values)
+            values = defense.apply(msgs, np.zeros(0), rng).metric
+        return values[:, 0]
+
+    def statistic(values: np.ndarray) -> np.ndarray:
+        return log_likelihood_ratio(values, lists[1], lists[0], click_model, p)
+
+    claim = defense.claim if defense is not None else PrivacyClaim()
+    result = audit(mechanism, statistic, claim=claim, n_trials=n_trials, seed=seed, confidence=confidence,
+                   threat_model=threat_model, mechanism_name=getattr(defense, "name", "none"),
+                   attack_name="foltr-distinguish")
+    return {**result.as_dict(), "epsilon_enumerated": exact.epsilon, "epsilon_theoretical": exact.theoretical,
+            "placement_q1": list(exact.placement_high), "placement_q2": list(exact.placement_low)}
 
 
 class SeedReplay:
@@ -142,3 +185,16 @@ class SeedReplay:
         decision = (actual[..., :, None] == clicked_rows[..., None, :]).any(axis=-1) & (actual >= 0)
         score = np.where(actual >= 0, decision.astype(np.float64), np.nan)
         return Guess(attack=self.name, score=score, decision=decision)
+
+
+FOLTR_ATTACKS = ("foltr-decode", "seed-replay")
+"""The attacks on FOLtR-ES messages, by name."""
+
+
+def make_foltr_attack(name: str, algorithm: FOLtRES):
+    """The FOLtR-ES attack called ``name`` for the audited ``algorithm`` (its k, click model, sigma)."""
+    if name == "foltr-decode":
+        return FoltrDecode(k=algorithm.k)
+    if name == "seed-replay":
+        return SeedReplay(algorithm)
+    raise FltrError(f"--attack: unknown FOLtR-ES attack {name!r} (choose from {', '.join(FOLTR_ATTACKS)})")

@@ -13,6 +13,7 @@ from fltr_audit.interfaces import Attack
 _FACTORIES: dict[str, Callable[..., Attack]] = {
     "olsr": lambda **p: OLSR(**p),
     "olsr-t": lambda alpha=0.05, **p: OLSR(alpha=alpha, **p),
+    "olsr-l1": lambda **p: OLSR(loss="l1", **p),
     "score": lambda **p: Heuristic("score", **p),
     "prob": lambda **p: Heuristic("prob", **p),
     "distance": lambda **p: Heuristic("distance", **p),
@@ -29,8 +30,8 @@ ATTACKS = tuple(_FACTORIES)
 def make_attack(name: str, **params: Any) -> Attack:
     """The attack called ``name`` with keyword ``params``.
 
-    ``olsr`` / ``olsr-t``: ``target`` ("update" | "weights"), ``olsr-t`` also ``alpha``
-    (default 0.05); heuristics: ``threshold`` (distance, default 5); ``random3`` /
+    ``olsr`` / ``olsr-t`` / ``olsr-l1``: ``target`` ("update" | "weights"), ``global_regressor``
+    (default True); ``olsr-t`` also ``alpha`` (default 0.05); heuristics: ``threshold`` (distance, default 5); ``random3`` /
     ``random4``: ``seed``. FltrError naming ``--attack`` for an unknown name or parameter.
     """
     if name not in _FACTORIES:

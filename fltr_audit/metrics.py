@@ -98,8 +98,11 @@ def ndcg_at_k(scores: np.ndarray, dataset: Dataset, k: int = 10, empty: str = "s
     if scores.shape != (dataset.n_docs,):
         raise ValueError(f"scores must have shape ({dataset.n_docs},), got {scores.shape}")
     rows = dataset.padded_rows
-    valid = rows >= 0
-    order = topk(np.where(valid, scores[rows], -np.inf), valid, k)
+    S = scores[rows]
+    S[rows < 0] = -np.inf
+    # padding sits at the end of each row, so ranking it like -inf scores (ties by position)
+    # puts it after every document; its label -1 has gain 0 anyway
+    order = topk(S, None, k)
     top = np.where(order >= 0, np.take_along_axis(rows, np.maximum(order, 0), axis=1), -1)
     lab = np.where(top >= 0, dataset.labels[top], -1)
     return _finish(dcg(lab, k), _ideal_cached(dataset, k), empty)

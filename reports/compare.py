@@ -14,6 +14,7 @@ from __future__ import annotations
 import io
 import json
 import math
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -24,6 +25,7 @@ CONTEXT = ("data", "algo", "click_model", "threat_model")
 METRICS = ("precision", "recall", "f1")
 BASELINE = "none"
 RANDOM_PREFIX = "random"
+MARGIN = 0.05  # F1 above random guessing that counts as a working attack
 FORMATS = ("table", "markdown", "csv", "json")
 COMPACT_DROP = ("p_value", "audit_attack")  # left out of the text formats (csv/json keep them)
 
@@ -54,7 +56,9 @@ def welch_p(a, b, alternative: str = "two-sided") -> float:
     a, b = a[~np.isnan(a)], b[~np.isnan(b)]
     if a.size < 2 or b.size < 2:
         return math.nan
-    return float(stats.ttest_ind(a, b, equal_var=False, alternative=alternative).pvalue)
+    with warnings.catch_warnings():  # identical samples: scipy warns and returns NaN
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return float(stats.ttest_ind(a, b, equal_var=False, alternative=alternative).pvalue)
 
 
 def bonferroni(pvalues) -> np.ndarray:
@@ -162,34 +166,74 @@ def _join_audits(out: pd.DataFrame, audits: pd.DataFrame | None, keys: list[str]
     return out.merge(pd.DataFrame(best), on=on, how="left")
 
 
-def _join_utility(out: pd.DataFrame, utility: pd.DataFrame | None, keys: list[str],
-                  confidence: float) -> pd.DataFrame:
-    cols = ["ndcg10", "ndcg10_delta", "ndcg10_delta_ci_low", "ndcg10_delta_ci_high"]
-    on = [k for k in keys if utility is not None and k in utility.columns and k != "threat_model"]
-    if utility is None or utility.empty or "defense" not in on or "ndcg10" not in utility.columns:
-        return out.assign(**{c: math.nan for c in cols})
+def _utility_means(utility: pd.DataFrame, on: list[str], confidence: float) -> pd.DataFrame:
     rows = []
     for group, frame in utility.groupby(on, sort=False, dropna=False):
         delta = mean_ci(frame["ndcg10_delta"], confidence) if "ndcg10_delta" in frame else (math.nan,) * 3
         rows.append(dict(zip(on, group if isinstance(group, tuple) else (group,)),
                          ndcg10=float(frame["ndcg10"].mean()), ndcg10_delta=delta[0],
                          ndcg10_delta_ci_low=delta[1], ndcg10_delta_ci_high=delta[2]))
-    return out.merge(pd.DataFrame(rows), on=on, how="left")
+    return pd.DataFrame(rows)
+
+
+def _join_utility(out: pd.DataFrame, utility: pd.DataFrame | None, keys: list[str],
+                  confidence: float) -> pd.DataFrame:
+    """nDCG@10 of the rankers trained under each defense. ``utility.click_model`` may be the
+    training click model rather than the probe's: rows whose click model has no utility
+    row get the mean over all of that defense's utility rows."""
+    cols = ["ndcg10", "ndcg10_delta", "ndcg10_delta_ci_low", "ndcg10_delta_ci_high"]
+    on = [k for k in keys if utility is not None and k in utility.columns and k != "threat_model"]
+    if utility is None or utility.empty or "defense" not in on or "ndcg10" not in utility.columns:
+        return out.assign(**{c: math.nan for c in cols})
+    merged = out.merge(_utility_means(utility, on, confidence), on=on, how="left")
+    pooled_on = [k for k in on if k != "click_model"]
+    if len(pooled_on) < len(on) and merged["ndcg10"].isna().any():
+        pooled = out[pooled_on].merge(_utility_means(utility, pooled_on, confidence), on=pooled_on, how="left")
+        missing = merged["ndcg10"].isna().to_numpy()
+        for c in cols:
+            merged.loc[missing, c] = pooled.loc[missing, c].to_numpy()
+    return merged
+
+
+def query_f1(per_query: pd.DataFrame) -> np.ndarray:
+    """Per-query F1: the ``f1`` column when recorded, else 2 tp / (2 tp + fp + fn) with
+    0 where the denominator is 0 (the zero-division policy "0")."""
+    if "f1" in per_query.columns:
+        return per_query["f1"].to_numpy(dtype=np.float64)
+    tp, fp, fn = (per_query[c].to_numpy(dtype=np.float64) for c in ("tp", "fp", "fn"))
+    den = 2 * tp + fp + fn
+    return np.divide(2 * tp, den, out=np.zeros_like(den), where=den > 0)
+
+
+def _samples(attacks: pd.DataFrame, per_query: pd.DataFrame | None, attack: str,
+             defense: str, click_model) -> tuple[np.ndarray, str]:
+    """F1 samples of one attack in one group: per query when the store has them, else per run."""
+    runs = attacks[attacks["attack"] == attack]
+    if per_query is not None and not per_query.empty and {"run_key", "attack", "defense"} <= set(per_query):
+        sel = per_query[per_query["run_key"].isin(runs["run_key"]) & (per_query["attack"] == attack)
+                        & (per_query["defense"] == defense)]
+        if click_model is not None and "click_model" in sel.columns:
+            sel = sel[sel["click_model"] == click_model]
+        if ({"f1"} <= set(sel) or {"tp", "fp", "fn"} <= set(sel)) and len(sel) >= 2:
+            return query_f1(sel), "per-query t-test"
+    return runs["f1"].to_numpy(dtype=np.float64), "run-level t-test"
 
 
 def verdicts(tables: dict[str, pd.DataFrame], *, averaging: str = "macro", alpha: float = 0.05,
-             margin: float = 0.05) -> pd.DataFrame:
+             margin: float = MARGIN) -> pd.DataFrame:
     """Per defense and context: does the best informed attack beat random guessing?
 
-    The best informed attack (highest mean F1 among attacks not named ``random*``) is
-    compared with the best random baseline under the same defense. With at least two
-    seeds/folds on both sides: one-sided Welch t-test (informed > random), Bonferroni over
-    the defenses; the defense holds when the adjusted p-value is >= ``alpha``. With a single
-    sample no test is possible and the defense holds when the informed F1 is within
-    ``margin`` of random (``basis`` says which rule was used). Without a random baseline
-    ``holds`` is None. Columns: keys, best_attack, best_f1, random_attack, random_f1, n,
-    p_value, p_adjusted, basis, holds, ndcg10_delta, claimed_epsilon, claimed_scope,
-    epsilon_lb, audit_verdict.
+    The best informed attack (highest mean F1 among attacks not named ``random*``) is set
+    against the best random-guessing baseline under the same defense; ``effect`` is the
+    difference of their mean F1. The defense *holds* when the effect is below ``margin``
+    (the attack is at most marginally better than guessing). Otherwise it does *not* hold
+    when a one-sided Welch t-test (attack > random; on per-query F1 when the store has
+    ``per_query`` rows, else on per-run F1 with at least two runs each) is significant after
+    Bonferroni correction over all groups; when the test is not significant the verdict is
+    inconclusive (``holds`` None); when no test is possible (a single run) it does not hold.
+    ``holds`` is None as well without a random baseline. Columns: keys, best_attack,
+    best_f1, random_attack, random_f1, effect, n, p_value, p_adjusted, basis, holds,
+    ndcg10_delta, claimed_epsilon, claimed_scope, epsilon_lb, audit_verdict.
     """
     table = compare(tables, by=("defense",), averaging=averaging, alpha=alpha)
     if table.empty:
@@ -204,18 +248,23 @@ def verdicts(tables: dict[str, pd.DataFrame], *, averaging: str = "macro", alpha
         if informed.empty:
             continue
         best = informed.loc[informed["f1"].idxmax()]
-        row = dict(zip(keys, group), best_attack=best["attack"], best_f1=best["f1"], n=best["n"],
-                   random_attack=None, random_f1=math.nan, p_value=math.nan, basis=None)
+        ctx = dict(zip(keys, group))
+        row = dict(ctx, best_attack=best["attack"], best_f1=best["f1"], random_attack=None,
+                   random_f1=math.nan, effect=math.nan, n=math.nan, p_value=math.nan, basis=None)
         if not rand.empty:
             r = rand.loc[rand["f1"].idxmax()]
-            row.update(random_attack=r["attack"], random_f1=r["f1"])
+            row.update(random_attack=r["attack"], random_f1=r["f1"], effect=best["f1"] - r["f1"])
             sel = attacks
-            for k, v in zip(keys, group):
+            for k, v in ctx.items():
                 sel = sel[sel[k] == v]
-            a = sel.loc[sel["attack"] == best["attack"], "f1"]
-            b = sel.loc[sel["attack"] == r["attack"], "f1"]
+            a, basis = _samples(sel, tables.get("per_query"), best["attack"], ctx["defense"], ctx.get("click_model"))
+            b, basis_b = _samples(sel, tables.get("per_query"), r["attack"], ctx["defense"], ctx.get("click_model"))
+            if basis != basis_b:
+                a, basis = _samples(sel, None, best["attack"], ctx["defense"], None)
+                b, _ = _samples(sel, None, r["attack"], ctx["defense"], None)
+            row["n"] = min(a.size, b.size)
             row["p_value"] = welch_p(a, b, alternative="greater")
-            row["basis"] = "t-test" if np.isfinite(row["p_value"]) else "margin"
+            row["basis"] = basis if np.isfinite(row["p_value"]) else "no test (single run)"
         for c in ("ndcg10_delta", "claimed_epsilon", "claimed_scope", "epsilon_lb", "audit_verdict"):
             row[c] = best[c]
         rows.append(row)
@@ -223,15 +272,17 @@ def verdicts(tables: dict[str, pd.DataFrame], *, averaging: str = "macro", alpha
     out["p_adjusted"] = bonferroni(out["p_value"])
     holds = []
     for _, row in out.iterrows():
-        if row["basis"] == "t-test":
-            holds.append(bool(row["p_adjusted"] >= alpha))
-        elif row["basis"] == "margin":
-            holds.append(bool(row["best_f1"] <= row["random_f1"] + margin))
-        else:
+        if row["basis"] is None:
             holds.append(None)
+        elif row["effect"] < margin:
+            holds.append(True)
+        elif np.isfinite(row["p_adjusted"]):
+            holds.append(False if row["p_adjusted"] < alpha else None)
+        else:
+            holds.append(False)
     out["holds"] = holds
-    first = [*keys, "best_attack", "best_f1", "random_attack", "random_f1", "n", "p_value",
-             "p_adjusted", "basis", "holds"]
+    first = [*keys, "best_attack", "best_f1", "random_attack", "random_f1", "effect", "n",
+             "p_value", "p_adjusted", "basis", "holds"]
     return out[first + [c for c in out.columns if c not in first]]
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import jinja2
 import pandas as pd
 
-from reports.compare import with_ci, compare, verdicts
+from reports.compare import MARGIN, compare, verdicts, with_ci
 from reports.plots import PLOTS, data_uri
 
 REPORT_PACKAGES = ("fltr-audit", "numpy", "scipy", "pandas", "statsmodels", "scikit-learn",
@@ -34,10 +34,13 @@ DEFAULT_METHODS = {
                   "(mean +- t(0.975, n-1) s / sqrt(n)). Each defended configuration is compared "
                   "with the same attack under defense none by Welch's t-test on F1, "
                   "Bonferroni-corrected over all tests of the table (statsmodels multipletests).",
-    "Verdicts": "A defense holds under a threat model when its strongest informed attack does "
-                "not beat the best random-guessing baseline: one-sided Welch t-test, "
-                "Bonferroni-adjusted p >= 0.05, when both have at least two seeds/folds; with a "
-                "single run (no test possible) when the attack's F1 is within 0.05 of random.",
+    "Verdicts": f"A defense holds under a threat model when its strongest informed attack's "
+                f"mean F1 is less than {MARGIN:.2f} above the best random-guessing baseline under "
+                "the same defense. Otherwise it does not hold when a one-sided Welch t-test "
+                "(attack > random, on per-query F1 when stored, else on per-run F1) is "
+                "significant at 0.05 after Bonferroni correction over all verdicts, and the "
+                "verdict is inconclusive when it is not; with a single run and no per-query "
+                "results (no test possible) it does not hold.",
     "Epsilon audits": "epsilon_lb is the largest audited lower bound over the audits of a "
                       "defense, shown next to the epsilon the defense claims and the scope of "
                       "that claim (what one unit of privacy protects).",
@@ -62,6 +65,13 @@ def _fmt(value, digits: int = 2) -> str:
     return f"{value:.{digits}f}" if isinstance(value, float) else str(value)
 
 
+VERDICT_WORDS = {
+    True: ("holds against click guessing", "click guessing does no better than random"),
+    False: ("does not hold against click guessing", "click guessing succeeds"),
+    None: ("is inconclusive against click guessing", "inconclusive whether click guessing beats random"),
+}
+
+
 def summary_sentences(v: pd.DataFrame) -> list[str]:
     """Plain-words verdicts, one per defense and context, from :func:`verdicts` rows."""
     out = []
@@ -70,27 +80,29 @@ def summary_sentences(v: pd.DataFrame) -> list[str]:
         parts += [str(r[c]) for c in ("algo", "data") if pd.notna(r.get(c))]
         ctx = ", ".join(parts)
         tm = r.get("threat_model", "n/a")
-        head = f"{r['defense']}{' (no defense)' if r['defense'] == 'none' else ''}: "
-        if r["holds"] is None:
+        none = r["defense"] == "none"
+        head = f"{r['defense']}{' (no defense)' if none else ''}: "
+        if r["random_attack"] is None or pd.isna(r["random_attack"]):
             s = (f"{head}strongest attack {r['best_attack']} F1 {_fmt(r['best_f1'])} (no random "
                  f"baseline in the results to judge it against) under threat model {tm} ({ctx})")
         else:
             against = f"{r['best_attack']} F1 {_fmt(r['best_f1'])} vs {_fmt(r['random_f1'])} for {r['random_attack']}"
-            if r["defense"] == "none":
-                verdict = ("click guessing does no better than random" if r["holds"]
-                           else "click guessing succeeds")
+            verdict = VERDICT_WORDS[r["holds"]][1 if none else 0]
+            if r["holds"] is True:
+                basis = f"within {MARGIN:.2f} of random"
+            elif str(r["basis"]).endswith("t-test"):
+                basis = f"{r['basis']} over {int(r['n'])} samples, adjusted p = {r['p_adjusted']:.2g}"
             else:
-                verdict = ("holds against click guessing" if r["holds"]
-                           else "does not hold against click guessing")
-            basis = (f"Welch t-test, adjusted p = {r['p_adjusted']:.2g}" if r["basis"] == "t-test"
-                     else "single run, no test: within 0.05 of random" if r["holds"]
-                     else "single run, no test: more than 0.05 above random")
+                basis = f"more than {MARGIN:.2f} above random, single run so no test"
             s = f"{head}{against} — {verdict} under threat model {tm} ({ctx}; {basis})"
-        if r["defense"] != "none" and pd.notna(r.get("ndcg10_delta")):
+        if not none and pd.notna(r.get("ndcg10_delta")):
             s += f"; nDCG@10 {r['ndcg10_delta']:+.3f} against no defense"
         if pd.notna(r.get("epsilon_lb")):
-            s += (f"; claimed epsilon {_fmt(r['claimed_epsilon'])} ({r['claimed_scope']}), "
-                  f"audited lower bound {_fmt(r['epsilon_lb'])} ({r['audit_verdict']})")
+            claimed = r["claimed_epsilon"]
+            claim = (f"no finite epsilon claimed (scope {r['claimed_scope']})"
+                     if pd.isna(claimed) or math.isinf(claimed)
+                     else f"claimed epsilon {_fmt(claimed)} (scope {r['claimed_scope']})")
+            s += f"; {claim}, audited lower bound {_fmt(r['epsilon_lb'])} ({r['audit_verdict']})"
         out.append(s + ".")
     return out
 

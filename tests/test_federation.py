@@ -1,8 +1,10 @@
 """The federation loop: sampling, hooks, interception, evaluation, determinism, learning."""
 
+import json
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from fltr_audit import metrics
@@ -173,3 +175,30 @@ def test_learns_on_synthetic_mq2008(splits, algorithm):
     # random rankers average ~0.50 here (spread ~0.02 over seeds); 15 rounds of learning reach ~0.9,
     # so a margin of 0.1 is far outside chance yet far from the learned value
     assert learned > chance + 0.1, (learned, chance)
+
+
+def test_cli_train_writes_outputs_atomically(tmp_path, capsys):
+    from fltr_audit.cli import main
+
+    args = ["train", "fpdgd", "--data", "synthetic:mq2008?queries=150", "--clients", "10", "--queries-per-client", "2",
+            "--rounds", "3", "--seed", "1", "--quiet", "--json", "--record-rounds", "2"]
+    assert main(args + ["--out", str(tmp_path / "run")]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert sorted(p.name for p in (tmp_path / "run").iterdir()) == ["config.json", "curves.csv", "model.npy",
+                                                                       "recording"]
+    curves = pd.read_csv(tmp_path / "run" / "curves.csv")
+    assert list(curves["round"]) == [1, 2, 3]
+    assert curves["offline_ndcg10"].iloc[-1] == pytest.approx(result["final_offline_ndcg10"])
+    config = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert config["clients"] == 10 and config["defense"] == "none" and config["algorithm"] == "fpdgd"
+    assert np.load(tmp_path / "run" / "model.npy").shape == (46,)
+    # bad input: exit code 2, one line naming the option, nothing written
+    for bad, option in ((["--ranker", "tree"], "--ranker"), (["--click-model", "x"], "--click-model"),
+                        (["--queries-per-client", "0"], "--queries-per-client"), (["--fold", "6"], "--fold"),
+                        (["--clients", "200"], "--clients")):
+        assert main(args + ["--out", str(tmp_path / "bad")] + bad) == 2
+        err = capsys.readouterr().err.strip()
+        assert option in err and len(err.splitlines()) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]
+    assert main(args + ["--out", str(tmp_path / "run")]) == 2          # refuses to overwrite
+    assert "--out" in capsys.readouterr().err

@@ -62,6 +62,6 @@ def fit_ranksvm(data: Dataset, *, C: float = 1000.0, max_pairs: int = 200_000,
     diff = data.features[better].astype(np.float64) - data.features[worse].astype(np.float64)
     y = np.where(rng.random(len(diff)) < 0.5, 1, -1)
     diff *= y[:, None]
-    svm = LinearSVC(C=C, loss="squared_hinge", dual=False, fit_intercept=False, max_iter=max_iter, tol=1e-5)
+    svm = LinearSVC(C=C, loss="squared_hinge", dual=False, fit_intercept=False, max_iter=max_iter, tol=1e-4)
     svm.fit(diff, y)
     return np.asarray(svm.coef_[0], dtype=np.float64)
