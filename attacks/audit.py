@@ -16,6 +16,10 @@ message with and without one click), lets an attack statistic score every output
   ``confidence``: one-sided Clopper-Pearson upper limits for FPR and FNR, each at level
   ``1 - (1 - confidence) / 2`` (Bonferroni over the two rates), put into the formula.
 
+Statistics for vector messages: ``projection_statistic`` (likelihood ratio under isotropic
+Gaussian noise) and ``vote_statistic`` (per-coordinate majority, robust to the sparse
+heavy-tailed share of dp-distributed); ``defense_mechanism`` wraps a client defense.
+
 The verdict compares the lower bound with the defense's ``PrivacyClaim``: ``holds`` when it
 does not exceed the claimed epsilon, else ``violated for threat model X``. A claim with scope
 ``aggregate`` audited on single messages is reported as violated when the messages leak:

@@ -170,8 +170,10 @@ class OLSR:
         the score is the coefficient).
     alpha : float or None
         None: guess clicked where the coefficient is positive (Pham). A level in (0, 1):
-        guess clicked where the one-sided t-test rejects ``coef <= 0`` at that level; where
-        the t-statistic is undefined (no residual degrees of freedom) the sign rule is used.
+        guess clicked where the coefficient is positive *and* the one-sided t-test rejects
+        ``coef <= 0`` at that level (a numerically zero coefficient of a near-exact fit can have
+        a huge t); where the t-statistic is undefined (no residual degrees of freedom) the sign
+        rule alone is used.
 
     The score of every document is its t-statistic, or its coefficient where the
     t-statistic is undefined (for ROC/AUC within a fit both are monotone in evidence).
@@ -222,7 +224,7 @@ class OLSR:
         else:
             crit = stats.t.ppf(1.0 - self.alpha, np.maximum(fit.df_resid, 1))
             crit = crit.reshape((-1,) + (1,) * (coef.ndim - 1))
-            decision = np.where(np.isnan(tvalues), positive, tvalues > crit)
+            decision = positive & (np.isnan(tvalues) | (tvalues > crit))
         score = np.where(np.isnan(tvalues), coef, tvalues).reshape(n, B, k)
         decision = decision.reshape(n, B, k) & mask
         return Guess(attack=self.name, score=np.where(mask, score, np.nan), decision=decision)

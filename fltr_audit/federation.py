@@ -69,7 +69,8 @@ def offline_ndcg(ranker: Any, params: np.ndarray, data: Dataset, k: int = 10) ->
 
 def check_threat_model(threat_model: str) -> None:
     if threat_model not in THREAT_MODELS:
-        raise FltrError(f"--threat-model: unknown threat model {threat_model!r} (choose from {', '.join(THREAT_MODELS)})")
+        raise FltrError(f"--threat-model: unknown threat model {threat_model!r} "
+                        f"(choose from {', '.join(THREAT_MODELS)})")
 
 
 def run_round(algorithm: Any, params: np.ndarray, state: Any, data: Dataset, queries: np.ndarray,
@@ -134,10 +135,11 @@ def _check_without_replacement(n_queries: int, clients: int, queries_per_client:
     need = clients * queries_per_client
     if need > n_queries:
         raise FltrError(f"--clients x --queries-per-client = {clients} x {queries_per_client} = {need} exceeds "
-                        f"the {n_queries} training queries of a round without replacement (--replace samples with replacement)")
+                        f"the {n_queries} training queries of a round without replacement "
+                        f"(--replace samples with replacement)")
 
 
-def _check_budget(clients: int, queries_per_client: int, rounds: int, eval_every: int) -> None:
+def check_budget(clients: int, queries_per_client: int, rounds: int, eval_every: int) -> None:
     for option, value in (("--clients", clients), ("--queries-per-client", queries_per_client),
                           ("--rounds", rounds), ("--eval-every", eval_every)):
         if int(value) != value or value < 1:
@@ -162,7 +164,7 @@ def train(algorithm: Any, train_data: Dataset, *, clients: int, queries_per_clie
     gain from threads (``bench fpdgd``: 1.6x faster on 2 cores), and the sums then come out
     in the same order on any machine.
     """
-    _check_budget(clients, queries_per_client, rounds, eval_every)
+    check_budget(clients, queries_per_client, rounds, eval_every)
     check_threat_model(threat_model)
     if train_data.n_queries < 1:
         raise FltrError("--data: the training split has no queries")

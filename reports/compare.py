@@ -280,7 +280,7 @@ def verdicts(tables: dict[str, pd.DataFrame], *, averaging: str = "macro", alpha
             holds.append(False if row["p_adjusted"] < alpha else None)
         else:
             holds.append(False)
-    out["holds"] = holds
+    out["holds"] = pd.Series(holds, index=out.index, dtype=object)  # True | False | None
     first = [*keys, "best_attack", "best_f1", "random_attack", "random_f1", "effect", "n",
              "p_value", "p_adjusted", "basis", "holds"]
     return out[first + [c for c in out.columns if c not in first]]

@@ -32,6 +32,15 @@ def _label(text) -> str:
     return "\n+".join(textwrap.fill(part, 24, break_long_words=False) for part in text.split("+"))
 
 
+def _yerr(mean: pd.Series, low: pd.Series, high: pd.Series) -> np.ndarray:
+    """Error bar lengths of an interval clipped to [0, 1] (precision, recall, F1 are
+    bounded; a t interval over two runs is not)."""
+    m = mean.to_numpy(dtype=np.float64)
+    lo = np.clip(low.to_numpy(dtype=np.float64), 0.0, 1.0)
+    hi = np.clip(high.to_numpy(dtype=np.float64), 0.0, 1.0)
+    return np.nan_to_num(np.vstack([np.maximum(m - lo, 0.0), np.maximum(hi - m, 0.0)]))
+
+
 def _png(fig: Figure) -> bytes:
     FigureCanvasAgg(fig)
     buf = io.BytesIO()
@@ -61,12 +70,13 @@ def frontier(tables: dict[str, pd.DataFrame]) -> bytes | None:
     clicks = list(dict.fromkeys(best.get("click_model", pd.Series(["all"] * len(best)))))
     for i, click in enumerate(clicks):
         sel = best[best["click_model"] == click] if "click_model" in best else best
-        err = np.vstack([sel["f1"] - sel["f1_ci_low"], sel["f1_ci_high"] - sel["f1"]])
-        ax.errorbar(sel["ndcg10"], sel["f1"], yerr=np.nan_to_num(err), fmt=markers[i % len(markers)],
-                    capsize=3, label=_label(click))
-        for _, row in sel.iterrows():
-            ax.annotate(_label(row["defense"]), (row["ndcg10"], row["f1"]), fontsize=7,
-                        xytext=(4, 4), textcoords="offset points")
+        ax.errorbar(sel["ndcg10"], sel["f1"], yerr=_yerr(sel["f1"], sel["f1_ci_low"], sel["f1_ci_high"]),
+                    fmt=markers[i % len(markers)], capsize=3, elinewidth=0.8, alpha=0.85,
+                    label=_label(click))
+    for defense, sel in best.groupby("defense", sort=False):  # one label per defense
+        top = sel.loc[sel["f1"].idxmax()]
+        ax.annotate(_label(defense), (top["ndcg10"], top["f1"]), fontsize=7,
+                    xytext=(5, 5), textcoords="offset points")
     ax.set_xlabel("ranker nDCG@10 (higher is better)")
     ax.set_ylabel("strongest attack F1 (lower is more private)")
     ax.set_title("Privacy-utility frontier")
@@ -118,19 +128,19 @@ def attack_precision_recall(tables: dict[str, pd.DataFrame]) -> bytes | None:
             ax = axes[r, j]
             for a, attack in enumerate(attacks):
                 rows = sel[sel["attack"] == attack].set_index("defense").reindex(defenses)
-                err = np.vstack([rows[metric] - rows[f"{metric}_ci_low"],
-                                 rows[f"{metric}_ci_high"] - rows[metric]])
                 ax.bar(np.arange(len(defenses)) + (a - (len(attacks) - 1) / 2) * width,
-                       rows[metric].to_numpy(), width, yerr=np.nan_to_num(err), capsize=2,
-                       label=_label(attack))
+                       rows[metric].to_numpy(), width, capsize=2, label=_label(attack),
+                       yerr=_yerr(rows[metric], rows[f"{metric}_ci_low"], rows[f"{metric}_ci_high"]),
+                       error_kw={"elinewidth": 0.8, "ecolor": "0.25"})
             ax.set_xticks(np.arange(len(defenses)), [_label(d) for d in defenses], fontsize=7)
             ax.set_ylim(0, 1.05)
             ax.set_ylabel(metric)
             ax.grid(axis="y", alpha=0.3)
             if r == 0:
                 ax.set_title(f"click model: {_label(click)}" if click is not None else "all")
-    axes[0, 0].legend(fontsize=7, title="attack")
-    fig.suptitle("Click-guessing attacks by defense")
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    fig.legend(handles, labels, title="attack", fontsize=8, loc="center left", bbox_to_anchor=(1.0, 0.5))
+    fig.suptitle("Click-guessing attacks by defense (mean, 95 % CI clipped to [0, 1])")
     return _png(fig)
 
 

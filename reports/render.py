@@ -16,6 +16,7 @@ from importlib import metadata
 from pathlib import Path
 
 import jinja2
+from markupsafe import Markup
 import pandas as pd
 
 from reports.compare import MARGIN, compare, verdicts, with_ci
@@ -55,8 +56,15 @@ def _environment() -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters["md"] = lambda v: str(v).replace("|", "\\|").replace("\n", " ")
+    env.filters["md"] = _md
     return env
+
+
+def _md(value) -> Markup:
+    """Markdown-safe text: HTML metacharacters as entities (no raw HTML gets through a
+    Markdown renderer), table pipes escaped, one line; quotes stay readable."""
+    text = str(value).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return Markup(text.replace("|", "\\|").replace("\n", " "))
 
 
 def _fmt(value, digits: int = 2) -> str:

@@ -13,7 +13,7 @@ FOLDS = (1, 2)
 # mean F1 each attack reaches under each defense (the "truth" the noise is added to)
 F1_MEAN = {("none", "olsr"): 0.80, ("none", "random-3"): 0.30,
            (DP, "olsr"): 0.45, (DP, "random-3"): 0.30,
-           ("secagg", "olsr"): 0.31, ("secagg", "random-3"): 0.29}
+           ("secagg", "olsr"): 0.31, ("secagg", "random-3"): 0.30}
 NDCG_MEAN = {"none": 0.71, DP: 0.69, "secagg": 0.71}
 
 
@@ -37,14 +37,15 @@ def synthetic_runs(rounds: int = 4, doc_id: str = "q1-d7") -> list[dict]:
                                 accuracy=0.6 + rng.normal(0, 0.02), precision=f1 + rng.normal(0, 0.02),
                                 recall=f1 + rng.normal(0, 0.02), f1=f1, auc=0.5 + f1 / 2,
                                 n_queries=50, probe_cohort=1, zero_division="0"))
-                        for client in range(3):
-                            tp, fp, fn = (int(v) for v in rng.integers(0, 4, 3))
+                        # per query: 3 clicks, tp ~ Binomial(3, F1 mean), fp = fn = 3 - tp,
+                        # so the query's precision = recall = F1 = tp / 3
+                        for client in range(20):
+                            tp = int(rng.binomial(3, F1_MEAN[defense, attack]))
                             per_query.append(dict(
                                 run_key=key, click_model=click, defense=defense, attack=attack,
-                                client=client, query=client * 2, n_shown=10, n_clicked=tp + fn,
-                                tp=tp, fp=fp, tn=10 - tp - fp - fn, fn=fn,
-                                precision=tp / (tp + fp) if tp + fp else 0.0,
-                                recall=tp / (tp + fn) if tp + fn else 0.0))
+                                client=client, query=client * 2, n_shown=10, n_clicked=3,
+                                tp=tp, fp=3 - tp, tn=4 + tp, fn=3 - tp,
+                                precision=tp / 3, recall=tp / 3))
                     ndcg = NDCG_MEAN[defense] + rng.normal(0, 0.01)
                     utility.append(dict(run_key=key, **base, defense=defense, ndcg10=ndcg,
                                         expected_maxrr=0.4 + rng.normal(0, 0.01)))
@@ -70,7 +71,6 @@ def synthetic_runs(rounds: int = 4, doc_id: str = "q1-d7") -> list[dict]:
                           "curves": pd.DataFrame(curves), "per_query": pd.DataFrame(per_query),
                           "audits": pd.DataFrame(audits)}
                 if c == 0 and seed == SEEDS[0] and fold == FOLDS[0]:
-                    tables["per_query"].loc[0, "query"] = 0
                     tables["epsilon"] = epsilon_table(key, doc_id)
                 config = dict(base, campaign="synthetic", rounds=rounds, doc=doc_id)
                 runs.append(dict(run_key=key, config=config, seed=seed, tables=tables))

@@ -93,23 +93,55 @@ def test_by_click_model_only_has_no_baseline_test(tables):
 
 
 def test_verdicts_say_which_defenses_hold(tables):
-    v = verdicts(tables).set_index(["defense", "click_model"])
+    v = verdicts(tables)
+    assert (v["basis"] == "per-query t-test").all()
+    # the one-sided Welch p-values on per-query F1 (= tp / 3 here), Bonferroni over all rows
+    pq = tables["per_query"]
+    expected = []
+    for _, row in v.iterrows():
+        def f1(attack):
+            sel = pq[(pq["defense"] == row["defense"]) & (pq["click_model"] == row["click_model"])
+                     & (pq["attack"] == attack)]
+            return 2 * sel["tp"].to_numpy() / (2 * sel["tp"] + sel["fp"] + sel["fn"]).to_numpy()
+        expected.append(stats.ttest_ind(f1(row["best_attack"]), f1(row["random_attack"]),
+                                        equal_var=False, alternative="greater").pvalue)
+        assert row["n"] == 20 * len(SEEDS) * len(FOLDS)
+    np.testing.assert_allclose(v["p_value"], expected, rtol=1e-12)
+    np.testing.assert_allclose(v["p_adjusted"], multipletests(expected, method="bonferroni")[1], rtol=1e-12)
+    v = v.set_index(["defense", "click_model"])
     for click in CLICK_MODELS:
-        assert v.loc[("none", click), "holds"] is False or v.loc[("none", click), "holds"] == False  # noqa: E712
-        assert v.loc[("secagg", click), "holds"] == True  # noqa: E712  OLSR 0.31 vs random 0.29
-        assert v.loc[(DP, click), "holds"] == False  # noqa: E712  0.45 vs 0.30
-        assert v.loc[("secagg", click), "basis"] == "t-test"
+        assert v.loc[("none", click), "holds"] is False  # OLSR 0.80 vs random 0.30
+        assert v.loc[(DP, click), "holds"] is False  # 0.45 vs 0.30 over 120 queries each
+        assert v.loc[("secagg", click), "holds"] is True  # 0.31 vs 0.30: within the margin
         assert v.loc[("secagg", click), "best_attack"] == "olsr"
         assert v.loc[("secagg", click), "random_attack"] == "random-3"
 
 
-def test_single_seed_uses_the_margin_rule():
+def test_verdicts_fall_back_to_runs_then_to_the_margin():
     t = synthetic_tables()
+    del t["per_query"]
+    v = verdicts(t)
+    assert (v["basis"] == "run-level t-test").all() and (v["n"] == len(SEEDS) * len(FOLDS)).all()
+    assert v.set_index("defense").loc[DP, "holds"].tolist() == [False, False]
     t["attacks"] = t["attacks"][(t["attacks"]["seed"] == 1) & (t["attacks"]["fold"] == 1)]
     v = verdicts(t)
-    assert set(v["basis"]) == {"margin"} and v["p_value"].isna().all()
+    assert set(v["basis"]) == {"no test (single run)"} and v["p_value"].isna().all()
     for _, row in v.iterrows():
-        assert row["holds"] == (row["best_f1"] <= row["random_f1"] + 0.05)
+        assert row["holds"] == (row["best_f1"] - row["random_f1"] < 0.05)
+
+
+def test_inconclusive_when_the_effect_is_large_but_not_significant():
+    t = synthetic_tables()
+    del t["per_query"]
+    # two runs per side, with wide spread: an effect above the margin that a t-test cannot confirm
+    a = t["attacks"]
+    a = a[(a["seed"].isin([1, 2])) & (a["fold"] == 1) & (a["defense"] == "secagg")].copy()
+    olsr = a["attack"] == "olsr"
+    a.loc[olsr, "f1"] = np.where(a.loc[olsr, "seed"] == 1, 0.9, 0.1)
+    t["attacks"] = a
+    v = verdicts(t)
+    assert (v["effect"] >= 0.05).all() and (v["p_adjusted"] >= 0.05).all()
+    assert v["holds"].isna().all() and (v["basis"] == "run-level t-test").all()
 
 
 def test_formats(tables):

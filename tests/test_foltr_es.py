@@ -198,3 +198,23 @@ def test_learning_on_mq2008_perfect(mq2008_dir):
     res = train(algo, data, clients=2000, queries_per_client=4, rounds=15, seed=0, replace=True)
     curve = res.curves["batch_maxrr"].to_numpy()
     assert curve[-2:].mean() - curve[:2].mean() > 0.05, curve
+
+
+def test_cli_train_foltr_es_writes_outputs_and_rejects_bad_input(tmp_path, capsys):
+    import json
+
+    from fltr_audit.cli import main
+
+    out = tmp_path / "run"
+    argv = ["train", "foltr-es", "--data", "synthetic:mq2008?queries=120", "--clients", "50", "--rounds", "3",
+            "--defense", "rr(p=0.9)", "--out", str(out), "--json", "--quiet"]
+    assert main(argv) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["defense"] == "rr(p=0.9)" and result["n_interactions"] == 3 * 50 * 4
+    assert sorted(p.name for p in out.iterdir()) == ["config.json", "curves.csv", "model.npy"]
+    curves = (out / "curves.csv").read_text().splitlines()
+    assert "batch_maxrr" in curves[0] and "expected_maxrr_test" in curves[0] and len(curves) == 4
+    bad = argv[:-4] + ["--queries-per-client", "3", "--out", str(tmp_path / "bad"), "--quiet"]
+    assert main(bad) == 2
+    assert "--queries-per-client" in capsys.readouterr().err
+    assert not (tmp_path / "bad").exists()

@@ -62,7 +62,7 @@ def test_summary_says_which_defenses_hold(report):
     _, html, md = report
     sentences = re.findall(r"<li>(.*?)</li>", html)
     secagg = [s for s in sentences if s.startswith("secagg:")]
-    dp = [s for s in sentences if s.startswith(DP.replace("+", "+"))]
+    dp = [s for s in sentences if s.startswith(DP)]
     assert len(secagg) == 2 and all("holds against click guessing" in s for s in secagg)
     assert all("threat model server" in s and "nDCG@10" in s for s in secagg)
     assert dp and all("does not hold" in s and "claimed epsilon 4.50" in s for s in dp)
@@ -83,6 +83,8 @@ def test_data_strings_are_escaped(tmp_path, monkeypatch):
     for text in (html, md):
         assert "<script" not in text.lower() and "<img src=x" not in text
         assert "&lt;script&gt;alert(1)&lt;/script&gt;" in text
+        assert "&amp;lt;" not in text  # escaped once, not twice
+    assert f"campaign: &lt;script&gt;alert(1)&lt;/script&gt;" in md
     assert "doc-&lt;script&gt;" in html  # the epsilon table's extra column made it in, escaped
 
 

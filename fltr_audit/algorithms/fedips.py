@@ -30,6 +30,7 @@ trained beforehand (``propensity_em.FedRelevanceEM``).
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,7 +39,7 @@ import numpy as np
 from fltr_audit import metrics
 from fltr_audit.algorithms.logging_policy import LoggingPolicy
 from fltr_audit.algorithms.propensity_em import estimate_examination, relevance_of_rows, to_propensities
-from fltr_audit.data.dataset import Dataset
+from fltr_audit.data.dataset import Dataset, Splits
 from fltr_audit.errors import FltrError
 from fltr_audit.interfaces import ClientOutput
 from fltr_audit.messages import Interactions, Messages, ServerView
@@ -214,7 +215,7 @@ class FedIPS:
         click_model: Any,
         policy: LoggingPolicy,
         *,
-        lr_local: float = 0.01,
+        lr_local: float = 0.001,
         lr_global: float = 1.0,
         clicks_per_client: int = 10,
         max_sessions: int = 100,
@@ -224,7 +225,7 @@ class FedIPS:
         min_propensity: float = 0.01,
     ) -> None:
         if propensity not in PROPENSITIES:
-            raise FltrError(f"--propensity: unknown value {propensity!r} (choose true or estimated)")
+            raise FltrError(f"--propensity: unknown value {propensity!r} (choose true, estimated or none)")
         if propensity == "estimated" and relevance_params is None:
             raise FltrError("--propensity estimated needs a trained relevance model")
         if not lr_local > 0:
@@ -251,6 +252,7 @@ class FedIPS:
         self.users = UserPopulation(click_model, user_seed)
         self.name = "fedavg" if propensity == "none" else "fedips"
         self._relevance: dict[int, tuple[Dataset, np.ndarray]] = {}
+        self.setup: dict = {}  # how f_0 and F were obtained (filled by ``build_fedips``)
 
     @property
     def config(self) -> dict:
@@ -268,6 +270,7 @@ class FedIPS:
             "gamma_sd": float(self.click_model.gamma_sd),
             "user_seed": self.users.seed,
             "min_propensity": self.min_propensity,
+            **self.setup,
         }
 
     # -- Algorithm protocol -------------------------------------------------------------
@@ -320,8 +323,10 @@ class FedIPS:
 
         ``deterministic`` changes nothing: the shown lists are always f_0's top K; clicks stay random.
         """
+        queries = np.asarray(queries, dtype=np.int64)
         log = self.simulate(data, queries, client_ids, rng)
         prop = self.propensities(data, log)
+        lists = self.policy.table_features(data)  # (n_queries, K, F)
         n = len(log.gammas)
         rows = np.arange(n)
         w = np.repeat(np.asarray(params, dtype=np.float64)[None, :], n, axis=0)
@@ -331,9 +336,8 @@ class FedIPS:
                 break
             slot = np.where(has, log.click_slot[:, j], 0)
             pos = np.where(has, log.click_pos[:, j], 0)
-            shown = log.shown[rows, slot]  # (n, K)
-            valid = shown >= 0
-            x = data.features[np.where(valid, shown, 0)]  # (n, K, F)
+            valid = log.shown[rows, slot] >= 0  # (n, K)
+            x = lists[queries[rows, slot]]  # (n, K, F)
             _, coef = hinge_coefficients(self._score(w, x), valid, pos)
             step = np.where(has, self.lr_local / prop[rows, pos], 0.0)
             w -= step[:, None] * self._vjp(w, x, coef)
@@ -346,7 +350,7 @@ class FedIPS:
         shown_ndcg = np.asarray(metrics.ndcg_of_shown(log.shown, data, k=self.k), dtype=np.float64)
         return ClientOutput(
             messages=messages,
-            interactions=Interactions(queries=np.asarray(queries, dtype=np.int64), shown=log.shown),
+            interactions=Interactions(queries=queries, shown=log.shown),
             clicks=log.clicked,
             shown_ndcg=shown_ndcg,
             private={"gamma_u": log.gammas, "n_clicks": log.n_clicks, "propensity": prop},
@@ -381,3 +385,55 @@ class FedIPS:
             hit = (data, relevance_of_rows(self.relevance_params, data.features))
             self._relevance[id(data)] = hit
         return hit[1]
+
+
+def build_fedips(
+    data: Dataset | Splits,
+    *,
+    propensity: str = "true",
+    seed: int = 0,
+    gamma: float = 1.0,
+    k: int = 5,
+    clicks_per_client: int = 10,
+    lr_local: float = 0.001,
+    lr_global: float = 1.0,
+    logging_fraction: float = 0.01,
+    em_rounds: int = 20,
+    clients: int = 2000,
+    queries_per_client: int = 5,
+) -> FedIPS:
+    """FedIPS ready to train on ``data`` (a training split, or Splits whose train split is used).
+
+    Trains f_0 on ``logging_fraction`` of the training queries; the users are
+    ``PositionBasedModel(gamma)`` with gamma_u seeded by ``seed``. ``propensity="none"`` gives
+    FedAvg. With ``"estimated"`` the relevance model F is first trained by ``em_rounds``
+    rounds of ``FedRelevanceEM`` with the same cohort size (seeded from ``seed``, kept apart
+    from the training run's streams).
+    """
+    from fltr_audit.algorithms.logging_policy import train_logging_policy
+    from fltr_audit.algorithms.propensity_em import FedRelevanceEM
+    from fltr_audit.clicks import PositionBasedModel
+    from fltr_audit.federation import train
+
+    train_data = data.train if isinstance(data, Splits) else data
+    if propensity not in PROPENSITIES:
+        raise FltrError(f"--propensity: unknown value {propensity!r} (choose true, estimated or none)")
+    start = time.perf_counter()
+    policy = train_logging_policy(train_data, k=k, fraction=logging_fraction, seed=seed)
+    clicks = PositionBasedModel(gamma=gamma, n_levels=train_data.n_levels)
+    common = dict(lr_local=lr_local, lr_global=lr_global, clicks_per_client=clicks_per_client, user_seed=seed)
+    setup: dict = {"logging_fraction": logging_fraction, "logging_seconds": time.perf_counter() - start}
+    relevance = None
+    if propensity == "estimated":
+        if em_rounds < 1:
+            raise FltrError(f"--em-rounds: must be at least 1, got {em_rounds}")
+        source = FedIPS(LinearRanker(train_data.n_features), clicks, policy, **common)
+        em = train(FedRelevanceEM(source), train_data, clients=clients, queries_per_client=queries_per_client,
+                   rounds=em_rounds, seed=seed + 1_000_003,
+                   replace=clients * queries_per_client > train_data.n_queries)
+        relevance = em.params
+        setup.update(em_rounds=em_rounds, em_seconds=em.seconds)
+    alg = FedIPS(LinearRanker(train_data.n_features), clicks, policy, propensity=propensity,
+                 relevance_params=relevance, **common)
+    alg.setup = setup
+    return alg

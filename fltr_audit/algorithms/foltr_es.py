@@ -214,23 +214,26 @@ class FOLtRES:
         Interaction (c, b) ranks query ``queries[c, b]`` deterministically (ties by position)
         by ``theta = params + signs[b] * sigma * v_c``. Scoring loops over the distinct queries
         of the cohort, scoring each query's contiguous rows under all the models that issued
-        it at once (one GEMM for the linear ranker).
+        it at once (one GEMM for the linear ranker); the data never gets gathered per
+        interaction.
         """
         queries = np.asarray(queries, dtype=np.int64)
         n, B = queries.shape
         V = perturbations(seeds, self.ranker.n_params)
         theta = params[None, None, :] + (self.signs(B)[None, :, None] * self.sigma) * V[:, None, :]
-        theta = theta.reshape(n * B, -1)
         q = queries.ravel()
-        padded = data.padded_rows[q]                               # (I, Dmax)
-        scores = np.full(padded.shape, -np.inf)
         order = np.argsort(q, kind="stable")
+        theta = theta.reshape(n * B, -1)[order]                    # interactions grouped by query
         uniq, starts = np.unique(q[order], return_index=True)
-        ends = np.append(starts[1:], len(q))
-        for qi, s, e in zip(uniq, starts, ends):
-            idx = order[s:e]
-            X = data.features[data.query_rows(int(qi))]
-            scores[idx, : X.shape[0]] = self._score_block(theta[idx], X)
+        ends = np.append(starts[1:], len(q)).tolist()
+        ptr = data.query_ptr
+        sorted_scores = np.full((len(q), data.padded_rows.shape[1]), -np.inf)
+        for qi, s, e in zip(uniq.tolist(), starts.tolist(), ends):
+            X = data.features[ptr[qi]:ptr[qi + 1]]
+            sorted_scores[s:e, : X.shape[0]] = self._score_block(theta[s:e], X)
+        scores = np.empty_like(sorted_scores)
+        scores[order] = sorted_scores
+        padded = data.padded_rows[q]                               # (I, Dmax)
         pos = plackett_luce.topk(scores, padded >= 0, self.k)      # (I, k)
         rows = np.where(pos >= 0, np.take_along_axis(padded, np.maximum(pos, 0), axis=1), -1)
         return rows.reshape(n, B, self.k)
@@ -239,6 +242,11 @@ class FOLtRES:
         """Scores (m, D) of one query's rows X (D, F) under m models."""
         if self.ranker.name == "linear":
             return thetas @ X.T.astype(np.float64)
+        if self.ranker.name == "mlp":   # all m hidden layers in one GEMM: (D, F) @ (F, m H)
+            W, b, v = self.ranker.unpack(thetas)
+            m, H, F = W.shape
+            Z = (X.astype(np.float64) @ W.reshape(m * H, F).T).reshape(X.shape[0], m, H) + b
+            return np.einsum("dmh,mh->md", np.maximum(Z, 0.0), v)
         return self.ranker.score(thetas, np.broadcast_to(X, (len(thetas),) + X.shape))
 
     def client_step(self, params: np.ndarray, data: Dataset, queries: np.ndarray, client_ids: np.ndarray,

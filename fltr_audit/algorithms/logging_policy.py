@@ -49,20 +49,32 @@ class LoggingPolicy:
             raise FltrError(f"--k: must be at least 1, got {k}")
         self.params = np.asarray(params, dtype=np.float64)
         self.k = int(k)
-        self._tables: dict[int, tuple[Dataset, np.ndarray]] = {}
+        self._tables: dict[int, tuple[Dataset, np.ndarray, np.ndarray]] = {}
 
-    def table(self, data: Dataset) -> np.ndarray:
-        """The shown list of every query of ``data``, shape (n_queries, k) (cached per data set)."""
+    def _entry(self, data: Dataset) -> tuple[Dataset, np.ndarray, np.ndarray]:
         hit = self._tables.get(id(data))
         if hit is None or hit[0] is not data:
             if data.n_features != len(self.params):
                 raise FltrError(
                     f"logging policy: {len(self.params)} weights but the data has {data.n_features} features"
                 )
-            scores = data.features @ self.params.astype(np.float32)
-            hit = (data, top_k_rows(scores, data, self.k))
+            top = top_k_rows(data.features @ self.params.astype(np.float32), data, self.k)
+            x = data.features[np.maximum(top, 0)]
+            x[top < 0] = 0.0
+            hit = (data, top, x)
             self._tables[id(data)] = hit
-        return hit[1]
+        return hit
+
+    def table(self, data: Dataset) -> np.ndarray:
+        """The shown list of every query of ``data``, shape (n_queries, k) (cached per data set)."""
+        return self._entry(data)[1]
+
+    def table_features(self, data: Dataset) -> np.ndarray:
+        """Features of every shown list, shape (n_queries, k, F) float32, zeros on empty slots.
+
+        Cached per data set: gathering one list is then one contiguous copy (the FedIPS hot path).
+        """
+        return self._entry(data)[2]
 
     def shown(self, data: Dataset, queries: np.ndarray) -> np.ndarray:
         """Shown lists for the query indices ``queries`` (any shape) -> queries.shape + (k,)."""

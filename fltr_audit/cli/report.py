@@ -27,7 +27,7 @@ def report_command(
     if out.exists() and not out.is_dir():
         raise FltrError(f"--out {out}: exists and is not a directory")
     try:
-        html = write_report(tables, out, title=title, methods={"store": str(store)})
+        html = write_report(tables, out, title=title, methods={"Store": str(store)})
     except OSError as exc:
         raise FltrError(f"--out {out}: {exc.strerror or exc}") from None
     if json_out:

@@ -17,11 +17,11 @@ import typer
 from fltr_audit.algorithms.fpdgd import FPDGD
 from fltr_audit.algorithms.pdgd import PDGD
 from fltr_audit.cli.app import bench_app, train_app
-from fltr_audit.cli.common import _to_jsonable, emit_json, progress
+from fltr_audit.cli.common import emit_json, progress
 from fltr_audit.clicks import cascade_model
 from fltr_audit.data.load import load_splits
 from fltr_audit.errors import FltrError
-from fltr_audit.federation import check_threat_model, train
+from fltr_audit.federation import check_budget, check_threat_model, train
 from fltr_audit.interceptors import RecordingInterceptor, parse_rounds
 from fltr_audit.rankers import make_ranker
 
@@ -48,13 +48,15 @@ def _finish_out(tmp: Path, out: Path) -> None:
 def run_train(algorithm: str, *, data: str, fold: int, click_model: str, clients: int, queries_per_client: int,
               rounds: int, lr: float, ranker: str, seed: int, out: Path, defense: str, record_rounds: Optional[str],
               eval_every: int, eval_split: str, normalization: str, threat_model: str, replace: bool,
-              json_out: bool, quiet: bool) -> dict:
+              quiet: bool) -> dict:
     """Load, train, write ``curves.csv``, ``model.npy``, ``config.json`` (and a recording) into ``out``."""
     from defenses.stack import parse_defense  # the CLI is the composition root
 
     stack = parse_defense(defense)
+    check_budget(clients, queries_per_client, rounds, eval_every)
     check_threat_model(threat_model)
-    keep = record_rounds is not None and parse_rounds(record_rounds)
+    if record_rounds is not None:
+        parse_rounds(record_rounds)  # bad input fails before any data is loaded
     splits = load_splits(data, fold, normalization=normalization)
     eval_data = splits.get(eval_split)
     model = make_ranker(ranker, splits.train.n_features)
@@ -62,7 +64,7 @@ def run_train(algorithm: str, *, data: str, fold: int, click_model: str, clients
     alg = ALGORITHMS[algorithm](model, clicks, lr=lr)
     tmp = _prepare_out(Path(out))
     try:
-        interceptors = [RecordingInterceptor(tmp / "recording", record_rounds)] if keep else []
+        interceptors = [] if record_rounds is None else [RecordingInterceptor(tmp / "recording", record_rounds)]
         with progress(rounds, f"{algorithm} round", quiet) as bar:
             def on_round(r: int, row: dict) -> None:
                 value = row["offline_ndcg10"]
@@ -78,7 +80,7 @@ def run_train(algorithm: str, *, data: str, fold: int, click_model: str, clients
                   "n_levels": splits.train.n_levels}
         res.curves.to_csv(tmp / "curves.csv", index=False)
         np.save(tmp / "model.npy", res.params)
-        (tmp / "config.json").write_text(json.dumps(_to_jsonable(config), indent=2) + "\n")
+        (tmp / "config.json").write_text(json.dumps(config, indent=2) + "\n")
         _finish_out(tmp, Path(out))
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -96,19 +98,22 @@ def _train_command(algorithm: str):
         fold: int = typer.Option(1, "--fold", help="Fold 1..5."),
         click_model: str = typer.Option("perfect", "--click-model", help="perfect | navigational | informational."),
         clients: int = typer.Option(1000, "--clients", help="Clients per round."),
-        queries_per_client: int = typer.Option(4, "--queries-per-client", help="B, queries (local updates) per client."),
+        queries_per_client: int = typer.Option(4, "--queries-per-client",
+                                               help="B, queries (local updates) per client."),
         rounds: int = typer.Option(100, "--rounds", help="Global rounds."),
         lr: float = typer.Option(0.1, "--lr", help="PDGD learning rate eta."),
         ranker: str = typer.Option("linear", "--ranker", help="linear | mlp."),
         seed: int = typer.Option(0, "--seed", help="Run seed."),
         out: Path = typer.Option(..., "--out", help="Output directory (created; must not hold files)."),
-        defense: str = typer.Option("none", "--defense", help="Defense stack, e.g. clip(delta=5)+dp-distributed(eps=4.5)."),
+        defense: str = typer.Option("none", "--defense",
+                                    help="Defense stack, e.g. clip(delta=5)+dp-distributed(eps=4.5)."),
         record_rounds: Optional[str] = typer.Option(None, "--record-rounds",
                                                     help="Rounds to record for attacks: 1,50,100 or every:10."),
         eval_every: int = typer.Option(1, "--eval-every", help="Offline evaluation every K rounds (and the last)."),
         eval_split: str = typer.Option("test", "--eval-split", help="Split for offline nDCG@10: vali | test."),
         normalization: str = typer.Option("none", "--normalization", help="none | query-minmax | zscore."),
-        threat_model: str = typer.Option("server", "--threat-model", help="What recorded views keep: server | server-blind."),
+        threat_model: str = typer.Option("server", "--threat-model",
+                                         help="What recorded views keep: server | server-blind."),
         replace: bool = typer.Option(False, "--replace", help="Sample a round's queries with replacement."),
         json_out: bool = typer.Option(False, "--json", help="Print the result as JSON."),
         quiet: bool = typer.Option(False, "--quiet", help="No progress bar."),
@@ -117,7 +122,7 @@ def _train_command(algorithm: str):
                            queries_per_client=queries_per_client, rounds=rounds, lr=lr, ranker=ranker, seed=seed,
                            out=out, defense=defense, record_rounds=record_rounds, eval_every=eval_every,
                            eval_split=eval_split, normalization=normalization, threat_model=threat_model,
-                           replace=replace, json_out=json_out, quiet=quiet)
+                           replace=replace, quiet=quiet)
         if json_out:
             emit_json(result)
         else:
@@ -145,18 +150,26 @@ def bench_fpdgd(
     json_out: bool = typer.Option(False, "--json", help="Print the figures as JSON."),
     quiet: bool = typer.Option(False, "--quiet", help="No progress bar."),
 ) -> None:
-    """FPDGD speed: interactions per second, wall time and peak RSS, offline eval on test every round."""
+    """FPDGD speed: interactions per second, wall time and peak RSS, offline eval on test every round.
+
+    ``train_cpu_seconds`` (process CPU time) is less sensitive than the wall time to other
+    work on a shared machine.
+    """
+    check_budget(clients, queries_per_client, rounds, 1)
     t0 = time.perf_counter()
     splits = load_splits(data, fold)
     load_seconds = time.perf_counter() - t0
     alg = FPDGD(make_ranker("linear", splits.train.n_features), cascade_model(click_model, splits.train.n_levels))
+    cpu = time.process_time()
     with progress(rounds, "bench fpdgd", quiet) as bar:
         res = train(alg, splits.train, clients=clients, queries_per_client=queries_per_client, rounds=rounds,
                     seed=seed, eval_data=splits.test, eval_every=1, on_round=lambda r, row: bar.advance())
+    cpu = time.process_time() - cpu
     figures: dict[str, Any] = {
         "data": data, "train_queries": splits.train.n_queries, "train_docs": splits.train.n_docs,
         "test_queries": splits.test.n_queries, "clients": clients, "queries_per_client": queries_per_client,
         "rounds": rounds, "load_seconds": load_seconds, "train_seconds": res.seconds,
+        "train_cpu_seconds": cpu,
         "interactions": res.n_interactions, "interactions_per_second": res.n_interactions / res.seconds,
         "seconds_per_round": res.seconds / rounds,
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,

@@ -176,7 +176,9 @@ def train_baselines(
         emit_json({"data": data, "fold": fold, "ndcg_convention": "gain 2^rel-1, queries without relevant "
                    "documents left out", "maxrr_convention": "mean over all queries", "rows": rows})
         return
-    _print_table(f"baselines, {data} fold {fold}", rows)
+    shown = [{**{k: r[k] for k in ("baseline", "split", "ndcg10")},
+              **{n: r[f"expected_maxrr_{n}"] for n in names}} for r in rows]
+    _print_table(f"{data} fold {fold}: nDCG@10 and expected MaxRR per click model", shown)
 
 
 @bench_app.command("foltr-es")
