@@ -27,6 +27,12 @@ REPORT_PACKAGES = ("fltr-audit", "numpy", "scipy", "pandas", "statsmodels", "sci
 COMPARE_COLUMNS = ("defense", "data", "algo", "click_model", "threat_model", "attack", "n",
                    "precision", "recall", "f1", "p_adjusted", "claimed_epsilon", "epsilon_lb",
                    "claimed_scope", "ndcg10", "ndcg10_delta")
+ZERO_DIVISION = {
+    "0": "Policy \"0\": a query where an attack guesses no click has precision 0, a query "
+         "without clicks has recall 0, F1 is 0 when precision + recall is 0.",
+    "skip": "Policy \"skip\": a query where a metric is undefined (no guess, no click) is left "
+            "out of that metric's macro mean.",
+}
 DEFAULT_METHODS = {
     "nDCG": "nDCG@10 with gain 2^rel - 1 and discount log2(rank + 1); the ideal DCG is taken "
             "over all judged documents of the query; queries without any relevant document "
@@ -178,11 +184,9 @@ def _methods(tables: dict[str, pd.DataFrame], extra: dict | None) -> list[tuple[
     folds = sorted({str(f) for f in attacks.get("fold", pd.Series(dtype=object)).dropna().unique()})
     if data:
         items["Data"] = f"{', '.join(data)}" + (f"; folds {', '.join(folds)}" if folds else "")
-    zd = sorted({str(z) for z in attacks.get("zero_division", pd.Series(dtype=object)).dropna()})
-    items["Zero division"] = (
-        (f"zero_division = {', '.join(zd)}: " if zd else "")
-        + "a query where an attack guesses no click has precision 0, a query without clicks "
-          "has recall 0 (macro averaging: mean over queries, as Pham; micro: pooled counts).")
+    zd = sorted({str(z) for z in attacks.get("zero_division", pd.Series(dtype=object)).dropna()}) or ["0"]
+    items["Zero division"] = " ".join(f"{ZERO_DIVISION.get(z, f'policy {z!r} (as recorded)')}" for z in zd) + (
+        " Macro averaging: mean over queries (as Pham); micro: pooled counts.")
     seeds = sorted({int(s) for s in runs.get("seed", pd.Series(dtype=float)).dropna()})
     if seeds:
         items["Seeds"] = ", ".join(map(str, seeds))
@@ -231,8 +235,8 @@ def write_report(tables: dict[str, pd.DataFrame], out_dir: str | Path,
     sections = []
     if not table.empty:
         shown = table[[c for c in COMPARE_COLUMNS if c in table.columns]
-                      + [c for c in ("precision_ci_low", "precision_ci_high", "recall_ci_low",
-                                     "recall_ci_high", "f1_ci_low", "f1_ci_high") if c in table.columns]]
+                      + [f"{m}_ci_{e}" for m in ("precision", "recall", "f1", "ndcg10_delta")
+                         for e in ("low", "high") if f"{m}_ci_{e}" in table.columns]]
         sections.append(_table("Privacy-utility comparison", shown,
                                "Mean [95 % CI] over seeds and folds; p_adjusted: Welch t-test of "
                                "F1 against defense none, Bonferroni-corrected."))

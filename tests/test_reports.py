@@ -84,7 +84,7 @@ def test_data_strings_are_escaped(tmp_path, monkeypatch):
         assert "<script" not in text.lower() and "<img src=x" not in text
         assert "&lt;script&gt;alert(1)&lt;/script&gt;" in text
         assert "&amp;lt;" not in text  # escaped once, not twice
-    assert f"campaign: &lt;script&gt;alert(1)&lt;/script&gt;" in md
+    assert "campaign: &lt;script&gt;alert(1)&lt;/script&gt;" in md
     assert "doc-&lt;script&gt;" in html  # the epsilon table's extra column made it in, escaped
 
 

@@ -242,12 +242,11 @@ class FOLtRES:
         """Scores (m, D) of one query's rows X (D, F) under m models."""
         if self.ranker.name == "linear":
             return thetas @ X.T.astype(np.float64)
-        if self.ranker.name == "mlp":   # all m hidden layers in one GEMM: (D, F) @ (F, m H)
-            W, b, v = self.ranker.unpack(thetas)
-            m, H, F = W.shape
-            Z = (X.astype(np.float64) @ W.reshape(m * H, F).T).reshape(X.shape[0], m, H) + b
-            return np.einsum("dmh,mh->md", np.maximum(Z, 0.0), v)
-        return self.ranker.score(thetas, np.broadcast_to(X, (len(thetas),) + X.shape))
+        # MLP: all m hidden layers in one GEMM, (D, F) @ (F, m H)
+        W, b, v = self.ranker.unpack(thetas)
+        m, H, F = W.shape
+        Z = (X.astype(np.float64) @ W.reshape(m * H, F).T).reshape(X.shape[0], m, H) + b
+        return np.einsum("dmh,mh->md", np.maximum(Z, 0.0), v)
 
     def client_step(self, params: np.ndarray, data: Dataset, queries: np.ndarray, client_ids: np.ndarray,
                     rng: np.random.Generator, public_rng: np.random.Generator,

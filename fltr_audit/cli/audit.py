@@ -12,7 +12,7 @@ from fltr_audit.cli.app import app
 from fltr_audit.cli.common import emit_json, parse_list, progress
 
 DEFAULT_NORMALIZATION = {"fpdgd": "zscore", "foltr-es": "none", "fedips": "query-minmax", "fedavg": "query-minmax"}
-DEFAULT_ATTACKS = {"fpdgd": "olsr,score,prob,distance,random3,random4", "foltr-es": "foltr-decode,random3",
+DEFAULT_ATTACKS = {"fpdgd": "olsr,olsr-l1,score,prob,distance,random3,random4", "foltr-es": "foltr-decode,random3",
                    "fedips": "olsr,score,prob,distance,random3", "fedavg": "olsr,score,prob,distance,random3"}
 TABLE_COLUMNS = ["attack", "click_model", "defense", "threat_model", "accuracy", "precision", "recall", "f1",
                  "n_queries"]

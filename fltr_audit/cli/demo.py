@@ -13,7 +13,7 @@ from fltr_audit.cli.common import emit_json, progress
 from fltr_audit.errors import FltrError
 
 DEMO_DEFENSES = ["none", "clip(delta=5)+dp-distributed(eps=4.5)", "dp-local-laplace(eps=4.5)", "secagg"]
-DEMO_ATTACKS = ["olsr", "score", "prob", "distance", "random3"]
+DEMO_ATTACKS = ["olsr", "olsr-l1", "score", "prob", "distance", "random3"]
 EPSILON_P = [0.25, 0.5, 0.75, 0.9, 0.95, 0.99]
 EPSILON_MODELS = ["perfect", "navigational", "informational"]
 
@@ -31,6 +31,22 @@ def epsilon_table(length: int = 10, levels: int = 3) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def summary_table(table: pd.DataFrame) -> str:
+    """The comparison as a person reads it: attack F1 per click model, then each defense's
+    cost and audited epsilon."""
+    f1 = table.pivot_table(index=["defense", "attack"], columns="click_model", values="f1", sort=False)
+    f1 = f1[[m for m in EPSILON_MODELS if m in f1.columns]]
+    per_defense = table.groupby("defense", sort=False).agg(
+        ndcg10=("ndcg10", "max"), ndcg10_delta=("ndcg10_delta", "max"), claimed_epsilon=("claimed_epsilon", "first"),
+        scope=("claimed_scope", "first"), epsilon_lb=("epsilon_lb", "first"), verdict=("audit_verdict", "first"))
+    return (
+        "attack F1 per click model (macro over probed queries):\n"
+        + f1.to_string(float_format=lambda v: f"{v:.2f}")
+        + "\n\ncost, and claimed vs audited epsilon (95% lower bound on one client's message; on the cohort aggregate under secure aggregation):\n"
+        + per_defense.to_string(float_format=lambda v: f"{v:.3f}")
+    )
+
+
 @app.command("demo")
 def demo(
     data: str = typer.Option("synthetic:mq2008", "--data", help="Data set path or synthetic:PROFILE."),
@@ -46,7 +62,7 @@ def demo(
     from fltr_audit.campaign import expand, run_campaign, run_key
     from fltr_audit.cli.audit import audit_spec
     from fltr_audit.store import ResultsStore, load
-    from reports.compare import compare, format_table
+    from reports.compare import compare
     from reports.render import write_report
 
     if out.exists() and not out.is_dir():
@@ -80,7 +96,7 @@ def demo(
         emit_json({"comparison": table.to_dict(orient="records"), "report": str(html), "seconds": seconds,
                    "runs": counts})
         return
-    typer.echo(format_table(table, "table"))
+    typer.echo(summary_table(table))
     typer.echo(f"\n{counts['done']} runs computed, {counts['skipped']} reused from {out / 'results.sqlite'} "
                f"in {seconds:.0f} s")
     typer.echo(f"report: {html}")
