@@ -109,6 +109,7 @@ def run_round(algorithm: Any, params: np.ndarray, state: Any, data: Dataset, que
         dropouts=np.asarray(agg.dropouts, dtype=np.int64),
         messages=agg.messages,
         aggregate=agg.mean,
+        aggregate_kind=messages.vector_kind,
         interactions=out.interactions if sees_documents else None,
         documents=data if sees_documents else None,
     )

@@ -140,6 +140,8 @@ def simulate_log(
     take = flat & (rank_of_click <= m)
     n_clicks = np.minimum(rank_of_click[:, -1], m)
     first = np.argsort(~take, axis=1, kind="stable")[:, :m]
+    if first.shape[1] < m:  # fewer slots in all sessions than m
+        first = np.pad(first, ((0, 0), (0, m - first.shape[1])))
     has = np.arange(m)[None, :] < n_clicks[:, None]
     session = first // k
     click_slot = np.where(has, session % b, -1)

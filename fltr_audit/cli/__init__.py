@@ -46,7 +46,9 @@ def main(argv: list[str] | None = None) -> int:
         print("fltr-audit: aborted", file=sys.stderr)
         return _exit(130, argv)
     except (click.ClickException, _TyperClickException) as exc:
-        exc.show()
+        # one line naming the command and the option, not click's usage block
+        command = getattr(getattr(exc, "ctx", None), "command_path", "fltr-audit")
+        print(f"{command}: error: {exc.format_message()}", file=sys.stderr)
         usage = (click.UsageError, _TyperUsageError)
         return _exit(2 if isinstance(exc, usage) else exc.exit_code, argv)
     return _exit(0, argv)
