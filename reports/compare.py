@@ -219,21 +219,36 @@ def _samples(attacks: pd.DataFrame, per_query: pd.DataFrame | None, attack: str,
     return runs["f1"].to_numpy(dtype=np.float64), "run-level t-test"
 
 
+def _test(sel: pd.DataFrame, per_query, attack: str, random_attack: str, ctx: dict) -> tuple[float, int, str]:
+    """One-sided Welch p (attack > random), sample size and basis for one group."""
+    a, basis = _samples(sel, per_query, attack, ctx["defense"], ctx.get("click_model"))
+    b, basis_b = _samples(sel, per_query, random_attack, ctx["defense"], ctx.get("click_model"))
+    if basis != basis_b:
+        a, basis = _samples(sel, None, attack, ctx["defense"], None)
+        b, _ = _samples(sel, None, random_attack, ctx["defense"], None)
+    p = welch_p(a, b, alternative="greater")
+    return p, min(a.size, b.size), basis if np.isfinite(p) else "no test (single run)"
+
+
 def verdicts(tables: dict[str, pd.DataFrame], *, averaging: str = "macro", alpha: float = 0.05,
              margin: float = MARGIN) -> pd.DataFrame:
-    """Per defense and context: does the best informed attack beat random guessing?
+    """Per defense and context: does any informed attack beat random guessing?
 
-    The best informed attack (highest mean F1 among attacks not named ``random*``) is set
-    against the best random-guessing baseline under the same defense; ``effect`` is the
-    difference of their mean F1. The defense *holds* when the effect is below ``margin``
-    (the attack is at most marginally better than guessing). Otherwise it does *not* hold
-    when a one-sided Welch t-test (attack > random; on per-query F1 when the store has
-    ``per_query`` rows, else on per-run F1 with at least two runs each) is significant after
-    Bonferroni correction over all groups; when the test is not significant the verdict is
-    inconclusive (``holds`` None); when no test is possible (a single run) it does not hold.
-    ``holds`` is None as well without a random baseline. Columns: keys, best_attack,
-    best_f1, random_attack, random_f1, effect, n, p_value, p_adjusted, basis, holds,
-    ndcg10_delta, claimed_epsilon, claimed_scope, epsilon_lb, audit_verdict.
+    Each informed attack (not named ``random*``) is set against the best random-guessing
+    baseline under the same defense; its ``effect`` is the difference of their mean F1. The
+    defense *holds* when the strongest attack's effect is below ``margin`` (no attack is more
+    than marginally better than guessing). Otherwise it does *not* hold when an attack with
+    an effect of at least ``margin`` is significantly better than random: one-sided Welch
+    t-test on per-query F1 when the store has ``per_query`` rows, else on per-run F1 (at
+    least two runs each), Bonferroni-corrected over every attack of every group (so picking
+    the strongest attack afterwards does not inflate significance). When no such test is
+    significant the verdict is inconclusive (``holds`` None); when no test is possible (a
+    single run) it does not hold. Without a random baseline ``holds`` is None.
+
+    Columns: keys, best_attack, best_f1, random_attack, random_f1, effect (of the best
+    attack), tested_attack, n, p_value, p_adjusted (of the best attack's test, or of another
+    attack above the margin whose adjusted p is smaller: ``tested_attack`` names it),
+    basis, holds, ndcg10_delta, claimed_epsilon, claimed_scope, epsilon_lb, audit_verdict.
     """
     table = compare(tables, by=("defense",), averaging=averaging, alpha=alpha)
     if table.empty:
@@ -241,7 +256,7 @@ def verdicts(tables: dict[str, pd.DataFrame], *, averaging: str = "macro", alpha
     attacks = _attack_rows(tables, averaging)
     keys = _keys(attacks, ["defense"])
     is_random = table["attack"].astype(str).str.lower().str.startswith(RANDOM_PREFIX)
-    rows = []
+    rows, tests = [], []  # tests: (row index, attack, effect, p, n, basis)
     for group, frame in table.groupby(keys, sort=False, dropna=False):
         frame = frame[frame["f1"].notna()]
         informed, rand = frame[~is_random.loc[frame.index]], frame[is_random.loc[frame.index]]
@@ -250,39 +265,41 @@ def verdicts(tables: dict[str, pd.DataFrame], *, averaging: str = "macro", alpha
         best = informed.loc[informed["f1"].idxmax()]
         ctx = dict(zip(keys, group))
         row = dict(ctx, best_attack=best["attack"], best_f1=best["f1"], random_attack=None,
-                   random_f1=math.nan, effect=math.nan, n=math.nan, p_value=math.nan, basis=None)
+                   random_f1=math.nan, effect=math.nan)
         if not rand.empty:
             r = rand.loc[rand["f1"].idxmax()]
             row.update(random_attack=r["attack"], random_f1=r["f1"], effect=best["f1"] - r["f1"])
             sel = attacks
             for k, v in ctx.items():
                 sel = sel[sel[k] == v]
-            a, basis = _samples(sel, tables.get("per_query"), best["attack"], ctx["defense"], ctx.get("click_model"))
-            b, basis_b = _samples(sel, tables.get("per_query"), r["attack"], ctx["defense"], ctx.get("click_model"))
-            if basis != basis_b:
-                a, basis = _samples(sel, None, best["attack"], ctx["defense"], None)
-                b, _ = _samples(sel, None, r["attack"], ctx["defense"], None)
-            row["n"] = min(a.size, b.size)
-            row["p_value"] = welch_p(a, b, alternative="greater")
-            row["basis"] = basis if np.isfinite(row["p_value"]) else "no test (single run)"
+            for _, att in informed.iterrows():
+                p, n, basis = _test(sel, tables.get("per_query"), att["attack"], r["attack"], ctx)
+                tests.append((len(rows), att["attack"], att["f1"] - r["f1"], p, n, basis))
         for c in ("ndcg10_delta", "claimed_epsilon", "claimed_scope", "epsilon_lb", "audit_verdict"):
             row[c] = best[c]
         rows.append(row)
-    out = pd.DataFrame(rows)
-    out["p_adjusted"] = bonferroni(out["p_value"])
-    holds = []
-    for _, row in out.iterrows():
-        if row["basis"] is None:
-            holds.append(None)
+    adjusted = bonferroni([t[3] for t in tests])
+    for row in rows:
+        row.update(tested_attack=None, n=math.nan, p_value=math.nan, p_adjusted=math.nan, basis=None)
+    for (i, attack, effect, p, n, basis), p_adj in zip(tests, adjusted):
+        if attack == rows[i]["best_attack"]:
+            rows[i].update(tested_attack=attack, n=n, p_value=p, p_adjusted=p_adj, basis=basis)
+    for (i, attack, effect, p, n, basis), p_adj in zip(tests, adjusted):
+        if effect >= margin and p_adj < rows[i]["p_adjusted"]:  # a more significant attack decides
+            rows[i].update(tested_attack=attack, n=n, p_value=p, p_adjusted=p_adj, basis=basis)
+    for row in rows:
+        if row["random_attack"] is None:
+            row["holds"] = None
         elif row["effect"] < margin:
-            holds.append(True)
+            row["holds"] = True
         elif np.isfinite(row["p_adjusted"]):
-            holds.append(False if row["p_adjusted"] < alpha else None)
+            row["holds"] = False if row["p_adjusted"] < alpha else None
         else:
-            holds.append(False)
-    out["holds"] = pd.Series(holds, index=out.index, dtype=object)  # True | False | None
-    first = [*keys, "best_attack", "best_f1", "random_attack", "random_f1", "effect", "n",
-             "p_value", "p_adjusted", "basis", "holds"]
+            row["holds"] = False
+    out = pd.DataFrame(rows)
+    out["holds"] = pd.Series([r["holds"] for r in rows], index=out.index, dtype=object)
+    first = [*keys, "best_attack", "best_f1", "random_attack", "random_f1", "effect",
+             "tested_attack", "n", "p_value", "p_adjusted", "basis", "holds"]
     return out[first + [c for c in out.columns if c not in first]]
 
 

@@ -44,8 +44,9 @@ DEFAULT_METHODS = {
     "Verdicts": f"A defense holds under a threat model when its strongest informed attack's "
                 f"mean F1 is less than {MARGIN:.2f} above the best random-guessing baseline under "
                 "the same defense. Otherwise it does not hold when a one-sided Welch t-test "
-                "(attack > random, on per-query F1 when stored, else on per-run F1) is "
-                "significant at 0.05 after Bonferroni correction over all verdicts, and the "
+                "(attack > random, on per-query F1 when stored, else on per-run F1) of an attack "
+                "above that margin is significant at 0.05 after Bonferroni correction over every "
+                "informed attack of every verdict, and the "
                 "verdict is inconclusive when it is not; with a single run and no per-query "
                 "results (no test possible) it does not hold.",
     "Epsilon audits": "epsilon_lb is the largest audited lower bound over the audits of a "
@@ -105,7 +106,8 @@ def summary_sentences(v: pd.DataFrame) -> list[str]:
             if r["holds"] is True:
                 basis = f"within {MARGIN:.2f} of random"
             elif str(r["basis"]).endswith("t-test"):
-                basis = f"{r['basis']} over {int(r['n'])} samples, adjusted p = {r['p_adjusted']:.2g}"
+                which = "" if r["tested_attack"] == r["best_attack"] else f" of {r['tested_attack']}"
+                basis = f"{r['basis']}{which} over {int(r['n'])} samples, adjusted p = {r['p_adjusted']:.2g}"
             else:
                 basis = f"more than {MARGIN:.2f} above random, single run so no test"
             s = f"{head}{against} — {verdict} under threat model {tm} ({ctx}; {basis})"

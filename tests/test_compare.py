@@ -190,3 +190,21 @@ def test_cli_bad_input_is_one_line_exit_2(tmp_path, store_path, capsys):
     ResultsStore(empty)
     assert main(["compare", "--store", str(empty)]) == 2
     assert "no attack results" in capsys.readouterr().err
+
+
+def test_every_informed_attack_counts_in_the_family():
+    """A second informed attack doubles the Bonferroni family; a weaker attack above the
+    margin can decide the verdict when its test is the more significant one."""
+    t = synthetic_tables()
+    extra_attacks = t["attacks"][t["attacks"]["attack"] == "olsr"].assign(attack="score")
+    extra_attacks["f1"] = extra_attacks["f1"] - 0.01
+    extra_pq = t["per_query"][t["per_query"]["attack"] == "olsr"].assign(attack="score")
+    t["attacks"] = pd.concat([t["attacks"], extra_attacks], ignore_index=True)
+    t["per_query"] = pd.concat([t["per_query"], extra_pq], ignore_index=True)
+    v = verdicts(t)
+    assert (v["best_attack"] == "olsr").all()
+    # olsr and score have identical per-query samples: same raw p, family of 12 tests
+    one = verdicts(synthetic_tables())
+    np.testing.assert_allclose(v["p_value"], one["p_value"], rtol=1e-12)
+    np.testing.assert_allclose(v["p_adjusted"], np.minimum(1, one["p_value"] * 12), rtol=1e-12)
+    assert v["holds"].tolist() == one["holds"].tolist()

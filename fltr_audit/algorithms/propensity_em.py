@@ -8,15 +8,16 @@ EM alternates
           (a click means E = R = 1);
   M-step  theta_k <- mean over the observations at rank k of P(E = 1 | c),
           gamma  <- a regression F(x) fitted to P(R = 1 | c).
-FedIPS §5 federates it: F is linear (logistic, F(x) = sigmoid(v . x + b)) and trained by
+FedIPS §5 federates it: F is linear (logistic, F(x) = sigmoid(v . (x - 1/2) + b)) and trained by
 FedOpt (``FedRelevanceEM``: every round the clients run the E-step and their own theta
 M-step on their local logs, then a few gradient steps of the cross-entropy of F against the
 soft posterior P(R = 1 | c) -- the exact expected log-likelihood, where Wang et al. sample
 binary labels for their GBDT -- and send the change of F); the server averages. With F
 trained, FedIPS's clients estimate personalized propensities theta_u (EM on theta with F
 fixed) each round from their own logs. Two stages, F first, so FedIPS's messages remain
-ranker-sized updates. The scale of theta and gamma is not identified; IPS needs only the
-ratios, so propensities are theta_k / theta_1, clipped to [min_propensity, 1].
+ranker-sized updates. The scale of theta against gamma is not identified; we fix
+theta_1 = 1 (IPS needs only the ratios theta_k / theta_1), and clip propensities to
+[min_propensity, 1].
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from fltr_audit.interfaces import ClientOutput
 from fltr_audit.messages import Interactions, Messages, ServerView
 
 EPS = 1e-6
+CENTER = 0.5  # mid-range of the [0, 1] features
 
 
 def _sigmoid(z: np.ndarray) -> np.ndarray:
@@ -38,9 +40,14 @@ def _sigmoid(z: np.ndarray) -> np.ndarray:
 
 
 def relevance_of_rows(params: np.ndarray, features: np.ndarray) -> np.ndarray:
-    """F(x) = sigmoid(v . x + b) for feature rows (..., F); ``params`` = [v, b] of length F + 1."""
+    """F(x) = sigmoid(v . (x - 1/2) + b) for feature rows (..., F); ``params`` = [v, b] (F + 1).
+
+    Features are in [0, 1] after FedIPS's per-query min-max; centring them at 1/2 keeps the
+    weights from fighting the bias (a far better conditioned logistic regression).
+    """
     params = np.asarray(params, dtype=np.float64)
-    return _sigmoid(features @ params[:-1].astype(np.float32) + params[-1]).astype(np.float64)
+    shift = params[-1] - CENTER * params[:-1].sum()
+    return _sigmoid(features @ params[:-1].astype(np.float32) + shift).astype(np.float64)
 
 
 def estimate_examination(
@@ -66,18 +73,22 @@ def estimate_examination(
 
     Returns
     -------
-    theta : float64 (n, K), in [EPS, 1]; 0.5 at positions the client never observed.
+    theta : float64 (n, K), in [EPS, 1], with theta_1 = 1: the PBM leaves the scale of theta
+        against gamma unidentified (theta c, gamma / c fit alike) and, left free, the EM
+        drifts towards gamma = 1 everywhere; the top position is taken as always examined.
     """
     n_obs = np.where(valid, sessions[:, :, None], 0).astype(np.float64)
     clicks = np.where(valid, session_clicks, 0).astype(np.float64)
     gamma = np.clip(relevance, EPS, 1.0 - EPS)
     total = n_obs.sum(axis=1)  # (n, K)
     theta = np.full(total.shape, 0.5)
+    theta[:, 0] = 1.0
     for _ in range(iterations):
         t = theta[:, None, :]
         exam_no_click = t * (1.0 - gamma) / (1.0 - t * gamma)
         expected = (clicks + (n_obs - clicks) * exam_no_click).sum(axis=1)
         theta = np.where(total > 0, np.clip(expected / np.maximum(total, 1.0), EPS, 1.0), theta)
+        theta = np.clip(theta / theta[:, :1], EPS, 1.0)  # theta_1 = 1 fixes the scale
     return theta
 
 
@@ -105,7 +116,8 @@ class FedRelevanceEM:
     source : FedIPS
         Supplies the clients' click logs (``source.simulate``) and the feature count.
     lr_local, lr_global : float
-        Step of the clients' gradient descent on the cross-entropy, and the server step.
+        Step of the clients' gradient descent on the cross-entropy (divided by the number of
+        features for the weights: with features in [0, 1], ||x||^2 <= F), and the server step.
     local_steps : int
         Gradient steps per client and round.
     em_iterations : int
@@ -153,8 +165,10 @@ class FedRelevanceEM:
         local = np.repeat(np.asarray(params, dtype=np.float64)[None, :], n, axis=0)
 
         def relevance(p: np.ndarray) -> np.ndarray:
-            return _sigmoid(np.einsum("nbkf,nf->nbk", x, p[:, :-1].astype(np.float32)) + p[:, -1, None, None])
+            shift = p[:, -1] - CENTER * p[:, :-1].sum(axis=1)
+            return _sigmoid(np.einsum("nbkf,nf->nbk", x, p[:, :-1].astype(np.float32)) + shift[:, None, None])
 
+        step_w = self.lr_local / data.n_features  # features in [0, 1]: ||x||^2 <= F keeps the step stable
         gamma = relevance(local)
         theta = estimate_examination(log.sessions, log.session_clicks, gamma, valid, self.em_iterations)
         target = relevance_posterior(log.sessions, log.session_clicks, gamma, theta)
@@ -162,7 +176,8 @@ class FedRelevanceEM:
             if step:
                 gamma = relevance(local)
             resid = weight * (gamma - target) / norm[:, None, None]  # d cross-entropy / d z
-            local[:, :-1] -= self.lr_local * np.einsum("nbk,nbkf->nf", resid.astype(np.float32), x, dtype=np.float64)
+            grad_w = np.einsum("nbk,nbkf->nf", resid.astype(np.float32), x, dtype=np.float64)
+            local[:, :-1] -= step_w * (grad_w - CENTER * resid.sum(axis=(1, 2))[:, None])
             local[:, -1] -= self.lr_local * resid.sum(axis=(1, 2))
         batch = log.shown.shape[1]
         return ClientOutput(

@@ -48,7 +48,8 @@ def main(argv: list[str] | None = None) -> int:
     except (click.ClickException, _TyperClickException) as exc:
         # one line naming the command and the option, not click's usage block
         command = getattr(getattr(exc, "ctx", None), "command_path", "fltr-audit")
-        print(f"{command}: error: {exc.format_message()}", file=sys.stderr)
+        if exc.format_message():  # empty after the help a command without arguments prints
+            print(f"{command}: error: {exc.format_message()}", file=sys.stderr)
         usage = (click.UsageError, _TyperUsageError)
         return _exit(2 if isinstance(exc, usage) else exc.exit_code, argv)
     return _exit(0, argv)
