@@ -94,7 +94,7 @@ def log_likelihood_ratio(values: np.ndarray, labels_q1: np.ndarray, labels_q2: n
     """
     dists = click_model.first_click_distribution(np.stack([np.asarray(labels_q1), np.asarray(labels_q2)]))
     pt = transmitted_distribution(dists, p)
-    with np.errstate(divide="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore"):
         llr = np.log(pt[0]) - np.log(pt[1])
     return llr[outcome_index(values, pt.shape[-1] - 1)]
 

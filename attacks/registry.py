@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from attacks.foltr_decode import FoltrDecode, SeedReplay
 from attacks.heuristics import Heuristic
 from attacks.olsr import OLSR
 from attacks.random_k import RandomK
@@ -22,6 +23,8 @@ _FACTORIES: dict[str, Callable[..., Attack]] = {
     "score-as-published": lambda **p: Heuristic("score", as_published=True, **p),
     "prob-as-published": lambda **p: Heuristic("prob", as_published=True, **p),
     "distance-as-published": lambda **p: Heuristic("distance", as_published=True, **p),
+    "foltr-decode": lambda k=10, **p: FoltrDecode(k=k, **p),
+    "seed-replay": lambda algorithm=None, **p: SeedReplay(algorithm, **p),
 }
 ATTACKS = tuple(_FACTORIES)
 """Every attack name, in the order reports list them."""

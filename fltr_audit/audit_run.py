@@ -41,7 +41,7 @@ import pandas as pd
 from attacks.audit import audit as empirical_audit
 from attacks.audit import projection_statistic
 from attacks.epsilon import maxrr_epsilon
-from attacks.foltr_decode import outcome_index, transmitted_distribution
+from attacks.foltr_decode import audit_query_distinguishing
 from attacks.registry import make_attack
 from attacks.scoring import score_guess, summarize
 from defenses.stack import DefenseStack, parse_defense
@@ -55,6 +55,8 @@ from fltr_audit.probe import probe
 from fltr_audit.rankers import make_ranker
 
 AUDIT_POOL = 50
+AUDIT_COLUMNS = ("mechanism", "attack", "threat_model", "claimed_epsilon", "claimed_delta", "claimed_scope",
+                 "epsilon_point", "epsilon_lb", "confidence", "n_trials", "fpr", "fnr", "verdict")
 
 
 def build_algorithm(config: dict, splits: Any, click_model: str) -> Any:
@@ -146,7 +148,7 @@ def run_audit(config: dict) -> dict[str, pd.DataFrame]:
                         client_defenses=stack.client, aggregator=stack.aggregator)
         batches_by_model[click_model] = batches
         for name in config["attacks"]:
-            attack = make_attack(name, **({"seed": config["seed"]} if name.startswith("random") else {}))
+            attack = make_attack(name, **_attack_params(name, config, algorithm))
             per_query = pd.concat(
                 [score_guess(attack.guess(b.view), b, min_shown=probe_cfg["min_shown"],
                              require_click=probe_cfg["require_click"]) for b in batches],
@@ -188,56 +190,26 @@ def _randomized_response(stack: DefenseStack) -> Any:
 
 
 def _audit_metric(config: dict, splits: Any, stack: DefenseStack, base: TrainResult) -> dict | None:
-    """Empirical epsilon of a FOLtR-ES metric message: the query-distinguishing attack.
-
-    The two inputs are one client issuing either of two probe queries (their top-10 lists
-    under the global model), the pair whose first-click distributions differ most; each trial
-    simulates one interaction, its MaxRR, and the stack's privatization; the statistic is the
-    likelihood ratio of the received value (FOLtR-ES §4, Eq. 9). With p < 1 its lower bound
-    should stay at or below the claim log(p (n - 1) / (1 - p)).
-    """
+    """Empirical epsilon of a FOLtR-ES metric message: the query-distinguishing attack on the
+    worst-case pair of relevance placements of the exact enumeration (FOLtR-ES §4, Eq. 9)."""
     algorithm = build_algorithm(config, splits, config["train_click_model"])
     if not hasattr(algorithm, "sigma"):
         return None
-    data = splits.get(config["probe"]["split"])
-    k = 10
-    scores = algorithm.ranker.score(base.params, data.features)
-    rows = data.padded_rows
-    padded = np.where(rows >= 0, scores[np.maximum(rows, 0)], -np.inf)
-    order = np.argsort(-padded, axis=1, kind="stable")[:, :k]
-    shown = np.take_along_axis(rows, order, axis=1)
-    if shown.shape[1] < k:
-        shown = np.pad(shown, ((0, 0), (0, k - shown.shape[1])), constant_values=-1)
-    labels = np.where(shown >= 0, data.labels[np.maximum(shown, 0)], -1)
-    click_model = algorithm.click_model
-    first = click_model.first_click_distribution(labels)                 # (q, k + 1)
-    rr = _randomized_response(stack)
-    p = rr.p if rr is not None else 1.0
-    pt = transmitted_distribution(first, p) if p < 1 else first
-    with np.errstate(divide="ignore"):
-        logpt = np.log(np.maximum(pt, 1e-300))
-    gap = (logpt[:, None, :] - logpt[None, :, :]).max(-1)                 # (q, q) worst value ratio
-    i, j = np.unravel_index(np.argmax(gap), gap.shape)
-    llr = logpt[i] - logpt[j]                                             # per outcome index
-    values = np.append(1.0 / np.arange(1, k + 1), 0.0)
+    row = audit_query_distinguishing(_randomized_response(stack), algorithm.click_model,
+                                     n_trials=config.get("audit_trials", 10000), seed=config["seed"], k=algorithm.k)
+    row["mechanism"] = stack.name
+    return {key: row[key] for key in AUDIT_COLUMNS}
 
-    def mechanism(rng: np.random.Generator, n_trials: int, which: int) -> np.ndarray:
-        query_labels = np.broadcast_to(labels[(j, i)[which]], (n_trials, k))
-        clicks = click_model.simulate(query_labels, rng)
-        first_click = np.where(clicks.any(-1), clicks.argmax(-1), k)
-        msgs = Messages(n_interactions=np.ones(n_trials, dtype=np.int64), seed=np.zeros(n_trials, dtype=np.uint64),
-                        metric=values[first_click][:, None])
-        for defense in stack.client:
-            msgs = defense.apply(msgs, base.params, rng)
-        return msgs.metric[:, 0]
 
-    result = empirical_audit(mechanism, lambda v: llr[outcome_index(v, k)], claim=stack.claim,
-                             n_trials=config.get("audit_trials", 10000), seed=config["seed"], threat_model="server",
-                             mechanism_name=stack.name, attack_name="query-distinguishing")
-    row = result.as_dict()
-    row.pop("threshold", None)
-    row.pop("direction", None)
-    return row
+def _attack_params(name: str, config: dict, algorithm: Any) -> dict:
+    """What an attack needs beyond the server view: its own seed, or the public algorithm."""
+    if name.startswith("random"):
+        return {"seed": config["seed"]}
+    if name == "seed-replay":
+        return {"algorithm": algorithm}
+    if name == "foltr-decode":
+        return {"k": algorithm.k}
+    return {}
 
 
 def _final_ndcg(config: dict, splits: Any, result: TrainResult) -> float:
@@ -291,10 +263,7 @@ def _audit_defense(config: dict, splits: Any, stack: DefenseStack, base: TrainRe
     result = empirical_audit(mechanism, statistic, claim=stack.claim, n_trials=config.get("audit_trials", 10000), seed=config["seed"],
                              threat_model="server (aggregate only)" if hides else "server",
                              mechanism_name=stack.name, attack_name="projection")
-    row = result.as_dict()
-    row.pop("threshold", None)
-    row.pop("direction", None)
-    return row
+    return {key: value for key, value in result.as_dict().items() if key in AUDIT_COLUMNS}
 
 
 def _farthest_pair(updates: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -12,7 +12,9 @@ global model on a held-out split, FPDGD Eq. 17 online performance of what users 
 
 from __future__ import annotations
 
+import os
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
@@ -29,6 +31,23 @@ from fltr_audit.messages import THREAT_MODELS, RoundBatch, ServerView
 from fltr_audit.randomness import stream
 
 GAMMA = 0.9995  # FPDGD Eq. 17 discount, following PDGD
+THREADS = max(1, min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1))
+_POOL: ThreadPoolExecutor | None = None
+
+
+def thread_map(fn: Callable[..., Any], *iterables: Any) -> list:
+    """``[fn(*args) for args in zip(*iterables)]`` on a shared pool of ``THREADS`` threads.
+
+    For numpy work that releases the GIL (BLAS, casts, sorts, random draws). Each call must
+    be independent of the others -- it may write only its own part of a shared output --
+    so the results are the same for any number of threads.
+    """
+    global _POOL
+    if THREADS == 1:
+        return [fn(*args) for args in zip(*iterables)]
+    if _POOL is None:
+        _POOL = ThreadPoolExecutor(THREADS, thread_name_prefix="fltr-audit")
+    return list(_POOL.map(fn, *iterables))
 
 
 @dataclass(frozen=True)

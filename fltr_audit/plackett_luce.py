@@ -61,8 +61,18 @@ def sample_topk(scores: np.ndarray, valid: np.ndarray | None, k: int, rng: np.ra
     ndarray of int64, shape (..., k)
         Positions along the last axis; -1 where fewer than k entries are valid.
     """
+    shape = np.broadcast_shapes(np.shape(scores), np.shape(scores) if valid is None else np.shape(valid))
+    return perturbed_topk(scores, valid, k, rng.gumbel(size=shape))
+
+
+def perturbed_topk(scores: np.ndarray, valid: np.ndarray | None, k: int, gumbel: np.ndarray) -> np.ndarray:
+    """``sample_topk`` with the standard Gumbel noise given, shape of ``scores`` and ``valid`` broadcast.
+
+    Drawing the noise apart from the selection lets callers draw in a fixed order and
+    select on several threads (``sample_topk`` draws ``rng.gumbel`` of that shape).
+    """
     keys = _keys(scores, valid)
-    keys = keys + rng.gumbel(size=keys.shape)
+    keys += gumbel
     return _pad(_top(keys, k), keys, k)
 
 

@@ -303,21 +303,41 @@ def verdicts(tables: dict[str, pd.DataFrame], *, averaging: str = "macro", alpha
     return out[first + [c for c in out.columns if c not in first]]
 
 
+HUGE = 1e300  # audits record an unbounded estimate as the largest float; shown as inf
+
+
+def fmt_number(v, digits: int = 3, significant: bool = False) -> str:
+    """One number as text: "" for NaN, "inf" for +-inf and sentinel values beyond ``HUGE``,
+    ``digits`` significant digits for p-values (``significant``) and for magnitudes of a
+    million or more, else ``digits`` decimals."""
+    if v is None or pd.isna(v):
+        return ""
+    v = float(v)
+    if abs(v) >= HUGE:
+        return "inf" if v > 0 else "-inf"
+    return f"{v:.{digits}g}" if significant or abs(v) >= 1e6 else f"{v:.{digits}f}"
+
+
+def ci_text(mean, low, high, digits: int = 3) -> str:
+    """``mean [low, high]``, or the mean alone when the interval is undefined."""
+    if mean is None or pd.isna(mean):
+        return ""
+    if low is None or pd.isna(low):
+        return fmt_number(mean, digits)
+    return f"{fmt_number(mean, digits)} [{fmt_number(low, digits)}, {fmt_number(high, digits)}]"
+
+
 def with_ci(df: pd.DataFrame, digits: int = 3) -> pd.DataFrame:
     """Fold ``x``, ``x_ci_low``, ``x_ci_high`` into one text column ``x [low, high]``."""
     out = df.copy()
     for col in list(out.columns):
         low, high = f"{col}_ci_low", f"{col}_ci_high"
         if low in out.columns and high in out.columns:
-            out[col] = [
-                "" if pd.isna(m) else (f"{m:.{digits}f}" if pd.isna(lo) else
-                                       f"{m:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]")
-                for m, lo, hi in zip(out[col], out[low], out[high])]
+            out[col] = [ci_text(m, lo, hi, digits) for m, lo, hi in zip(out[col], out[low], out[high])]
             out = out.drop(columns=[low, high])
     for col in out.columns:
         if out[col].dtype.kind == "f":
-            out[col] = [("" if pd.isna(v) else f"{v:.{digits}g}" if col.startswith("p_")
-                         else f"{v:.{digits}f}") for v in out[col]]
+            out[col] = [fmt_number(v, digits, col.startswith("p_")) for v in out[col]]
     return out.astype(object).where(out.notna(), "")
 
 

@@ -112,25 +112,27 @@ def test_flawed_seeding_draws_queries_from_the_seed():
 def quadratic_metric(seeds, phi, a, sigma, B, antithetic, noise_rng):
     """f(theta) = -||theta - a||^2 + noise for the B interactions of each client."""
     V = perturbations(seeds, len(phi))
-    sgn = np.where(np.arange(B) < B // 2, 1.0, -1.0) if antithetic else np.ones(B)
+    sgn = np.where(np.arange(B) < (B + 1) // 2, 1.0, -1.0) if antithetic else np.ones(B)
     theta = phi + sigma * sgn[None, :, None] * V[:, None, :]
     f = -((theta - a) ** 2).sum(-1) + noise_rng.normal(0, 0.1, (len(seeds), B))
     return V, f
 
 
-@pytest.mark.parametrize("antithetic", [False, True])
-def test_es_gradient_is_unbiased_on_a_quadratic(antithetic):
+@pytest.mark.parametrize("antithetic,B", [(False, 4), (True, 4), (True, 3), (True, 1)])
+def test_es_gradient_is_unbiased_on_a_quadratic(antithetic, B):
     """For F(theta) = -||theta - a||^2 the Gaussian-smoothed objective has gradient exactly
     -2 (phi - a). Per-client estimates are i.i.d., so their mean is within a few standard
-    errors of it: |z| < 4.5 on each of 4 coordinates (false alarm < 3e-5)."""
+    errors of it: |z| < 4.5 on each of 4 coordinates (false alarm < 3e-5). Odd B puts
+    ceil(B/2) interactions on the + side; B = 1 falls back to the one-sided estimate."""
     phi, a, sigma = np.array([0.3, -0.2, 0.1, 0.0]), np.array([0.5, 0.5, -0.5, 0.2]), 0.1
     seeds = np.random.default_rng(11).integers(0, 2**64, 40_000, dtype=np.uint64)
-    V, f = quadratic_metric(seeds, phi, a, sigma, 4, antithetic, np.random.default_rng(12))
+    V, f = quadratic_metric(seeds, phi, a, sigma, B, antithetic, np.random.default_rng(12))
     per_client = np.stack([es_gradient(V[i:i + 1], f[i:i + 1], sigma, antithetic) for i in range(0, 400)])
     assert per_client.shape == (400, 4)
     # the vectorized estimate is the mean of the per-client ones
     np.testing.assert_allclose(es_gradient(V[:400], f[:400], sigma, antithetic), per_client.mean(0), rtol=1e-10)
-    w = ((f[:, :2].mean(1) - f[:, 2:].mean(1)) / 2) if antithetic else f.mean(1)
+    h = (B + 1) // 2
+    w = ((f[:, :h].mean(1) - f[:, h:].mean(1)) / 2) if antithetic and B > 1 else f.mean(1)
     samples = w[:, None] * V / sigma
     g = es_gradient(V, f, sigma, antithetic)
     se = samples.std(0, ddof=1) / np.sqrt(len(seeds))
@@ -171,10 +173,9 @@ def test_bad_parameters_and_hidden_messages():
     with pytest.raises(FltrError, match="--sigma"):
         FOLtRES(LinearRanker(5), cascade_model("perfect", 3), sigma=0)
     algo = FOLtRES(LinearRanker(5), cascade_model("perfect", 3))
+    np.testing.assert_array_equal(algo.signs(3), [1, 1, -1])
+    np.testing.assert_array_equal(algo.signs(1), [1])
     data = toy_data()
-    with pytest.raises(FltrError, match="--queries-per-client"):
-        algo.client_step(np.zeros(5), data, np.zeros((3, 3), np.int64), np.arange(3),
-                         np.random.default_rng(0), np.random.default_rng(1))
     out = algo.client_step(np.zeros(5), data, np.zeros((3, 2), np.int64), np.arange(3),
                            np.random.default_rng(0), np.random.default_rng(1))
     hidden = view_of(out, np.zeros(5), algo.ranker, data, messages=Messages(n_interactions=np.full(3, 2)))
@@ -214,7 +215,7 @@ def test_cli_train_foltr_es_writes_outputs_and_rejects_bad_input(tmp_path, capsy
     assert sorted(p.name for p in out.iterdir()) == ["config.json", "curves.csv", "model.npy"]
     curves = (out / "curves.csv").read_text().splitlines()
     assert "batch_maxrr" in curves[0] and "expected_maxrr_test" in curves[0] and len(curves) == 4
-    bad = argv[:-4] + ["--queries-per-client", "3", "--out", str(tmp_path / "bad"), "--quiet"]
+    bad = argv[:-4] + ["--sigma", "0", "--out", str(tmp_path / "bad"), "--quiet"]
     assert main(bad) == 2
-    assert "--queries-per-client" in capsys.readouterr().err
+    assert "--sigma" in capsys.readouterr().err
     assert not (tmp_path / "bad").exists()

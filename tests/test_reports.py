@@ -114,3 +114,172 @@ def test_cli_report_prints_path(tmp_path, capsys, monkeypatch):
     assert printed == str(tmp_path / "out" / "report.html")
     html = (tmp_path / "out" / "report.html").read_text()
     assert "numpy (runs)" in html and "9.9" in html
+
+
+# --- reading order, summary per defense, compact tables -------------------------------------
+
+def _section(html: str, heading: str) -> str:
+    start = html.index(f"<h2>{heading}</h2>")
+    end = html.find("<h2>", start + 1)
+    return html[start:end if end > 0 else len(html)]
+
+
+def test_summary_has_one_bullet_per_defense_with_independent_numbers(report):
+    _, html, md = report
+    t = synthetic_tables()
+    bullets = re.findall(r'<li class="st-(\w+)"><span class="badge">([^<]*)</span><strong>([^<]*)</strong> — (.*?)</li>',
+                         html)
+    assert [b[2] for b in bullets] == ["none", DP.replace('"', "&#34;"), "secagg"]
+    status = {b[2]: b[0] for b in bullets}
+    assert status == {"none": "baseline", DP: "fails", "secagg": "holds"}
+    macro = t["attacks"][t["attacks"]["averaging"] == "macro"]
+    for _, _, defense, text in bullets:
+        # the strongest attack's and the random baseline's mean F1 per click model, by hand
+        f1 = macro[macro["defense"] == defense].groupby(["click_model", "attack"])["f1"].mean()
+        for click in ("perfect", "informational"):
+            assert f"{click} {f1[click, 'olsr']:.2f} vs {f1[click, 'random-3']:.2f}" in text
+        assert "Under threat model server" in text and "nDCG@10" in text
+    dp_text = dict((b[2], b[3]) for b in bullets)[DP]
+    assert "Claimed ε 4.50 (scope: per round, per client message)" in dp_text
+    assert f"audited ε ≥ {t['audits']['epsilon_lb'].max():.2f}" in dp_text
+    util = t["utility"].groupby("defense")["ndcg10_delta"]
+    assert f"{util.get_group(DP).groupby(t['utility']['click_model']).mean().min():+.3f}" in dp_text
+    # the Markdown summary says the same, one bullet per defense
+    md_bullets = re.findall(r"^- \*\*([^*]+)\*\* · \*\*([^*]+)\*\* — (.*)$", md, flags=re.M)
+    assert [(b[0], b[1]) for b in md_bullets] == [("NO DEFENSE", "none"), ("DOES NOT HOLD", DP), ("HOLDS", "secagg")]
+    assert md_bullets[2][2] == dict((b[2], b[3]) for b in bullets)["secagg"]
+
+
+def test_mixed_verdicts_name_the_click_models():
+    from reports.render import defense_summary
+    v = pd.DataFrame([dict(defense="d", threat_model="server", click_model=c, best_attack=a, best_f1=f,
+                           random_attack="random", random_f1=0.2, holds=h, ndcg10_delta=-0.01,
+                           claimed_epsilon=float("inf"), claimed_scope="aggregate", epsilon_lb=1.5,
+                           audit_verdict="holds")
+                      for c, a, f, h in (("perfect", "olsr", 0.6, False), ("navigational", "prob", 0.3, None),
+                                         ("informational", "olsr", 0.22, True))])
+    v["holds"] = pd.Series([False, None, True], dtype=object)
+    table = pd.DataFrame(dict(defense="d", threat_model="server", click_model=["perfect"], ndcg10=[0.7],
+                              ndcg10_delta=[-0.01]))
+    (item,) = defense_summary(v, table)
+    assert item["status"] == "fails" and item["label"] == "does not hold"
+    assert ("Under threat model server: does not hold with perfect clicks; inconclusive with "
+            "navigational clicks; holds with informational clicks") in item["text"]
+    assert "perfect 0.60 vs 0.20 (olsr), navigational 0.30 vs 0.20 (prob)" in item["text"]
+    assert "Utility: nDCG@10 0.700 (-0.010 against no defense)" in item["text"]
+    assert "No finite ε claimed (scope: aggregate); audited ε ≥ 1.50." in item["text"]
+
+
+def test_reading_order_summary_plots_tables_methods(report):
+    _, html, md = report
+    names = ("Summary", "Privacy-utility frontier", "Learning curves", "Attack F1 by defense and click model",
+             "Privacy-utility comparison", "Verdict details", "Epsilon audits", "Methods")
+    for text, marks in ((html, ("<h2>{}</h2>", 'alt="{}"')), (md, ("## {}\n", "![{}]"))):
+        order = [text.index(marks[1 if "frontier" in n or "Learning" in n else 0].format(n)) for n in names]
+        assert order == sorted(order)
+    captions = re.findall(r"<figcaption><b>([^<]*)\.</b> ([^<]*)</figcaption>", html)
+    assert captions[0][0] == "Privacy-utility frontier" and len(captions) == len(plots.PLOTS)
+    assert all("Read:" in c for _, c in captions)
+
+
+def test_constant_columns_go_to_the_caption(report):
+    _, html, md = report
+    detail = _section(html, "Privacy-utility comparison")
+    head = re.findall(r"<th>([^<]*)</th>", detail)
+    assert head[:4] == ["defense", "click model", "attack", "precision"]
+    assert "data" not in head and "algo" not in head and "threat model" not in head
+    assert "Same in every row: data = mq2008 · algo = fpdgd · threat model = server · runs = 6" in detail
+    assert "Same in every row: data = mq2008 · algo = fpdgd · threat model = server · runs = 6" in md
+    # repeated keys are blanked: each defense named once, each (defense, click model) once
+    first = [re.findall(r"<td[^>]*>([^<]*)</td>", r)[:2] for r in re.findall(r"<tr>(.*?)</tr>", detail)[1:]]
+    assert [d for d, _ in first if d] == ["none", DP.replace('"', "&#34;"), "secagg"]
+    assert sum(1 for _, c in first if c) == 3 * 2
+
+
+def test_f1_pivot_has_click_model_columns_and_bold_strongest(report):
+    _, html, md = report
+    t = synthetic_tables()
+    pivot = _section(html, "Attack F1 by defense and click model")
+    assert re.findall(r"<th>([^<]*)</th>", pivot) == ["defense", "attack", "F1 (perfect)", "F1 (informational)"]
+    rows = [re.findall(r"<td[^>]*>([^<]*)</td>", r) for r in re.findall(r"<tr>(.*?)</tr>", pivot)[1:]]
+    assert len(rows) == 3 * 2 and [r[1] for r in rows] == ["olsr", "random-3"] * 3
+    macro = t["attacks"][t["attacks"]["averaging"] == "macro"]
+    olsr = macro[(macro["defense"] == "secagg") & (macro["attack"] == "olsr") & (macro["click_model"] == "perfect")]
+    assert rows[4][2].startswith(f"{olsr['f1'].mean():.3f} [")
+    # one bold cell (the strongest informed attack: olsr) per defense and click model
+    bold = re.findall(r'<td class="best[^"]*">([^<]*)</td>', pivot)
+    assert len(bold) == 3 * 2 and all(b in (rows[0] + rows[2] + rows[4]) for b in bold)
+    assert md.count("| **0.") + md.count("| **1.") == 3 * 2
+
+
+def test_epsilon_audit_columns_readers_need_first(report):
+    _, html, _ = report
+    audits = _section(html, "Epsilon audits")
+    head = re.findall(r"<th>([^<]*)</th>", audits)
+    assert head[:6] == ["defense", "claimed ε", "scope", "audited ε lower bound", "ε point estimate", "verdict"]
+    pivot = _section(html, "FOLtR-ES epsilon by enumeration")
+    assert re.findall(r"<th>([^<]*)</th>", pivot) == ["p", "ε (perfect)", "ε (informational)", "theoretical bound"]
+    assert "levels = 3 · length = 10" in pivot
+
+
+def test_unbounded_estimates_print_as_inf(tmp_path, monkeypatch):
+    import sys
+    from reports.compare import fmt_number
+    assert fmt_number(sys.float_info.max) == "inf" and fmt_number(float("-inf")) == "-inf"
+    assert fmt_number(float("nan")) == "" and fmt_number(0.12345) == "0.123"
+    assert fmt_number(2.5e7) == "2.5e+07" and fmt_number(0.000123, significant=True) == "0.000123"
+    monkeypatch.setattr("reports.render.PLOTS", {})
+    t = synthetic_tables()
+    t["audits"].loc[0, "epsilon_point"] = sys.float_info.max  # the audit's "unbounded"
+    html = write_report(t, tmp_path).read_text()
+    assert "17976931348623157" not in html and "<td>inf</td>" in _section(html, "Epsilon audits")
+    assert "<td>inf</td>" not in _section(html, "Privacy-utility comparison")
+
+
+def test_csv_downloads_are_embedded_and_written(report):
+    path, html, md = report
+    links = dict((name, uri) for uri, name in re.findall(r'<a download="[^"]+" href="([^"]+)">([^<]+)</a>', html))
+    assert set(links) == {"compare.csv", "verdicts.csv"}
+    for name, uri in links.items():
+        assert uri.startswith("data:text/csv;charset=utf-8;base64,")
+        assert base64.b64decode(uri.split(",", 1)[1]) == (path.parent / name).read_bytes()
+        assert f"]({name})" in md
+    from reports.compare import compare
+    table = pd.read_csv(path.parent / "compare.csv")
+    assert len(table) == len(compare(synthetic_tables())) and {"precision", "recall", "p_value"} <= set(table)
+
+
+def test_methods_keep_conventions_seeds_configuration(report):
+    _, html, md = report
+    methods = _section(html, "Methods")
+    for item in ("nDCG", "Statistics", "Verdicts", "Epsilon audits", "Data", "Zero division", "Seeds"):
+        assert f"<dt>{item}</dt>" in methods
+    assert "Configuration" not in methods  # the synthetic runs store an empty config
+
+
+def test_configuration_groups_runs_by_their_keys(tmp_path, monkeypatch):
+    import json
+    monkeypatch.setattr("reports.render.PLOTS", {})
+    t = synthetic_tables()
+    configs = [json.dumps(dict(r["config"], defense="none")) for r in synthetic_runs()]
+    configs[-1] = json.dumps({"kind": "foltr-es epsilon table", "p": [0.5, 0.9]})
+    t["runs"]["config"] = configs
+    html = write_report(t, tmp_path).read_text()
+    md = (tmp_path / "report.md").read_text()
+    methods = _section(html, "Methods")
+    assert "Configuration: 11 runs" in methods and "Configuration: 1 run (foltr-es epsilon table)" in methods
+    assert "<td>rounds</td><td>4</td>" in methods and "<td>fold</td><td>1 | 2</td>" in methods
+    assert "<td>p</td><td>[0.5, 0.9]</td>" in methods
+    assert "| fold | 1 \\| 2 |" in md
+
+
+def test_helpers_constants_and_grouping():
+    from reports.render import _constants, _group_rows, _cell
+    df = pd.DataFrame({"defense": ["a", "a"], "x": [1, 1], "y": [1, 2]})
+    rest, pairs = _constants(df, keep=("defense",))
+    assert list(rest.columns) == ["defense", "y"] and pairs == [("x", "1")]
+    assert _constants(df.iloc[:1])[1] == []  # a single row keeps its columns
+    rows = _group_rows([[_cell(a), _cell(b), _cell(c)] for a, b, c in
+                        (("a", "p", 1), ("a", "p", 2), ("a", "q", 3), ("b", "q", 4))], 2)
+    assert [[c["t"] for c in r] for r in rows] == [["a", "p", "1"], ["", "", "2"], ["", "q", "3"], ["b", "q", "4"]]
+    assert [r[0]["g"] for r in rows] == [False, False, False, True]

@@ -114,7 +114,10 @@ def es_gradient(V: np.ndarray, metric: np.ndarray, sigma: float, antithetic: boo
 
     Without antithetic variates ``g = mean_c f_c v_c / sigma`` with ``f_c`` the mean metric of
     client c's B interactions; with them ``g = mean_c (f+_c - f-_c) / 2 * v_c / sigma`` with
-    ``f+`` / ``f-`` the means over the first / last B/2 interactions.
+    ``f+`` / ``f-`` the means over the first / last B/2 interactions (for odd B the first
+    ``ceil(B/2)``: each side's mean stays unbiased). A message of a single interaction (B = 1,
+    the setting of the paper's privacy analysis and of the probe protocol) has no second side
+    and uses the plain estimate.
 
     Parameters
     ----------
@@ -124,8 +127,8 @@ def es_gradient(V: np.ndarray, metric: np.ndarray, sigma: float, antithetic: boo
         Per-interaction metric values (possibly privatized).
     """
     metric = np.asarray(metric, dtype=np.float64)
-    if antithetic:
-        half = metric.shape[1] // 2
+    if antithetic and metric.shape[1] > 1:
+        half = (metric.shape[1] + 1) // 2
         w = (metric[:, :half].mean(axis=1) - metric[:, half:].mean(axis=1)) / 2.0
     else:
         w = metric.mean(axis=1)
@@ -154,7 +157,7 @@ class FOLtRES:
     lr : float
         Adam learning rate (1e-3); betas and eps are PyTorch's defaults.
     antithetic : bool
-        First B/2 interactions with ``+sigma v_s``, last B/2 with ``-sigma v_s`` (needs even B).
+        First B/2 interactions with ``+sigma v_s``, last B/2 with ``-sigma v_s`` (see ``signs``).
     k : int
         Results shown per query (top 10; the metric then takes n = k + 1 values).
     flawed_seeding : bool
@@ -200,12 +203,11 @@ class FOLtRES:
         return AdamState(m=np.zeros_like(params, dtype=np.float64), v=np.zeros_like(params, dtype=np.float64))
 
     def signs(self, B: int) -> np.ndarray:
-        """The direction of each of the B interactions: +1, or +1 then -1 when antithetic."""
-        if self.antithetic and B % 2:
-            raise FltrError(f"--queries-per-client: antithetic variates need an even number, got {B}")
+        """The direction of each of the B interactions: +1, or when antithetic +1 for the first
+        ``ceil(B/2)`` and -1 for the rest (B = 1: a single +1 interaction, see ``es_gradient``)."""
         s = np.ones(B)
         if self.antithetic:
-            s[B // 2:] = -1.0
+            s[(B + 1) // 2:] = -1.0
         return s
 
     def shown_lists(self, params: np.ndarray, data: Dataset, queries: np.ndarray, seeds: np.ndarray) -> np.ndarray:
@@ -261,7 +263,6 @@ class FOLtRES:
         if queries.ndim != 2:
             raise FltrError(f"foltr-es: queries must be (clients, queries per client), got shape {queries.shape}")
         n, B = queries.shape
-        self.signs(B)
         seeds = public_rng.integers(0, 2**64, size=n, dtype=np.uint64)
         if self.flawed_seeding:
             queries, uniforms = flawed_client_draws(seeds, data.n_queries, B, self.k)

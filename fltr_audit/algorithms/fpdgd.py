@@ -32,6 +32,7 @@ from scipy.special import expit
 from fltr_audit import metrics, plackett_luce
 from fltr_audit.data.dataset import Dataset
 from fltr_audit.errors import FltrError
+from fltr_audit.federation import thread_map
 from fltr_audit.interfaces import ClientOutput
 from fltr_audit.messages import Interactions, Messages, ServerView
 
@@ -113,34 +114,6 @@ def pair_weights(shown_scores: np.ndarray, log_dens: np.ndarray, clicks: np.ndar
             - np.bincount(rows * k + lose, weights=w, minlength=n * k)).reshape(n, k)
 
 
-def cohort_scores(ranker: Any, params: np.ndarray, data: Dataset, queries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Every candidate document's score under each client's own model, padded with a mask.
-
-    Each client's query occupies contiguous rows of ``data.features``, so a thin loop hands
-    each slice to BLAS; gathering the cohort's rows into a padded (n, width, F) block costs
-    far more in data movement (DESIGN.md; measured by ``fltr-audit bench fpdgd``).
-
-    Parameters
-    ----------
-    params : ndarray (n, P)
-    queries : ndarray of int (n,), one query per client
-
-    Returns
-    -------
-    rows : ndarray of int64 (n, width)
-        Dataset rows of each query's candidates, -1 padded (width = the largest query).
-    scores : ndarray of float64 (n, width), -inf on padding.
-    """
-    counts = data.docs_per_query[queries]
-    starts = data.query_ptr[queries]
-    cols = np.arange(int(counts.max()))
-    rows = np.where(cols[None, :] < counts[:, None], starts[:, None] + cols[None, :], -1)
-    scores = np.full(rows.shape, -np.inf)
-    for c in range(len(queries)):
-        scores[c, :counts[c]] = ranker.score(params[c], data.features[starts[c]:starts[c] + counts[c]])
-    return rows, scores
-
-
 GROUPS = 8  # a cohort is ranked in groups of clients with similar candidate counts
 
 
@@ -149,7 +122,10 @@ def cohort_rankings(ranker: Any, params: np.ndarray, data: Dataset, queries: np.
     """Each client ranks its query's full candidate set: PL top-k sample (or top-k by score).
 
     Clients are processed in ``GROUPS`` groups of similar candidate counts (sorted by
-    count), so the padded (clients x candidates) blocks hold little padding.
+    count), so the padded (clients x candidates) blocks hold little padding. Each client's
+    query occupies contiguous rows of ``data.features``, which ``ranker.score_blocks`` hands
+    to BLAS one client at a time (gathering the cohort's rows into one padded block moves
+    far more memory than the arithmetic costs; DESIGN.md, ``fltr-audit bench fpdgd``).
 
     Returns
     -------
@@ -162,18 +138,28 @@ def cohort_rankings(ranker: Any, params: np.ndarray, data: Dataset, queries: np.
     shown = np.full((n, k), -1, dtype=np.int64)
     shown_scores = np.full((n, k), -np.inf)
     log_dens = np.empty((n, k + 1))
-    order = np.argsort(data.docs_per_query[queries], kind="stable")
-    for idx in np.array_split(order, min(GROUPS, n)):
-        rows, scores = cohort_scores(ranker, params[idx], data, queries[idx])
-        valid = rows >= 0
-        ranking = (plackett_luce.topk(scores, valid, k) if deterministic
-                   else plackett_luce.sample_topk(scores, valid, k, rng))
+    all_counts = data.docs_per_query[queries]
+    all_starts = data.query_ptr[queries]
+    groups = np.array_split(np.argsort(all_counts, kind="stable"), min(GROUPS, n))
+    widths = [int(all_counts[idx].max()) for idx in groups]
+    # the noise is drawn group by group in a fixed order, so the groups can then run on threads
+    noise = [None if deterministic else rng.gumbel(size=(len(idx), w)) for idx, w in zip(groups, widths)]
+
+    def rank_group(idx: np.ndarray, width: int, gumbel: np.ndarray | None) -> None:
+        counts, starts = all_counts[idx], all_starts[idx]
+        valid = np.arange(width)[None, :] < counts[:, None]
+        scores = np.full(valid.shape, -np.inf)
+        scores[valid] = ranker.score_blocks(params[idx], data.features, starts, counts)
+        ranking = (plackett_luce.topk(scores, valid, k) if gumbel is None
+                   else plackett_luce.perturbed_topk(scores, valid, k, gumbel))
         ok = ranking >= 0
         at = np.where(ok, ranking, 0)
-        shown[idx] = np.where(ok, np.take_along_axis(rows, at, axis=1), -1)
+        shown[idx] = np.where(ok, starts[:, None] + at, -1)
         shown_scores[idx] = np.where(ok, np.take_along_axis(scores, at, axis=1), -np.inf)
         extended = np.concatenate([ranking, np.full((len(idx), 1), -1, dtype=np.int64)], axis=1)
         log_dens[idx] = plackett_luce.log_denominators(scores, valid, extended)
+
+    thread_map(rank_group, groups, widths, noise)
     return shown, shown_scores, log_dens
 
 

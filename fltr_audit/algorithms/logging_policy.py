@@ -95,7 +95,7 @@ def train_logging_policy(
     At least one query is used; the sample is drawn from ``stream(seed, "logging-policy")``.
     """
     if not 0 < fraction <= 1:
-        raise FltrError(f"logging policy fraction: must be in (0, 1], got {fraction}")
+        raise FltrError(f"--logging-fraction: must be in (0, 1], got {fraction}")
     n = max(1, int(round(fraction * train.n_queries)))
     picked = np.sort(stream(seed, "logging-policy").choice(train.n_queries, size=n, replace=False))
     result = train_lambda_linear(train.subset(picked), epochs=epochs, lr=lr, seed=seed)

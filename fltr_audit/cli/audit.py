@@ -128,6 +128,7 @@ def audit(
         typer.echo(utility.groupby("defense", sort=False)[cols[1:]].mean().reset_index()
                    .to_string(index=False, float_format=lambda v: f"{v:+.3f}" if v < 0 else f"{v:.3f}"))
     if len(audits):
-        typer.echo("\nempirical epsilon audit (projection test on one client's message, 95% lower bound):")
-        cols = ["defense", "threat_model", "claimed_epsilon", "claimed_scope", "epsilon_point", "epsilon_lb", "verdict"]
+        typer.echo("\nempirical epsilon audit (95% lower bound from the named distinguishing attack):")
+        cols = ["defense", "attack", "threat_model", "claimed_epsilon", "claimed_scope", "epsilon_point", "epsilon_lb",
+                "verdict"]
         typer.echo(audits[cols].to_string(index=False, float_format=lambda v: f"{v:.2f}"))

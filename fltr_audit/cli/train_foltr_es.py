@@ -60,7 +60,6 @@ def run_foltr_es(*, data: str, fold: int, click_model: str, clients: int, querie
     clicks = cascade_model(click_model, splits.train.n_levels)
     model = make_ranker(ranker, splits.train.n_features)
     alg = FOLtRES(model, clicks, sigma=sigma, lr=lr, antithetic=antithetic, flawed_seeding=flawed_seeding)
-    alg.signs(queries_per_client)   # validate B before any work
     evaluators = {
         "expected_maxrr_train": lambda p: mean_expected_maxrr(model, p, splits.train, clicks),
         f"expected_maxrr_{eval_split}": lambda p: mean_expected_maxrr(model, p, eval_data, clicks),
@@ -199,7 +198,6 @@ def bench_foltr_es(
     splits = load_splits(data, fold)
     load_seconds = time.perf_counter() - t0
     alg = FOLtRES(make_ranker(ranker, splits.train.n_features), cascade_model(click_model, splits.train.n_levels))
-    alg.signs(queries_per_client)
     with progress(rounds, "bench foltr-es", quiet) as bar:
         res = train(alg, splits.train, clients=clients, queries_per_client=queries_per_client, rounds=rounds,
                     seed=seed, replace=True, on_round=lambda r, row: bar.advance())
