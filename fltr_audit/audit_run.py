@@ -55,28 +55,44 @@ from fltr_audit.probe import probe
 from fltr_audit.rankers import make_ranker
 
 AUDIT_POOL = 50
+TRAINING_KEYS = ("data", "fold", "normalization", "queries", "algo", "rounds", "clients", "queries_per_client",
+                 "ranker", "train_click_model", "params", "seed")
 AUDIT_COLUMNS = ("mechanism", "attack", "threat_model", "claimed_epsilon", "claimed_delta", "claimed_scope",
                  "epsilon_point", "epsilon_lb", "confidence", "n_trials", "fpr", "fnr", "verdict")
 
 
 def build_algorithm(config: dict, splits: Any, click_model: str) -> Any:
-    """The algorithm a run configuration names, with the given click model."""
-    name, params = config["algo"], dict(config.get("params", {}))
+    """The algorithm a run configuration names, with the given click model (cached per process)."""
+    return _algorithm(json.dumps({k: config.get(k) for k in TRAINING_KEYS}, sort_keys=True), click_model)
+
+
+@lru_cache(maxsize=32)
+def _algorithm(key: str, click_model: str) -> Any:
+    config = json.loads(key)
+    splits = splits_of(config)
+    name, params = config["algo"], dict(config.get("params") or {})
     train_data = splits.train
+    if name in ("fedips", "fedavg"):
+        if click_model != "pbm":
+            raise FltrError(f"{name}: its users click by the position-based model (FedIPS Eq. 11); "
+                            f"use click model 'pbm', not {click_model!r}")
+        from fltr_audit.algorithms.fedips import build_fedips
+
+        propensity = "none" if name == "fedavg" else params.pop("propensity", "true")
+        return build_fedips(splits, propensity=propensity, seed=config["seed"], clients=config["clients"],
+                            queries_per_client=config["queries_per_client"], **params)
+    if click_model == "pbm":
+        raise FltrError(f"{name}: click model 'pbm' is for FedIPS; choose perfect, navigational or informational")
     ranker = make_ranker(config.get("ranker", "linear"), train_data.n_features)
+    model = cascade_model(click_model, train_data.n_levels)
     if name == "fpdgd":
         from fltr_audit.algorithms.fpdgd import FPDGD
 
-        return FPDGD(ranker, cascade_model(click_model, train_data.n_levels), **params)
+        return FPDGD(ranker, model, **params)
     if name == "foltr-es":
         from fltr_audit.algorithms.foltr_es import FOLtRES
 
-        return FOLtRES(ranker, cascade_model(click_model, train_data.n_levels), **params)
-    if name in ("fedips", "fedavg"):
-        from fltr_audit.algorithms.fedips import build_fedips
-
-        return build_fedips(splits, propensity="none" if name == "fedavg" else params.pop("propensity", "true"),
-                            seed=config["seed"], **params)
+        return FOLtRES(ranker, model, **params)
     raise FltrError(f"--algo: unknown algorithm {name!r} (choose fpdgd, foltr-es, fedips or fedavg)")
 
 
@@ -91,9 +107,7 @@ def splits_of(config: dict) -> Any:
 
 
 def _training_key(config: dict, defense: str) -> str:
-    keys = ("data", "fold", "normalization", "queries", "algo", "rounds", "clients", "queries_per_client",
-            "ranker", "train_click_model", "params", "seed")
-    return json.dumps({**{k: config.get(k) for k in keys}, "defense": defense}, sort_keys=True)
+    return json.dumps({**{k: config.get(k) for k in TRAINING_KEYS}, "defense": defense}, sort_keys=True)
 
 
 @lru_cache(maxsize=16)
@@ -131,10 +145,10 @@ def run_audit(config: dict) -> dict[str, pd.DataFrame]:
 
     base = trained(config)
     defended = trained(config, stack.name) if stack.name != "none" else base
-    base_ndcg = _final_ndcg(config, splits, base)
-    ndcg = _final_ndcg(config, splits, defended)
+    base_ndcg, _ = _final_ndcg(config, splits, base)
+    ndcg, ndcg5 = _final_ndcg(config, splits, defended)
     utility = pd.DataFrame([{**context, "click_model": config["train_click_model"], "defense": stack.name,
-                             "ndcg10": ndcg, "ndcg10_delta": ndcg - base_ndcg}])
+                             "ndcg10": ndcg, "ndcg10_delta": ndcg - base_ndcg, "ndcg5": ndcg5}])
     curves = defended.curves.assign(defense=stack.name)
 
     probe_cfg = config["probe"]
@@ -209,13 +223,17 @@ def _attack_params(name: str, config: dict, algorithm: Any) -> dict:
         return {"algorithm": algorithm}
     if name == "foltr-decode":
         return {"k": algorithm.k}
+    if name.startswith("distance"):
+        # Pham's threshold 5 is half of a 10-document list; FedIPS shows K = 5
+        return {"threshold": algorithm.k // 2}
     return {}
 
 
-def _final_ndcg(config: dict, splits: Any, result: TrainResult) -> float:
+def _final_ndcg(config: dict, splits: Any, result: TrainResult) -> tuple[float, float]:
+    """Offline nDCG@10 and nDCG@5 of a trained model on the test split."""
     algorithm = build_algorithm(config, splits, config["train_click_model"])
     scores = algorithm.ranker.score(result.params, splits.test.features)
-    return float(metrics.mean_ndcg(scores, splits.test, k=10))
+    return float(metrics.mean_ndcg(scores, splits.test, k=10)), float(metrics.mean_ndcg(scores, splits.test, k=5))
 
 
 def _audit_defense(config: dict, splits: Any, stack: DefenseStack, base: TrainResult) -> dict | None:

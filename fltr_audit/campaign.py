@@ -176,7 +176,7 @@ def _check_table(table: dict, name: str, source: str) -> None:
 def _check_values(spec: dict, source: str) -> None:
     from fltr_audit.clicks import CCM_TABLES
 
-    known_models = sorted({name for name, _ in CCM_TABLES})
+    known_models = sorted({name for name, _ in CCM_TABLES}) + ["pbm"]
     for data in _as_list(spec["data"]["spec"]):
         if not data.startswith("synthetic:") and not Path(data).exists():
             raise FltrError(f"{source}: key 'data.spec': no such path {data!r} (relative paths start at the current directory)")

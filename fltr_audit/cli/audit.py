@@ -14,6 +14,7 @@ from fltr_audit.cli.common import emit_json, parse_list, progress
 DEFAULT_NORMALIZATION = {"fpdgd": "zscore", "foltr-es": "none", "fedips": "query-minmax", "fedavg": "query-minmax"}
 DEFAULT_ATTACKS = {"fpdgd": "olsr,olsr-l1,score,prob,distance,random3,random4", "foltr-es": "foltr-decode,random3",
                    "fedips": "olsr,score,prob,distance,random3", "fedavg": "olsr,score,prob,distance,random3"}
+DEFAULT_CLICK_MODELS = "perfect,navigational,informational"
 TABLE_COLUMNS = ["attack", "click_model", "defense", "threat_model", "accuracy", "precision", "recall", "f1",
                  "n_queries"]
 
@@ -32,7 +33,7 @@ def audit_spec(*, algo: str, data: str, folds: list[int], rounds: int, clients: 
             "data": {"spec": [data], "folds": folds,
                      "normalization": DEFAULT_NORMALIZATION.get(algo, "none") if normalization == "auto" else normalization},
             "algorithm": {"name": algo, "rounds": rounds, "clients": clients, "queries_per_client": queries_per_client,
-                          "ranker": ranker, "train_click_model": "perfect"},
+                          "ranker": ranker, "train_click_model": "pbm" if algo in ("fedips", "fedavg") else "perfect"},
             "probe": {"split": split, "click_models": click_models, "cohort": cohort,
                       "queries_per_client": probe_queries, "min_shown": min_shown, "require_click": require_click},
             "audit": {"defenses": defenses, "attacks": attacks, "epsilon_audit": epsilon_audit},
@@ -85,8 +86,8 @@ def audit(
     queries_per_client: int = typer.Option(4, "--queries-per-client", help="Queries per client per round (B)."),
     attack: str = typer.Option("", "--attack", help="Comma-separated attacks (default: the algorithm's set)."),
     defense: List[str] = typer.Option(["none"], "--defense", help="Defense stack; repeat for several."),
-    click_model: str = typer.Option("perfect,navigational,informational", "--click-model",
-                                    help="Comma-separated click models for the probe."),
+    click_model: str = typer.Option(DEFAULT_CLICK_MODELS, "--click-model",
+                                    help="Comma-separated click models for the probe (FedIPS: pbm)."),
     split: str = typer.Option("vali", "--split", help="Probe split (Pham: vali)."),
     seed: List[int] = typer.Option([0], "--seed", help="Seed(s); repeat for several."),
     probe_cohort: int = typer.Option(100, "--probe-cohort", help="Probe clients per cohort (secure aggregation)."),
@@ -105,7 +106,9 @@ def audit(
     from fltr_audit.clicks import CCM_TABLES
 
     attacks = parse_list(attack or DEFAULT_ATTACKS.get(algo, "olsr"), "--attack")
-    models = parse_list(click_model, "--click-model", tuple(sorted({m for m, _ in CCM_TABLES})))
+    if algo in ("fedips", "fedavg") and click_model == DEFAULT_CLICK_MODELS:
+        click_model = "pbm"
+    models = parse_list(click_model, "--click-model", tuple(sorted({m for m, _ in CCM_TABLES})) + ("pbm",))
     spec = audit_spec(algo=algo, data=data, folds=list(fold), rounds=train_rounds, clients=clients,
                       queries_per_client=queries_per_client, attacks=attacks, defenses=list(defense),
                       click_models=models, split=split, seeds=list(seed), cohort=probe_cohort,
