@@ -64,25 +64,52 @@ def ideal_dcg(dataset: Dataset, k: int = 10) -> np.ndarray:
     return dcg(lab, k)
 
 
-_IDEAL: dict[int, tuple[weakref.ref, dict[int, np.ndarray]]] = {}
+_CACHE: dict[int, tuple[weakref.ref, dict]] = {}
+GROUPS = 8  # ndcg_at_k ranks the queries in groups of similar document counts (less padding)
+
+
+def _cached(dataset: Dataset, key: tuple, make):
+    """``make()`` computed once per (data set object, key) while the data set lives.
+
+    Training evaluates the same split every round; data sets are frozen, so what is derived
+    from an object never changes. The entries are dropped when the data set is collected.
+    """
+    ident = id(dataset)
+    entry = _CACHE.get(ident)
+    if entry is None or entry[0]() is not dataset:
+        entry = (weakref.ref(dataset, lambda _ref, ident=ident: _CACHE.pop(ident, None)), {})
+        _CACHE[ident] = entry
+    if key not in entry[1]:
+        entry[1][key] = make()
+    return entry[1][key]
 
 
 def _ideal_cached(dataset: Dataset, k: int) -> np.ndarray:
-    """``ideal_dcg(dataset, k)``, computed once per (data set object, k) while it lives.
-
-    Training evaluates the same split every round; data sets are frozen, so the ideal DCG
-    of an object never changes. The entry is dropped when the data set is collected.
-    """
-    key = id(dataset)
-    entry = _IDEAL.get(key)
-    if entry is None or entry[0]() is not dataset:
-        entry = (weakref.ref(dataset, lambda _ref, key=key: _IDEAL.pop(key, None)), {})
-        _IDEAL[key] = entry
-    if k not in entry[1]:
+    """``ideal_dcg(dataset, k)``, cached per data set object."""
+    def make() -> np.ndarray:
         ideal = ideal_dcg(dataset, k)
         ideal.setflags(write=False)
-        entry[1][k] = ideal
-    return entry[1][k]
+        return ideal
+
+    return _cached(dataset, ("ideal", k), make)
+
+
+def _query_groups(dataset: Dataset) -> list[tuple[np.ndarray, np.ndarray]]:
+    """``GROUPS`` groups of queries sorted by document count: (query indices, padded rows -1).
+
+    The padded rows of a group are ``dataset.padded_rows[queries]`` cut to the group's
+    largest query, so ranking them wastes little work on padding.
+    """
+    def make() -> list[tuple[np.ndarray, np.ndarray]]:
+        counts = dataset.docs_per_query
+        out = []
+        for queries in np.array_split(np.argsort(counts, kind="stable"), min(GROUPS, max(dataset.n_queries, 1))):
+            cols = np.arange(int(counts[queries].max()) if len(queries) else 0)
+            rows = np.where(cols[None, :] < counts[queries, None], dataset.query_ptr[queries, None] + cols[None, :], -1)
+            out.append((queries, rows))
+        return out
+
+    return _cached(dataset, ("groups",), make)
 
 
 def _finish(dcgs: np.ndarray, ideal: np.ndarray, empty: str) -> np.ndarray:
@@ -97,14 +124,15 @@ def ndcg_at_k(scores: np.ndarray, dataset: Dataset, k: int = 10, empty: str = "s
     scores = np.asarray(scores, dtype=np.float64)
     if scores.shape != (dataset.n_docs,):
         raise ValueError(f"scores must have shape ({dataset.n_docs},), got {scores.shape}")
-    rows = dataset.padded_rows
-    S = scores[rows]
-    S[rows < 0] = -np.inf
-    # padding sits at the end of each row, so ranking it like -inf scores (ties by position)
-    # puts it after every document; its label -1 has gain 0 anyway
-    order = topk(S, None, k)
-    top = np.where(order >= 0, np.take_along_axis(rows, np.maximum(order, 0), axis=1), -1)
-    lab = np.where(top >= 0, dataset.labels[top], -1)
+    lab = np.full((dataset.n_queries, k), -1, dtype=np.int64)
+    for queries, rows in _query_groups(dataset):
+        S = scores[rows]
+        S[rows < 0] = -np.inf
+        # padding sits at the end of each row, so ranking it like -inf scores (ties by
+        # position) puts it after every document; its label -1 has gain 0 anyway
+        order = topk(S, None, k)
+        top = np.where(order >= 0, np.take_along_axis(rows, np.maximum(order, 0), axis=1), -1)
+        lab[queries] = np.where(top >= 0, dataset.labels[top], -1)
     return _finish(dcg(lab, k), _ideal_cached(dataset, k), empty)
 
 

@@ -22,7 +22,7 @@ import numpy as np
 from fltr_audit.errors import FltrError
 
 RANKERS = ("linear", "mlp")
-_BLOCK = 1 << 16  # rows cast to float64 at a time when scoring one model on many rows
+_BLOCK = 4096  # rows cast to float64 at a time when scoring one model on many rows (stays in cache)
 
 
 def _check(params: np.ndarray, X: np.ndarray, n_params: int, n_features: int) -> bool:

@@ -299,8 +299,8 @@ def _scope_line(tables: dict[str, pd.DataFrame], table: pd.DataFrame) -> str:
     n_seeds = runs["seed"].nunique() if "seed" in runs else 0
     parts = [f"{', '.join(a.upper() for a in uniq('algo'))} on {', '.join(uniq('data'))}"
              if uniq("algo") and uniq("data") else "",
-             f"{len(uniq('defense'))} defenses", f"{len(uniq('click_model'))} click models",
-             f"{len(attacks)} attacks"]
+             *(f"{len(uniq(c))} {name}" for c, name in (("defense", "defenses"), ("click_model", "click models"))
+               if uniq(c)), f"{len(attacks)} attacks"]
     text = "Audit of " + ", ".join(p for p in parts if p)
     if n_seeds:
         lo, hi = int(table["n"].min()), int(table["n"].max())
@@ -451,7 +451,8 @@ def _epsilon_section(eps: pd.DataFrame | None) -> dict | None:
     note = "Epsilon of the randomized-response click perturbation, by exact enumeration."
     body, consts = _constants(with_ci(frame), keep=("click_model", "p", "epsilon"))
     keys = [c for c in body.columns if c not in ("click_model", "epsilon", "theoretical")]
-    pivotable = {"click_model", "p", "epsilon"} <= set(body.columns) and not body.duplicated(
+    pivotable = {"click_model", "p", "epsilon"} <= set(body.columns) and set(keys) <= {
+        "levels", "length", "p"} and not body.duplicated(
         [*keys, "click_model"]).any() and ("theoretical" not in body or
                                            body.groupby(keys)["theoretical"].nunique().max() == 1)
     if not pivotable:

@@ -129,7 +129,7 @@ def test_summary_has_one_bullet_per_defense_with_independent_numbers(report):
     t = synthetic_tables()
     bullets = re.findall(r'<li class="st-(\w+)"><span class="badge">([^<]*)</span><strong>([^<]*)</strong> — (.*?)</li>',
                          html)
-    assert [b[2] for b in bullets] == ["none", DP.replace('"', "&#34;"), "secagg"]
+    assert [b[2] for b in bullets] == ["none", DP, "secagg"]
     status = {b[2]: b[0] for b in bullets}
     assert status == {"none": "baseline", DP: "fails", "secagg": "holds"}
     macro = t["attacks"][t["attacks"]["averaging"] == "macro"]
@@ -192,7 +192,7 @@ def test_constant_columns_go_to_the_caption(report):
     assert "Same in every row: data = mq2008 · algo = fpdgd · threat model = server · runs = 6" in md
     # repeated keys are blanked: each defense named once, each (defense, click model) once
     first = [re.findall(r"<td[^>]*>([^<]*)</td>", r)[:2] for r in re.findall(r"<tr>(.*?)</tr>", detail)[1:]]
-    assert [d for d, _ in first if d] == ["none", DP.replace('"', "&#34;"), "secagg"]
+    assert [d for d, _ in first if d] == ["none", DP, "secagg"]
     assert sum(1 for _, c in first if c) == 3 * 2
 
 
@@ -283,3 +283,13 @@ def test_helpers_constants_and_grouping():
                         (("a", "p", 1), ("a", "p", 2), ("a", "q", 3), ("b", "q", 4))], 2)
     assert [[c["t"] for c in r] for r in rows] == [["a", "p", "1"], ["", "", "2"], ["", "q", "3"], ["b", "q", "4"]]
     assert [r[0]["g"] for r in rows] == [False, False, False, True]
+
+
+def test_epsilon_table_stays_long_when_an_extra_column_varies(tmp_path, monkeypatch):
+    monkeypatch.setattr("reports.render.PLOTS", {})
+    t = synthetic_tables()
+    t["epsilon"]["note"] = [f"n{i}" for i in range(len(t["epsilon"]))]
+    html = write_report(t, tmp_path).read_text()
+    section = _section(html, "FOLtR-ES epsilon by enumeration")
+    assert re.findall(r"<th>([^<]*)</th>", section) == ["click model", "p", "ε", "theoretical bound", "note"]
+    assert section.count("<tr>") == 1 + len(t["epsilon"])
