@@ -212,3 +212,20 @@ def test_fedips_beats_fedavg_under_strong_position_bias():
     spread = max(np.ptp(ips), np.ptp(avg))
     assert ndcg5(policy.params) < ips.min() - 0.03  # f_0 is clearly suboptimal
     assert ips.min() - avg.max() > spread, (ips, avg)
+
+
+def test_cli_writes_run_and_rejects_bad_input(tmp_path, capsys):
+    from fltr_audit.cli import main
+
+    out = tmp_path / "run"
+    args = ["train", "fedips", "--data", "synthetic:yahoo", "--queries", "100", "--clients", "20", "--rounds", "2",
+            "--gamma", "2", "--out", str(out), "--quiet", "--json"]
+    assert main(args) == 0
+    assert sorted(p.name for p in out.iterdir()) == ["config.json", "curves.csv", "model.npy"]
+    import json
+
+    result = json.loads(capsys.readouterr().out)
+    assert result["algorithm"] == "fedips" and 0 <= result["final_ndcg5"] <= 1
+    assert main(args[:-4] + ["--out", str(tmp_path / "bad"), "--propensity", "bogus", "--quiet"]) == 2
+    assert "--propensity" in capsys.readouterr().err
+    assert not (tmp_path / "bad").exists()

@@ -94,7 +94,9 @@ def audit(
     probe_queries: int = typer.Option(1, "--probe-queries", help="Queries per probe message."),
     normalization: str = typer.Option("auto", "--normalization", help="auto | none | query-minmax | zscore."),
     ranker: str = typer.Option("linear", "--ranker", help="linear | mlp."),
-    min_shown: int = typer.Option(10, "--min-shown", help="Score only lists with at least this many documents."),
+    min_shown: int = typer.Option(None, "--min-shown",
+                                  help="Score only lists with at least this many documents (default: a full list, "
+                                       "10, or K = 5 for FedIPS)."),
     require_click: bool = typer.Option(True, "--require-click/--all-lists", help="Score only lists with a click."),
     epsilon_audit: bool = typer.Option(True, "--epsilon-audit/--no-epsilon-audit",
                                        help="Audit each defense's claimed epsilon empirically."),
@@ -108,6 +110,8 @@ def audit(
     attacks = parse_list(attack or DEFAULT_ATTACKS.get(algo, "olsr"), "--attack")
     if algo in ("fedips", "fedavg") and click_model == DEFAULT_CLICK_MODELS:
         click_model = "pbm"
+    if min_shown is None:
+        min_shown = 5 if algo in ("fedips", "fedavg") else 10
     models = parse_list(click_model, "--click-model", tuple(sorted({m for m, _ in CCM_TABLES})) + ("pbm",))
     spec = audit_spec(algo=algo, data=data, folds=list(fold), rounds=train_rounds, clients=clients,
                       queries_per_client=queries_per_client, attacks=attacks, defenses=list(defense),
