@@ -51,6 +51,12 @@ def thread_map(fn: Callable[..., Any], *iterables: Any) -> list:
     return list(_POOL.map(fn, *iterables))
 
 
+def row_parts(n: int) -> list[slice]:
+    """``range(n)`` cut into one contiguous slice per thread (for ``thread_map``)."""
+    bounds = np.linspace(0, n, min(THREADS, max(n, 1)) + 1).astype(np.int64).tolist()
+    return [slice(lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:])]
+
+
 @dataclass(frozen=True)
 class TrainResult:
     """A finished run.

@@ -32,7 +32,7 @@ from scipy.special import expit
 from fltr_audit import metrics, plackett_luce
 from fltr_audit.data.dataset import Dataset
 from fltr_audit.errors import FltrError
-from fltr_audit.federation import thread_map
+from fltr_audit.federation import row_parts, thread_map
 from fltr_audit.interfaces import ClientOutput
 from fltr_audit.messages import Interactions, Messages, ServerView
 
@@ -114,6 +114,21 @@ def pair_weights(shown_scores: np.ndarray, log_dens: np.ndarray, clicks: np.ndar
             - np.bincount(rows * k + lose, weights=w, minlength=n * k)).reshape(n, k)
 
 
+def cohort_pair_weights(shown_scores: np.ndarray, log_dens: np.ndarray, clicks: np.ndarray,
+                        shown: np.ndarray) -> np.ndarray:
+    """``pair_weights`` of a cohort, one contiguous part of the lists per thread.
+
+    Every list's coefficients depend on that list alone, so the parts give the same result.
+    """
+    coef = np.empty(clicks.shape)
+
+    def weigh(part: slice) -> None:
+        coef[part] = pair_weights(shown_scores[part], log_dens[part], clicks[part], shown[part])
+
+    thread_map(weigh, row_parts(len(coef)))
+    return coef
+
+
 GROUPS = 8  # a cohort is ranked in groups of clients with similar candidate counts
 
 
@@ -190,7 +205,7 @@ def pdgd_cohort(ranker: Any, click_model: Any, params: np.ndarray, data: Dataset
         ok = shown_b >= 0
         labels = np.where(ok, data.labels[np.where(ok, shown_b, 0)], -1)
         clicks_b = np.asarray(click_model.simulate(labels, rng), dtype=bool) & ok
-        coef = pair_weights(shown_scores, log_dens, clicks_b, ok)
+        coef = cohort_pair_weights(shown_scores, log_dens, clicks_b, ok)
         used = coef.any(axis=1)
         if used.any():
             X = data.features[np.where(ok[used], shown_b[used], 0)]

@@ -72,8 +72,10 @@ def attack_table(tables: dict[str, pd.DataFrame], averaging: str = "macro") -> p
     attacks = tables["attacks"]
     rows = attacks[attacks["averaging"] == averaging]
     group = ["attack", "click_model", "defense", "threat_model"]
-    return (rows.groupby(group, sort=False)[["accuracy", "precision", "recall", "f1", "n_queries"]]
-            .mean().reset_index()[TABLE_COLUMNS])
+    grouped = rows.groupby(group, sort=False)
+    table = grouped[["accuracy", "precision", "recall", "f1"]].mean()
+    table["n_queries"] = grouped["n_queries"].sum().astype(int)  # over seeds and folds
+    return table.reset_index()[TABLE_COLUMNS]
 
 
 @app.command("audit")
