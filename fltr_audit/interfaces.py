@@ -1,7 +1,8 @@
 """The small protocols the engine defines and the other packages implement (DESIGN.md).
 
 The engine never imports ``attacks``, ``defenses`` or ``reports``; it calls objects that
-satisfy these protocols, handed to it by the composition root (``cli``, ``campaign``).
+satisfy these protocols, handed to it by the composition root (``cli``, ``campaign``,
+``audit_run``).
 """
 
 from __future__ import annotations

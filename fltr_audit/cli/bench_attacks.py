@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import time
-
 import typer
 
 from attacks.registry import make_attack
 from attacks.scoring import score_guess, summarize
 from attacks.synthetic import synthetic_batch
 from fltr_audit.cli.app import bench_app
-from fltr_audit.cli.common import emit_json
+from fltr_audit.cli.common import best_seconds, check_at_least, emit_json, print_table
 from fltr_audit.errors import FltrError
 
 BENCH_ATTACKS = ("olsr", "score", "prob", "distance")
@@ -30,22 +28,16 @@ def bench_attacks(
 ) -> None:
     """Time OLSR and the score / probability / distance heuristics on a synthetic round of
     PDGD-shaped linear updates (best of --repeats), with their macro precision and recall."""
-    for name, value in (("--messages", messages), ("--features", features), ("--k", k),
-                        ("--queries", queries), ("--repeats", repeats)):
-        if value < 1:
-            raise FltrError(f"{name}: must be at least 1, got {value}")
+    check_at_least({"--messages": messages, "--features": features, "--k": k, "--queries": queries,
+                    "--repeats": repeats})
     if noise < 0:
         raise FltrError(f"--noise: must be non-negative, got {noise}")
     batch = synthetic_batch(messages, queries_per_client=queries, k=k, n_features=features, noise=noise, seed=seed)
     rows = []
     for name in BENCH_ATTACKS:
         attack = make_attack(name)
-        best = float("inf")
-        for _ in range(repeats):
-            t = time.perf_counter()
-            guess = attack.guess(batch.view)
-            best = min(best, time.perf_counter() - t)
-        macro = summarize(score_guess(guess, batch))[0]
+        best = best_seconds(lambda: attack.guess(batch.view), repeats)
+        macro = summarize(score_guess(attack.guess(batch.view), batch))[0]
         rows.append({"attack": name, "seconds": best, "precision": macro["precision"], "recall": macro["recall"]})
     total = sum(r["seconds"] for r in rows)
     standard = (messages, features, k, queries) == (10_000, 136, 10, 1)
@@ -57,15 +49,9 @@ def bench_attacks(
     if json_out:
         emit_json(result)
         return
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(title=f"bench attacks: {messages:,} messages x {queries} x {k} docs, {features} features "
-                        f"(best of {repeats})")
-    for col in ("attack", "seconds", "precision", "recall"):
-        table.add_column(col)
-    for r in rows:
-        table.add_row(r["attack"], f"{r['seconds']:.3f}", f"{r['precision']:.3f}", f"{r['recall']:.3f}")
     target = f" (target < {TARGET_SECONDS:g} s)" if standard else ""
-    table.add_row("total", f"{total:.3f}{target}", "", "", end_section=True)
-    Console().print(table)
+    shown = [{"attack": r["attack"], "seconds": f"{r['seconds']:.3f}", "precision": f"{r['precision']:.3f}",
+              "recall": f"{r['recall']:.3f}"} for r in rows]
+    shown.append({"attack": "total", "seconds": f"{total:.3f}{target}", "precision": "", "recall": ""})
+    print_table(f"bench attacks: {messages:,} messages x {queries} x {k} docs, {features} features "
+                f"(best of {repeats})", shown)

@@ -2,29 +2,17 @@
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 import typer
 
 from fltr_audit.cli.app import bench_app
-from fltr_audit.cli.common import emit_json
+from fltr_audit.cli.common import best_seconds, check_at_least, emit_json, print_table
 from fltr_audit.clicks import CCM_NAMES, cascade_model
 from fltr_audit.data.dataset import Dataset
 from fltr_audit.errors import FltrError
 from fltr_audit.metrics import ndcg_at_k
 
 TARGETS = {"ccm_clicks": 1.0, "ndcg10": 0.5}
-
-
-def _best(fn, repeats: int) -> float:
-    """Best wall time of ``repeats`` calls, in seconds."""
-    best = float("inf")
-    for _ in range(repeats):
-        t = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t)
-    return best
 
 
 def _queries(n_queries: int, mean_docs: int, n_levels: int, rng: np.random.Generator) -> Dataset:
@@ -55,20 +43,17 @@ def bench_core(
     json_out: bool = typer.Option(False, "--json", help="Print JSON to stdout."),
 ) -> None:
     """Time CCM click simulation and nDCG@k over many queries (best of --repeats)."""
-    for name, value, low in (("--lists", lists, 1), ("--k", k, 1), ("--queries", queries, 1),
-                             ("--docs", docs, 1), ("--repeats", repeats, 1)):
-        if value < low:
-            raise FltrError(f"{name}: must be at least {low}, got {value}")
+    check_at_least({"--lists": lists, "--k": k, "--queries": queries, "--docs": docs, "--repeats": repeats})
     if click_model not in CCM_NAMES:
         raise FltrError(f"--click-model: unknown click model {click_model!r} (choose from {', '.join(CCM_NAMES)})")
     model = cascade_model(click_model, levels)
     rng = np.random.default_rng(seed)
     labels = rng.integers(0, levels, (lists, k)).astype(np.int8)
-    clicks_s = _best(lambda: model.simulate(labels, rng), repeats)
+    clicks_s = best_seconds(lambda: model.simulate(labels, rng), repeats)
     data = _queries(queries, docs, levels, rng)
     scores = rng.normal(size=data.n_docs)
     _ = data.padded_rows  # the padded layout is built once per data set and cached
-    ndcg_s = _best(lambda: ndcg_at_k(scores, data, k), repeats)
+    ndcg_s = best_seconds(lambda: ndcg_at_k(scores, data, k), repeats)
     rows = [
         {"task": "ccm_clicks", "what": f"{click_model} CCM, {lists:,} lists of {k}", "seconds": clicks_s,
          "target_seconds": TARGETS["ccm_clicks"] if (lists, k) == (1_000_000, 10) else None},
@@ -78,13 +63,6 @@ def bench_core(
     if json_out:
         emit_json({"repeats": repeats, "seed": seed, "results": rows})
         return
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(title=f"bench core (best of {repeats})")
-    for col in ("task", "what", "seconds", "target"):
-        table.add_column(col)
-    for r in rows:
-        target = "" if r["target_seconds"] is None else f"< {r['target_seconds']:g} s"
-        table.add_row(r["task"], r["what"], f"{r['seconds']:.3f}", target)
-    Console().print(table)
+    print_table(f"bench core (best of {repeats})", [
+        {"task": r["task"], "what": r["what"], "seconds": f"{r['seconds']:.3f}",
+         "target": "" if r["target_seconds"] is None else f"< {r['target_seconds']:g} s"} for r in rows])

@@ -1,11 +1,17 @@
-"""Shared CLI plumbing: --json output, progress bars, one-line errors."""
+"""Shared CLI plumbing: --json output, tables, progress bars, timing, atomic output folders,
+one-line errors."""
 
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import sys
+import tempfile
+import time
 from contextlib import contextmanager
-from typing import Any, Iterator
+from pathlib import Path
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
@@ -29,6 +35,110 @@ def _to_jsonable(obj: Any) -> Any:
 def emit_json(obj: Any) -> None:
     """Print ``obj`` as JSON on stdout (numpy types converted, NaN as null)."""
     sys.stdout.write(json.dumps(_to_jsonable(obj), indent=2) + "\n")
+
+
+def format_cell(value: Any) -> str:
+    """A table cell: floats with 4 decimals, ints with thousands separators, the rest as str."""
+    if isinstance(value, (float, np.floating)):
+        return f"{value:,.4f}"
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        return f"{value:,}"
+    return str(value)
+
+
+def print_table(title: str, rows: list[dict], *, min_width: int | None = None) -> None:
+    """Print ``rows`` (dicts with the same keys, the columns) as a rich table on stdout.
+
+    Cells go through :func:`format_cell`; columns holding a number are right-aligned
+    (callers pass preformatted strings where they want another format and alignment).
+    ``min_width`` widens the console for tables with long text.
+    """
+    from rich.console import Console
+    from rich.table import Table
+
+    def numeric(value: Any) -> bool:
+        return isinstance(value, (int, float, np.number)) and not isinstance(value, bool)
+
+    table = Table(title=title)
+    for key in rows[0]:
+        table.add_column(key, justify="right" if any(numeric(row[key]) for row in rows) else "left")
+    for row in rows:
+        table.add_row(*(format_cell(v) for v in row.values()))
+    console = Console()
+    if min_width is not None and console.width < min_width:
+        console = Console(width=min_width)
+    console.print(table)
+
+
+def print_figures(title: str, figures: dict[str, Any], json_out: bool) -> None:
+    """A bench command's figures: JSON on stdout with ``--json``, else a figure / value table."""
+    if json_out:
+        emit_json(figures)
+    else:
+        print_table(title, [{"figure": key, "value": value} for key, value in figures.items()])
+
+
+def round_reporter(bar: Any, label: str, total: int, column: str, name: str) -> Callable[[int, dict], None]:
+    """An ``on_round`` (or ``on_epoch``) callback of a training loop: advance the :func:`progress`
+    ``bar`` and show ``label r/total`` with the row's ``column`` as ``name`` (left out while it
+    is NaN, between evaluations)."""
+    def report(r: int, row: dict) -> None:
+        value = row[column]
+        shown = "" if np.isnan(value) else f" {name} {value:.4f}"
+        bar.advance(description=f"{label} {r}/{total}{shown}")
+
+    return report
+
+
+def best_seconds(fn: Callable[[], Any], repeats: int) -> float:
+    """Best wall time of ``repeats`` calls of ``fn``, in seconds."""
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def check_out_dir(out: Path) -> None:
+    """``--out`` must be absent or an empty folder."""
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise FltrError(f"--out: {out} exists and is not an empty folder")
+
+
+@contextmanager
+def atomic_out_dir(out: Path) -> Iterator[Path]:
+    """Yield a fresh temporary folder beside ``out``; when the block succeeds it is renamed
+    onto ``out`` (with the permissions of a folder made under the umask), otherwise removed,
+    so that ``out`` is either complete or absent."""
+    out = Path(out)
+    check_out_dir(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+    try:
+        yield tmp
+        umask = os.umask(0)
+        os.umask(umask)
+        tmp.chmod(0o777 & ~umask)  # mkdtemp makes it private; the output folder is not
+        if out.exists():
+            out.rmdir()
+        os.replace(tmp, out)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def write_run(folder: Path, curves: Any, params: np.ndarray, config: dict) -> None:
+    """Write a training run: ``curves.csv`` (a DataFrame), ``model.npy`` and ``config.json``."""
+    curves.to_csv(folder / "curves.csv", index=False)
+    np.save(folder / "model.npy", params)
+    (folder / "config.json").write_text(json.dumps(_to_jsonable(config), indent=2) + "\n")
+
+
+def check_at_least(options: dict[str, int], low: int = 1) -> None:
+    """FltrError naming the first option (in order) whose value is below ``low``."""
+    for option, value in options.items():
+        if value < low:
+            raise FltrError(f"{option}: must be at least {low}, got {value}")
 
 
 def parse_list(value: str, option: str, allowed: tuple[str, ...] | None = None) -> list[str]:
@@ -72,8 +182,3 @@ def progress(total: int, description: str, quiet: bool) -> Iterator[Any]:
 
     with bar:
         yield _Bar()
-
-
-def fail(message: str) -> None:
-    """Raise the one-line CLI error (exit code 2)."""
-    raise FltrError(message)

@@ -11,7 +11,7 @@ from pathlib import Path
 import typer
 
 from fltr_audit.cli.app import bench_app, data_app
-from fltr_audit.cli.common import emit_json, progress
+from fltr_audit.cli.common import atomic_out_dir, check_at_least, check_out_dir, emit_json, print_table, progress
 from fltr_audit.errors import FltrError
 
 CACHED_LOAD_TARGET_SECONDS = 2.0
@@ -33,9 +33,6 @@ def info_command(
     if json_out:
         emit_json(info)
         return
-    from rich.console import Console
-    from rich.table import Table
-
     dpq = info["docs_per_query"]
     typer.echo(
         f"{info['spec']} ({info['layout']}): {info['queries']:,} queries, {info['documents']:,} documents, "
@@ -43,16 +40,16 @@ def info_command(
         f"docs per query: min {dpq['min']}, mean {dpq['mean']:.1f}, max {dpq['max']}; labels {_hist(info['labels'])}\n"
         f"every query once per fold (train + vali + test): {'yes' if info['queries_once_per_fold'] else 'NO'}"
     )
-    table = Table(title="splits per fold")
-    for col in ("fold", "split", "queries", "documents", "docs/query min / mean / max", "labels"):
-        table.add_column(col)
+    rows = []
     for fold in info["folds"]:
         for split in ("train", "vali", "test"):
             s = fold[split]
             d = s["docs_per_query"]
-            table.add_row(str(fold["fold"]), split, f"{s['queries']:,}", f"{s['documents']:,}",
-                          f"{d['min']} / {d['mean']:.1f} / {d['max']}", _hist(s["labels"]))
-    Console().print(table)
+            rows.append({"fold": str(fold["fold"]), "split": split, "queries": f"{s['queries']:,}",
+                         "documents": f"{s['documents']:,}",
+                         "docs/query min / mean / max": f"{d['min']} / {d['mean']:.1f} / {d['max']}",
+                         "labels": _hist(s["labels"])})
+    print_table("splits per fold", rows)
 
 
 @data_app.command("synth")
@@ -70,35 +67,23 @@ def synth_command(
 
     if profile not in PROFILES:
         raise FltrError(f"--profile: unknown profile {profile!r} (choose {', '.join(PROFILES)})")
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise FltrError(f"--out: {out} exists and is not an empty folder")
+    check_out_dir(out)
     if queries is not None and queries < 5:
         raise FltrError(f"--queries: need at least 5 queries for five folds, got {queries}")
     ds = generate(profile, queries, seed)
     parts = fold_parts(ds.n_queries)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
-    umask = os.umask(0)
-    os.umask(umask)
-    tmp.chmod(0o777 & ~umask)  # mkdtemp makes it private; the data set folder is not
-    try:
-        with progress(20, f"writing {profile}", quiet) as bar:
-            texts = []
-            for part in parts:  # each part is formatted once and reused by the five folds
-                texts.append(format_letor(ds.subset(part)))
+    with atomic_out_dir(out) as tmp, progress(20, f"writing {profile}", quiet) as bar:
+        texts = []
+        for part in parts:  # each part is formatted once and reused by the five folds
+            texts.append(format_letor(ds.subset(part)))
+            bar.advance()
+        for k in range(5):
+            folder = tmp / f"Fold{k + 1}"
+            folder.mkdir()
+            order = {"train": [k, k + 1, k + 2], "vali": [k + 3], "test": [k + 4]}
+            for split, idx in order.items():
+                write_bytes_atomic(folder / f"{split}.txt", b"".join(texts[i % 5] for i in idx))
                 bar.advance()
-            for k in range(5):
-                folder = tmp / f"Fold{k + 1}"
-                folder.mkdir()
-                order = {"train": [k, k + 1, k + 2], "vali": [k + 3], "test": [k + 4]}
-                for split, idx in order.items():
-                    write_bytes_atomic(folder / f"{split}.txt", b"".join(texts[i % 5] for i in idx))
-                    bar.advance()
-        if out.exists():
-            out.rmdir()
-        os.replace(tmp, out)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
     result = {"out": str(out), "profile": profile, "seed": seed, "queries": ds.n_queries,
               "documents": ds.n_docs, "features": ds.n_features, "levels": ds.n_levels}
     if json_out:
@@ -122,9 +107,7 @@ def bench_data(
     from fltr_audit.data.letor import read_letor, write_letor
     from fltr_audit.data.synthetic import generate
 
-    for name, value in (("--queries", queries), ("--repeats", repeats)):
-        if value < 1:
-            raise FltrError(f"{name}: must be at least 1, got {value}")
+    check_at_least({"--queries": queries, "--repeats": repeats})
     work = Path(tempfile.mkdtemp(prefix="fltr-bench-data-"))
     saved = os.environ.get("FLTR_AUDIT_CACHE")
     os.environ["FLTR_AUDIT_CACHE"] = str(work / "cache")
@@ -169,15 +152,8 @@ def bench_data(
         emit_json({"queries": ds.n_queries, "lines": ds.n_docs, "features": ds.n_features,
                    "file_mb": size_mb, "identical": same, "results": rows})
         return
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(title="bench data")
-    for col in ("task", "what", "seconds", "target"):
-        table.add_column(col)
-    for r in rows:
-        target = "" if r["target_seconds"] is None else f"<= {r['target_seconds']:g} s"
-        table.add_row(r["task"], r["what"], f"{r['seconds']:.3f}", target)
-    Console().print(table)
+    print_table("bench data", [
+        {"task": r["task"], "what": r["what"], "seconds": f"{r['seconds']:.3f}",
+         "target": "" if r["target_seconds"] is None else f"<= {r['target_seconds']:g} s"} for r in rows])
     if not same:
         typer.echo("warning: the cached arrays differ from the generated ones", err=True)

@@ -8,7 +8,7 @@ import numpy as np
 import typer
 
 from fltr_audit.cli.app import bench_app, defenses_app
-from fltr_audit.cli.common import emit_json, progress
+from fltr_audit.cli.common import best_seconds, check_at_least, emit_json, print_table, progress
 from fltr_audit.errors import FltrError
 
 SECAGG_TARGET_SECONDS = 5.0
@@ -24,25 +24,10 @@ def list_command(json_out: bool = typer.Option(False, "--json", help="Print JSON
     if json_out:
         emit_json(rows)
         return
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(title="Defenses (combine with '+', e.g. clip(delta=5)+dp-distributed(eps=4.5)+secagg)")
-    for col in ("name", "role", "parameters (default)", "claimed guarantee"):
-        table.add_column(col, overflow="fold")
-    for row in rows:
-        params = ", ".join(f"{p['name']}={p['default']}" for p in row["parameters"])
-        table.add_row(row["name"], row["role"], params, row["guarantee"])
-    Console(width=max(Console().width, 120)).print(table)
-
-
-def _best(fn, repeats: int) -> float:
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    return best
+    print_table("Defenses (combine with '+', e.g. clip(delta=5)+dp-distributed(eps=4.5)+secagg)", [
+        {"name": row["name"], "role": row["role"],
+         "parameters (default)": ", ".join(f"{p['name']}={p['default']}" for p in row["parameters"]),
+         "claimed guarantee": row["guarantee"]} for row in rows], min_width=120)
 
 
 def _training_rounds(aggregators: list, clients: int, repeats: int, seed: int) -> list[float]:
@@ -63,7 +48,7 @@ def _training_rounds(aggregators: list, clients: int, repeats: int, seed: int) -
     best = [float("inf")] * len(aggregators)
     for _ in range(repeats):
         for i, agg in enumerate(aggregators):
-            best[i] = min(best[i], _best(lambda: run_round(algo, params, None, data, queries, ids, 1, seed,
+            best[i] = min(best[i], best_seconds(lambda: run_round(algo, params, None, data, queries, ids, 1, seed,
                                                            aggregator=agg), 1))
     return best
 
@@ -88,10 +73,8 @@ def bench_defenses(
     from fltr_audit.aggregation import FedAvg
     from fltr_audit.messages import Messages
 
-    for option, value, low in (("--clients", clients, 3), ("--dim", dim, 1), ("--round-clients", round_clients, 1),
-                               ("--repeats", repeats, 1)):
-        if value < low:
-            raise FltrError(f"{option}: must be at least {low}, got {value}")
+    check_at_least({"--clients": clients}, 3)
+    check_at_least({"--dim": dim, "--round-clients": round_clients, "--repeats": repeats})
     if degree < 2 or degree % 2 or degree >= clients - 1:
         raise FltrError(f"--degree: must be even, at least 2 and below --clients - 1, got {degree}")
     if not 0 <= drop < 1:
@@ -115,8 +98,8 @@ def bench_defenses(
                          "mb_up": out.stats["bytes_up"] / 1e6, "mb_down": out.stats["bytes_down"] / 1e6,
                          "dropouts": out.stats["dropouts"], "threshold": out.stats["threshold"]})
             bar.advance()
-        plain = _best(lambda: FedAvg().aggregate(messages, ids, np.random.default_rng(seed)), repeats * 20)
-        ideal = _best(lambda: IdealSecAgg().aggregate(messages, ids, np.random.default_rng(seed)), repeats * 20)
+        plain = best_seconds(lambda: FedAvg().aggregate(messages, ids, np.random.default_rng(seed)), repeats * 20)
+        ideal = best_seconds(lambda: IdealSecAgg().aggregate(messages, ids, np.random.default_rng(seed)), repeats * 20)
         rows.append({"measure": "aggregate: secagg vs plain", "clients": clients, "dim": dim,
                      "seconds": ideal, "baseline_seconds": plain, "overhead_seconds": ideal - plain})
         bar.advance()
@@ -130,21 +113,21 @@ def bench_defenses(
     if json_out:
         emit_json(rows)
         return
-    from rich.console import Console
-    from rich.table import Table
+    print_table("bench defenses (seconds per round; best of --repeats for the fast rows)",
+                [_shown_row(r) for r in rows], min_width=120)
 
-    table = Table(title="bench defenses (seconds per round; best of --repeats for the fast rows)")
-    for col in ("measure", "clients", "seconds", "baseline", "key agreements", "MB up/down", "note"):
-        table.add_column(col, no_wrap=col != "note")
-    for r in rows:
-        note = ""
-        if "cpu_seconds" in r:
-            note = f"CPU {r['cpu_seconds']:.3g} s" + (f"; target <= {r['target_seconds']:g} s" if r["target_seconds"] else "")
-        if "aggregation_overhead_fraction" in r:
-            note = (f"round {100 * r['overhead_fraction']:+.1f} %; aggregation alone "
-                    f"{100 * r['aggregation_overhead_fraction']:+.2f} % of a round (target < 5 %)")
-        table.add_row(r["measure"], str(r["clients"]), f"{r['seconds']:.4g}",
-                      f"{r['baseline_seconds']:.4g}" if "baseline_seconds" in r else "",
-                      str(r.get("key_agreements", "")),
-                      f"{r['mb_up']:.1f} / {r['mb_down']:.1f}" if "mb_up" in r else "", note)
-    Console(width=max(Console().width, 120)).print(table)
+
+def _shown_row(r: dict) -> dict:
+    """One row of ``bench defenses`` as the table shows it."""
+    note = ""
+    if "cpu_seconds" in r:
+        note = f"CPU {r['cpu_seconds']:.3g} s"
+        if r["target_seconds"]:
+            note += f"; target <= {r['target_seconds']:g} s"
+    if "aggregation_overhead_fraction" in r:
+        note = (f"round {100 * r['overhead_fraction']:+.1f} %; aggregation alone "
+                f"{100 * r['aggregation_overhead_fraction']:+.2f} % of a round (target < 5 %)")
+    return {"measure": r["measure"], "clients": str(r["clients"]), "seconds": f"{r['seconds']:.4g}",
+            "baseline": f"{r['baseline_seconds']:.4g}" if "baseline_seconds" in r else "",
+            "key agreements": str(r.get("key_agreements", "")),
+            "MB up/down": f"{r['mb_up']:.1f} / {r['mb_down']:.1f}" if "mb_up" in r else "", "note": note}

@@ -6,7 +6,7 @@ import typer
 
 from attacks.epsilon import maxrr_epsilon
 from fltr_audit.cli.app import app
-from fltr_audit.cli.common import emit_json, parse_list
+from fltr_audit.cli.common import emit_json, parse_list, print_table
 from fltr_audit.errors import FltrError
 
 
@@ -38,16 +38,9 @@ def epsilon(
     if json_out:
         emit_json(results[0] if len(results) == 1 else results)
         return
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(title=f"epsilon of privatized MaxRR, L = {length}, {levels} levels (n = {length + 1} values)")
-    for col in ("click model", "p", "epsilon", "Eq. 10 bound", "worst MaxRR", "labels q1", "labels q2"):
-        table.add_column(col, no_wrap=True)
-    for r in results:
-        value = "no click" if r["value"] == 0 else f"1/{r['value_index'] + 1}"
-        table.add_row(
-            r["click_model"], f"{r['p']:g}", f"{r['epsilon']:.2f}", f"{r['theoretical']:.2f}", value,
-            "".join(map(str, r["placement_high"])), "".join(map(str, r["placement_low"])),
-        )
-    Console().print(table)
+    print_table(f"epsilon of privatized MaxRR, L = {length}, {levels} levels (n = {length + 1} values)", [
+        {"click model": r["click_model"], "p": f"{r['p']:g}", "epsilon": f"{r['epsilon']:.2f}",
+         "Eq. 10 bound": f"{r['theoretical']:.2f}",
+         "worst MaxRR": "no click" if r["value"] == 0 else f"1/{r['value_index'] + 1}",
+         "labels q1": "".join(map(str, r["placement_high"])), "labels q2": "".join(map(str, r["placement_low"]))}
+        for r in results])

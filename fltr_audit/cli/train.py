@@ -2,47 +2,24 @@
 
 from __future__ import annotations
 
-import json
-import os
 import resource
-import shutil
-import tempfile
 import time
 from pathlib import Path
 from typing import Any, Optional
 
-import numpy as np
 import typer
 
 from fltr_audit.algorithms.fpdgd import FPDGD
 from fltr_audit.algorithms.pdgd import PDGD
 from fltr_audit.cli.app import bench_app, train_app
-from fltr_audit.cli.common import emit_json, progress
+from fltr_audit.cli.common import atomic_out_dir, emit_json, print_figures, progress, round_reporter, write_run
 from fltr_audit.clicks import cascade_model
 from fltr_audit.data.load import load_splits
-from fltr_audit.errors import FltrError
 from fltr_audit.federation import check_budget, check_threat_model, train
 from fltr_audit.interceptors import RecordingInterceptor, parse_rounds
 from fltr_audit.rankers import make_ranker
 
 ALGORITHMS = {"fpdgd": FPDGD, "pdgd": PDGD}
-
-
-def _prepare_out(out: Path) -> Path:
-    """A fresh temporary directory beside ``out`` (renamed onto it when the run succeeds)."""
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise FltrError(f"--out: {out} exists and is not an empty directory")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    return Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
-
-
-def _finish_out(tmp: Path, out: Path) -> None:
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(tmp, 0o777 & ~umask)  # mkdtemp creates 0700
-    if out.exists():
-        out.rmdir()
-    os.replace(tmp, out)
 
 
 def run_train(algorithm: str, *, data: str, fold: int, click_model: str, clients: int, queries_per_client: int,
@@ -62,15 +39,10 @@ def run_train(algorithm: str, *, data: str, fold: int, click_model: str, clients
     model = make_ranker(ranker, splits.train.n_features)
     clicks = cascade_model(click_model, splits.train.n_levels)
     alg = ALGORITHMS[algorithm](model, clicks, lr=lr)
-    tmp = _prepare_out(Path(out))
-    try:
+    with atomic_out_dir(out) as tmp:
         interceptors = [] if record_rounds is None else [RecordingInterceptor(tmp / "recording", record_rounds)]
         with progress(rounds, f"{algorithm} round", quiet) as bar:
-            def on_round(r: int, row: dict) -> None:
-                value = row["offline_ndcg10"]
-                shown = "" if np.isnan(value) else f" offline nDCG@10 {value:.4f}"
-                bar.advance(description=f"{algorithm} round {r}/{rounds}{shown}")
-
+            on_round = round_reporter(bar, f"{algorithm} round", rounds, "offline_ndcg10", "offline nDCG@10")
             res = train(alg, splits.train, clients=clients, queries_per_client=queries_per_client, rounds=rounds,
                         seed=seed, eval_data=eval_data, eval_every=eval_every, client_defenses=stack.client,
                         aggregator=stack.aggregator, interceptors=interceptors, threat_model=threat_model,
@@ -78,13 +50,7 @@ def run_train(algorithm: str, *, data: str, fold: int, click_model: str, clients
         config = {**res.config, "data": data, "fold": fold, "normalization": normalization, "eval_split": eval_split,
                   "defense": stack.name, "record_rounds": record_rounds, "n_features": splits.train.n_features,
                   "n_levels": splits.train.n_levels}
-        res.curves.to_csv(tmp / "curves.csv", index=False)
-        np.save(tmp / "model.npy", res.params)
-        (tmp / "config.json").write_text(json.dumps(config, indent=2) + "\n")
-        _finish_out(tmp, Path(out))
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+        write_run(tmp, res.curves, res.params, config)
     last = res.curves.iloc[-1]
     return {"out": str(out), "algorithm": algorithm, "defense": stack.name,
             "final_offline_ndcg10": float(last["offline_ndcg10"]), "online_ndcg": float(last["online_ndcg"]),
@@ -175,16 +141,4 @@ def bench_fpdgd(
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
         "final_offline_ndcg10": float(res.curves["offline_ndcg10"].iloc[-1]), "target_seconds_200_rounds": 20.0,
     }
-    if json_out:
-        emit_json(figures)
-        return
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(title="bench fpdgd")
-    table.add_column("figure")
-    table.add_column("value", justify="right")
-    for key, value in figures.items():
-        table.add_row(key, f"{value:,.3f}" if isinstance(value, float) else f"{value:,}" if isinstance(value, int)
-                      else str(value))
-    Console().print(table)
+    print_figures("bench fpdgd", figures, json_out)

@@ -7,14 +7,11 @@ and nDCG@10 (``offline_ndcg10``) of the global model on the test split.
 
 from __future__ import annotations
 
-import json
 import resource
-import shutil
 import time
 from pathlib import Path
 from typing import Any, Optional
 
-import numpy as np
 import pandas as pd
 import typer
 
@@ -22,8 +19,7 @@ from fltr_audit import metrics
 from fltr_audit.algorithms.fedips import build_fedips
 from fltr_audit.algorithms.lambda_linear import train_lambda_linear
 from fltr_audit.cli.app import bench_app, train_app
-from fltr_audit.cli.common import _to_jsonable, emit_json, progress
-from fltr_audit.cli.train import _finish_out, _prepare_out
+from fltr_audit.cli.common import atomic_out_dir, emit_json, print_figures, progress, round_reporter, write_run
 from fltr_audit.data.dataset import Dataset, Splits
 from fltr_audit.data.load import load_splits
 from fltr_audit.errors import FltrError
@@ -44,17 +40,11 @@ def ndcg_evaluators(test: Dataset) -> dict:
     return {"ndcg5": lambda p: metrics.mean_ndcg(ranker.score(p, test.features), test, 5)}
 
 
-def _write(tmp: Path, curves: pd.DataFrame, params: np.ndarray, config: dict) -> None:
-    curves.to_csv(tmp / "curves.csv", index=False)
-    np.save(tmp / "model.npy", params)
-    (tmp / "config.json").write_text(json.dumps(_to_jsonable(config), indent=2) + "\n")
-
-
 def run_fedips(algorithm: str, *, data: str, fold: int, clients: int, queries_per_client: int, rounds: int,
                gamma: float, k: int, clicks_per_client: int, lr_local: float, lr_global: float, propensity: str,
                defense: str, seed: int, out: Path, logging_fraction: float, em_rounds: int, queries: Optional[int],
                eval_every: int, record_rounds: Optional[str], quiet: bool) -> dict:
-    """Train FedIPS or FedAvg and write ``curves.csv``, ``model.npy``, ``config.json`` into ``out``."""
+    """Train FedIPS or FedAvg; write ``curves.csv``, ``model.npy``, ``config.json`` (and a recording) into ``out``."""
     from defenses.stack import parse_defense  # the CLI is the composition root
     from fltr_audit.interceptors import RecordingInterceptor, parse_rounds
 
@@ -71,15 +61,10 @@ def run_fedips(algorithm: str, *, data: str, fold: int, clients: int, queries_pe
     evaluators = ndcg_evaluators(splits.test)
     f0_ndcg5 = evaluators["ndcg5"](alg.policy.params)
     replace = clients * queries_per_client > splits.train.n_queries
-    tmp = _prepare_out(Path(out))
-    try:
+    with atomic_out_dir(out) as tmp:
         interceptors = [RecordingInterceptor(tmp / "recording", record_rounds)] if record_rounds else []
         with progress(rounds, f"{algorithm} round", quiet) as bar:
-            def on_round(r: int, row: dict) -> None:
-                value = row["ndcg5"]
-                shown = "" if np.isnan(value) else f" NDCG@5 {value:.4f}"
-                bar.advance(description=f"{algorithm} round {r}/{rounds}{shown}")
-
+            on_round = round_reporter(bar, f"{algorithm} round", rounds, "ndcg5", "NDCG@5")
             res = train(alg, splits.train, clients=clients, queries_per_client=queries_per_client, rounds=rounds,
                         seed=seed, eval_data=splits.test, eval_every=eval_every, evaluators=evaluators,
                         client_defenses=stack.client, aggregator=stack.aggregator, interceptors=interceptors,
@@ -89,11 +74,7 @@ def run_fedips(algorithm: str, *, data: str, fold: int, clients: int, queries_pe
                   "n_features": splits.train.n_features, "n_levels": splits.train.n_levels,
                   "relevant_from": alg.click_model.relevant_from, "logging_policy_ndcg5": f0_ndcg5,
                   "record_rounds": record_rounds}
-        _write(tmp, res.curves, res.params, config)
-        _finish_out(tmp, Path(out))
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+        write_run(tmp, res.curves, res.params, config)
     last = res.curves.iloc[-1]
     return {"out": str(out), "algorithm": algorithm, "propensity": alg.propensity, "gamma": gamma,
             "defense": stack.name, "final_ndcg5": float(last["ndcg5"]),
@@ -168,24 +149,18 @@ def train_lambda(
     ranker = LinearRanker(test.n_features)
     evaluators = {**ndcg_evaluators(test),
                   "offline_ndcg10": lambda p: metrics.mean_ndcg(ranker.score(p, test.features), test, 10)}
-    tmp = _prepare_out(Path(out))
-    try:
+    with atomic_out_dir(out) as tmp:
         start = time.perf_counter()
         with progress(rounds, "lambda-linear epoch", quiet) as bar:
             res = train_lambda_linear(splits.train, epochs=rounds, lr=lr, batch_queries=batch_queries, seed=seed,
                                       evaluators=evaluators,
-                                      on_epoch=lambda e, row: bar.advance(
-                                          description=f"lambda-linear epoch {e}/{rounds} NDCG@5 {row['ndcg5']:.4f}"))
+                                      on_epoch=round_reporter(bar, "lambda-linear epoch", rounds, "ndcg5", "NDCG@5"))
         seconds = time.perf_counter() - start
         curves = pd.DataFrame(res.history).rename(columns={"epoch": "round"})
         config = {"algorithm": "lambda-linear", "data": data, "fold": fold, "epochs": rounds, "lr": lr,
                   "batch_queries": batch_queries, "seed": seed, "queries": queries, "normalization": "query-minmax",
                   "drop_single_label": True, "n_features": test.n_features}
-        _write(tmp, curves, res.params, config)
-        _finish_out(tmp, Path(out))
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+        write_run(tmp, curves, res.params, config)
     result = {"out": str(out), "algorithm": "lambda-linear", "final_ndcg5": float(curves["ndcg5"].iloc[-1]),
               "final_offline_ndcg10": float(curves["offline_ndcg10"].iloc[-1]), "seconds": seconds}
     if json_out:
@@ -230,16 +205,4 @@ def bench_fedips(
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
         "final_ndcg5": float(res.curves["ndcg5"].iloc[-1]),
     }
-    if json_out:
-        emit_json(figures)
-        return
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(title="bench fedips")
-    table.add_column("figure")
-    table.add_column("value", justify="right")
-    for key, value in figures.items():
-        table.add_row(key, f"{value:,.3f}" if isinstance(value, float) else f"{value:,}" if isinstance(value, int)
-                      else str(value))
-    Console().print(table)
+    print_figures("bench fedips", figures, json_out)

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import json
 import resource
-import shutil
 import time
 from pathlib import Path
 from typing import Any, Optional
@@ -16,8 +14,8 @@ from fltr_audit import metrics
 from fltr_audit.algorithms.foltr_es import FOLtRES
 from fltr_audit.algorithms.supervised import fit_mse, fit_ranksvm
 from fltr_audit.cli.app import bench_app, train_app
-from fltr_audit.cli.common import _to_jsonable, emit_json, parse_list, progress
-from fltr_audit.cli.train import _finish_out, _prepare_out
+from fltr_audit.cli.common import (atomic_out_dir, emit_json, parse_list, print_figures, print_table, progress,
+                                   round_reporter, write_run)
 from fltr_audit.clicks import CCM_NAMES, cascade_model
 from fltr_audit.data.load import load_splits
 from fltr_audit.errors import FltrError
@@ -25,19 +23,6 @@ from fltr_audit.federation import check_threat_model, train
 from fltr_audit.interceptors import RecordingInterceptor, parse_rounds
 from fltr_audit.maxrr import mean_expected_maxrr
 from fltr_audit.rankers import LinearRanker, make_ranker
-
-
-def _print_table(title: str, rows: list[dict]) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(title=title)
-    for key in rows[0]:
-        table.add_column(key, justify="right" if not isinstance(rows[0][key], str) else "left")
-    for row in rows:
-        table.add_row(*(f"{v:,.4f}" if isinstance(v, float) else f"{v:,}" if isinstance(v, int) else str(v)
-                        for v in row.values()))
-    Console().print(table)
 
 
 def run_foltr_es(*, data: str, fold: int, click_model: str, clients: int, queries_per_client: int, rounds: int,
@@ -64,13 +49,10 @@ def run_foltr_es(*, data: str, fold: int, click_model: str, clients: int, querie
         "expected_maxrr_train": lambda p: mean_expected_maxrr(model, p, splits.train, clicks),
         f"expected_maxrr_{eval_split}": lambda p: mean_expected_maxrr(model, p, eval_data, clicks),
     }
-    tmp = _prepare_out(Path(out))
-    try:
+    with atomic_out_dir(out) as tmp:
         interceptors = [RecordingInterceptor(tmp / "recording", record_rounds)] if keep else []
         with progress(rounds, "foltr-es round", quiet) as bar:
-            def on_round(r: int, row: dict) -> None:
-                bar.advance(description=f"foltr-es round {r}/{rounds} batch MaxRR {row['batch_maxrr']:.4f}")
-
+            on_round = round_reporter(bar, "foltr-es round", rounds, "batch_maxrr", "batch MaxRR")
             res = train(alg, splits.train, clients=clients, queries_per_client=queries_per_client, rounds=rounds,
                         seed=seed, eval_data=eval_data, eval_every=eval_every, evaluators=evaluators,
                         client_defenses=stack.client, aggregator=stack.aggregator, interceptors=interceptors,
@@ -78,13 +60,7 @@ def run_foltr_es(*, data: str, fold: int, click_model: str, clients: int, querie
         config = {**res.config, "data": data, "fold": fold, "normalization": normalization, "eval_split": eval_split,
                   "defense": stack.name, "record_rounds": record_rounds, "n_features": splits.train.n_features,
                   "n_levels": splits.train.n_levels}
-        res.curves.to_csv(tmp / "curves.csv", index=False)
-        np.save(tmp / "model.npy", res.params)
-        (tmp / "config.json").write_text(json.dumps(_to_jsonable(config), indent=2) + "\n")
-        _finish_out(tmp, Path(out))
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+        write_run(tmp, res.curves, res.params, config)
     last = res.curves.iloc[-1]
     return {"out": str(out), "algorithm": "foltr-es", "ranker": ranker, "click_model": click_model,
             "defense": stack.name, "first_batch_maxrr": float(res.curves["batch_maxrr"].iloc[0]),
@@ -177,7 +153,7 @@ def train_baselines(
         return
     shown = [{**{k: r[k] for k in ("baseline", "split", "ndcg10")},
               **{n: r[f"expected_maxrr_{n}"] for n in names}} for r in rows]
-    _print_table(f"{data} fold {fold}: nDCG@10 and expected MaxRR per click model", shown)
+    print_table(f"{data} fold {fold}: nDCG@10 and expected MaxRR per click model", shown)
 
 
 @bench_app.command("foltr-es")
@@ -209,7 +185,4 @@ def bench_foltr_es(
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
         "final_batch_maxrr": float(res.curves["batch_maxrr"].iloc[-1]), "target_interactions_per_second": 100_000,
     }
-    if json_out:
-        emit_json(figures)
-        return
-    _print_table("bench foltr-es", [{"figure": k, "value": v} for k, v in figures.items()])
+    print_figures("bench foltr-es", figures, json_out)
