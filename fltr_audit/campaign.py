@@ -53,6 +53,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
+from attacks.registry import make_attack
+from defenses.stack import parse_defense
 from fltr_audit.errors import FltrError
 
 if sys.version_info >= (3, 11):
@@ -196,26 +198,17 @@ def _check_values(spec: dict, source: str) -> None:
     for split in _as_list(spec["probe"]["split"]):
         if split not in ("train", "vali", "test"):
             raise FltrError(f"{source}: key 'probe.split' has unknown split {split!r}")
-    try:
-        from defenses.stack import parse_defense
-    except ImportError:  # pragma: no cover - the defenses package ships with the engine
-        parse_defense = None
-    if parse_defense is not None:
-        for text in _as_list(spec["audit"]["defenses"]):
-            try:
-                parse_defense(text)
-            except FltrError as exc:
-                raise FltrError(f"{source}: key 'audit.defenses': {exc}") from None
-    try:
-        from attacks.registry import make_attack
-    except ImportError:  # pragma: no cover
-        make_attack = None
-    if make_attack is not None:
-        for name in _as_list(spec["audit"]["attacks"]):
-            try:
-                make_attack(name)
-            except FltrError as exc:
-                raise FltrError(f"{source}: key 'audit.attacks': {exc}") from None
+    _check_each(spec["audit"]["defenses"], parse_defense, "audit.defenses", source)
+    _check_each(spec["audit"]["attacks"], make_attack, "audit.attacks", source)
+
+
+def _check_each(values: Any, build: Callable[[str], Any], key: str, source: str) -> None:
+    """Build every named object once so that a bad name fails before any run, naming the key."""
+    for value in _as_list(values):
+        try:
+            build(value)
+        except FltrError as exc:
+            raise FltrError(f"{source}: key '{key}': {exc}") from None
 
 
 def _as_list(value: Any) -> list:
@@ -223,10 +216,6 @@ def _as_list(value: Any) -> list:
 
 
 def _canonical_defense(text: str) -> str:
-    try:
-        from defenses.stack import parse_defense
-    except ImportError:  # pragma: no cover
-        return text
     return parse_defense(text).name
 
 

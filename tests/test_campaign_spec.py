@@ -88,8 +88,6 @@ def test_bad_specs_name_the_key(raw, key):
 
 
 def test_unknown_defense_and_attack_fail_before_any_run():
-    pytest.importorskip("defenses.stack")
-    pytest.importorskip("attacks.registry")
     with pytest.raises(FltrError, match="audit.defenses"):
         validate_spec({"name": "x", "audit": {"defenses": ["none", "tinfoil(eps=1)"]}})
     with pytest.raises(FltrError, match="audit.attacks"):
