@@ -84,6 +84,7 @@ class RecordingInterceptor:
         }
         if view.aggregate is not None:
             arrays["aggregate"] = view.aggregate
+            arrays["aggregate_kind"] = view.aggregate_kind
         if view.interactions is not None:
             arrays["queries"] = view.interactions.queries
             arrays["shown"] = view.interactions.shown
@@ -130,7 +131,7 @@ def load_recording(path: str | os.PathLike) -> Iterator[RoundBatch]:
         view = ServerView(
             round=int(a["round"]), threat_model=str(a["threat_model"]), global_params=a["global_params"],
             ranker=ranker, participants=a["participants"], dropouts=a["dropouts"], messages=messages,
-            aggregate=a.get("aggregate"),
+            aggregate=a.get("aggregate"), aggregate_kind=str(a.get("aggregate_kind", "weights")),
             interactions=Interactions(a["queries"], a["shown"]) if "shown" in a else None,
             documents=documents.get(doc_file),
         )

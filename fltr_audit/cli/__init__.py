@@ -16,6 +16,7 @@ except ImportError:  # pragma: no cover
 
 from fltr_audit.cli.app import app
 from fltr_audit.cli import (  # noqa: F401  (each module registers its commands)
+    attack,
     audit,
     bench_attacks,
     bench_core,

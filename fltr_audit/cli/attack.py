@@ -1,0 +1,50 @@
+"""`fltr-audit attack DIR`: run attacks on the rounds a training run recorded (`--record-rounds`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import typer
+
+from fltr_audit.cli.app import app
+from fltr_audit.cli.common import emit_json, parse_list, progress
+
+
+@app.command("attack")
+def attack(
+    recording: Path = typer.Argument(..., help="Recording directory written by `train ... --record-rounds`."),
+    attacks: str = typer.Option("olsr,score,prob,distance,random3", "--attack", help="Comma-separated attacks."),
+    min_shown: int = typer.Option(0, "--min-shown", help="Score only lists with at least this many documents."),
+    require_click: bool = typer.Option(False, "--require-click/--all-lists", help="Score only lists with a click."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the random baselines."),
+    json_out: bool = typer.Option(False, "--json", help="Print the records as JSON."),
+    quiet: bool = typer.Option(False, "--quiet", help="No progress bar."),
+) -> None:
+    """Guess the clicks behind every recorded round; one row per round and attack (macro average)."""
+    from attacks.registry import make_attack
+    from attacks.scoring import score_guess, summarize
+    from fltr_audit.interceptors import load_recording
+
+    names = parse_list(attacks, "--attack")
+    built = {name: make_attack(name, **({"seed": seed} if name.startswith("random") else {})) for name in names}
+    batches = list(load_recording(recording))
+    rows = []
+    with progress(len(batches), "attacking rounds", quiet or json_out) as bar:
+        for batch in batches:
+            threat = batch.view.threat_model + (" (aggregate only)" if batch.view.messages is None else "")
+            for name, attack_obj in built.items():
+                per_query = score_guess(attack_obj.guess(batch.view), batch, min_shown=min_shown,
+                                        require_click=require_click)
+                macro = summarize(per_query)[0]
+                rows.append({"round": batch.view.round, "threat_model": threat, "attack": name, **macro})
+            bar.advance()
+    table = pd.DataFrame(rows)
+    if json_out:
+        emit_json(table.to_dict(orient="records"))
+        return
+    if table.empty:
+        typer.echo(f"{recording}: no recorded rounds")
+        return
+    cols = ["round", "threat_model", "attack", "accuracy", "precision", "recall", "f1", "auc", "n_queries"]
+    typer.echo(table[cols].to_string(index=False, float_format=lambda v: f"{v:.3f}"))
