@@ -12,6 +12,7 @@ global model on a held-out split, FPDGD Eq. 17 online performance of what users 
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -31,29 +32,43 @@ from fltr_audit.messages import THREAT_MODELS, RoundBatch, ServerView
 from fltr_audit.randomness import stream
 
 GAMMA = 0.9995  # FPDGD Eq. 17 discount, following PDGD
-THREADS = max(1, min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1))
-_POOL: ThreadPoolExecutor | None = None
+THREADS: int | None = None  # threads for thread_map; None: decided per process by thread_count()
 EVAL_CHUNK = 1 << 15  # rows per offline-evaluation task (a multiple of every cast block)
+PARALLEL_ROWS = 1 << 16  # below this many feature rows a round's parts run serially (threads cost more)
+_POOLS: dict[tuple[int, int], ThreadPoolExecutor] = {}  # per (process id, threads): a forked child starts its own
 
 
-def thread_map(fn: Callable[..., Any], *iterables: Any) -> list:
-    """``[fn(*args) for args in zip(*iterables)]`` on a shared pool of ``THREADS`` threads.
+def thread_count() -> int:
+    """``THREADS`` if set, else the usable cores (at most 4) -- but one inside a worker process
+    of a pool (``fltr-audit campaign`` already runs one process per core)."""
+    if THREADS is not None:
+        return max(1, int(THREADS))
+    if multiprocessing.parent_process() is not None:
+        return 1
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return max(1, min(4, cores))
+
+
+def thread_map(fn: Callable[..., Any], *iterables: Any, rows: int | None = None) -> list:
+    """``[fn(*args) for args in zip(*iterables)]`` on a shared pool of ``thread_count()`` threads.
 
     For numpy work that releases the GIL (BLAS, casts, sorts, random draws). Each call must
     be independent of the others -- it may write only its own part of a shared output --
-    so the results are the same for any number of threads.
+    so the results are the same for any number of threads. ``rows``, the feature rows the
+    calls touch, runs them serially when below ``PARALLEL_ROWS``.
     """
-    global _POOL
-    if THREADS == 1:
+    n = thread_count()
+    if n == 1 or (rows is not None and rows < PARALLEL_ROWS):
         return [fn(*args) for args in zip(*iterables)]
-    if _POOL is None:
-        _POOL = ThreadPoolExecutor(THREADS, thread_name_prefix="fltr-audit")
-    return list(_POOL.map(fn, *iterables))
+    key = (os.getpid(), n)
+    if key not in _POOLS:
+        _POOLS[key] = ThreadPoolExecutor(n, thread_name_prefix="fltr-audit")
+    return list(_POOLS[key].map(fn, *iterables))
 
 
 def row_parts(n: int) -> list[slice]:
     """``range(n)`` cut into one contiguous slice per thread (for ``thread_map``)."""
-    bounds = np.linspace(0, n, min(THREADS, max(n, 1)) + 1).astype(np.int64).tolist()
+    bounds = np.linspace(0, n, min(thread_count(), max(n, 1)) + 1).astype(np.int64).tolist()
     return [slice(lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:])]
 
 
@@ -95,7 +110,7 @@ def offline_ndcg(ranker: Any, params: np.ndarray, data: Dataset, k: int = 10) ->
     def score_chunk(s: int) -> None:
         scores[s:s + EVAL_CHUNK] = ranker.score(params, data.features[s:s + EVAL_CHUNK])
 
-    thread_map(score_chunk, range(0, data.n_docs, EVAL_CHUNK))
+    thread_map(score_chunk, range(0, data.n_docs, EVAL_CHUNK), rows=data.n_docs)
     return metrics.mean_ndcg(scores, data, k)
 
 
@@ -195,7 +210,9 @@ def train(algorithm: Any, train_data: Dataset, *, clients: int, queries_per_clie
 
     BLAS runs single-threaded during training: the per-client products are too small to
     gain from threads (``bench fpdgd``: 1.6x faster on 2 cores), and the sums then come out
-    in the same order on any machine.
+    in the same order on any machine. Instead, independent parts of a round (groups of
+    clients, parts of the evaluation split) run on ``thread_map``'s threads, each calling
+    BLAS exactly as one thread would, so the curves do not depend on the number of threads.
     """
     check_budget(clients, queries_per_client, rounds, eval_every)
     check_threat_model(threat_model)

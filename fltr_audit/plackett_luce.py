@@ -96,12 +96,20 @@ def topk(scores: np.ndarray, valid: np.ndarray | None, k: int) -> np.ndarray:
     return out.reshape(keys.shape[:-1] + (k,))
 
 
-def _logsumexp(x: np.ndarray) -> np.ndarray:
-    """Max-shifted log-sum-exp over the last axis; -inf for an all -inf row."""
+def _logsumexp(x: np.ndarray, overwrite: bool = False) -> np.ndarray:
+    """Max-shifted log-sum-exp over the last axis; -inf for an all -inf row.
+
+    With ``overwrite`` the shifted exponentials are computed in ``x`` itself (same values).
+    """
     m = x.max(axis=-1, keepdims=True) if x.shape[-1] else np.full(x.shape[:-1] + (1,), -np.inf)
     m = np.where(np.isfinite(m), m, 0.0)
+    if overwrite:
+        x -= m
+        e = np.exp(x, out=x)
+    else:
+        e = np.exp(x - m)
     with np.errstate(divide="ignore"):
-        return np.log(np.exp(x - m).sum(axis=-1)) + m[..., 0]
+        return np.log(e.sum(axis=-1)) + m[..., 0]
 
 
 def log_denominators(scores: np.ndarray, valid: np.ndarray | None, ranking: np.ndarray) -> np.ndarray:
@@ -119,14 +127,17 @@ def log_denominators(scores: np.ndarray, valid: np.ndarray | None, ranking: np.n
     """
     s = np.asarray(scores, dtype=np.float64)
     r = np.asarray(ranking, dtype=np.int64)
-    m, k = s.shape[-1], r.shape[-1]
+    k = r.shape[-1]
     ok = r >= 0
     placed_s = np.where(ok, np.take_along_axis(s, np.where(ok, r, 0), axis=-1), -np.inf)
-    placed = np.zeros(s.shape[:-1] + (m + 1,), dtype=bool)
-    np.put_along_axis(placed, np.where(ok, r, m), True, axis=-1)
-    rest_mask = ~placed[..., :m] if valid is None else (np.asarray(valid, dtype=bool) & ~placed[..., :m])
+    # the scores of the entries never placed: valid ones kept, placed ones set to -inf
+    rest = s if valid is None else np.where(valid, s, -np.inf)
+    if rest is s or rest.shape[:-1] != r.shape[:-1]:
+        rest = np.broadcast_to(rest, r.shape[:-1] + s.shape[-1:]).copy()
+    lead = np.nonzero(ok)
+    rest[lead[:-1] + (r[lead],)] = -np.inf
     out = np.empty(r.shape)
-    acc = _logsumexp(np.where(rest_mask, s, -np.inf))
+    acc = _logsumexp(rest, overwrite=True)
     for i in range(k - 1, -1, -1):
         acc = np.logaddexp(acc, placed_s[..., i])
         out[..., i] = acc

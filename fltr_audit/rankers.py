@@ -37,7 +37,7 @@ def _check(params: np.ndarray, X: np.ndarray, n_params: int, n_features: int) ->
 
 
 def _check_blocks(params: np.ndarray, X: np.ndarray, starts: np.ndarray, counts: np.ndarray, n_params: int,
-                  n_features: int) -> tuple[list[int], list[int]]:
+                  n_features: int, out: np.ndarray | None) -> tuple[list[int], list[int]]:
     """Validate ``score_blocks`` arguments; return starts and counts as Python ints."""
     if params.ndim != 2 or params.shape[1] != n_params:
         raise ValueError(f"params must have shape (n, P) with P = {n_params}, got {params.shape}")
@@ -48,6 +48,10 @@ def _check_blocks(params: np.ndarray, X: np.ndarray, starts: np.ndarray, counts:
         raise ValueError(f"starts and counts need shape ({len(params)},), got {starts.shape} and {counts.shape}")
     if len(params) and (counts.min() < 0 or starts.min() < 0 or (starts + counts).max() > X.shape[0]):
         raise ValueError("blocks must lie inside the rows of X")
+    if out is not None and (out.dtype != np.float64 or out.ndim != 2 or not out.flags.c_contiguous
+                            or out.shape[0] != len(params) or out.shape[1] < counts.max(initial=0)):
+        raise ValueError(f"out must be C-contiguous float64 of shape ({len(params)}, >= {counts.max(initial=0)}), "
+                         f"got {out.dtype} {out.shape}")
     return starts.tolist(), counts.tolist()
 
 
@@ -85,28 +89,30 @@ class LinearRanker:
                 out[s:s + _BLOCK] = R[s:s + _BLOCK].astype(np.float64) @ params
         return out.reshape(X.shape[:-1])
 
-    def score_blocks(self, params: np.ndarray, X: np.ndarray, starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    def score_blocks(self, params: np.ndarray, X: np.ndarray, starts: np.ndarray, counts: np.ndarray,
+                     out: np.ndarray | None = None) -> np.ndarray:
         """Scores of contiguous row blocks, block i = ``X[starts[i]:starts[i] + counts[i]]`` under ``params[i]``.
 
-        Equal bit for bit to concatenating ``score(params[i], block i)``: each block is cast to
-        float64 into one reused buffer and handed to BLAS as one matrix-vector product (BLAS
-        rounds a row differently depending on its place in the block, so the blocks are kept).
+        Equal bit for bit to ``score(params[i], block i)``: each block is cast to float64 into
+        one reused buffer and handed to BLAS as one matrix-vector product (BLAS rounds a row
+        differently depending on its place in the block, so the blocks are kept).
 
         Returns
         -------
-        ndarray (sum(counts),), the blocks' scores one after the other.
+        ndarray (sum(counts),), the blocks' scores one after the other; or, with ``out`` of
+        shape (n, width >= max(counts)), ``out`` with block i's scores in ``out[i, :counts[i]]``.
         """
         params = np.asarray(params, dtype=np.float64)
-        starts, counts = _check_blocks(params, X, starts, counts, self.n_params, self.n_features)
-        out = np.empty(sum(counts))
+        starts, counts = _check_blocks(params, X, starts, counts, self.n_params, self.n_features, out)
+        flat = np.empty(sum(counts)) if out is None else None
         buf = np.empty((max(counts, default=0), self.n_features))
         o = 0
-        for w, s, m in zip(params, starts, counts):
+        for i, (w, s, m) in enumerate(zip(params, starts, counts)):
             block = buf[:m]
             np.copyto(block, X[s:s + m])
-            np.dot(block, w, out=out[o:o + m])
+            np.dot(block, w, out=flat[o:o + m] if out is None else out[i, :m])
             o += m
-        return out
+        return flat if out is None else out
 
     def vjp(self, params: np.ndarray, X: np.ndarray, coef: np.ndarray) -> np.ndarray:
         """``sum_docs coef * df/dparams``: (P,) or (n, P)."""
@@ -179,21 +185,25 @@ class MLPRanker:
         out = np.matmul(np.maximum(z, 0.0), v[:, :, None])[..., 0] if batched else np.maximum(z, 0.0) @ v
         return out.reshape(X.shape[:-1])
 
-    def score_blocks(self, params: np.ndarray, X: np.ndarray, starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    def score_blocks(self, params: np.ndarray, X: np.ndarray, starts: np.ndarray, counts: np.ndarray,
+                     out: np.ndarray | None = None) -> np.ndarray:
         """Scores of contiguous row blocks, block i = ``X[starts[i]:starts[i] + counts[i]]`` under ``params[i]``.
 
         Returns
         -------
-        ndarray (sum(counts),), the blocks' scores one after the other (``score`` per block).
+        As ``LinearRanker.score_blocks`` (``score`` per block).
         """
         params = np.asarray(params, dtype=np.float64)
-        starts, counts = _check_blocks(params, X, starts, counts, self.n_params, self.n_features)
-        out = np.empty(sum(counts))
+        starts, counts = _check_blocks(params, X, starts, counts, self.n_params, self.n_features, out)
+        flat = np.empty(sum(counts)) if out is None else None
         o = 0
-        for p, s, m in zip(params, starts, counts):
-            out[o:o + m] = self.score(p, X[s:s + m])
+        for i, (p, s, m) in enumerate(zip(params, starts, counts)):
+            if out is None:
+                flat[o:o + m] = self.score(p, X[s:s + m])
+            else:
+                out[i, :m] = self.score(p, X[s:s + m])
             o += m
-        return out
+        return flat if out is None else out
 
     def vjp(self, params: np.ndarray, X: np.ndarray, coef: np.ndarray) -> np.ndarray:
         """``sum_docs coef * df/dparams``: (P,) or (n, P), layout ``[W, b, v]``."""

@@ -115,17 +115,18 @@ def pair_weights(shown_scores: np.ndarray, log_dens: np.ndarray, clicks: np.ndar
 
 
 def cohort_pair_weights(shown_scores: np.ndarray, log_dens: np.ndarray, clicks: np.ndarray,
-                        shown: np.ndarray) -> np.ndarray:
+                        shown: np.ndarray, rows: int | None = None) -> np.ndarray:
     """``pair_weights`` of a cohort, one contiguous part of the lists per thread.
 
     Every list's coefficients depend on that list alone, so the parts give the same result.
+    ``rows`` (the candidates ranked) runs the parts serially on small data (``thread_map``).
     """
     coef = np.empty(clicks.shape)
 
     def weigh(part: slice) -> None:
         coef[part] = pair_weights(shown_scores[part], log_dens[part], clicks[part], shown[part])
 
-    thread_map(weigh, row_parts(len(coef)))
+    thread_map(weigh, row_parts(len(coef)), rows=rows)
     return coef
 
 
@@ -163,8 +164,7 @@ def cohort_rankings(ranker: Any, params: np.ndarray, data: Dataset, queries: np.
     def rank_group(idx: np.ndarray, width: int, gumbel: np.ndarray | None) -> None:
         counts, starts = all_counts[idx], all_starts[idx]
         valid = np.arange(width)[None, :] < counts[:, None]
-        scores = np.full(valid.shape, -np.inf)
-        scores[valid] = ranker.score_blocks(params[idx], data.features, starts, counts)
+        scores = ranker.score_blocks(params[idx], data.features, starts, counts, out=np.full(valid.shape, -np.inf))
         ranking = (plackett_luce.topk(scores, valid, k) if gumbel is None
                    else plackett_luce.perturbed_topk(scores, valid, k, gumbel))
         ok = ranking >= 0
@@ -174,7 +174,7 @@ def cohort_rankings(ranker: Any, params: np.ndarray, data: Dataset, queries: np.
         extended = np.concatenate([ranking, np.full((len(idx), 1), -1, dtype=np.int64)], axis=1)
         log_dens[idx] = plackett_luce.log_denominators(scores, valid, extended)
 
-    thread_map(rank_group, groups, widths, noise)
+    thread_map(rank_group, groups, widths, noise, rows=int(all_counts.sum()))
     return shown, shown_scores, log_dens
 
 
@@ -205,7 +205,7 @@ def pdgd_cohort(ranker: Any, click_model: Any, params: np.ndarray, data: Dataset
         ok = shown_b >= 0
         labels = np.where(ok, data.labels[np.where(ok, shown_b, 0)], -1)
         clicks_b = np.asarray(click_model.simulate(labels, rng), dtype=bool) & ok
-        coef = cohort_pair_weights(shown_scores, log_dens, clicks_b, ok)
+        coef = cohort_pair_weights(shown_scores, log_dens, clicks_b, ok, int(data.docs_per_query[queries[:, b]].sum()))
         used = coef.any(axis=1)
         if used.any():
             X = data.features[np.where(ok[used], shown_b[used], 0)]
