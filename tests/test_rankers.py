@@ -98,3 +98,19 @@ def test_make_ranker_rejects_unknown_name_and_bad_shapes():
         r.score(np.zeros(F + 1), np.zeros((2, F), np.float32))
     with pytest.raises(ValueError):
         r.score(np.zeros((3, F)), np.zeros((2, 4, F), np.float32))
+
+
+@pytest.mark.parametrize("name", ["linear", "mlp"])
+def test_score_blocks_equals_score_per_block_bit_for_bit(name):
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(300, 12)).astype(np.float32)
+    ranker = make_ranker(name, 12)
+    counts = np.array([5, 40, 1, 17, 60])
+    starts = np.array([0, 10, 90, 100, 200])
+    params = rng.normal(size=(len(counts), ranker.n_params))
+    flat = ranker.score_blocks(params, X, starts, counts)
+    expected = np.concatenate([ranker.score(p, X[s:s + c]) for p, s, c in zip(params, starts, counts)])
+    assert np.array_equal(flat, expected)
+    padded = ranker.score_blocks(params, X, starts, counts, out=np.full((len(counts), 60), np.nan))
+    for i, c in enumerate(counts):
+        assert np.array_equal(padded[i, :c], ranker.score(params[i], X[starts[i]:starts[i] + c]))
