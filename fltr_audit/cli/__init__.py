@@ -5,14 +5,12 @@ from __future__ import annotations
 
 import sys
 
-import click
-
 import typer
 
 try:  # newer typer raises the exceptions of its own vendored copy of click
-    from typer._click.exceptions import ClickException as _TyperClickException, UsageError as _TyperUsageError
-except ImportError:  # pragma: no cover
-    _TyperClickException, _TyperUsageError = click.ClickException, click.UsageError
+    from typer._click.exceptions import ClickException, UsageError
+except ImportError:  # pragma: no cover - typer releases built on the click package
+    from click.exceptions import ClickException, UsageError
 
 from fltr_audit.cli.app import app
 from fltr_audit.cli import (  # noqa: F401  (each module registers its commands)
@@ -41,18 +39,17 @@ def main(argv: list[str] | None = None) -> int:
     except FltrError as exc:
         print(f"fltr-audit: error: {exc}", file=sys.stderr)
         return _exit(2, argv)
-    except (click.exceptions.Exit, typer.Exit) as exc:
+    except typer.Exit as exc:
         return _exit(exc.exit_code, argv)
-    except (click.exceptions.Abort, typer.Abort):
+    except typer.Abort:
         print("fltr-audit: aborted", file=sys.stderr)
         return _exit(130, argv)
-    except (click.ClickException, _TyperClickException) as exc:
+    except ClickException as exc:
         # one line naming the command and the option, not click's usage block
         command = getattr(getattr(exc, "ctx", None), "command_path", "fltr-audit")
         if exc.format_message():  # empty after the help a command without arguments prints
             print(f"{command}: error: {exc.format_message()}", file=sys.stderr)
-        usage = (click.UsageError, _TyperUsageError)
-        return _exit(2 if isinstance(exc, usage) else exc.exit_code, argv)
+        return _exit(2 if isinstance(exc, UsageError) else exc.exit_code, argv)
     return _exit(0, argv)
 
 
