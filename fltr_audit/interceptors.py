@@ -39,10 +39,15 @@ def parse_rounds(spec: str) -> Callable[[int], bool]:
 
 
 def _save_atomic(path: Path, arrays: dict) -> None:
+    """Write ``arrays`` to ``path`` through a temporary file, leaving nothing behind on failure."""
     tmp = path.with_name(path.name + ".part")
-    with open(tmp, "wb") as fh:
-        np.savez_compressed(fh, **arrays)
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "wb") as fh:
+            np.savez_compressed(fh, **arrays)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 class RecordingInterceptor:
