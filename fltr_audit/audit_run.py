@@ -140,7 +140,7 @@ def run_audit(config: dict) -> dict[str, pd.DataFrame]:
     """Compute every table of one run (see the module docstring)."""
     splits = splits_of(config)
     stack = parse_defense(config["defense"])
-    context = {"algo": config["algo"], "data": config["data"],
+    context = {"algo": config["algo"], "setting": algorithm_setting(config), "data": config["data"],
                "fold": config["fold"], "seed": config["seed"]}
 
     base = trained(config)
@@ -149,7 +149,7 @@ def run_audit(config: dict) -> dict[str, pd.DataFrame]:
     ndcg, ndcg5 = _final_ndcg(config, splits, defended)
     utility = pd.DataFrame([{**context, "click_model": config["train_click_model"], "defense": stack.name,
                              "ndcg10": ndcg, "ndcg10_delta": ndcg - base_ndcg, "ndcg5": ndcg5}])
-    curves = defended.curves.assign(defense=stack.name)
+    curves = defended.curves.assign(defense=stack.name, algo=context["algo"], setting=context["setting"])
 
     probe_cfg = config["probe"]
     data = splits.get(probe_cfg["split"])
@@ -195,6 +195,15 @@ def run_audit(config: dict) -> dict[str, pd.DataFrame]:
                  "theoretical": e.theoretical}
                 for m in probe_cfg["click_models"]])
     return tables
+
+
+def algorithm_setting(config: dict) -> str:
+    """The algorithm's own parameters as one short label (e.g. ``gamma=0.5``), so that tables
+    keep runs of different settings of one algorithm apart; empty for the defaults."""
+    parts = [f"{k}={v}" for k, v in sorted((config.get("params") or {}).items())]
+    if config.get("ranker", "linear") != "linear":
+        parts.insert(0, f"ranker={config['ranker']}")
+    return ",".join(parts)
 
 
 def _randomized_response(stack: DefenseStack) -> Any:

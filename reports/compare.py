@@ -21,7 +21,7 @@ import pandas as pd
 from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
-CONTEXT = ("data", "algo", "click_model", "threat_model")
+CONTEXT = ("data", "algo", "setting", "click_model", "threat_model")
 METRICS = ("precision", "recall", "f1")
 BASELINE = "none"
 RANDOM_PREFIX = "random"

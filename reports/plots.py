@@ -49,6 +49,16 @@ def _png(fig: Figure) -> bytes:
     return buf.getvalue()
 
 
+def series_label(frame: pd.DataFrame) -> pd.Series:
+    """The defense, prefixed by the data set, algorithm and setting where the table holds
+    several of them (so that one plot series never mixes two algorithms)."""
+    label = frame["defense"].astype(str)
+    for col in ("setting", "algo", "data"):
+        if col in frame.columns and frame[col].nunique(dropna=False) > 1:
+            label = frame[col].fillna("").astype(str) + ": " + label
+    return label
+
+
 def _informed(table: pd.DataFrame) -> pd.DataFrame:
     return table[~table["attack"].astype(str).str.lower().str.startswith(RANDOM_PREFIX)]
 
@@ -61,6 +71,7 @@ def frontier(tables: dict[str, pd.DataFrame]) -> bytes | None:
     if table.empty or table["ndcg10"].isna().all():
         return None
     table = table[table["f1"].notna()]
+    table = table.assign(defense=series_label(table))
     is_random = table["attack"].astype(str).str.lower().str.startswith(RANDOM_PREFIX)
     keys = [c for c in ("defense", "click_model", "threat_model") if c in table.columns]
     informed = table[~is_random]
@@ -121,6 +132,7 @@ def learning_curves(tables: dict[str, pd.DataFrame]) -> bytes | None:
     panels = [c for c in ("offline_ndcg10", "shown_ndcg") if c in curves and curves[c].notna().any()]
     if not panels:
         return None
+    curves = curves.assign(defense=series_label(curves))
     fig = Figure(figsize=(5.5 * len(panels), 4.2))
     styles = ("-", "--", "-.", ":")
     for i, col in enumerate(panels):
@@ -149,6 +161,7 @@ def attack_precision_recall(tables: dict[str, pd.DataFrame]) -> bytes | None:
     table = compare(tables)
     if table.empty:
         return None
+    table = table.assign(defense=series_label(table))
     clicks = list(dict.fromkeys(table["click_model"])) if "click_model" in table else [None]
     defenses = list(dict.fromkeys(table["defense"]))
     attacks = list(dict.fromkeys(table["attack"]))

@@ -158,11 +158,19 @@ def summary_sentences(v: pd.DataFrame) -> list[str]:
     return out
 
 
+def _slice(r: pd.Series, rows: pd.DataFrame) -> str:
+    """A row's click model, preceded by its algorithm setting where the rows hold several."""
+    click = str(r["click_model"]) if "click_model" in rows and pd.notna(r["click_model"]) else ""
+    if "setting" in rows and rows["setting"].nunique(dropna=False) > 1:
+        click = f"{r['setting'] or 'default'} {click}".strip()
+    return click
+
+
 def _verdict_phrase(rows: pd.DataFrame, none: bool) -> tuple[str, str]:
     """(status, words) of one defense in one threat-model context over its click models."""
     holds = [r["holds"] if r["random_attack"] is not None and pd.notna(r["random_attack"]) else "nobase"
              for _, r in rows.iterrows()]
-    clicks = [str(c) for c in rows["click_model"]] if "click_model" in rows else []
+    clicks = [_slice(r, rows) for _, r in rows.iterrows()] if "click_model" in rows else []
     if "nobase" in holds:
         return "unknown", "no random baseline to judge the attacks against"
     if none:
@@ -195,7 +203,7 @@ def _f1_phrase(rows: pd.DataFrame) -> str:
             text += f" vs {fmt_number(r['random_f1'], 2)}"
         who = [str(r["best_attack"])] if not same_best else []
         who += [str(r["random_attack"])] if not same_rand and pd.notna(r["random_f1"]) else []
-        click = f"{r['click_model']} " if "click_model" in rows and pd.notna(r["click_model"]) else ""
+        click = f"{_slice(r, rows)} " if _slice(r, rows) else ""
         items.append(f"{click}{text}" + (f" ({' vs '.join(who)})" if who else ""))
     return f"Strongest attack {best.strip() + ', ' if best else ''}F1 vs {rand.strip() or 'random'}: {', '.join(items)}"
 

@@ -116,3 +116,11 @@ def test_example_campaigns_validate(mq2008_dir, monkeypatch):
 def test_missing_data_path_names_the_key():
     with pytest.raises(FltrError, match="'data.spec'"):
         validate_spec({"name": "x", "data": {"spec": "no/such/folder"}})
+
+
+def test_algorithm_setting_names_the_grid_parameters():
+    from fltr_audit.audit_run import algorithm_setting
+
+    assert algorithm_setting({"params": {}, "ranker": "linear"}) == ""
+    assert algorithm_setting({"params": {"gamma": 0.5, "lr_local": 0.01}, "ranker": "mlp"}) == \
+        "ranker=mlp,gamma=0.5,lr_local=0.01"

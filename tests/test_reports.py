@@ -293,3 +293,13 @@ def test_epsilon_table_stays_long_when_an_extra_column_varies(tmp_path, monkeypa
     section = _section(html, "FOLtR-ES epsilon by enumeration")
     assert re.findall(r"<th>([^<]*)</th>", section) == ["click model", "p", "ε", "theoretical bound", "note"]
     assert section.count("<tr>") == 1 + len(t["epsilon"])
+
+
+def test_series_label_keeps_algorithms_and_settings_apart():
+    from reports.plots import series_label
+
+    frame = pd.DataFrame({"defense": ["none", "none", "secagg", "none"], "algo": ["fedips", "fedavg", "fedips", "fedips"],
+                          "setting": ["gamma=0.5", "gamma=0.5", "gamma=0.5", "gamma=2.0"], "data": ["d"] * 4})
+    assert list(series_label(frame)) == ["fedips: gamma=0.5: none", "fedavg: gamma=0.5: none",
+                                         "fedips: gamma=0.5: secagg", "fedips: gamma=2.0: none"]
+    assert list(series_label(frame.iloc[:1])) == ["none"]
