@@ -173,7 +173,10 @@ def attack_precision_recall(tables: dict[str, pd.DataFrame]) -> bytes | None:
         for c, metric in enumerate(("precision", "recall")):
             ax = axes[j, c]
             for a, attack in enumerate(attacks):
-                rows = sel[sel["attack"] == attack].set_index("defense").reindex(defenses)
+                cols = [metric, f"{metric}_ci_low", f"{metric}_ci_high"]
+                # one bar per label; rows the label cannot tell apart (e.g. older stores without
+                # a setting column) are averaged rather than breaking the plot
+                rows = sel[sel["attack"] == attack].groupby("defense", sort=False)[cols].mean().reindex(defenses)
                 ax.bar(np.arange(len(defenses)) + (a - (len(attacks) - 1) / 2) * width,
                        rows[metric].to_numpy(), width, capsize=2, label=_label(attack),
                        color=f"C{a % 10}" if not str(attack).lower().startswith(RANDOM_PREFIX) else "0.6",
