@@ -154,13 +154,11 @@ def run_audit(config: dict) -> dict[str, pd.DataFrame]:
     probe_cfg = config["probe"]
     data = splits.get(probe_cfg["split"])
     attack_rows, query_rows = [], []
-    batches_by_model = {}
     for click_model in probe_cfg["click_models"]:
         algorithm = build_algorithm(config, splits, click_model)
         batches = probe(algorithm, base.params, data, seed=config["seed"],
                         queries_per_client=probe_cfg["queries_per_client"], cohort_size=probe_cfg["cohort"],
                         client_defenses=stack.client, aggregator=stack.aggregator)
-        batches_by_model[click_model] = batches
         for name in config["attacks"]:
             attack = make_attack(name, **_attack_params(name, config, algorithm))
             per_query = pd.concat(
@@ -249,8 +247,10 @@ def _audit_defense(config: dict, splits: Any, stack: DefenseStack, base: TrainRe
     """Empirical epsilon of the stack on one client's vector message (None for seed+metric)."""
     algorithm = build_algorithm(config, splits, config["train_click_model"])
     data = splits.get(config["probe"]["split"])
-    batches = probe(algorithm, base.params, data, seed=config["seed"],
-                    queries_per_client=config["probe"]["queries_per_client"], cohort_size=AUDIT_POOL)
+    qpc = config["probe"]["queries_per_client"]
+    first = data.subset(np.arange(min(AUDIT_POOL * qpc, data.n_queries)))  # one undefended cohort suffices
+    batches = probe(algorithm, base.params, first, seed=config["seed"], queries_per_client=qpc,
+                    cohort_size=AUDIT_POOL)
     messages = batches[0].view.messages
     if messages is None or messages.vector is None:
         return None

@@ -22,7 +22,7 @@ TABLE_COLUMNS = ["attack", "click_model", "defense", "threat_model", "accuracy",
 def audit_spec(*, algo: str, data: str, folds: list[int], rounds: int, clients: int, queries_per_client: int,
                attacks: list[str], defenses: list[str], click_models: list[str], split: str, seeds: list[int],
                cohort: int, probe_queries: int, normalization: str, ranker: str, min_shown: int,
-               require_click: bool, epsilon_audit: bool, name: str = "audit") -> dict:
+               require_click: bool, epsilon_audit: bool, trials: int = 10000, name: str = "audit") -> dict:
     """A campaign spec (fltr_audit.campaign) for the audit command's options."""
     from fltr_audit.campaign import validate_spec
 
@@ -36,7 +36,7 @@ def audit_spec(*, algo: str, data: str, folds: list[int], rounds: int, clients: 
                           "ranker": ranker, "train_click_model": "pbm" if algo in ("fedips", "fedavg") else "perfect"},
             "probe": {"split": split, "click_models": click_models, "cohort": cohort,
                       "queries_per_client": probe_queries, "min_shown": min_shown, "require_click": require_click},
-            "audit": {"defenses": defenses, "attacks": attacks, "epsilon_audit": epsilon_audit},
+            "audit": {"defenses": defenses, "attacks": attacks, "epsilon_audit": epsilon_audit, "trials": trials},
         },
         source="audit options",
     )
@@ -102,6 +102,7 @@ def audit(
     require_click: bool = typer.Option(True, "--require-click/--all-lists", help="Score only lists with a click."),
     epsilon_audit: bool = typer.Option(True, "--epsilon-audit/--no-epsilon-audit",
                                        help="Audit each defense's claimed epsilon empirically."),
+    trials: int = typer.Option(10000, "--trials", help="Trials per input of the empirical epsilon audit."),
     store: Path = typer.Option(None, "--store", help="Also record the runs in this SQLite store."),
     json_out: bool = typer.Option(False, "--json", help="Print the records as JSON."),
     quiet: bool = typer.Option(False, "--quiet", help="No progress bar."),
@@ -119,7 +120,8 @@ def audit(
                       queries_per_client=queries_per_client, attacks=attacks, defenses=list(defense),
                       click_models=models, split=split, seeds=list(seed), cohort=probe_cohort,
                       probe_queries=probe_queries, normalization=normalization, ranker=ranker,
-                      min_shown=min_shown, require_click=require_click, epsilon_audit=epsilon_audit)
+                      min_shown=min_shown, require_click=require_click, epsilon_audit=epsilon_audit,
+                      trials=trials)
     tables = run_spec(spec, store, quiet or json_out)
     table = attack_table(tables)
     audits = tables.get("audits", pd.DataFrame())
