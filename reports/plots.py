@@ -148,10 +148,13 @@ def learning_curves(tables: dict[str, pd.DataFrame]) -> bytes | None:
                        "shown_ndcg": "nDCG@10 of the lists shown to users"}[col])
         ax.grid(alpha=0.3)
     handles, labels = fig.axes[0].get_legend_handles_labels()
+    ncol = min(len(labels), 4)
+    legend_rows = -(-len(labels) // ncol)
+    fig.set_figheight(4.2 + 0.3 * legend_rows)  # room below the axes grows with the legend
     fig.legend(handles, labels, title="defense", fontsize=8, title_fontsize=8, loc="lower center",
-               ncol=min(len(labels), 4), bbox_to_anchor=(0.5, 0.0), frameon=False)
+               ncol=ncol, bbox_to_anchor=(0.5, 0.0), frameon=False)
     fig.suptitle("Learning curves (mean over runs)")
-    fig.subplots_adjust(bottom=0.26, wspace=0.25)
+    fig.subplots_adjust(bottom=0.16 + 0.3 * legend_rows / fig.get_figheight(), wspace=0.25)
     return _png(fig)
 
 
