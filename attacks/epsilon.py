@@ -26,6 +26,7 @@ import numpy as np
 
 from fltr_audit.clicks import CascadeClickModel, cascade_model
 from fltr_audit.errors import FltrError
+from fltr_audit.maxrr import maxrr_values, rr_epsilon
 
 
 @dataclass(frozen=True)
@@ -55,14 +56,8 @@ class EpsilonResult:
         return asdict(self)
 
 
-def maxrr_values(length: int) -> np.ndarray:
-    """The n = L + 1 MaxRR values, indexed like the first-click distribution: 1, 1/2, ..., 1/L, 0."""
-    return np.append(1.0 / np.arange(1, length + 1), 0.0)
-
-
-def theoretical_bound(p: float, n_values: int) -> float:
-    """Eq. 10: ``log(p (n - 1) / (1 - p))`` (inf at p = 1)."""
-    return float(np.log(p * (n_values - 1) / (1.0 - p))) if p < 1.0 else float("inf")
+theoretical_bound = rr_epsilon
+"""Eq. 10, the bound the enumeration is set beside (``fltr_audit.maxrr.rr_epsilon``)."""
 
 
 def transmit_prob(p0: np.ndarray, p: float, n_values: int) -> np.ndarray:

@@ -6,16 +6,11 @@ import numpy as np
 
 from fltr_audit.errors import FltrError
 from fltr_audit.interfaces import PrivacyClaim
+from fltr_audit.maxrr import maxrr_values, rr_epsilon  # noqa: F401 (rr_epsilon: Eq. 10, re-exported)
 from fltr_audit.messages import Messages
 
-MAXRR_VALUES = (0.0,) + tuple(1.0 / r for r in range(1, 11))
-"""The values MaxRR takes on a top-10 list: 0 (no click) and 1/r, r = 1..10 (n = 11)."""
-
-
-def rr_epsilon(p: float, n: int) -> float:
-    """epsilon = log(p (n - 1) / (1 - p)) (FOLtR-ES Section 4: a value is sent with probability
-    at most p and at least (1 - p)/(n - 1)); inf for p = 1."""
-    return float("inf") if p >= 1.0 else float(np.log(p * (n - 1) / (1 - p)))
+MAXRR_VALUES = tuple(float(v) for v in maxrr_values(10))
+"""The values MaxRR takes on a top-10 list: 1/r, r = 1..10, and 0 (no click) (n = 11)."""
 
 
 def randomize(codes: np.ndarray, n: int, p: float, rng: np.random.Generator) -> np.ndarray:

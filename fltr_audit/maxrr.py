@@ -1,4 +1,5 @@
-"""Expected MaxRR of a model on a split, analytically from the click model (FOLtR-ES §6.3, Table 3).
+"""MaxRR: its values, the privacy bound of randomizing it, and the expected MaxRR of a model on a
+split, analytically from the click model (FOLtR-ES §4 Eq. 10, §6.3 Table 3).
 
 MaxRR is the reciprocal rank of the topmost click in the top ``k`` (0 without a click). For a
 ranked list its expectation under a cascade click model is
@@ -14,6 +15,18 @@ import numpy as np
 
 from fltr_audit import plackett_luce
 from fltr_audit.data.dataset import Dataset
+
+
+def maxrr_values(length: int = 10) -> np.ndarray:
+    """The n = L + 1 values MaxRR takes on a list of length L, indexed like the first-click
+    distribution: 1, 1/2, ..., 1/L, then 0 (no click)."""
+    return np.append(1.0 / np.arange(1, length + 1), 0.0)
+
+
+def rr_epsilon(p: float, n_values: int) -> float:
+    """FOLtR-ES Eq. 10: randomized response with keep probability p over n values is
+    ``log(p (n - 1) / (1 - p))``-LDP (inf at p = 1)."""
+    return float(np.log(p * (n_values - 1) / (1.0 - p))) if p < 1.0 else float("inf")
 
 
 def ranked_labels(scores: np.ndarray, data: Dataset, k: int = 10) -> np.ndarray:
