@@ -182,7 +182,8 @@ def _verdict_phrase(rows: pd.DataFrame, none: bool) -> tuple[str, str]:
     distinct = [h for h in (False, None, True) if any(x is h for x in holds)]  # worst first
     status = {True: "holds", False: "fails", None: "inconclusive"}[distinct[0]]
     if len(distinct) == 1:
-        every = (" with both click models" if len(clicks) == 2 else f" with all {len(clicks)} click models"
+        noun = "settings" if "setting" in rows and rows["setting"].nunique(dropna=False) > 1 else "click models"
+        every = (f" with both {noun}" if len(clicks) == 2 else f" with all {len(clicks)} {noun}"
                  if len(clicks) > 1 else f" with {clicks[0]} clicks" if clicks else "")
         return status, groups[distinct[0]] + every
     parts = [f"{groups[h]} with {', '.join(c for c, x in zip(clicks, holds) if x is h)} clicks"
