@@ -133,3 +133,15 @@ def maxrr_epsilon(click_model: str | CascadeClickModel, p: float, length: int = 
         p0_high=float(high[i]),
         p0_low=float(low[i]),
     )
+
+
+def epsilon_rows(click_models: list[str], ps: list[float], length: int = 10, levels: int = 3) -> list[dict]:
+    """Rows of the ``epsilon`` result table (one per click model and p): the enumerated epsilon
+    beside the Eq. 10 bound."""
+    rows = []
+    for model in click_models:
+        for p in ps:
+            result = maxrr_epsilon(model, p, length=length, levels=levels)
+            rows.append({"click_model": model, "levels": levels, "length": length, "p": p,
+                         "epsilon": result.epsilon, "theoretical": result.theoretical})
+    return rows

@@ -40,7 +40,7 @@ import pandas as pd
 
 from attacks.audit import audit as empirical_audit
 from attacks.audit import projection_statistic
-from attacks.epsilon import maxrr_epsilon
+from attacks.epsilon import epsilon_rows
 from attacks.foltr_decode import audit_query_distinguishing
 from attacks.registry import make_attack
 from attacks.scoring import score_guess, summarize
@@ -187,11 +187,8 @@ def run_audit(config: dict) -> dict[str, pd.DataFrame]:
             tables["audits"] = pd.DataFrame([{**context, "defense": stack.name, **audit_row}])
         rr = _randomized_response(stack)
         if rr is not None:
-            tables["epsilon"] = pd.DataFrame([
-                {"click_model": m, "levels": splits.train.n_levels, "length": 10, "p": rr.p,
-                 "epsilon": (e := maxrr_epsilon(m, rr.p, length=10, levels=splits.train.n_levels)).epsilon,
-                 "theoretical": e.theoretical}
-                for m in probe_cfg["click_models"]])
+            tables["epsilon"] = pd.DataFrame(epsilon_rows(probe_cfg["click_models"], [rr.p],
+                                                          levels=splits.train.n_levels))
     return tables
 
 

@@ -124,3 +124,14 @@ def test_cli_json_and_errors(capsys):
     assert main(["epsilon", "--p", "0.01"]) == 2
     err = capsys.readouterr()
     assert err.out == "" and err.err.startswith("fltr-audit: error: --p") and err.err.count("\n") == 1
+
+
+def test_epsilon_rows_tabulate_the_enumeration():
+    from attacks.epsilon import epsilon_rows
+
+    rows = epsilon_rows(["perfect", "informational"], [0.5, 0.9], length=6, levels=5)
+    assert [(r["click_model"], r["p"]) for r in rows] == [("perfect", 0.5), ("perfect", 0.9),
+                                                          ("informational", 0.5), ("informational", 0.9)]
+    for r in rows:
+        exact = maxrr_epsilon(r["click_model"], r["p"], length=6, levels=5)
+        assert (r["epsilon"], r["theoretical"], r["length"], r["levels"]) == (exact.epsilon, exact.theoretical, 6, 5)

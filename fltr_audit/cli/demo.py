@@ -18,19 +18,6 @@ EPSILON_P = [0.25, 0.5, 0.75, 0.9, 0.95, 0.99]
 EPSILON_MODELS = ["perfect", "navigational", "informational"]
 
 
-def epsilon_table(length: int = 10, levels: int = 3) -> pd.DataFrame:
-    """FOLtR-ES epsilon by enumeration (§6.1 method) for every click model and p of Table 2."""
-    from attacks.epsilon import maxrr_epsilon
-
-    rows = []
-    for model in EPSILON_MODELS:
-        for p in EPSILON_P:
-            result = maxrr_epsilon(model, p, length=length, levels=levels)
-            rows.append({"click_model": model, "levels": levels, "length": length, "p": p,
-                         "epsilon": result.epsilon, "theoretical": result.theoretical})
-    return pd.DataFrame(rows)
-
-
 def summary_table(table: pd.DataFrame) -> str:
     """The comparison as a person reads it: attack F1 per click model, then each defense's
     cost and audited epsilon."""
@@ -59,6 +46,7 @@ def demo(
     quiet: bool = typer.Option(False, "--quiet", help="No progress bar."),
 ) -> None:
     """Train FPDGD, attack it under four defenses, compute the FOLtR-ES epsilon table, write the report."""
+    from attacks.epsilon import epsilon_rows
     from fltr_audit.campaign import expand, run_campaign, run_key
     from fltr_audit.cli.audit import audit_spec
     from fltr_audit.store import ResultsStore, load
@@ -83,7 +71,7 @@ def demo(
         if eps_key not in store.completed_keys():
             t0 = time.perf_counter()
             store.record_run(eps_key, "demo", eps_config, {}, None, time.perf_counter() - t0,
-                             {"epsilon": epsilon_table()})
+                             {"epsilon": pd.DataFrame(epsilon_rows(EPSILON_MODELS, EPSILON_P))})
         bar.advance()
     if failures:
         raise FltrError(f"demo: {len(failures)} run(s) failed: {failures[0]}")
