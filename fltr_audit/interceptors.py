@@ -15,6 +15,7 @@ from typing import Callable, Iterator
 
 import numpy as np
 
+from fltr_audit.atomic import write_with
 from fltr_audit.data.dataset import Dataset
 from fltr_audit.errors import FltrError
 from fltr_audit.messages import GroundTruth, Interactions, Messages, RoundBatch, ServerView
@@ -38,18 +39,6 @@ def parse_rounds(spec: str) -> Callable[[int], bool]:
     return lambda r: r in kept
 
 
-def _save_atomic(path: Path, arrays: dict) -> None:
-    """Write ``arrays`` to ``path`` through a temporary file, leaving nothing behind on failure."""
-    tmp = path.with_name(path.name + ".part")
-    try:
-        with open(tmp, "wb") as fh:
-            np.savez_compressed(fh, **arrays)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-
-
 class RecordingInterceptor:
     """Keeps the rounds selected by ``rounds`` (see ``parse_rounds``) in the directory ``path``."""
 
@@ -71,7 +60,7 @@ class RecordingInterceptor:
                       "qids": data.qids, "n_levels": data.n_levels, "name": data.name}
             if data.doc_ids is not None:
                 arrays["doc_ids"] = data.doc_ids.astype(str)
-            _save_atomic(self.path / name, arrays)
+            write_with(self.path / name, lambda fh: np.savez_compressed(fh, **arrays))
             self._documents[id(data)] = name
         return self._documents[id(data)]
 
@@ -102,7 +91,7 @@ class RecordingInterceptor:
                     arrays[f"msg_{key}"] = getattr(m, key)
         for key, value in truth.private.items():
             arrays[f"truth_private_{key}"] = value
-        _save_atomic(self.path / f"batch-{self._count:06d}.npz", arrays)
+        write_with(self.path / f"batch-{self._count:06d}.npz", lambda fh: np.savez_compressed(fh, **arrays))
         self._count += 1
 
 

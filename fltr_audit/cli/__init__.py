@@ -1,8 +1,11 @@
 """The ``fltr-audit`` command line: the composition root that wires engine, defenses,
-attacks and reports together. ``main`` turns bad input into one line and exit code 2."""
+attacks and reports together. ``main`` turns every failure into one line on stderr and a
+non-zero exit code: 2 for bad input (``FltrError``, bad options, unreadable or unwritable
+files), 1 for runs that failed (``RunsFailed``), 130 when interrupted."""
 
 from __future__ import annotations
 
+import signal
 import sys
 
 import typer
@@ -29,28 +32,56 @@ from fltr_audit.cli import (  # noqa: F401  (each module registers its commands)
     train_fedips,
     train_foltr_es,
 )
-from fltr_audit.errors import FltrError
+from fltr_audit.errors import FltrError, RunsFailed
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the CLI; return the exit code (0 ok, 1 failure, 2 bad input)."""
+    """Run the CLI; return the exit code (0 ok, 1 failed runs, 2 bad input, 130 interrupted).
+
+    With ``argv`` None (the installed command) the process exits with that code, and SIGTERM
+    is turned into an interruption so that temporary output is cleaned up."""
+    if argv is None:
+        signal.signal(signal.SIGTERM, _interrupt)
     try:
-        app(args=argv, standalone_mode=False)
+        code = app(args=argv, standalone_mode=False)
     except FltrError as exc:
-        print(f"fltr-audit: error: {exc}", file=sys.stderr)
-        return _exit(2, argv)
+        return _fail(f"fltr-audit: error: {_one_line(exc)}", 2, argv)
+    except RunsFailed as exc:
+        return _fail(f"fltr-audit: error: {_one_line(exc)}", 1, argv)
     except typer.Exit as exc:
         return _exit(exc.exit_code, argv)
-    except typer.Abort:
-        print("fltr-audit: aborted", file=sys.stderr)
-        return _exit(130, argv)
+    except typer.Abort as exc:
+        cause = exc.__cause__ or exc.__context__
+        if isinstance(cause, EOFError):  # click turns EOFError into Abort: a truncated input
+            return _fail(f"fltr-audit: error: unexpected end of input ({_one_line(cause) or 'EOFError'})", 2, argv)
+        return _fail("fltr-audit: interrupted", 130, argv)
     except ClickException as exc:
         # one line naming the command and the option, not click's usage block
         command = getattr(getattr(exc, "ctx", None), "command_path", "fltr-audit")
         if exc.format_message():  # empty after the help a command without arguments prints
-            print(f"{command}: error: {exc.format_message()}", file=sys.stderr)
+            print(f"{command}: error: {_one_line(exc.format_message())}", file=sys.stderr)
         return _exit(2 if isinstance(exc, UsageError) else exc.exit_code, argv)
-    return _exit(0, argv)
+    except OSError as exc:  # a file the command could not read or write
+        where = f"{exc.filename}: " if exc.filename else ""
+        return _fail(f"fltr-audit: error: {where}{exc.strerror or _one_line(exc)}", 2, argv)
+    except MemoryError:
+        return _fail("fltr-audit: error: out of memory (the input asks for more than this machine has)", 2, argv)
+    except KeyboardInterrupt:
+        return _fail("fltr-audit: interrupted", 130, argv)
+    return _exit(code if isinstance(code, int) else 0, argv)
+
+
+def _one_line(exc: object) -> str:
+    return " ".join(str(exc).split())
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def _fail(message: str, code: int, argv: list[str] | None) -> int:
+    print(message, file=sys.stderr)
+    return _exit(code, argv)
 
 
 def _exit(code: int, argv: list[str] | None) -> int:

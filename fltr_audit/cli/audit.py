@@ -10,6 +10,7 @@ import typer
 
 from fltr_audit.cli.app import app
 from fltr_audit.cli.common import emit_json, parse_list, progress
+from fltr_audit.errors import RunsFailed
 
 DEFAULT_NORMALIZATION = {"fpdgd": "zscore", "foltr-es": "none", "fedips": "query-minmax", "fedavg": "query-minmax"}
 DEFAULT_ATTACKS = {"fpdgd": "olsr,olsr-l1,score,prob,distance,random3,random4", "foltr-es": "foltr-decode,random3",
@@ -54,7 +55,8 @@ def run_spec(spec: dict, store: Path | None, quiet: bool) -> dict[str, pd.DataFr
             run_campaign(spec, results, workers=1, on_done=lambda run, error: bar.advance())
             failed = results.status().query("status == 'failed'")
             if len(failed):
-                raise typer.Exit(1)
+                first = failed.iloc[0]
+                raise RunsFailed(f"{len(failed)} run(s) failed in {store}; run {first['run_key']}: {first['error']}")
             tables = load(store)
             keys = {r.key for r in runs}
             return {name: t[t["run_key"].isin(keys)] if "run_key" in t else t for name, t in tables.items()}

@@ -8,7 +8,7 @@ import typer
 
 from fltr_audit.cli.app import campaign_app
 from fltr_audit.cli.common import emit_json, progress
-from fltr_audit.errors import FltrError
+from fltr_audit.errors import FltrError, RunsFailed
 
 
 @campaign_app.command("run")
@@ -51,7 +51,7 @@ def run(
             f"{counts['skipped']} already complete, {total} runs in the grid -> {store}"
         )
     if counts["failed"]:
-        raise typer.Exit(1)
+        raise RunsFailed(f"{counts['failed']} of {total} runs failed, stored as failed in {store}; first: {failures[0]}")
 
 
 @campaign_app.command("status")

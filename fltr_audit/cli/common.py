@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import sys
-import tempfile
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -15,6 +13,7 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
+from fltr_audit.atomic import temporary_dir, write_file, write_with
 from fltr_audit.errors import FltrError
 
 
@@ -102,36 +101,39 @@ def best_seconds(fn: Callable[[], Any], repeats: int) -> float:
 
 def check_out_dir(out: Path) -> None:
     """``--out`` must be absent or an empty folder."""
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+    try:
+        taken = out.exists() and (not out.is_dir() or any(out.iterdir()))
+    except OSError as exc:
+        raise FltrError(f"--out: {out}: cannot read ({exc.strerror or exc})") from None
+    if taken:
         raise FltrError(f"--out: {out} exists and is not an empty folder")
 
 
 @contextmanager
 def atomic_out_dir(out: Path) -> Iterator[Path]:
-    """Yield a fresh temporary folder beside ``out``; when the block succeeds it is renamed
-    onto ``out`` (with the permissions of a folder made under the umask), otherwise removed,
-    so that ``out`` is either complete or absent."""
+    """Yield a fresh temporary folder beside ``out`` (:func:`fltr_audit.atomic.temporary_dir`);
+    when the block succeeds it is renamed onto ``out`` (with the permissions of a folder made
+    under the umask), otherwise removed, so that ``out`` is either complete or absent."""
     out = Path(out)
     check_out_dir(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
-    try:
+    with temporary_dir(out, option="--out") as tmp:
         yield tmp
         umask = os.umask(0)
         os.umask(umask)
-        tmp.chmod(0o777 & ~umask)  # mkdtemp makes it private; the output folder is not
-        if out.exists():
-            out.rmdir()
-        os.replace(tmp, out)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        try:
+            tmp.chmod(0o777 & ~umask)  # mkdtemp makes it private; the output folder is not
+            if out.exists():
+                out.rmdir()
+            os.replace(tmp, out)
+        except OSError as exc:
+            raise FltrError(f"--out: {out}: cannot write ({exc.strerror or exc})") from None
 
 
 def write_run(folder: Path, curves: Any, params: np.ndarray, config: dict) -> None:
     """Write a training run: ``curves.csv`` (a DataFrame), ``model.npy`` and ``config.json``."""
-    curves.to_csv(folder / "curves.csv", index=False)
-    np.save(folder / "model.npy", params)
-    (folder / "config.json").write_text(json.dumps(_to_jsonable(config), indent=2) + "\n")
+    write_file(folder / "curves.csv", curves.to_csv(index=False))
+    write_with(folder / "model.npy", lambda fh: np.save(fh, params))
+    write_file(folder / "config.json", json.dumps(_to_jsonable(config), indent=2) + "\n")
 
 
 def check_at_least(options: dict[str, int], low: int = 1) -> None:

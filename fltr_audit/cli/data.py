@@ -62,7 +62,8 @@ def synth_command(
     json_out: bool = typer.Option(False, "--json", help="Print JSON to stdout."),
 ) -> None:
     """Write a synthetic data set in the 5-fold LETOR layout (all or nothing)."""
-    from fltr_audit.data.letor import format_letor, write_bytes_atomic
+    from fltr_audit.atomic import write_file
+    from fltr_audit.data.letor import format_letor
     from fltr_audit.data.synthetic import PROFILES, fold_parts, generate
 
     if profile not in PROFILES:
@@ -82,7 +83,7 @@ def synth_command(
             folder.mkdir()
             order = {"train": [k, k + 1, k + 2], "vali": [k + 3], "test": [k + 4]}
             for split, idx in order.items():
-                write_bytes_atomic(folder / f"{split}.txt", b"".join(texts[i % 5] for i in idx))
+                write_file(folder / f"{split}.txt", b"".join(texts[i % 5] for i in idx))
                 bar.advance()
     result = {"out": str(out), "profile": profile, "seed": seed, "queries": ds.n_queries,
               "documents": ds.n_docs, "features": ds.n_features, "levels": ds.n_levels}

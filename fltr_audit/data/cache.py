@@ -12,13 +12,15 @@ from __future__ import annotations
 
 import hashlib
 import os
-import tempfile
+import zipfile
 from pathlib import Path
 from typing import Callable
 
 import numpy as np
 
+from fltr_audit.atomic import write_with
 from fltr_audit.data.dataset import Dataset
+from fltr_audit.errors import FltrError
 
 _FORMAT = "1"
 
@@ -44,12 +46,12 @@ def cached_read(path: str | os.PathLike, reader: Callable[[Path], Dataset]) -> D
     if entry.is_file():
         try:
             return _load(entry, name=str(path))
-        except (OSError, ValueError, KeyError):
+        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
             pass  # unreadable entry: parse again and overwrite it
     ds = reader(path)
     try:
         _store(ds, entry, who)
-    except OSError:
+    except (OSError, FltrError):
         pass  # read-only or full cache folder: work without the cache
     return ds
 
@@ -76,14 +78,7 @@ def _store(ds: Dataset, entry: Path, who: str) -> None:
     )
     if ds.doc_ids is not None:
         arrays["doc_ids"] = np.asarray(ds.doc_ids, dtype=str)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".npz", dir=entry.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            np.savez(fh, **arrays)
-        os.replace(tmp, entry)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    write_with(entry, lambda fh: np.savez(fh, **arrays))
     for stale in entry.parent.glob(f"{who}-*.npz"):
         if stale != entry:
             stale.unlink(missing_ok=True)

@@ -23,10 +23,11 @@ import math
 import os
 import re
 from pathlib import Path
-from typing import Iterable, Iterator, NoReturn
+from typing import Iterator, NoReturn
 
 import numpy as np
 
+from fltr_audit.atomic import write_with
 from fltr_audit.data.dataset import Dataset
 from fltr_audit.errors import FltrError
 
@@ -270,19 +271,13 @@ def format_letor(ds: Dataset) -> bytes:
 
 def write_letor(ds: Dataset, path: str | os.PathLike) -> None:
     """Write ``ds`` as LETOR text (see :func:`format_letor`), atomically; gzip for ``.gz``."""
-    write_bytes_atomic(Path(path), _format_blocks(ds))
+    path = Path(path)
 
+    def fill(handle) -> None:
+        sink = gzip.GzipFile(fileobj=handle, mode="wb") if path.name.endswith(".gz") else handle
+        for block in _format_blocks(ds):
+            sink.write(block)
+        if sink is not handle:
+            sink.close()
 
-def write_bytes_atomic(path: Path, data: bytes | Iterable[bytes]) -> None:
-    """Write ``data`` (bytes or blocks of bytes) to ``path`` via a temporary file and a rename."""
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    blocks = [data] if isinstance(data, bytes) else data
-    try:
-        opener = gzip.open if path.name.endswith(".gz") else open
-        with opener(tmp, "wb") as fh:
-            for block in blocks:
-                fh.write(block)
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+    write_with(path, fill)
