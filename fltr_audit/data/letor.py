@@ -12,6 +12,11 @@ Reading has two fast paths and one slow one:
 * only when one of those rejects the file does a plain Python pass walk the lines to name
   the first bad one (``FILE, line 57: 45 features, expected 46``).
 
+Feature ids run 1..d, d the file's width: the width of every line of a dense file, or the
+majority width of a sparse one (the most common largest id of a line). An id beyond it, an id
+0 or a token without a colon is an error naming the line, found before any array of the
+file's width is allocated; d is at most ``MAX_FEATURES``. Query ids are integers 0..2^63-1.
+
 Both ``.gz`` and plain text are read (recognized by the gzip magic bytes).
 """
 
@@ -22,6 +27,7 @@ import io
 import math
 import os
 import re
+import zlib
 from pathlib import Path
 from typing import Iterator, NoReturn
 
@@ -35,6 +41,9 @@ _BLOCK = 1 << 25  # bytes per parsed block (32 MiB): bounds memory on MSLR-sized
 _TO_SPACE = bytes.maketrans(b":", b" ")
 _DOCID = re.compile(rb"#\s*docid\s*=\s*(\S+)")
 _MAX_LABEL = 127  # labels are stored as int8
+MAX_FEATURES = 10_000  # widest LETOR set known: Yahoo! LTR, 700 features
+_EXACT_QID = 2**53  # query ids read as float64 are exact below this
+_MAX_QID = 2**63 - 1
 
 
 def _open(path: Path):
@@ -84,11 +93,19 @@ def read_letor(path: str | os.PathLike) -> Dataset:
     if not path.is_file():
         raise FltrError(f"{path}: no such file")
     try:
+        return _read(path)
+    except (EOFError, zlib.error, OSError) as exc:  # truncated or corrupt gzip, unreadable file
+        reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+        raise FltrError(f"{path}: cannot read, corrupt or truncated file ({reason})") from None
+
+
+def _read(path: Path) -> Dataset:
+    try:
         features, labels, qids, doc_ids = _read_dense(path)
         expected = features.shape[1]
     except _NotDense:
         features, labels, qids = _read_sparse(path)
-        doc_ids, expected = None, None
+        doc_ids, expected = None, features.shape[1]
     if len(labels) == 0:
         raise FltrError(f"{path}: no data lines")
     bad_label = (labels < 0) | (labels > _MAX_LABEL) | (labels != np.floor(labels))
@@ -129,6 +146,10 @@ def _read_dense(path: Path):
             raise _NotDense
         if np.isnan(table).any():
             raise _NotDense
+        if not _colons_match(block, table.shape[0] * (len(index) + 1)):
+            raise _NotDense  # a token without a colon reads like two columns
+        if (table[:, 1] < 0).any() or (table[:, 1] >= _EXACT_QID).any():
+            raise _NotDense  # negative, or too large to be exact in float64
         labs.append(table[:, 0])
         qids.append(table[:, 1])
         feats.append(table[:, 3::2].astype(np.float32))
@@ -149,58 +170,96 @@ def _read_dense(path: Path):
     return np.concatenate(feats), labels, qid.astype(np.int64), doc_ids
 
 
+def _colons_match(block: bytes, expected: int) -> bool:
+    """Whether the block has one colon per ``qid:`` and feature token (comments aside)."""
+    found = block.count(b":")
+    if found > expected and b"#" in block:
+        found = re.sub(rb"#[^\n]*", b"", block).count(b":")
+    return found == expected
+
+
 def _read_sparse(path: Path):
+    """A file that is not dense, through scikit-learn; the width is checked on the sparse
+    matrix before it is made dense."""
     from sklearn.datasets import load_svmlight_file
 
     try:
         with _open(path) as fh:
-            X, y, q = load_svmlight_file(fh, query_id=True, dtype=np.float32)
+            X, y, q = load_svmlight_file(fh, query_id=True, dtype=np.float32, zero_based=False)
     except (ValueError, TypeError, IndexError, OverflowError):
         _locate_error(path)
-    if len(q) != X.shape[0]:
+    if len(q) != X.shape[0] or (np.asarray(q) < 0).any():
         _locate_error(path)
     nnz = np.diff(X.indptr)
     values, freq = np.unique(nnz, return_counts=True)
     if len(freq) > 1 and freq.max() > 0.5 * len(nnz):
         # most lines have one feature count: a dense file with lines that do not
         _locate_error(path, expected=int(values[np.argmax(freq)]))
+    width = _majority_width(X)
+    if X.shape[1] > width or width > MAX_FEATURES:
+        _locate_error(path, width=width)
     if not np.isfinite(X.data).all():
         _locate_error(path)
-    return np.asarray(X.todense(), dtype=np.float32), y, np.asarray(q, dtype=np.int64)
+    dense = np.zeros((X.shape[0], width), dtype=np.float32)
+    rows = np.repeat(np.arange(X.shape[0]), nnz)
+    dense[rows, X.indices] = X.data
+    return dense, y, np.asarray(q, dtype=np.int64)
 
 
-def _locate_error(path: Path, expected: int | None = None) -> NoReturn:
+def _majority_width(X) -> int:
+    """The most common largest feature id of a line (lines without features aside)."""
+    nnz = np.diff(X.indptr)
+    ends = X.indptr[1:][nnz > 0] - 1
+    if len(ends) == 0:
+        return 0
+    last = X.indices[ends].astype(np.int64) + 1  # sklearn keeps each line's ids sorted
+    values, freq = np.unique(last, return_counts=True)
+    return int(values[np.argmax(freq)])
+
+
+def _locate_error(path: Path, expected: int | None = None, width: int | None = None) -> NoReturn:
     """Walk the file line by line and raise for the first bad line (the slow path).
 
-    ``expected`` is the feature count every line must have (dense files), or None.
+    ``expected`` is the feature count every line must have (dense files), or None;
+    ``width`` the largest feature id allowed (sparse files), or None.
     """
-    lineno = 0
+    lineno = data_lines = 0
     with _open(path) as fh:
         for lineno, raw in enumerate(io.TextIOWrapper(fh, "utf-8", errors="replace"), start=1):
             body = raw.split("#", 1)[0].split()
             if not body:
                 continue
             where = f"{path}, line {lineno}"
+            data_lines += 1
             try:
                 label = float(body[0])
             except ValueError:
                 raise FltrError(f"{where}: label {body[0]!r} is not a number") from None
-            if not (label >= 0 and label == math.floor(label) and label <= _MAX_LABEL):
+            if not (math.isfinite(label) and 0 <= label <= _MAX_LABEL and label == math.floor(label)):
                 raise FltrError(f"{where}: label {body[0]!r} is not an integer 0..{_MAX_LABEL}")
             if len(body) < 2 or not body[1].startswith("qid:"):
                 raise FltrError(f"{where}: missing 'qid:' after the label")
             try:
-                int(body[1][4:])
+                qid = int(body[1][4:])
             except ValueError:
                 raise FltrError(f"{where}: bad query id {body[1]!r}") from None
+            if not 0 <= qid <= _MAX_QID:
+                raise FltrError(f"{where}: query id {body[1][4:]} outside 0..2^63-1")
             previous = 0
             for token in body[2:]:
                 index, sep, value = token.partition(":")
+                if not sep:
+                    raise FltrError(f"{where}: feature token {token!r} has no colon (expected id:value)")
                 try:
                     idx, val = int(index), float(value)
                 except ValueError:
                     raise FltrError(f"{where}: bad feature token {token!r}") from None
-                if not sep or idx <= previous:
+                if idx < 1:
+                    raise FltrError(f"{where}: feature id {idx} in {token!r}, ids start at 1")
+                if width is not None and idx > min(width, MAX_FEATURES):
+                    raise FltrError(f"{where}: feature id {idx} beyond the file's width {min(width, MAX_FEATURES)} "
+                                    f"(most lines end at feature {width}; at most {MAX_FEATURES} features)")
+                if idx <= previous:
                     raise FltrError(f"{where}: feature indices must be increasing ({token!r})")
                 if not math.isfinite(val):
                     raise FltrError(f"{where}: feature {idx} is {value} (NaN or infinite)")
@@ -208,6 +267,8 @@ def _locate_error(path: Path, expected: int | None = None) -> NoReturn:
             count = len(body) - 2
             if expected is not None and count != expected:
                 raise FltrError(f"{where}: {count} features, expected {expected}")
+    if data_lines == 0:
+        raise FltrError(f"{path}: no data lines")
     raise FltrError(f"{path}: not a LETOR / SVMlight file (checked {lineno} lines)")
 
 
