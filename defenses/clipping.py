@@ -13,6 +13,19 @@ NORMS = ("l1", "l2")
 TARGETS = ("weights", "update")
 
 
+MAX_NOISE_SCALE = 1e10
+"""Largest noise scale (Laplace lambda, Gaussian std) a defense accepts: beyond it the noise
+drowns any model (features are O(1)) and sums of it overflow float64 into NaN models."""
+
+
+def check_noise_scale(name: str, what: str, scale: float) -> None:
+    """FltrError naming ``what`` (e.g. ``Delta/eps``) unless the noise scale is finite, positive
+    and at most :data:`MAX_NOISE_SCALE`."""
+    if not (0 < scale <= MAX_NOISE_SCALE):
+        raise FltrError(f"{name}: noise scale {what} = {scale:.3g} must lie in (0, {MAX_NOISE_SCALE:g}] "
+                        "(larger noise overflows the model into NaN)")
+
+
 def clip_rows(x: np.ndarray, bound: float, norm: str = "l2") -> np.ndarray:
     """Scale each row of ``x`` by ``min(1, bound / ||row||)`` (Eq. 13 with bound = Delta/2)."""
     norms = np.abs(x).sum(axis=1) if norm == "l1" else np.linalg.norm(x, axis=1)

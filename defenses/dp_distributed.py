@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from defenses.clipping import clip_rows, require_vector, weights_of, with_weights
+from defenses.clipping import check_noise_scale, clip_rows, require_vector, weights_of, with_weights
 from fltr_audit.interfaces import PrivacyClaim
 from fltr_audit.messages import Messages
 
@@ -34,6 +34,7 @@ class DistributedLaplace:
 
     def __init__(self, eps: float = 4.5, delta: float = 5.0, name: str = "dp-distributed"):
         self.eps, self.delta, self.name = float(eps), float(delta), name
+        check_noise_scale(name, "Delta/eps", self.delta / self.eps)
         self.claim = PrivacyClaim(epsilon=self.eps, delta=0.0, scope="aggregate")
 
     @property

@@ -6,7 +6,8 @@ import numpy as np
 from scipy.optimize import brentq
 from scipy.special import log_ndtr, ndtr
 
-from defenses.clipping import clip_rows, require_vector
+from defenses.clipping import check_noise_scale, clip_rows, require_vector
+from fltr_audit.errors import FltrError
 from fltr_audit.interfaces import PrivacyClaim
 from fltr_audit.messages import Messages
 
@@ -38,7 +39,15 @@ class Gaussian:
 
     def __init__(self, sigma: float = 1.0, clip: float = 1.0, dp_delta: float = 1e-5, name: str = "dp-gaussian"):
         self.sigma, self.clip, self.dp_delta, self.name = float(sigma), float(clip), float(dp_delta), name
-        eps = gaussian_epsilon(self.dp_delta, 2 * self.clip, self.std)
+        check_noise_scale(name, "sigma*clip", self.std)
+        with np.errstate(all="ignore"):
+            try:
+                eps = gaussian_epsilon(self.dp_delta, 2 * self.clip, self.std)
+            except (ValueError, OverflowError, ZeroDivisionError):
+                eps = float("nan")
+        if not np.isfinite(eps):
+            raise FltrError(f"{name}: sigma={self.sigma:g} is too small for an (epsilon, delta) claim "
+                            "(epsilon overflows); use a larger sigma")
         self.claim = PrivacyClaim(epsilon=eps, delta=self.dp_delta, scope="message")
 
     @property

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from defenses.clipping import clip_rows, require_vector
+from defenses.clipping import check_noise_scale, clip_rows, require_vector
 from fltr_audit.interfaces import PrivacyClaim
 from fltr_audit.messages import Messages
 
@@ -21,6 +21,7 @@ class LocalLaplace:
 
     def __init__(self, eps: float = 4.5, delta: float = 5.0, norm: str = "l1", name: str = "dp-local-laplace"):
         self.eps, self.delta, self.norm, self.name = float(eps), float(delta), norm, name
+        check_noise_scale(name, "Delta/eps", self.delta / self.eps)
         self.claim = PrivacyClaim(epsilon=self.eps, delta=0.0, scope="message")
 
     @property

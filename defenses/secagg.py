@@ -38,8 +38,9 @@ class IdealSecAgg:
         require_vectors(messages, self.name)
         participants = np.asarray(participants)
         dropped = draw_dropouts(messages.n_clients, self.drop, rng)
-        if dropped.all():
-            raise FltrError(f"{self.name}: every one of the {messages.n_clients} clients dropped out")
+        if (~dropped).sum() < 2:
+            raise FltrError(f"{self.name}: {int((~dropped).sum())} of {messages.n_clients} clients survived; "
+                            "an aggregate of fewer than 2 is one client's message, round aborted")
         keep = ~dropped
         mean = weighted_mean(messages.vector[keep], messages.n_interactions[keep])
         return Aggregate(mean=mean, participants=participants[keep], dropouts=participants[dropped],

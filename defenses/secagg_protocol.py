@@ -123,6 +123,14 @@ def run_protocol(inputs: np.ndarray, bits: int, neighbours: np.ndarray, dropped:
     m = holders.shape[1]
     t = int(math.floor(threshold * m)) + 1
     stats["threshold"] = t
+    if n < 2:
+        raise FltrError(f"{name}: a cohort of {n} client: the aggregate is that client's message; round aborted")
+    if t < 2:
+        raise FltrError(f"{name}: threshold={threshold:g} gives t = 1 of {m} share holders, so any one holder "
+                        "reveals a client's masks (the aggregate-only claim needs t >= 2); raise threshold")
+    if not alive.any():  # no secret is needed then, but the round has nothing to aggregate
+        raise FltrError(f"{name}: only 0 of the {m} share holders of each client survived (0 of {n} clients "
+                        f"alive), fewer than the threshold t = {t}; round aborted")
     self_seeds = os.urandom(32 * n)
     secret_keys = b"".join(k.private_bytes_raw() for k in s_keys)
     secrets = np.concatenate([shamir.bytes_to_field(self_seeds, n), shamir.bytes_to_field(secret_keys, n)], axis=1)
@@ -279,6 +287,9 @@ class SecAggProtocol:
         participants = np.asarray(participants)
         n = messages.n_clients
         weights = np.asarray(messages.n_interactions, dtype=np.int64)
+        if int(weights.sum()) >= 2 ** self.bits:
+            raise FltrError(f"{self.name}: bits={self.bits}: the weight sum {int(weights.sum())} of {n} clients "
+                            f"does not fit the ring Z_2^{self.bits} (it would wrap); use more bits")
         bound = float(weights.max()) * self.range
         codec = FixedPoint.for_cohort(n, bound, self.bits, self.name)
         clipped = np.clip(messages.vector, -self.range, self.range)

@@ -61,8 +61,11 @@ class Spec:
     guarantee: str
 
 
+_LARGEST = 1e100  # larger values overflow squares and sums of squares into inf / NaN
+
+
 def _positive(v: float) -> str | None:
-    return None if v > 0 and math.isfinite(v) else "must be a positive number"
+    return None if 0 < v <= _LARGEST else f"must be a positive number at most {_LARGEST:g}"
 
 
 def _unit_open(v: float) -> str | None:

@@ -1,0 +1,415 @@
+"""The bad-input corpus: every case is a command line (and the files it reads) that must end
+with exit code 2, exactly one line on stderr naming the culprit, no traceback, and no file
+written outside the test's own folder (nor any temporary file left inside it).
+
+Families: LETOR data, defense strings, campaign files, CLI options, recordings, output paths.
+The commands run in-process (``fltr_audit.cli.main``) for speed.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from fltr_audit.cli import main
+
+N_FEATURES = 46
+SMALL = "synthetic:mq2008?queries=20"
+
+
+def _line(label, qid, ids=range(1, N_FEATURES + 1), value=lambda j: f"0.{j % 10}") -> str:
+    return f"{label} qid:{qid} " + " ".join(f"{j}:{value(j)}" for j in ids)
+
+
+def _dense(n: int = 60) -> list[str]:
+    return [_line(i % 3, i // 6) for i in range(n)]
+
+
+def _sparse(n: int = 80) -> list[str]:
+    rng = random.Random(1)
+    return [_line(i % 3, i // 8, sorted(rng.sample(range(1, N_FEATURES), rng.randint(20, 40))) + [N_FEATURES])
+            for i in range(n)]
+
+
+def _with(lines: list[str], index: int, line: str) -> str:
+    lines = list(lines)
+    lines[index] = line
+    return "\n".join(lines) + "\n"
+
+
+def _gz(text: str) -> bytes:
+    return gzip.compress(text.encode())
+
+
+GOOD = "\n".join(_dense()) + "\n"
+SPARSE = _sparse()
+
+# (case id, file contents, culprit the error line must name)
+LETOR_CASES = [
+    ("sparse-id-3e6", _with(SPARSE, 40, SPARSE[40] + " 3000000:1"), "line 41"),
+    ("sparse-id-1e9", _with(SPARSE, 40, SPARSE[40] + " 1000000000:1"), "line 41"),
+    ("dense-id-3e6", _with(_dense(), 30, _dense()[30] + " 3000000:1"), "line 31"),
+    ("id-zero", _with(_dense(), 5, _line(1, 0, range(0, N_FEATURES))), "line 6"),
+    ("token-without-colon", _with(_dense(), 7, _dense()[7].replace(" 5:", " 5 ")), "line 8"),
+    ("label-1e400", _with(_dense(), 2, _line("1e400", 0)), "line 3"),
+    ("label-negative", _with(_dense(), 2, _line(-1, 0)), "line 3"),
+    ("label-fraction", _with(_dense(), 2, _line(2.5, 0)), "line 3"),
+    ("label-300", _with(_dense(), 2, _line(300, 0)), "line 3"),
+    ("label-word", _with(_dense(), 2, _line("high", 0)), "line 3"),
+    ("qid-beyond-int64", _with(_dense(), 9, _line(1, 99999999999999999999)), "line 10"),
+    ("qid-negative", _with(_dense(), 9, _line(1, -4)), "line 10"),
+    ("qid-word", _with(_dense(), 9, _line(1, "abc")), "line 10"),
+    ("missing-qid", _with(_dense(), 4, _dense()[4].replace("qid:0 ", "")), "line 5"),
+    ("nan-feature", _with(_dense(), 11, _line(1, 1, value=lambda j: "nan" if j == 3 else "0.5")), "line 12"),
+    ("inf-feature", _with(_dense(), 11, _line(1, 1, value=lambda j: "inf" if j == 3 else "0.5")), "line 12"),
+    ("short-line", _with(_dense(), 13, _line(1, 2, range(1, N_FEATURES))), "line 14"),
+    ("decreasing-ids", _with(SPARSE, 3, "1 qid:0 5:0.1 3:0.2 46:0.1"), "line 4"),
+    ("empty-file", "", "no data lines"),
+    ("comments-only", "# nothing here\n\n# still nothing\n", "no data lines"),
+    ("binary-garbage", bytes(range(256)) * 20, "line"),
+    ("truncated-gz", _gz(GOOD)[: len(_gz(GOOD)) // 2], "corrupt or truncated"),
+    ("corrupt-gz", _gz(GOOD)[:10] + b"x" * 64 + _gz(GOOD)[74:], "corrupt or truncated"),
+    ("gz-header-only", _gz(GOOD)[:12], "corrupt or truncated"),
+]
+
+
+def _snapshot(root: Path) -> set[str]:
+    return {str(p.relative_to(root)) for p in root.rglob("*")}
+
+
+@pytest.fixture()
+def run_bad(tmp_path, monkeypatch, capsys):
+    """Run a command line in ``tmp_path/work`` and check the contract of a bad input."""
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    monkeypatch.setenv("FLTR_AUDIT_CACHE", str(work / "cache"))
+    outside = tmp_path.parent
+    before = _snapshot(outside) - {p for p in _snapshot(outside) if p.startswith(tmp_path.name)}
+
+    def run(argv: list[str], culprit: str) -> str:
+        capsys.readouterr()
+        code = main([str(a) for a in argv])
+        err = capsys.readouterr().err
+        lines = [line for line in err.splitlines() if line.strip()]
+        assert code == 2, f"exit {code}, stderr: {err}"
+        assert len(lines) == 1, f"expected one line on stderr, got: {err}"
+        assert "Traceback" not in err
+        assert culprit in lines[0], f"{culprit!r} not named in: {lines[0]}"
+        after = _snapshot(outside) - {p for p in _snapshot(outside) if p.startswith(tmp_path.name)}
+        assert after == before, f"files written outside the test folder: {after - before}"
+        debris = [p for p in tmp_path.rglob("*") if p.name.endswith(".tmp") or ".tmp-" in p.name]
+        assert not debris, f"temporary files left behind: {debris}"
+        return lines[0]
+
+    run.work = work
+    return run
+
+
+@pytest.mark.parametrize("case, content, culprit", LETOR_CASES, ids=[c[0] for c in LETOR_CASES])
+def test_letor_file(run_bad, case, content, culprit):
+    path = run_bad.work / ("bad.txt.gz" if "gz" in case else "bad.txt")
+    path.write_bytes(content if isinstance(content, bytes) else content.encode())
+    line = run_bad(["data", "info", path], culprit)
+    assert str(path) in line
+
+
+def test_letor_split_folder_names_the_split_file(run_bad):
+    folder = run_bad.work / "splits"
+    folder.mkdir()
+    for split in ("train", "vali", "test"):
+        (folder / f"{split}.txt").write_text(GOOD)
+    (folder / "vali.txt").write_text(_with(SPARSE, 40, SPARSE[40] + " 3000000:1"))
+    run_bad(["train", "fpdgd", "--data", folder, "--out", run_bad.work / "o", "--rounds", 1, "--quiet"],
+            "vali.txt, line 41")
+    assert not (run_bad.work / "o").exists()
+
+
+DEFENSE_CASES = [
+    ("gaussian-sigma-tiny", "dp-gaussian(sigma=1e-300)", "sigma"),
+    ("clip-huge-dp-tiny", "clip(delta=1e308)+dp-distributed(eps=1e-308)", "dp-distributed"),
+    ("laplace-eps-tiny", "clip(delta=1)+dp-local-laplace(eps=1e-320)", "eps"),
+    ("eps-nan", "dp-distributed(eps=nan)", "eps"),
+    ("eps-inf", "dp-distributed(eps=inf)", "eps"),
+    ("eps-negative", "dp-distributed(eps=-1)", "eps"),
+    ("unknown-defense", "blur", "blur"),
+    ("unknown-parameter", "clip(size=3)", "size"),
+    ("not-a-number", "clip(delta=big)", "delta"),
+    ("threshold-one", "secagg-protocol(threshold=1)", "threshold"),
+    ("threshold-makes-t-1", "secagg-protocol(threshold=0.01)", "threshold"),
+    ("bits-8", "secagg-protocol(bits=8)", "bits"),
+    ("odd-degree", "secagg-protocol(k=3)", "k=3"),
+    ("drop-one", "secagg(drop=1)", "drop"),
+    ("none-plus", "none+clip", "none"),
+    ("aggregator-not-last", "secagg+clip", "secagg"),
+    ("parameter-twice", "clip(delta=1,delta=2)", "twice"),
+    ("malformed", "clip(delta=1", "malformed"),
+    ("rr-p-too-small", "rr(p=0.01)", "p"),
+    ("gaussian-dp-delta-one", "dp-gaussian(dp_delta=1)", "dp_delta"),
+    ("range-inf", "secagg-protocol(range=inf)", "range"),
+]
+
+
+@pytest.mark.parametrize("case, defense, culprit", DEFENSE_CASES, ids=[c[0] for c in DEFENSE_CASES])
+def test_defense_string(run_bad, case, defense, culprit):
+    out = run_bad.work / "o"
+    run_bad(["train", "fpdgd", "--data", SMALL, "--out", out, "--rounds", 1, "--clients", 5, "--quiet",
+             "--defense", defense], culprit)
+    assert not out.exists()
+
+
+def test_secagg_protocol_all_clients_dropping_out_aborts_the_run(run_bad):
+    out = run_bad.work / "o"
+    run_bad(["train", "fpdgd", "--data", SMALL, "--out", out, "--rounds", 1, "--clients", 3, "--quiet",
+             "--defense", "secagg-protocol(drop=0.99)"], "secagg-protocol")
+    assert not out.exists()
+
+
+CAMPAIGN_BASE = """\
+name = "bad"
+seeds = [0]
+[data]
+spec = ["synthetic:mq2008?queries=30"]
+[algorithm]
+name = ["fpdgd"]
+rounds = [1]
+clients = [5]
+[probe]
+click_models = ["perfect"]
+cohort = [4]
+[audit]
+defenses = ["none"]
+attacks = ["random3"]
+trials = 100
+"""
+
+
+def _campaign(old: str, new: str) -> str:
+    assert old in CAMPAIGN_BASE
+    return CAMPAIGN_BASE.replace(old, new)
+
+
+CAMPAIGN_CASES = [
+    ("fold-9", _campaign("[algorithm]", "folds = [9]\n[algorithm]"), "data.folds"),
+    ("seed-negative", _campaign("seeds = [0]", "seeds = [-1]"), "seeds"),
+    ("seed-2-66", _campaign("seeds = [0]", f"seeds = [{2**66}]"), "seeds"),
+    ("unknown-params-key", _campaign("clients = [5]", "clients = [5]\nparams = { speed = 3 }"), "speed"),
+    ("bad-normalization", _campaign("[algorithm]", 'normalization = "l2"\n[algorithm]'), "data.normalization"),
+    ("unknown-ranker", _campaign("clients = [5]", 'clients = [5]\nranker = ["forest"]'), "algorithm.ranker"),
+    ("queries-zero", _campaign("[algorithm]", "queries = 0\n[algorithm]"), "data.queries"),
+    ("min-shown-negative", _campaign("cohort = [4]", "cohort = [4]\nmin_shown = -3"), "probe.min_shown"),
+    ("table-as-parameter", _campaign("clients = [5]", "clients = [5]\nparams = { lr = { a = 1 } }"), "params.lr"),
+    ("bad-synthetic-query", _campaign("queries=30", "queries=lots"), "data.spec"),
+    ("unknown-profile", _campaign("synthetic:mq2008?queries=30", "synthetic:msn"), "data.spec"),
+    ("empty-seeds", _campaign("seeds = [0]", "seeds = []"), "seeds"),
+    ("empty-params-list", _campaign("clients = [5]", "clients = [5]\nparams = { lr = [] }"), "params.lr"),
+    ("empty-attacks", _campaign('attacks = ["random3"]', "attacks = []"), "audit.attacks"),
+    ("missing-name", _campaign('name = "bad"', ""), "name"),
+    ("unknown-key", _campaign("[probe]", "[probe]\nspeed = 3"), "probe.speed"),
+    ("unknown-attack", _campaign('attacks = ["random3"]', 'attacks = ["telepathy"]'), "audit.attacks"),
+    ("unknown-click-model", _campaign('click_models = ["perfect"]', 'click_models = ["psychic"]'), "click model"),
+    ("trials-two", _campaign("trials = 100", "trials = 2"), "audit.trials"),
+    ("cohort-zero", _campaign("cohort = [4]", "cohort = [0]"), "probe.cohort"),
+    ("rounds-float", _campaign("rounds = [1]", "rounds = [1e20]"), "algorithm.rounds"),
+    ("rounds-huge", _campaign("rounds = [1]", f"rounds = [{10**12}]"), "algorithm.rounds"),
+    ("clients-huge", _campaign("clients = [5]", f"clients = [{10**9}]"), "algorithm.clients"),
+    ("grid-too-large", _campaign("seeds = [0]", f"seeds = {list(range(200))}\n")
+     .replace('defenses = ["none"]', 'defenses = ["none", "secagg", "clip", "clip(delta=1)", "clip(delta=2)", '
+                                     '"clip(delta=3)"]'), "grid"),
+    ("missing-data-path", _campaign("synthetic:mq2008?queries=30", "no/such/folder"), "data.spec"),
+    ("bad-defense", _campaign('defenses = ["none"]', 'defenses = ["dp-gaussian(sigma=0)"]'), "audit.defenses"),
+    ("bad-split", _campaign("cohort = [4]", 'cohort = [4]\nsplit = ["holdout"]'), "probe.split"),
+    ("invalid-toml", "name = \n", "TOML"),
+    ("non-utf8", CAMPAIGN_BASE.encode().replace(b'"bad"', b'"b\xff\xfed"'), "UTF-8"),
+]
+
+
+@pytest.mark.parametrize("case, content, culprit", CAMPAIGN_CASES, ids=[c[0] for c in CAMPAIGN_CASES])
+def test_campaign_file(run_bad, case, content, culprit):
+    path = run_bad.work / "bad.toml"
+    path.write_bytes(content if isinstance(content, bytes) else content.encode())
+    store = run_bad.work / "s.sqlite"
+    run_bad(["campaign", "run", path, "--store", store, "--workers", 1, "--quiet"], culprit)
+    assert not store.exists(), "a rejected campaign must not create its store"
+
+
+def test_bad_scheduler_address_fails_before_creating_the_store(run_bad):
+    path = run_bad.work / "c.toml"
+    path.write_text(CAMPAIGN_BASE)
+    store = run_bad.work / "s.sqlite"
+    run_bad(["campaign", "run", path, "--store", store, "--scheduler", "nowhere:1", "--quiet"], "--scheduler")
+    assert not store.exists()
+
+
+def _train(*extra) -> list:
+    return ["train", "fpdgd", "--data", SMALL, "--out", "o", "--rounds", 1, "--clients", 5, "--quiet", *extra]
+
+
+OPTION_CASES = [
+    ("rounds-1e20", ["train", "fpdgd", "--data", SMALL, "--out", "o", "--rounds", "1e20"], "--rounds"),
+    ("rounds-zero", ["train", "fpdgd", "--data", SMALL, "--out", "o", "--rounds", 0], "--rounds"),
+    ("rounds-huge", ["train", "fpdgd", "--data", SMALL, "--out", "o", "--rounds", 10**12], "--rounds"),
+    ("clients-huge", _train("--clients", 10**9), "--clients"),
+    ("seed-negative", _train("--seed", -1), "--seed"),
+    ("seed-2-66", _train("--seed", 2**66), "--seed"),
+    ("fold-9", _train("--fold", 9), "--fold"),
+    ("eval-split-train", _train("--eval-split", "train"), "--eval-split"),
+    ("click-model-unknown", _train("--click-model", "psychic"), "--click-model"),
+    ("normalization-unknown", _train("--normalization", "l2"), "--normalization"),
+    ("ranker-unknown", _train("--ranker", "forest"), "--ranker"),
+    ("threat-model-unknown", _train("--threat-model", "god"), "--threat-model"),
+    ("record-rounds-bad", _train("--record-rounds", "sometimes"), "--record-rounds"),
+    ("queries-spec-word", ["train", "fpdgd", "--data", "synthetic:mq2008?queries=abc", "--out", "o"], "queries"),
+    ("queries-spec-huge", ["train", "fpdgd", "--data", f"synthetic:mq2008?queries={10**9}", "--out", "o"],
+     "queries"),
+    ("queries-spec-unknown-key", ["train", "fpdgd", "--data", "synthetic:mq2008?rows=5", "--out", "o"], "rows"),
+    ("unknown-profile", ["train", "fpdgd", "--data", "synthetic:msn", "--out", "o"], "msn"),
+    ("data-missing", ["train", "fpdgd", "--data", "no/such/path", "--out", "o"], "no/such/path"),
+    ("synth-queries-huge", ["data", "synth", "--queries", 10**9, "--out", "o"], "--queries"),
+    ("synth-profile-unknown", ["data", "synth", "--profile", "msn", "--out", "o"], "--profile"),
+    ("levels-one", ["epsilon", "--levels", 1], "--levels"),
+    ("epsilon-p-word", ["epsilon", "--p", "half"], "--p"),
+    ("min-shown-negative", ["attack", "rec", "--min-shown", -5], "--min-shown"),
+    ("workers-negative", ["campaign", "run", "c.toml", "--store", "s.sqlite", "--workers", -1], "--workers"),
+    ("status-missing-store", ["campaign", "status", "--store", "nope.sqlite"], "nope.sqlite"),
+    ("report-missing-store", ["report", "--store", "nope.sqlite", "--out", "r"], "nope.sqlite"),
+]
+
+
+@pytest.mark.parametrize("case, argv, culprit", OPTION_CASES, ids=[c[0] for c in OPTION_CASES])
+def test_cli_option(run_bad, case, argv, culprit):
+    if case == "min-shown-negative":
+        (run_bad.work / "rec").mkdir()
+    if case == "workers-negative":
+        (run_bad.work / "c.toml").write_text(CAMPAIGN_BASE)
+    run_bad(argv, culprit)
+    assert not (run_bad.work / "o").exists() and not (run_bad.work / "s.sqlite").exists()
+
+
+@pytest.fixture(scope="module")
+def recording(tmp_path_factory):
+    """A real two-round recording to damage."""
+    out = tmp_path_factory.mktemp("rec") / "run"
+    assert main(["train", "fpdgd", "--data", SMALL, "--out", str(out), "--rounds", "2", "--clients", "4",
+                 "--record-rounds", "every:1", "--quiet"]) == 0
+    return out / "recording"
+
+
+def _copy(src: Path, dst: Path) -> Path:
+    dst.mkdir()
+    for f in src.iterdir():
+        (dst / f.name).write_bytes(f.read_bytes())
+    return dst
+
+
+RECORDING_CASES = ["empty-batch", "truncated-batch", "garbage-batch", "batch-missing-keys",
+                   "missing-documents", "truncated-documents", "not-a-folder", "no-such-folder"]
+
+
+@pytest.mark.parametrize("case", RECORDING_CASES)
+def test_recording(run_bad, recording, case):
+    rec = _copy(recording, run_bad.work / "rec")
+    batch = rec / "batch-000001.npz"
+    culprit = batch.name
+    if case == "empty-batch":
+        batch.write_bytes(b"")
+    elif case == "truncated-batch":
+        batch.write_bytes(batch.read_bytes()[:200])
+    elif case == "garbage-batch":
+        batch.write_bytes(os.urandom(500))
+    elif case == "batch-missing-keys":
+        np.savez(batch, round=np.int64(1))
+    elif case == "missing-documents":
+        for f in rec.glob("documents-*.npz"):
+            f.unlink()
+        culprit = "documents-0.npz"
+    elif case == "truncated-documents":
+        doc = rec / "documents-0.npz"
+        doc.write_bytes(doc.read_bytes()[:300])
+        culprit = "documents-0.npz"
+    elif case == "not-a-folder":
+        rec = run_bad.work / "file.npz"
+        rec.write_bytes(b"x")
+        culprit = "file.npz"
+    elif case == "no-such-folder":
+        rec = run_bad.work / "nowhere"
+        culprit = "nowhere"
+    run_bad(["attack", rec, "--attack", "olsr", "--quiet"], culprit)
+
+
+def _blocker(work: Path) -> Path:
+    blocker = work / "afile"
+    blocker.write_text("not a folder")
+    return blocker / "out"
+
+
+OUTPUT_COMMANDS = {
+    "train": lambda out: ["train", "fpdgd", "--data", SMALL, "--out", out, "--rounds", 1, "--clients", 4, "--quiet"],
+    "data-synth": lambda out: ["data", "synth", "--queries", 10, "--out", out, "--quiet"],
+    "campaign-run": None,
+}
+
+
+@pytest.mark.parametrize("command", ["train", "data-synth"])
+@pytest.mark.parametrize("problem", ["under-a-file", "read-only", "not-empty", "is-a-file", "disk-full"])
+def test_output_path(run_bad, monkeypatch, command, problem):
+    work = run_bad.work
+    out = work / "out"
+    if problem == "under-a-file":
+        out = _blocker(work)
+    elif problem == "read-only":
+        parent = work / "ro"
+        parent.mkdir()
+        parent.chmod(0o555)
+        if os.access(parent, os.W_OK):
+            pytest.skip("running as a user who can write into read-only folders")
+        out = parent / "out"
+    elif problem == "not-empty":
+        out.mkdir()
+        (out / "keep.txt").write_text("x")
+    elif problem == "is-a-file":
+        out.write_text("x")
+    elif problem == "disk-full":
+        import errno
+
+        def full(fd):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+        monkeypatch.setattr(os, "fsync", full)
+    run_bad(OUTPUT_COMMANDS[command](out), "--out" if problem != "disk-full" else "no space left")
+    if problem in ("not-empty", "is-a-file"):
+        assert (out / "keep.txt").exists() if problem == "not-empty" else out.read_text() == "x"
+    elif problem != "read-only":
+        assert not out.exists()
+
+
+@pytest.mark.parametrize("problem", ["store-under-a-file", "store-is-a-folder", "store-not-sqlite",
+                                     "store-read-only-folder"])
+def test_campaign_store_path(run_bad, problem):
+    work = run_bad.work
+    spec = work / "c.toml"
+    spec.write_text(CAMPAIGN_BASE)
+    store = work / "s.sqlite"
+    if problem == "store-under-a-file":
+        store = _blocker(work)
+    elif problem == "store-is-a-folder":
+        store.mkdir()
+    elif problem == "store-not-sqlite":
+        store.write_text("hello, not a database " * 100)
+    elif problem == "store-read-only-folder":
+        parent = work / "ro"
+        parent.mkdir()
+        parent.chmod(0o555)
+        if os.access(parent, os.W_OK):
+            pytest.skip("running as a user who can write into read-only folders")
+        store = parent / "s.sqlite"
+    run_bad(["campaign", "run", spec, "--store", store, "--workers", 1, "--quiet"], str(store.name))
+
+
+def test_demo_out_under_a_file(run_bad):
+    run_bad(["demo", "--out", _blocker(run_bad.work), "--rounds", 1, "--quiet"], "--out")
