@@ -187,11 +187,18 @@ def _check_without_replacement(n_queries: int, clients: int, queries_per_client:
                         f"(--replace samples with replacement)")
 
 
+BUDGET_LIMITS = {"--clients": 1_000_000, "--queries-per-client": 10_000, "--rounds": 1_000_000,
+                 "--eval-every": 1_000_000}
+"""Largest accepted sizes (checked before anything is allocated)."""
+
+
 def check_budget(clients: int, queries_per_client: int, rounds: int, eval_every: int) -> None:
     for option, value in (("--clients", clients), ("--queries-per-client", queries_per_client),
                           ("--rounds", rounds), ("--eval-every", eval_every)):
         if int(value) != value or value < 1:
             raise FltrError(f"{option}: must be a positive integer, got {value}")
+        if value > BUDGET_LIMITS[option]:
+            raise FltrError(f"{option}: at most {BUDGET_LIMITS[option]:,}, got {value:,}")
 
 
 def train(algorithm: Any, train_data: Dataset, *, clients: int, queries_per_client: int, rounds: int, seed: int,
@@ -235,6 +242,10 @@ def train(algorithm: Any, train_data: Dataset, *, clients: int, queries_per_clie
             params, state, batch, out = run_round(algorithm, params, state, train_data, queries, client_ids, r, seed,
                                                   client_defenses=client_defenses, aggregator=aggregator,
                                                   threat_model=threat_model)
+            if not np.isfinite(params).all():
+                stack = "+".join([d.name for d in client_defenses] + [aggregator.name]) or "none"
+                raise FltrError(f"round {r}: the global model became NaN or infinite under the defense "
+                                f"{stack!r} (noise or clipping too large for float64)")
             for interceptor in interceptors:
                 interceptor(batch)
             seq = np.asarray(out.shown_ndcg, dtype=np.float64).ravel()

@@ -11,6 +11,18 @@ import zlib
 
 import numpy as np
 
+from fltr_audit.errors import FltrError
+
+MAX_SEED = 2**63 - 1
+"""Seeds are stored as SQLite INTEGER (signed 64 bits): 0 .. 2^63 - 1."""
+
+
+def check_seed(seed: object, option: str = "--seed") -> int:
+    """``seed`` as an int, or FltrError naming ``option`` unless it is an integer 0..2^63-1."""
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= int(seed) <= MAX_SEED:
+        raise FltrError(f"{option}: must be an integer 0..2^63-1, got {seed!r}")
+    return int(seed)
+
 
 def stream(seed: int, purpose: str, *index: int) -> np.random.Generator:
     """Return the generator for ``purpose`` (and e.g. a round number) under run ``seed``.
@@ -26,4 +38,4 @@ def stream(seed: int, purpose: str, *index: int) -> np.random.Generator:
         Further non-negative integers, e.g. the round number.
     """
     key = (zlib.crc32(purpose.encode()),) + tuple(int(i) for i in index)
-    return np.random.Generator(np.random.PCG64(np.random.SeedSequence(int(seed), spawn_key=key)))
+    return np.random.Generator(np.random.PCG64(np.random.SeedSequence(check_seed(seed), spawn_key=key)))

@@ -19,7 +19,7 @@ import pytest
 from fltr_audit.cli import main
 
 N_FEATURES = 46
-SMALL = "synthetic:mq2008?queries=20"
+SMALL = "synthetic:mq2008?queries=50"
 
 
 def _line(label, qid, ids=range(1, N_FEATURES + 1), value=lambda j: f"0.{j % 10}") -> str:
@@ -158,7 +158,7 @@ DEFENSE_CASES = [
 @pytest.mark.parametrize("case, defense, culprit", DEFENSE_CASES, ids=[c[0] for c in DEFENSE_CASES])
 def test_defense_string(run_bad, case, defense, culprit):
     out = run_bad.work / "o"
-    run_bad(["train", "fpdgd", "--data", SMALL, "--out", out, "--rounds", 1, "--clients", 5, "--quiet",
+    run_bad(["train", "fpdgd", "--data", SMALL, "--out", out, "--rounds", 1, "--clients", 5, "--queries-per-client", 2, "--quiet",
              "--defense", defense], culprit)
     assert not out.exists()
 
@@ -247,7 +247,7 @@ def test_bad_scheduler_address_fails_before_creating_the_store(run_bad):
 
 
 def _train(*extra) -> list:
-    return ["train", "fpdgd", "--data", SMALL, "--out", "o", "--rounds", 1, "--clients", 5, "--quiet", *extra]
+    return ["train", "fpdgd", "--data", SMALL, "--out", "o", "--rounds", 1, "--clients", 5, "--queries-per-client", 2, "--quiet", *extra]
 
 
 OPTION_CASES = [

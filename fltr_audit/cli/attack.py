@@ -8,7 +8,7 @@ import pandas as pd
 import typer
 
 from fltr_audit.cli.app import app
-from fltr_audit.cli.common import emit_json, parse_list, progress
+from fltr_audit.cli.common import check_at_least, emit_json, parse_list, progress
 
 
 @app.command("attack")
@@ -26,6 +26,7 @@ def attack(
     from attacks.scoring import score_guess, summarize
     from fltr_audit.interceptors import load_recording
 
+    check_at_least({"--min-shown": min_shown}, 0)
     names = parse_list(attacks, "--attack")
     built = {name: make_attack(name, **({"seed": seed} if name.startswith("random") else {})) for name in names}
     batches = list(load_recording(recording))

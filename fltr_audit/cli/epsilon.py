@@ -32,7 +32,12 @@ def epsilon(
 ) -> None:
     """Exact worst-case epsilon of privatized MaxRR over all pairs of relevance placements and
     all transmitted values (FOLtR-ES Eq. 9), next to the bound log(p (n-1)/(1-p)) (Eq. 10)."""
-    models = parse_list(click_model, "--click-model")
+    from fltr_audit.clicks import CCM_TABLES
+
+    known_levels = sorted({lv for _, lv in CCM_TABLES})
+    if levels not in known_levels:
+        raise FltrError(f"--levels: must be one of {', '.join(map(str, known_levels))} (the click model tables), got {levels}")
+    models = parse_list(click_model, "--click-model", tuple(sorted({m for m, _ in CCM_TABLES})))
     ps = _floats(p, "--p")
     results = [maxrr_epsilon(m, q, length, levels).as_dict() for m in models for q in ps]
     if json_out:

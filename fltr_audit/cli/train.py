@@ -12,11 +12,12 @@ import typer
 from fltr_audit.algorithms.fpdgd import FPDGD
 from fltr_audit.algorithms.pdgd import PDGD
 from fltr_audit.cli.app import bench_app, train_app
-from fltr_audit.cli.common import atomic_out_dir, emit_json, print_figures, progress, round_reporter, write_run
+from fltr_audit.cli.common import parse_list, atomic_out_dir, emit_json, print_figures, progress, round_reporter, write_run
 from fltr_audit.clicks import cascade_model
 from fltr_audit.data.load import load_splits
 from fltr_audit.federation import check_budget, check_threat_model, train
 from fltr_audit.interceptors import RecordingInterceptor, parse_rounds
+from fltr_audit.randomness import check_seed
 from fltr_audit.rankers import make_ranker
 
 ALGORITHMS = {"fpdgd": FPDGD, "pdgd": PDGD}
@@ -31,6 +32,8 @@ def run_train(algorithm: str, *, data: str, fold: int, click_model: str, clients
 
     stack = parse_defense(defense)
     check_budget(clients, queries_per_client, rounds, eval_every)
+    check_seed(seed)
+    parse_list(eval_split, "--eval-split", ("vali", "test"))
     check_threat_model(threat_model)
     if record_rounds is not None:
         parse_rounds(record_rounds)  # bad input fails before any data is loaded

@@ -14,6 +14,7 @@ from fltr_audit import metrics
 from fltr_audit.algorithms.foltr_es import FOLtRES
 from fltr_audit.algorithms.supervised import fit_mse, fit_ranksvm
 from fltr_audit.cli.app import bench_app, train_app
+from fltr_audit.randomness import check_seed
 from fltr_audit.cli.common import (atomic_out_dir, emit_json, parse_list, print_figures, print_table, progress,
                                    round_reporter, write_run)
 from fltr_audit.clicks import CCM_NAMES, cascade_model
@@ -39,6 +40,8 @@ def run_foltr_es(*, data: str, fold: int, click_model: str, clients: int, querie
 
     stack = parse_defense(defense)
     check_threat_model(threat_model)
+    check_seed(seed)
+    parse_list(eval_split, "--eval-split", ("vali", "test"))
     keep = record_rounds is not None and parse_rounds(record_rounds)
     splits = load_splits(data, fold, normalization=normalization)
     eval_data = splits.get(eval_split)

@@ -69,6 +69,15 @@ PROFILES: dict[str, Profile] = {
 }
 
 _LATENT = 8  # latent factors behind the features and the relevance
+MAX_FEATURE_CELLS = 2**29
+"""Largest synthetic feature matrix (documents x features, float32: 2 GiB); bounds ``queries``."""
+
+
+def max_queries(name: str) -> int:
+    """The most queries profile ``name`` generates within :data:`MAX_FEATURE_CELLS` (at its mean
+    documents per query)."""
+    p = profile(name)
+    return int(MAX_FEATURE_CELLS / (p.docs_mean * p.n_features))
 
 
 def profile(name: str) -> Profile:
@@ -101,6 +110,10 @@ def generate(name: str, queries: int | None = None, seed: int = 0) -> Dataset:
     n_q = p.default_queries if queries is None else int(queries)
     if n_q < 5:
         raise FltrError(f"--queries: need at least 5 queries for five folds, got {n_q}")
+    largest = max_queries(name)
+    if n_q > largest:
+        raise FltrError(f"--queries: synthetic:{name} takes at most {largest:,} queries "
+                        f"(about {MAX_FEATURE_CELLS * 4 / 2**30:.0f} GiB of features), got {n_q:,}")
     shape_rng = stream(seed, f"synthetic-model:{name}")
     rng = stream(seed, f"synthetic-data:{name}")
     d = p.n_features
