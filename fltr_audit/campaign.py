@@ -46,12 +46,13 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import math
 import os
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, NoReturn
 
 from attacks.registry import make_attack
 from defenses.stack import parse_defense
@@ -138,9 +139,13 @@ def load_spec(path: str | Path) -> dict:
     if not path.is_file():
         raise FltrError(f"{path}: no such campaign file")
     try:
-        raw = tomllib.loads(path.read_text())
+        raw = tomllib.loads(path.read_bytes().decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise FltrError(f"{path}: not UTF-8 text (byte {exc.start}: {exc.reason})") from None
     except tomllib.TOMLDecodeError as exc:
         raise FltrError(f"{path}: not valid TOML: {exc}") from None
+    except OSError as exc:
+        raise FltrError(f"{path}: cannot read ({exc.strerror or exc})") from None
     return validate_spec(raw, source=str(path))
 
 
@@ -176,12 +181,46 @@ def _check_table(table: dict, name: str, source: str) -> None:
 
 
 def _check_values(spec: dict, source: str) -> None:
+    """Every value that would fail inside a run fails here, naming its key, before any store
+    is written."""
     from fltr_audit.clicks import CCM_TABLES
+    from fltr_audit.data.normalize import NORMALIZATIONS
+    from fltr_audit.federation import BUDGET_LIMITS
+    from fltr_audit.randomness import check_seed
+    from fltr_audit.rankers import RANKERS
+
+    def fail(key: str, problem: str) -> NoReturn:
+        raise FltrError(f"{source}: key '{key}' {problem}")
 
     known_models = sorted({name for name, _ in CCM_TABLES}) + ["pbm"]
+    for seed in spec["seeds"]:
+        try:
+            check_seed(seed, "seeds")
+        except FltrError:
+            fail("seeds", f"holds {seed!r}, not an integer 0..2^63-1")
+    for fold in _as_list(spec["data"]["folds"]):
+        if not 1 <= fold <= 5:
+            fail("data.folds", f"holds {fold}, folds are 1..5")
+    if spec["data"]["normalization"] not in NORMALIZATIONS + ("auto",):
+        fail("data.normalization", f"is {spec['data']['normalization']!r} (choose {', '.join(NORMALIZATIONS)})")
+    queries = spec["data"].get("queries")
+    if queries is not None and queries < 1:
+        fail("data.queries", f"must be at least 1, got {queries}")
     for data in _as_list(spec["data"]["spec"]):
-        if not data.startswith("synthetic:") and not Path(data).exists():
-            raise FltrError(f"{source}: key 'data.spec': no such path {data!r} (relative paths start at the current directory)")
+        _check_data_spec(data, queries, source)
+    for ranker in _as_list(spec["algorithm"]["ranker"]):
+        if ranker not in RANKERS:
+            fail("algorithm.ranker", f"has unknown ranker {ranker!r} (choose {', '.join(RANKERS)})")
+    for key, option in (("rounds", "--rounds"), ("clients", "--clients"),
+                        ("queries_per_client", "--queries-per-client")):
+        largest = max(_as_list(spec["algorithm"][key]))
+        if largest > BUDGET_LIMITS[option]:
+            fail(f"algorithm.{key}", f"must be at most {BUDGET_LIMITS[option]:,}, got {largest:,}")
+    _check_params(spec["algorithm"], source)
+    if spec["probe"]["min_shown"] < 0:
+        fail("probe.min_shown", f"must be 0 or more, got {spec['probe']['min_shown']}")
+    if spec["probe"]["queries_per_client"] < 1:
+        fail("probe.queries_per_client", f"must be at least 1, got {spec['probe']['queries_per_client']}")
     for name in _as_list(spec["algorithm"]["name"]):
         if name not in ALGORITHMS:
             raise FltrError(f"{source}: key 'algorithm.name' has unknown algorithm {name!r} ({', '.join(ALGORITHMS)})")
@@ -202,6 +241,59 @@ def _check_values(spec: dict, source: str) -> None:
     _check_each(spec["audit"]["attacks"], make_attack, "audit.attacks", source)
 
 
+def _check_data_spec(data: str, queries: int | None, source: str) -> None:
+    """A synthetic spec must parse (profile, ``?queries=N`` within the limit); a path must exist."""
+    if not data.startswith("synthetic:"):
+        if not Path(data).exists():
+            raise FltrError(f"{source}: key 'data.spec': no such path {data!r} (relative paths start at the current directory)")
+        return
+    from fltr_audit.data.load import _synthetic_spec
+    from fltr_audit.data.synthetic import max_queries
+
+    try:
+        name, n = _synthetic_spec(data, queries)
+        largest = max_queries(name)
+    except FltrError as exc:
+        raise FltrError(f"{source}: key 'data.spec': {exc}") from None
+    if n is not None and not 5 <= n <= largest:
+        raise FltrError(f"{source}: key 'data.spec': {data!r} with {n} queries; synthetic:{name} takes 5..{largest:,}")
+
+
+def _check_params(algo: dict, source: str) -> None:
+    """``algorithm.params``: keys every named algorithm accepts, scalar values or lists of them."""
+    for key, value in algo["params"].items():
+        where = f"algorithm.params.{key}"
+        for item in _as_list(value):
+            if isinstance(item, (dict, list)) or not isinstance(item, (int, float, str, bool)):
+                raise FltrError(f"{source}: key '{where}' holds {item!r}; a parameter is a number, a string, "
+                                "a boolean or a list of them (a grid axis)")
+        if isinstance(value, list) and not value:
+            raise FltrError(f"{source}: key '{where}' is an empty list, so the grid is empty")
+        for name in _as_list(algo["name"]):
+            accepted = _algorithm_params(name)
+            if accepted is not None and key not in accepted:
+                raise FltrError(f"{source}: key '{where}': algorithm {name!r} has no parameter {key!r} "
+                                f"(parameters: {', '.join(sorted(accepted))})")
+
+
+def _algorithm_params(name: str) -> frozenset[str] | None:
+    """Keyword parameters the campaign may pass to algorithm ``name`` (None: not known here)."""
+    import inspect
+
+    if name == "fpdgd":
+        from fltr_audit.algorithms.fpdgd import FPDGD as build
+        skip = {"ranker", "click_model"}
+    elif name == "foltr-es":
+        from fltr_audit.algorithms.foltr_es import FOLtRES as build
+        skip = {"ranker", "click_model"}
+    elif name in ("fedips", "fedavg"):
+        from fltr_audit.algorithms.fedips import build_fedips as build
+        skip = {"data", "seed", "clients", "queries_per_client"} | ({"propensity"} if name == "fedavg" else set())
+    else:
+        return None
+    return frozenset(inspect.signature(build).parameters) - skip
+
+
 def _check_each(values: Any, build: Callable[[str], Any], key: str, source: str) -> None:
     """Build every named object once so that a bad name fails before any run, naming the key."""
     for value in _as_list(values):
@@ -219,8 +311,26 @@ def _canonical_defense(text: str) -> str:
     return parse_defense(text).name
 
 
-def expand(spec: dict) -> list[Run]:
-    """Every grid point of a validated spec, in a stable order."""
+MAX_RUNS = 1000
+"""Default cap on a campaign's grid size (``campaign run --max-runs`` raises it)."""
+
+
+def grid_size(spec: dict) -> int:
+    """The number of runs of a validated spec, computed without expanding the grid."""
+    data, algo, probe, audit = spec["data"], spec["algorithm"], spec["probe"], spec["audit"]
+    axes = [data["spec"], data["folds"], algo["name"], algo["rounds"], algo["clients"], algo["queries_per_client"],
+            algo["ranker"], probe["split"], probe["cohort"], audit["defenses"], spec["seeds"],
+            *algo["params"].values()]
+    return math.prod(len(_as_list(a)) for a in axes)
+
+
+def expand(spec: dict, max_runs: int | None = MAX_RUNS) -> list[Run]:
+    """Every grid point of a validated spec, in a stable order; FltrError when the grid holds
+    more than ``max_runs`` runs (None: no cap)."""
+    size = grid_size(spec)
+    if max_runs is not None and size > max_runs:
+        raise FltrError(f"campaign {spec['name']!r}: the grid has {size:,} runs, more than the cap of {max_runs:,} "
+                        "(--max-runs raises it)")
     data, algo, probe, audit = spec["data"], spec["algorithm"], spec["probe"], spec["audit"]
     param_names = sorted(algo["params"])
     param_lists = [_as_list(algo["params"][p]) for p in param_names]
@@ -316,6 +426,7 @@ def run_campaign(
     scheduler: str | None = None,
     on_done: Callable[[Run, str | None], None] | None = None,
     run_fn: Callable[[dict], dict] = execute_run,
+    max_runs: int | None = MAX_RUNS,
 ) -> dict[str, int]:
     """Run every pending grid point of ``spec`` and record each in ``store`` as it finishes.
 
@@ -327,7 +438,7 @@ def run_campaign(
 
     Returns counts: ``{"done": ..., "failed": ..., "skipped": ...}``.
     """
-    runs = expand(spec)
+    runs = expand(spec, max_runs)
     done_keys = store.completed_keys()
     pending = [r for r in runs if r.key not in done_keys]
     store.register_pending([(r.key, r.config) for r in pending], campaign=spec["name"])
@@ -384,16 +495,27 @@ def _execute(runs: list[Run], run_fn: Callable[[dict], dict], workers: int | Non
                 yield run, None, _describe(exc)
 
 
-def _execute_dask(runs: list[Run], run_fn: Callable[[dict], dict], scheduler: str
-                  ) -> Iterable[tuple[Run, dict | None, str | None]]:
+def check_scheduler(address: str) -> None:
+    """FltrError naming ``--scheduler`` unless a Dask scheduler answers at ``address``."""
+    _connect_dask(address).close()
+
+
+def _connect_dask(address: str) -> Any:
     try:
-        from distributed import Client, as_completed
+        from distributed import Client
     except ImportError:
         raise FltrError("--scheduler needs dask.distributed: pip install 'fltr-audit[dask]'") from None
     try:
-        client = Client(scheduler, timeout="10s")
-    except (OSError, TimeoutError, ValueError) as exc:
-        raise FltrError(f"--scheduler: cannot reach {scheduler}: {exc}") from None
+        return Client(address, timeout="10s")
+    except (OSError, TimeoutError, ValueError, TypeError) as exc:
+        raise FltrError(f"--scheduler: cannot reach {address}: {' '.join(str(exc).split()) or type(exc).__name__}") from None
+
+
+def _execute_dask(runs: list[Run], run_fn: Callable[[dict], dict], scheduler: str
+                  ) -> Iterable[tuple[Run, dict | None, str | None]]:
+    client = _connect_dask(scheduler)
+    from distributed import as_completed
+
     try:
         futures = {client.submit(run_fn, run.config, key=f"run-{run.key}", pure=False): run for run in runs}
         for future in as_completed(futures):

@@ -17,18 +17,25 @@ def run(
     store: Path = typer.Option(..., "--store", help="SQLite results store (created if absent)."),
     workers: int = typer.Option(0, "--workers", help="Local worker processes (0: one per core)."),
     scheduler: str = typer.Option(None, "--scheduler", help="Dask scheduler address (needs fltr-audit[dask])."),
+    max_runs: int = typer.Option(1000, "--max-runs", help="Refuse grids with more runs than this."),
     json_out: bool = typer.Option(False, "--json", help="Print the counts as JSON."),
     quiet: bool = typer.Option(False, "--quiet", help="No progress bar."),
 ) -> None:
     """Run every pending grid point of SPEC; completed runs in the store are skipped."""
-    from fltr_audit.campaign import expand, load_spec, run_campaign
+    from fltr_audit.campaign import check_scheduler, expand, load_spec, run_campaign
     from fltr_audit.store import ResultsStore
 
     if workers < 0:
         raise FltrError("--workers must be 0 (one per core) or more")
+    if max_runs < 1:
+        raise FltrError(f"--max-runs: must be at least 1, got {max_runs}")
     parsed = load_spec(spec)
-    runs = expand(parsed)
+    runs = expand(parsed, max_runs)
     total = len(runs)
+    if not quiet and not json_out:
+        typer.echo(f"campaign {parsed['name']}: {total} runs in the grid")
+    if scheduler is not None:
+        check_scheduler(scheduler)
     results = ResultsStore(store)
     pending = total - len({r.key for r in runs} & results.completed_keys())
     failures: list[str] = []
@@ -41,7 +48,8 @@ def run(
                     typer.echo(failures[-1], err=True)
             bar.advance()
 
-        counts = run_campaign(parsed, results, workers=workers or None, scheduler=scheduler, on_done=on_done)
+        counts = run_campaign(parsed, results, workers=workers or None, scheduler=scheduler, on_done=on_done,
+                              max_runs=max_runs)
     counts["total"] = total
     if json_out:
         emit_json({**counts, "store": str(store), "failures": failures})
