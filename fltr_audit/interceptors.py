@@ -10,6 +10,7 @@ stored in the same file under ``truth_*`` keys and comes back as the separate
 from __future__ import annotations
 
 import os
+import zipfile
 from pathlib import Path
 from typing import Callable, Iterator
 
@@ -95,11 +96,32 @@ class RecordingInterceptor:
         self._count += 1
 
 
+_BATCH_KEYS = ("round", "threat_model", "global_params", "ranker", "n_features", "hidden", "participants",
+               "dropouts", "documents", "truth_clicks", "truth_client_ids")
+_DOCUMENT_KEYS = ("features", "labels", "query_ptr", "qids", "n_levels", "name")
+
+
+def _read_npz(path: Path, required: tuple[str, ...]) -> dict:
+    """Every array of the ``.npz`` at ``path``; FltrError naming the file when it is missing,
+    empty, truncated, not an ``.npz`` of plain arrays, or lacks a ``required`` key."""
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            arrays = {key: z[key] for key in z.files}
+    except FileNotFoundError:
+        raise FltrError(f"{path}: missing from the recording") from None
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile, KeyError) as exc:
+        reason = " ".join(str(exc).split()) or type(exc).__name__
+        raise FltrError(f"{path}: not a readable recording file, empty or truncated ({reason[:120]})") from None
+    missing = [key for key in required if key not in arrays]
+    if missing:
+        raise FltrError(f"{path}: not a recording file, missing {', '.join(missing)}")
+    return arrays
+
+
 def _load_documents(path: Path) -> Dataset:
-    with np.load(path, allow_pickle=False) as z:
-        return Dataset(features=z["features"], labels=z["labels"], query_ptr=z["query_ptr"], qids=z["qids"],
-                       n_levels=int(z["n_levels"]), name=str(z["name"]),
-                       doc_ids=z["doc_ids"] if "doc_ids" in z.files else None)
+    z = _read_npz(path, _DOCUMENT_KEYS)
+    return Dataset(features=z["features"], labels=z["labels"], query_ptr=z["query_ptr"], qids=z["qids"],
+                   n_levels=int(z["n_levels"]), name=str(z["name"]), doc_ids=z.get("doc_ids"))
 
 
 def load_recording(path: str | os.PathLike) -> Iterator[RoundBatch]:
@@ -109,8 +131,7 @@ def load_recording(path: str | os.PathLike) -> Iterator[RoundBatch]:
         raise FltrError(f"{root}: not a recording directory")
     documents: dict[str, Dataset] = {}
     for file in sorted(root.glob("batch-*.npz")):
-        with np.load(file, allow_pickle=False) as z:
-            a = {key: z[key] for key in z.files}
+        a = _read_npz(file, _BATCH_KEYS)
         hidden = int(a["hidden"])
         ranker = (MLPRanker(int(a["n_features"]), hidden) if str(a["ranker"]) == "mlp"
                   else LinearRanker(int(a["n_features"])))

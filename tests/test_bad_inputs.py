@@ -366,9 +366,18 @@ def test_output_path(run_bad, monkeypatch, command, problem):
         parent = work / "ro"
         parent.mkdir()
         parent.chmod(0o555)
-        if os.access(parent, os.W_OK):
-            pytest.skip("running as a user who can write into read-only folders")
         out = parent / "out"
+        if os.access(parent, os.W_OK):  # root writes anyway: make creating in it fail as EACCES would
+            import errno
+            import tempfile
+
+            def denied(*args, dir=None, **kwargs):
+                if Path(dir) == parent:
+                    raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(dir))
+                return real(*args, dir=dir, **kwargs)
+
+            real = tempfile.mkdtemp
+            monkeypatch.setattr(tempfile, "mkdtemp", denied)
     elif problem == "not-empty":
         out.mkdir()
         (out / "keep.txt").write_text("x")
@@ -412,4 +421,4 @@ def test_campaign_store_path(run_bad, problem):
 
 
 def test_demo_out_under_a_file(run_bad):
-    run_bad(["demo", "--out", _blocker(run_bad.work), "--rounds", 1, "--quiet"], "--out")
+    run_bad(["demo", "--out", _blocker(run_bad.work), "--rounds", 1, "--quiet"], "afile/out")
