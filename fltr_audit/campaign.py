@@ -410,11 +410,19 @@ def environment() -> dict:
 
 
 def execute_run(config: dict) -> dict:
-    """Compute one run in this process: its tables, timing and environment (picklable)."""
+    """Compute one run in this process: its tables, timing and environment (picklable).
+
+    The run computes with single-threaded BLAS: a multi-threaded BLAS sums in an order that
+    depends on its thread count (which Dask pins to 1 and a process pool does not), so the
+    same seed would give different last bits, and attacks that threshold or rank (OLSR on a
+    secure aggregate) different rows."""
+    from threadpoolctl import threadpool_limits
+
     from fltr_audit.audit_run import run_audit
 
     start = time.perf_counter()
-    tables = run_audit(config)
+    with threadpool_limits(limits=1, user_api="blas"):
+        tables = run_audit(config)
     return {"tables": tables, "seconds": time.perf_counter() - start, "env": environment()}
 
 
