@@ -49,10 +49,12 @@ import json
 import math
 import os
 import sys
+import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, NoReturn
+from typing import Any, Callable, Iterable, Iterator, NoReturn
 
 from attacks.registry import make_attack
 from defenses.stack import parse_defense
@@ -444,13 +446,21 @@ def run_campaign(
     with its error and the others go on. Each finished run is written in one transaction by
     this process alone, so an interrupted campaign leaves only whole runs behind.
 
-    Returns counts: ``{"done": ..., "failed": ..., "skipped": ...}``.
+    Pending runs are claimed in the store first (:meth:`ResultsStore.claim`); runs another
+    live campaign process has claimed are left to it (``running_elsewhere``), so two
+    campaigns on one store share the grid instead of both computing all of it. This process
+    renews its claims while it works and releases the ones it did not finish.
+
+    Returns counts: ``{"done": ..., "failed": ..., "skipped": ..., "running_elsewhere": ...}``.
     """
     runs = expand(spec, max_runs)
     done_keys = store.completed_keys()
     pending = [r for r in runs if r.key not in done_keys]
     store.register_pending([(r.key, r.config) for r in pending], campaign=spec["name"])
-    counts = {"done": 0, "failed": 0, "skipped": len(runs) - len(pending)}
+    mine = set(store.claim([r.key for r in pending]))
+    counts = {"done": 0, "failed": 0, "skipped": len(runs) - len(pending),
+              "running_elsewhere": sum(r.key not in mine for r in pending)}
+    pending = [r for r in pending if r.key in mine]
 
     def finish(run: Run, result: dict | None, error: str | None) -> None:
         if error is None:
@@ -460,12 +470,53 @@ def run_campaign(
         else:
             store.record_failure(run.key, spec["name"], run.config, error)
             counts["failed"] += 1
+        mine.discard(run.key)
         if on_done is not None:
             on_done(run, error)
 
-    for run, result, error in _execute(pending, run_fn, workers, scheduler):
-        finish(run, result, error)
+    with _renewing(store, mine):
+        for run, result, error in _execute(pending, run_fn, workers, scheduler):
+            finish(run, result, error)
     return counts
+
+
+@contextmanager
+def _renewing(store: Any, held: set[str]) -> Iterator[None]:
+    """Renew the claims in ``held`` (a set the caller shrinks as runs finish) every third of
+    the lease while the block runs; release what is still held when it ends."""
+    from fltr_audit.store import CLAIM_LEASE_SECONDS
+
+    stop = threading.Event()
+
+    def beat() -> None:
+        while not stop.wait(CLAIM_LEASE_SECONDS / 3):
+            try:
+                store.renew_claims(list(held))
+            except Exception:  # a busy store: the next beat tries again
+                pass
+
+    thread = threading.Thread(target=beat, name="fltr-audit claim lease", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+        if held:
+            store.release_claims(list(held))
+
+
+def _exit_with_parent(parent: int) -> None:
+    """Initializer of a pool worker: a daemon thread ends the worker as soon as its parent
+    (the campaign process) is gone, even after SIGKILL, so no worker outlives the campaign
+    (and the multiprocessing resource tracker, which waits for them, exits too)."""
+    def watch() -> None:
+        while True:
+            if os.getppid() != parent:
+                os._exit(1)
+            time.sleep(0.5)
+
+    threading.Thread(target=watch, name="fltr-audit parent watchdog", daemon=True).start()
 
 
 def _execute(runs: list[Run], run_fn: Callable[[dict], dict], workers: int | None,
@@ -488,8 +539,8 @@ def _execute(runs: list[Run], run_fn: Callable[[dict], dict], workers: int | Non
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
-    with ProcessPoolExecutor(max_workers=min(workers, len(runs)),
-                             mp_context=multiprocessing.get_context("spawn")) as pool:
+    with ProcessPoolExecutor(max_workers=min(workers, len(runs)), mp_context=multiprocessing.get_context("spawn"),
+                             initializer=_exit_with_parent, initargs=(os.getpid(),)) as pool:
         futures = {pool.submit(run_fn, run.config): run for run in runs}
         for future in as_completed(futures):
             run = futures[future]

@@ -30,6 +30,8 @@ Schema (``schema_version`` 1; every data table also has ``run_key`` and ``extra`
     epsilon(click_model TEXT, levels INTEGER, length INTEGER, p REAL, epsilon REAL,
             theoretical REAL)
     meta(key TEXT PRIMARY KEY, value TEXT)
+    claims(run_key TEXT PRIMARY KEY, host TEXT, pid INTEGER, expires REAL (Unix time))
+                                          -- runs a process is computing now (see ResultsStore.claim)
 
 Columns of a recorded DataFrame that the schema does not name (algorithm metrics in
 ``curves``, extra metrics in ``utility``, ...) go into the row's ``extra`` column as a JSON
@@ -38,6 +40,11 @@ columns missing from a recorded frame are stored as NULL. NaN is stored as NULL 
 back as NaN; REAL columns load as float64, INTEGER columns as int64 (float64 when a value
 is missing). The store sets ``run_key`` on every data row (``epsilon`` included).
 
+Run claiming: a campaign claims the runs it is about to compute (owner host and pid, a lease
+renewed while it works); another campaign on the same store skips runs claimed by a live
+owner. A claim ends when its run is recorded, when its owner releases it, when the owner (on
+this host) is no longer running, or when the lease expires (an owner on another host).
+
 Semantics: re-recording a run whose key is ``done`` is a no-op; recording a run whose key
 ``failed`` replaces the failure row; a failure is never recorded over a done run.
 """
@@ -45,7 +52,10 @@ Semantics: re-recording a run whose key is ``done`` is a no-op; recording a run 
 from __future__ import annotations
 
 import json
+import os
+import socket
 import sqlite3
+import time
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timezone
 from pathlib import Path
@@ -58,6 +68,7 @@ from fltr_audit.errors import FltrError
 
 SCHEMA_VERSION = "1"
 BUSY_TIMEOUT_MS = 60_000
+CLAIM_LEASE_SECONDS = 600.0
 
 RUN_COLUMNS: dict[str, str] = {
     "run_key": "TEXT", "campaign": "TEXT", "status": "TEXT", "config": "TEXT", "env": "TEXT",
@@ -97,6 +108,7 @@ def _ddl() -> str:
         "CREATE TABLE IF NOT EXISTS registered (run_key TEXT PRIMARY KEY, campaign TEXT, "
         "config TEXT, registered_at TEXT);",
         "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);",
+        "CREATE TABLE IF NOT EXISTS claims (run_key TEXT PRIMARY KEY, host TEXT, pid INTEGER, expires REAL);",
     ]
     for name, cols in TABLES.items():
         body = ", ".join(f'"{c}" {t}' for c, t in cols.items())
@@ -227,6 +239,56 @@ class ResultsStore:
 
         return self._write(work)
 
+    def claim(self, keys: Iterable[str], lease: float = CLAIM_LEASE_SECONDS) -> list[str]:
+        """Claim the runs ``keys`` for this process (host and pid) for ``lease`` seconds.
+
+        Returns the keys now held by this process, in order: those not done and not claimed by
+        another live owner (a claim whose lease expired, or whose owner on this host has
+        exited, is taken over). Done in one transaction, so two processes never both get a key.
+        """
+        host, pid = socket.gethostname(), os.getpid()
+        keys = list(keys)
+
+        def work(conn: sqlite3.Connection) -> list[str]:
+            now = time.time()
+            done = {r[0] for r in conn.execute("SELECT run_key FROM runs WHERE status = 'done'")}
+            held = {r[0]: r[1:] for r in conn.execute("SELECT run_key, host, pid, expires FROM claims")}
+            got = []
+            for key in keys:
+                if key in done:
+                    continue
+                owner = held.get(key)
+                if owner is not None and (owner[0], owner[1]) != (host, pid) and owner[2] > now \
+                        and not (owner[0] == host and not _pid_alive(owner[1])):
+                    continue
+                got.append(key)
+            conn.executemany("INSERT OR REPLACE INTO claims VALUES (?, ?, ?, ?)",
+                             [(k, host, pid, now + lease) for k in got])
+            return got
+
+        return self._write(work)
+
+    def renew_claims(self, keys: Iterable[str], lease: float = CLAIM_LEASE_SECONDS) -> None:
+        """Extend this process's claims on ``keys`` by ``lease`` seconds from now."""
+        rows = [(time.time() + lease, k, socket.gethostname(), os.getpid()) for k in keys]
+        self._write(lambda conn: conn.executemany(
+            "UPDATE claims SET expires = ? WHERE run_key = ? AND host = ? AND pid = ?", rows))
+
+    def release_claims(self, keys: Iterable[str]) -> None:
+        """Drop this process's claims on ``keys`` (runs it will not compute after all)."""
+        rows = [(k, socket.gethostname(), os.getpid()) for k in keys]
+        self._write(lambda conn: conn.executemany(
+            "DELETE FROM claims WHERE run_key = ? AND host = ? AND pid = ?", rows))
+
+    def claims(self) -> pd.DataFrame:
+        """The current claims: run_key, host, pid, expires (Unix time)."""
+        conn = _connect(self.path)
+        try:
+            rows = conn.execute("SELECT run_key, host, pid, expires FROM claims ORDER BY run_key").fetchall()
+        finally:
+            conn.close()
+        return pd.DataFrame.from_records(rows, columns=["run_key", "host", "pid", "expires"])
+
     def record_run(self, run_key: str, campaign: str, config: dict, env: dict, seed: int | None,
                    seconds: float, tables: Mapping[str, pd.DataFrame]) -> bool:
         """Write a finished run and all its result rows in one transaction.
@@ -249,6 +311,8 @@ class ResultsStore:
         for name, frame in tables.items():
             if "run_key" in frame.columns and not (frame["run_key"] == run_key).all():
                 raise FltrError(f"run {run_key}: table {name} has rows of another run_key")
+        if seed is not None and not -(2**63) <= int(seed) < 2**63:
+            raise FltrError(f"run {run_key}: seed {seed} does not fit the store's 64-bit INTEGER")
         run_row = (run_key, campaign, "done", _to_json(config, f"config of run {run_key}"),
                    _to_json(env, f"env of run {run_key}"), None if seed is None else int(seed),
                    float(seconds), _now(), None)
@@ -258,6 +322,7 @@ class ResultsStore:
             if status is not None and status[0] == "done":
                 return False
             conn.execute("DELETE FROM runs WHERE run_key = ?", (run_key,))
+            conn.execute("DELETE FROM claims WHERE run_key = ?", (run_key,))
             conn.execute("INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", run_row)
             for name, frame in tables.items():
                 _insert_table(conn, name, run_key, frame)
@@ -276,6 +341,7 @@ class ResultsStore:
             if status is not None and status[0] == "done":
                 return False
             conn.execute("INSERT OR REPLACE INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", row)
+            conn.execute("DELETE FROM claims WHERE run_key = ?", (run_key,))
             return True
 
         return self._write(work)
@@ -294,6 +360,16 @@ class ResultsStore:
         cols = ["run_key", "campaign", "status", "seed", "seconds", "finished_at", "error"]
         frame = pd.DataFrame.from_records(rows, columns=cols)
         return _coerce(frame, {"seed": "INTEGER", "seconds": "REAL"})
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, ValueError):
+        return True
+    return True
 
 
 def _insert_table(conn: sqlite3.Connection, name: str, run_key: str, frame: pd.DataFrame) -> None:

@@ -67,7 +67,7 @@ def test_same_seed_same_results_serial_pool_and_dask(tmp_path):
     path.write_text(textwrap.dedent(TINY).replace('"none", "secagg"]', '"none", "secagg", "secagg-protocol"]'))
     spec = load_spec(path)
     counts = run_campaign(spec, ResultsStore(tmp_path / "serial.sqlite"), workers=1)
-    assert counts == {"done": 6, "failed": 0, "skipped": 0}
+    assert counts == {"done": 6, "failed": 0, "skipped": 0, "running_elsewhere": 0}
     run_campaign(spec, ResultsStore(tmp_path / "pool.sqlite"), workers=2)
     serial = stored(tmp_path / "serial.sqlite")
     assert len(serial["attacks"]) > 0
@@ -83,7 +83,7 @@ def test_rerun_skips_completed_runs(spec_path, tmp_path):
     spec = load_spec(spec_path)
     store = ResultsStore(tmp_path / "s.sqlite")
     run_campaign(spec, store, workers=1)
-    assert run_campaign(spec, store, workers=1) == {"done": 0, "failed": 0, "skipped": 4}
+    assert run_campaign(spec, store, workers=1) == {"done": 0, "failed": 0, "skipped": 4, "running_elsewhere": 0}
 
 
 def test_killed_campaign_completes_on_rerun_without_duplicates(spec_path, tmp_path):
@@ -132,7 +132,7 @@ def test_failed_run_is_recorded_and_the_rest_go_on(spec_path, tmp_path):
 
     store = ResultsStore(tmp_path / "f.sqlite")
     counts = run_campaign(spec, store, workers=1, run_fn=flaky)
-    assert counts == {"done": 2, "failed": 2, "skipped": 0}
+    assert counts == {"done": 2, "failed": 2, "skipped": 0, "running_elsewhere": 0}
     status = store.status()
     assert sorted(status["status"]) == ["done", "done", "failed", "failed"]
     assert status.loc[status["status"] == "failed", "error"].str.contains("boom").all()

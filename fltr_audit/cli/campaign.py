@@ -56,7 +56,8 @@ def run(
     else:
         typer.echo(
             f"campaign {parsed['name']}: {counts['done']} done, {counts['failed']} failed, "
-            f"{counts['skipped']} already complete, {total} runs in the grid -> {store}"
+            f"{counts['skipped']} already complete, {counts['running_elsewhere']} left to another campaign "
+            f"process, {total} runs in the grid -> {store}"
         )
     if counts["failed"]:
         raise RunsFailed(f"{counts['failed']} of {total} runs failed, stored as failed in {store}; first: {failures[0]}")
