@@ -1,0 +1,198 @@
+"""A campaign SIGKILLed at random points, then completed: every run once, the store intact,
+the results identical to an uninterrupted run, and no worker process left behind. Two
+concurrent campaigns on one store share the grid (run claiming)."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from fltr_audit.campaign import expand, load_spec, run_campaign
+from fltr_audit.store import ResultsStore, load
+
+REPO = Path(__file__).resolve().parents[1]
+
+SPEC = """
+name = "kill-resume"
+seeds = [0, 1, 2, 3, 4]
+
+[data]
+spec = ["synthetic:mq2008?queries=60"]
+
+[algorithm]
+name = "fpdgd"
+rounds = [2]
+clients = [20]
+queries_per_client = [2]
+
+[probe]
+click_models = ["perfect"]
+cohort = [8]
+min_shown = 5
+
+[audit]
+defenses = ["none", "secagg"]
+attacks = ["olsr", "random3"]
+trials = 200
+"""
+
+
+def _children(pid: int) -> set[int]:
+    """Process ids whose parent is ``pid`` (from /proc)."""
+    out = set()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid:
+                out.add(int(entry.name))
+    return out
+
+
+def _gone(pids: set[int], timeout: float) -> set[int]:
+    """The ``pids`` still running (not zombies) after waiting up to ``timeout`` seconds."""
+    deadline = time.time() + timeout
+    alive = set(pids)
+    while alive and time.time() < deadline:
+        for pid in list(alive):
+            try:
+                state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            except OSError:
+                state = "X"
+            if state in ("X", "Z"):
+                alive.discard(pid)
+        time.sleep(0.1)
+    return alive
+
+
+def _claimed(db: Path) -> bool:
+    """Whether a campaign process holds claims in the store at ``db`` (it has started its runs)."""
+    if not db.exists():
+        return False
+    try:
+        with sqlite3.connect(db, timeout=1) as conn:
+            return conn.execute("SELECT COUNT(*) FROM claims").fetchone()[0] > 0
+    except sqlite3.OperationalError:
+        return False
+
+
+def _stored(path: Path) -> dict[str, pd.DataFrame]:
+    tables = load(path)
+    out = {}
+    for name in ("attacks", "utility", "curves", "audits", "per_query"):
+        frame = tables[name]
+        out[name] = frame.sort_values(list(frame.columns)).reset_index(drop=True)
+    return out
+
+
+def _command(spec: Path, store: Path, workers: int = 2) -> list[str]:
+    return [sys.executable, "-m", "fltr_audit", "campaign", "run", str(spec), "--store", str(store),
+            "--workers", str(workers), "--quiet", "--json"]
+
+
+@pytest.mark.slow
+def test_sigkilled_campaign_resumes_to_identical_results(tmp_path):
+    spec_path = tmp_path / "c.toml"
+    spec_path.write_text(textwrap.dedent(SPEC))
+    spec = load_spec(spec_path)
+    keys = {r.key for r in expand(spec)}
+    db = tmp_path / "killed.sqlite"
+    rng = random.Random(15)
+    kills, leftovers, done_at_kill = 0, set(), []
+    start = time.time()
+    while kills < 5:
+        # in-process runs (workers 1) finish quickly; a pool (workers 2) must not outlive the kill
+        proc = subprocess.Popen(_command(spec_path, db, workers=1 + kills % 2), cwd=REPO,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        workers: set[int] = set()
+        deadline = None  # the random kill time counts from the moment the campaign claims its runs
+        while proc.poll() is None and (deadline is None or time.time() < deadline):
+            workers |= _children(proc.pid)
+            if deadline is None and _claimed(db):
+                deadline = time.time() + rng.uniform(0.0, 3.0)
+            time.sleep(0.05)
+        if proc.poll() is not None:
+            assert proc.returncode == 0
+            break  # finished before the kill: every run is done, the rest of the test checks it
+        workers |= _children(proc.pid)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        kills += 1
+        leftovers |= _gone(workers, timeout=10.0)
+        if db.exists():
+            with sqlite3.connect(db, timeout=30) as conn:
+                done_at_kill.append(conn.execute("SELECT COUNT(*) FROM runs WHERE status = 'done'").fetchone()[0])
+    result = subprocess.run(_command(spec_path, db), cwd=REPO, capture_output=True, text=True, timeout=300)
+    elapsed = time.time() - start
+    assert result.returncode == 0, result.stderr
+    counts = json.loads(result.stdout)
+    assert kills >= 5, f"the campaign finished after {kills} kills; the kills came too late"
+    print(f"kill-resume: {kills} SIGKILLs, done at each kill {done_at_kill}, final run {counts}, "
+          f"{elapsed:.1f} s in all")
+    assert not leftovers, f"worker processes outlived the killed campaign: {sorted(leftovers)}"
+
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        rows = conn.execute("SELECT run_key, COUNT(*) FROM runs GROUP BY run_key").fetchall()
+        assert conn.execute("SELECT COUNT(*) FROM claims").fetchone()[0] == 0
+    assert all(n == 1 for _, n in rows)
+    tables = load(db)
+    runs = tables["runs"]
+    assert sorted(runs.loc[runs["status"] == "done", "run_key"]) == sorted(keys)
+    assert sorted(tables["utility"]["run_key"]) == sorted(keys)  # no run's rows missing or twice
+
+    reference = tmp_path / "reference.sqlite"
+    run_campaign(spec, ResultsStore(reference), workers=1)
+    killed, clean = _stored(db), _stored(reference)
+    for name in clean:
+        pd.testing.assert_frame_equal(killed[name], clean[name], check_exact=True)
+
+
+@pytest.mark.slow
+def test_two_concurrent_campaigns_compute_each_run_once(tmp_path):
+    spec_path = tmp_path / "c.toml"
+    spec_path.write_text(textwrap.dedent(SPEC))
+    db = tmp_path / "shared.sqlite"
+    ResultsStore(db)
+    procs = [subprocess.Popen(_command(spec_path, db, workers=1), cwd=REPO, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    outputs = [p.communicate(timeout=300) for p in procs]
+    assert all(p.returncode == 0 for p in procs), [err for _, err in outputs]
+    counts = [json.loads(out) for out, _ in outputs]
+    grid = len(expand(load_spec(spec_path)))
+    assert sum(c["done"] for c in counts) == grid, counts  # each run computed by exactly one process
+    assert load(db)["runs"]["status"].eq("done").sum() == grid
+
+
+def test_claims_of_a_live_owner_are_respected_and_of_a_dead_one_taken_over(tmp_path):
+    store = ResultsStore(tmp_path / "s.sqlite")
+    assert store.claim(["a", "b"]) == ["a", "b"]
+    claim_elsewhere = ("import sys; sys.path.insert(0, %r); from fltr_audit.store import ResultsStore; "
+                       "print(','.join(ResultsStore(%r).claim(['a', 'b', 'c'])))") % (str(REPO), str(store.path))
+    other = subprocess.run([sys.executable, "-c", claim_elsewhere], capture_output=True, text=True, check=True)
+    assert other.stdout.strip() == "c"  # a and b are held by this (live) process; c was free
+    # the other process has exited: its claim on c is free again, ours stay ours
+    assert store.claim(["a", "b", "c"]) == ["a", "b", "c"]
+    store.release_claims(["a"])
+    assert sorted(store.claims()["run_key"]) == ["b", "c"]
+
+
+def test_expired_lease_is_taken_over(tmp_path):
+    store = ResultsStore(tmp_path / "s.sqlite")
+    with sqlite3.connect(store.path) as conn:  # a claim by a process on another host
+        conn.execute("INSERT INTO claims VALUES ('x', 'elsewhere', 1, ?)", (time.time() + 60,))
+        conn.execute("INSERT INTO claims VALUES ('y', 'elsewhere', 1, ?)", (time.time() - 1,))
+    assert store.claim(["x", "y"]) == ["y"]
