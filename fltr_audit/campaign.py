@@ -219,6 +219,14 @@ def _check_values(spec: dict, source: str) -> None:
         if largest > BUDGET_LIMITS[option]:
             fail(f"algorithm.{key}", f"must be at most {BUDGET_LIMITS[option]:,}, got {largest:,}")
     _check_params(spec["algorithm"], source)
+    models = _as_list(spec["probe"]["click_models"]) + [spec["algorithm"]["train_click_model"]]
+    for name in _as_list(spec["algorithm"]["name"]):
+        position_based = name in ("fedips", "fedavg")  # FedIPS users click by the PBM (Eq. 11)
+        for model in models:
+            if (model == "pbm") != position_based:
+                raise FltrError(f"{source}: click model {model!r} in 'probe.click_models' or "
+                                f"'algorithm.train_click_model' does not fit algorithm {name!r} "
+                                f"({'pbm only' if position_based else 'pbm is for fedips and fedavg'})")
     if spec["probe"]["min_shown"] < 0:
         fail("probe.min_shown", f"must be 0 or more, got {spec['probe']['min_shown']}")
     if spec["probe"]["queries_per_client"] < 1:

@@ -422,3 +422,45 @@ def test_campaign_store_path(run_bad, problem):
 
 def test_demo_out_under_a_file(run_bad):
     run_bad(["demo", "--out", _blocker(run_bad.work), "--rounds", 1, "--quiet"], "afile/out")
+
+
+# --- failed runs: exit 1 with the cause ----------------------------------------------------
+
+def _failing_run(monkeypatch):
+    import fltr_audit.audit_run
+
+    def boom(config):
+        raise RuntimeError("boom in the run")
+
+    monkeypatch.setattr(fltr_audit.audit_run, "run_audit", boom)
+
+
+def test_campaign_with_a_failed_run_exits_1_naming_the_cause(tmp_path, monkeypatch, capsys):
+    _failing_run(monkeypatch)
+    spec = tmp_path / "c.toml"
+    spec.write_text(CAMPAIGN_BASE)
+    code = main(["campaign", "run", str(spec), "--store", str(tmp_path / "s.sqlite"), "--workers", "1", "--quiet"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 1
+    assert len(err) == 1 and "1 of 1 runs failed" in err[0] and "boom in the run" in err[0]
+
+
+def test_audit_into_a_store_with_a_failed_run_exits_1_naming_the_cause(tmp_path, monkeypatch, capsys):
+    _failing_run(monkeypatch)
+    code = main(["audit", "--data", "synthetic:mq2008?queries=30", "--train-rounds", "1", "--clients", "5",
+                 "--attack", "random3", "--click-model", "perfect", "--no-epsilon-audit", "--quiet",
+                 "--store", str(tmp_path / "s.sqlite")])
+    err = capsys.readouterr().err
+    assert code == 1 and "boom in the run" in err and "Traceback" not in err
+
+
+def test_an_internal_error_is_one_line_with_exit_1(tmp_path, monkeypatch, capsys):
+    import fltr_audit.data.load
+
+    def broken(*args, **kwargs):
+        raise ZeroDivisionError("a bug")
+
+    monkeypatch.setattr(fltr_audit.data.load, "data_info", broken)
+    code = main(["data", "info", "synthetic:mq2008"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 1 and len(err) == 1 and "internal error: ZeroDivisionError: a bug" in err[0]

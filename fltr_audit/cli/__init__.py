@@ -1,10 +1,12 @@
 """The ``fltr-audit`` command line: the composition root that wires engine, defenses,
 attacks and reports together. ``main`` turns every failure into one line on stderr and a
 non-zero exit code: 2 for bad input (``FltrError``, bad options, unreadable or unwritable
-files), 1 for runs that failed (``RunsFailed``), 130 when interrupted."""
+files), 1 for runs that failed (``RunsFailed``) and for internal errors (the traceback with
+``FLTR_AUDIT_DEBUG=1``), 130 when interrupted."""
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 
@@ -68,6 +70,11 @@ def main(argv: list[str] | None = None) -> int:
         return _fail("fltr-audit: error: out of memory (the input asks for more than this machine has)", 2, argv)
     except KeyboardInterrupt:
         return _fail("fltr-audit: interrupted", 130, argv)
+    except Exception as exc:  # a bug: one line, the traceback on request
+        if os.environ.get("FLTR_AUDIT_DEBUG"):
+            raise
+        return _fail(f"fltr-audit: internal error: {type(exc).__name__}: {_one_line(exc)} "
+                     "(FLTR_AUDIT_DEBUG=1 prints the traceback)", 1, argv)
     return _exit(code if isinstance(code, int) else 0, argv)
 
 
