@@ -194,16 +194,23 @@ class ResultsStore:
         _connect(self.path, init=True).close()
 
     def _write(self, work) -> Any:
+        """Run ``work(conn)`` in one IMMEDIATE transaction; a store that cannot be written (full
+        disk, read-only, locked past the busy timeout) is a FltrError naming it."""
         conn = _connect(self.path)
         try:
             conn.execute("BEGIN IMMEDIATE")
             try:
                 result = work(conn)
+                conn.execute("COMMIT")
             except BaseException:
-                conn.execute("ROLLBACK")
+                try:
+                    conn.execute("ROLLBACK")
+                except sqlite3.DatabaseError:
+                    pass  # SQLite rolled back already
                 raise
-            conn.execute("COMMIT")
             return result
+        except sqlite3.DatabaseError as exc:
+            raise FltrError(f"--store {self.path}: cannot write ({exc})") from None
         finally:
             conn.close()
 

@@ -1,5 +1,5 @@
 """Memory bound: a 6 KB LETOR file naming feature id 3,000,000 (or 10^9) is rejected before any
-array of that width exists. Measured in a fresh process: peak RSS (asserted under 200 MB) and
+array of that width exists. Measured in a fresh process: peak RSS (VmHWM, asserted under 200 MB) and
 the time of the rejection (printed, never asserted)."""
 
 from __future__ import annotations
@@ -28,8 +28,12 @@ try:
 except FltrError as exc:
     error = str(exc)
 seconds = time.perf_counter() - start
+# VmHWM: the peak RSS of this process's own address space. ru_maxrss (getrusage) is kept
+# across fork and exec on Linux, so it reports the pytest parent's peak when that is larger.
+hwm = [line for line in open("/proc/self/status") if line.startswith("VmHWM:")]
 print(json.dumps({{"error": error, "seconds": seconds,
-                  "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}}))
+                  "peak_rss_mb": int(hwm[0].split()[1]) / 1024 if hwm else None,
+                  "ru_maxrss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}}))
 """
 
 
@@ -52,7 +56,9 @@ def test_hostile_sparse_file_is_rejected_within_the_memory_bound(tmp_path, featu
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     figures = json.loads(out.stdout)
+    if figures["peak_rss_mb"] is None:
+        pytest.skip("no /proc/self/status VmHWM on this system")
     print(f"hostile file, feature id {feature_id:,}: rejected in {figures['seconds']:.3f} s, "
-          f"peak RSS {figures['peak_rss_mb']:.0f} MB")
+          f"peak RSS {figures['peak_rss_mb']:.0f} MB (ru_maxrss {figures['ru_maxrss_mb']:.0f} MB)")
     assert figures["error"] is not None and "line 21" in figures["error"] and str(feature_id) in figures["error"]
     assert figures["peak_rss_mb"] < RSS_LIMIT_MB
