@@ -196,3 +196,41 @@ def test_expired_lease_is_taken_over(tmp_path):
         conn.execute("INSERT INTO claims VALUES ('x', 'elsewhere', 1, ?)", (time.time() + 60,))
         conn.execute("INSERT INTO claims VALUES ('y', 'elsewhere', 1, ?)", (time.time() - 1,))
     assert store.claim(["x", "y"]) == ["y"]
+
+
+def _train_command(out: Path) -> list[str]:
+    return [sys.executable, "-m", "fltr_audit", "train", "fpdgd", "--data", "synthetic:mq2008?queries=200",
+            "--out", str(out), "--rounds", "100000", "--clients", "20", "--queries-per-client", "2",
+            "--eval-every", "1000", "--quiet"]
+
+
+def _wait_for_temporary(parent: Path, proc: subprocess.Popen, timeout: float = 60.0) -> list[Path]:
+    deadline = time.time() + timeout
+    while time.time() < deadline and proc.poll() is None:
+        found = [p for p in parent.iterdir() if ".tmp" in p.name]
+        if found:
+            return found
+        time.sleep(0.05)
+    raise AssertionError("train never created its temporary output folder")
+
+
+@pytest.mark.slow
+def test_terminated_train_leaves_no_debris_and_a_killed_ones_is_swept(tmp_path):
+    out = tmp_path / "run"
+    proc = subprocess.Popen(_train_command(out), cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            text=True)
+    _wait_for_temporary(tmp_path, proc)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and err.strip() == "fltr-audit: interrupted"
+    assert list(tmp_path.iterdir()) == []  # the temporary folder went with it; no --out
+
+    proc = subprocess.Popen(_train_command(out), cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    debris = _wait_for_temporary(tmp_path, proc)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert all(p.exists() for p in debris)  # SIGKILL cannot clean up ...
+    done = subprocess.run(_train_command(out)[:9] + ["--rounds", "1", "--clients", "4", "--queries-per-client",
+                                                      "2", "--quiet"], cwd=REPO, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert [p.name for p in tmp_path.iterdir()] == ["run"]  # ... the next write of that output sweeps it

@@ -51,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
     except RunsFailed as exc:
         return _fail(f"fltr-audit: error: {_one_line(exc)}", 1, argv)
     except typer.Exit as exc:
-        return _exit(exc.exit_code, argv)
+        code = exc.exit_code
     except typer.Abort as exc:
         cause = exc.__cause__ or exc.__context__
         if isinstance(cause, EOFError):  # click turns EOFError into Abort: a truncated input
@@ -75,6 +75,8 @@ def main(argv: list[str] | None = None) -> int:
             raise
         return _fail(f"fltr-audit: internal error: {type(exc).__name__}: {_one_line(exc)} "
                      "(FLTR_AUDIT_DEBUG=1 prints the traceback)", 1, argv)
+    if code == 130:  # typer turns KeyboardInterrupt (and so SIGTERM) into exit code 130
+        return _fail("fltr-audit: interrupted", 130, argv)
     return _exit(code if isinstance(code, int) else 0, argv)
 
 
