@@ -209,7 +209,7 @@ class ResultsStore:
                     pass  # SQLite rolled back already
                 raise
             return result
-        except sqlite3.DatabaseError as exc:
+        except sqlite3.OperationalError as exc:
             raise FltrError(f"--store {self.path}: cannot write ({exc})") from None
         finally:
             conn.close()
