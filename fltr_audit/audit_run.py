@@ -143,6 +143,7 @@ def trained(config: dict, defense: str = "none") -> TrainResult:
 
 def run_audit(config: dict) -> dict[str, pd.DataFrame]:
     """Compute every table of one run (see the module docstring)."""
+    draws = counterfactual_draws(config["probe"])
     splits = splits_of(config)
     stack = parse_defense(config["defense"])
     context = {"algo": config["algo"], "setting": algorithm_setting(config), "data": config["data"],
@@ -158,7 +159,6 @@ def run_audit(config: dict) -> dict[str, pd.DataFrame]:
 
     probe_cfg = config["probe"]
     data = splits.get(probe_cfg["split"])
-    draws = counterfactual_draws(probe_cfg)
     attack_rows, query_rows = [], []
     for click_model in probe_cfg["click_models"]:
         algorithm = build_algorithm(config, splits, click_model)
