@@ -18,6 +18,9 @@ DEFAULT_ATTACKS = {"fpdgd": "olsr,olsr-l1,score,prob,distance,random3,random4", 
 DEFAULT_CLICK_MODELS = "perfect,navigational,informational"
 TABLE_COLUMNS = ["attack", "click_model", "defense", "threat_model", "accuracy", "precision", "recall", "f1",
                  "n_queries"]
+LEAKAGE_COLUMNS = ["auc", "auc_counterfactual", "leakage", "leakage_normalized", "advantage",
+                   "advantage_counterfactual", "tpr_at_fpr_0_01", "tpr_at_fpr_0_001"]
+"""Counterfactual-baseline measures (``attacks.scoring``), means over seeds and folds, in the JSON rows."""
 
 
 def audit_spec(*, algo: str, data: str, folds: list[int], rounds: int, clients: int, queries_per_client: int,
@@ -76,9 +79,11 @@ def attack_table(tables: dict[str, pd.DataFrame], averaging: str = "macro") -> p
     rows = attacks[attacks["averaging"] == averaging]
     group = ["attack", "click_model", "defense", "threat_model"]
     grouped = rows.groupby(group, sort=False)
-    table = grouped[["accuracy", "precision", "recall", "f1"]].mean()
+    table = grouped[["accuracy", "precision", "recall", "f1", *LEAKAGE_COLUMNS]].mean()
     table["n_queries"] = grouped["n_queries"].sum().astype(int)  # over seeds and folds
-    return table.reset_index()[TABLE_COLUMNS]
+    table["reference"] = grouped["reference"].first().astype(bool)
+    table["n_counterfactual"] = grouped["n_counterfactual"].first().astype(int)
+    return table.reset_index()[[*TABLE_COLUMNS, "reference", *LEAKAGE_COLUMNS, "n_counterfactual"]]
 
 
 @app.command("audit")
@@ -139,7 +144,7 @@ def audit(
                    "utility": utility.to_dict(orient="records"),
                    "zero_division": "0 (precision of a list with no positive guess, recall of a list without clicks)"})
         return
-    typer.echo(table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    typer.echo(table[TABLE_COLUMNS].to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     if len(utility):
         typer.echo("\nutility (offline nDCG@10 on test, queries without relevant documents left out):")
         cols = ["defense", "ndcg10", "ndcg10_delta"]
