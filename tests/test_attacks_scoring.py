@@ -180,3 +180,20 @@ def test_message_blind_guess_has_no_leakage_and_informed_guess_has():
         assert leak["low"] > 0.1
     # binomial(40, 0.05): P(X > 7) < 0.01
     assert rejections <= 7
+
+
+def test_leakage_interval_is_the_one_sample_t_test_of_the_paired_differences():
+    import pandas as pd
+    from scipy import stats
+
+    rng = np.random.default_rng(9)
+    auc = rng.uniform(0.3, 1.0, 50)
+    cf = rng.uniform(0.3, 0.9, 50)
+    auc[[3, 7]] = np.nan                    # lists where the AUC is undefined are left out
+    out = leakage_interval(pd.DataFrame({"auc": auc, "auc_counterfactual": cf}), confidence=0.9)
+    diff = (auc - cf)[~np.isnan(auc)]
+    test = stats.ttest_1samp(diff, 0.0, alternative="greater")
+    low, high = stats.t.interval(0.9, len(diff) - 1, loc=diff.mean(), scale=stats.sem(diff))
+    assert out["n_lists"] == 48 and out["leakage"] == pytest.approx(diff.mean())
+    assert out["p_value"] == pytest.approx(test.pvalue)
+    assert (out["low"], out["high"]) == (pytest.approx(low), pytest.approx(high))
