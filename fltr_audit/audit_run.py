@@ -18,7 +18,8 @@ campaign (``fltr_audit.campaign.expand``); ``run_audit`` turns it into the resul
    every attack guesses the clicks from the server's view; scoring is per query, against
    the real clicks and against K counterfactual click vectors of the same users on the same
    lists (``probe.counterfactual``, default 20; ``attacks.scoring``): leakage is the
-   difference.
+   difference. The probe's random streams are keyed by the seed and the fold
+   (``probe_seed``), so that folds are independent replicates.
 4. **Epsilon audit** -- for FOLtR-ES, the query-distinguishing test on the privatized
    metric (``_audit_metric``) beside the exact epsilon by enumeration. For vector messages, the defense's client transforms (and its aggregation) as a
    mechanism on two inputs of one client (two probe clients' undefended messages, the pair
@@ -162,10 +163,10 @@ def run_audit(config: dict) -> dict[str, pd.DataFrame]:
     attack_rows, query_rows = [], []
     for click_model in probe_cfg["click_models"]:
         algorithm = build_algorithm(config, splits, click_model)
-        batches = probe(algorithm, base.params, data, seed=config["seed"],
+        batches = probe(algorithm, base.params, data, seed=probe_seed(config),
                         queries_per_client=probe_cfg["queries_per_client"], cohort_size=probe_cfg["cohort"],
                         client_defenses=stack.client, aggregator=stack.aggregator)
-        counterfactual = [redraw(algorithm, b, data, draws, config["seed"]) for b in batches]
+        counterfactual = [redraw(algorithm, b, data, draws, probe_seed(config)) for b in batches]
         for name in config["attacks"]:
             attack = make_attack(name, **_attack_params(name, config, algorithm))
             scored = [evaluate(attack.guess(b.view), b, counterfactual=cf, min_shown=probe_cfg["min_shown"],
@@ -197,6 +198,15 @@ def run_audit(config: dict) -> dict[str, pd.DataFrame]:
             tables["epsilon"] = pd.DataFrame(epsilon_rows(probe_cfg["click_models"], [rr.p],
                                                           levels=splits.train.n_levels))
     return tables
+
+
+def probe_seed(config: dict) -> int:
+    """The seed of a run's probe streams (clicks, counterfactual draws, random baselines),
+    derived from the run seed *and the fold*: probe clients of different folds then draw
+    independent clicks, so that lists pooled over the folds of one seed are independent
+    replicates (the CIs over lists assume it). The same for every defense of a run
+    (common random numbers: defenses are compared on the same clicks)."""
+    return int(np.random.SeedSequence([int(config["seed"]), int(config["fold"])]).generate_state(1)[0])
 
 
 def counterfactual_draws(probe_cfg: dict) -> int:
@@ -247,7 +257,7 @@ def _audit_metric(config: dict, splits: Any, stack: DefenseStack, base: TrainRes
 def _attack_params(name: str, config: dict, algorithm: Any) -> dict:
     """What an attack needs beyond the server view, as its spec's ``needs`` says: the run
     seed, the public algorithm, its list length."""
-    return needed(name, {"seed": config["seed"], "algorithm": algorithm, "k": algorithm.k})
+    return needed(name, {"seed": probe_seed(config), "algorithm": algorithm, "k": algorithm.k})
 
 
 def _final_ndcg(config: dict, splits: Any, result: TrainResult) -> tuple[float, float]:

@@ -113,3 +113,11 @@ def test_registry_specs():
 def test_counterfactual_option_must_be_positive():
     with pytest.raises(FltrError, match="--counterfactual"):
         run_audit(config("none", queries=300, counterfactual=0))
+
+
+def test_probe_streams_are_keyed_by_seed_and_fold():
+    """Folds of one seed must not share click draws (pooled CIs over folds assume independence)."""
+    from fltr_audit.audit_run import probe_seed
+
+    seeds = {probe_seed({"seed": s, "fold": f}) for s in (0, 1) for f in (1, 2, 3, 4, 5)}
+    assert len(seeds) == 10 and probe_seed({"seed": 0, "fold": 1}) == probe_seed({"seed": 0, "fold": 1})
