@@ -1,45 +1,102 @@
-"""Attacks by name: ``make_attack(name, **params)`` for the CLI, campaigns and the audit."""
+"""Attacks by name: a table of ``AttackSpec`` entries and ``make_attack(name, **params)`` for
+the CLI, campaigns and the audit.
+
+``reference=True`` marks the baselines that do not read the client's message (their
+leakage against the counterfactual baseline is zero in expectation); nothing else decides
+"baseline" (reports read the ``reference`` column of the attack rows). ``needs`` names what
+the composition root passes the factory, from ``NEEDS``: ``seed`` (the run seed),
+``algorithm`` (the audited algorithm object), ``k`` (its list length), ``noise`` (the defense
+stack's noise model).
+"""
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
 
 from attacks.foltr_decode import FoltrDecode, SeedReplay
 from attacks.heuristics import Heuristic
 from attacks.olsr import OLSR
 from attacks.random_k import RandomK
+from attacks.reference import GuessAll, Prior
 from fltr_audit.errors import FltrError
 from fltr_audit.interfaces import Attack
 
-_FACTORIES: dict[str, Callable[..., Attack]] = {
-    "olsr": lambda **p: OLSR(**p),
-    "olsr-t": lambda alpha=0.05, **p: OLSR(alpha=alpha, **p),
-    "olsr-l1": lambda **p: OLSR(loss="l1", **p),
-    "score": lambda **p: Heuristic("score", **p),
-    "prob": lambda **p: Heuristic("prob", **p),
-    "distance": lambda **p: Heuristic("distance", **p),
-    "random3": lambda **p: RandomK(3, **p),
-    "random4": lambda **p: RandomK(4, **p),
-    "score-as-published": lambda **p: Heuristic("score", as_published=True, **p),
-    "prob-as-published": lambda **p: Heuristic("prob", as_published=True, **p),
-    "distance-as-published": lambda **p: Heuristic("distance", as_published=True, **p),
-    "foltr-decode": lambda k=10, **p: FoltrDecode(k=k, **p),
-    "seed-replay": lambda algorithm=None, **p: SeedReplay(algorithm, **p),
-}
-ATTACKS = tuple(_FACTORIES)
+NEEDS = ("seed", "algorithm", "k", "noise")
+
+
+@dataclass(frozen=True)
+class AttackSpec:
+    """One registered attack: its name, how to build it, and what it needs."""
+
+    name: str
+    factory: Callable[..., Attack]
+    reference: bool
+    needs: tuple[str, ...]
+    summary: str
+
+
+def _distance(as_published: bool) -> Callable[..., Attack]:
+    # Pham's threshold 5 is half of a 10-document list; FedIPS shows K = 5
+    def build(k: int = 10, threshold: int | None = None, **p: Any) -> Attack:
+        return Heuristic("distance", threshold=k // 2 if threshold is None else threshold, as_published=as_published,
+                         **p)
+    return build
+
+
+SPECS: tuple[AttackSpec, ...] = (
+    AttackSpec("olsr", lambda **p: OLSR(**p), False, (), "least-squares regression of the update on the shown "
+               "documents' gradients (Pham)"),
+    AttackSpec("olsr-t", lambda alpha=0.05, **p: OLSR(alpha=alpha, **p), False, (),
+               "olsr guessing only coefficients with a significant one-sided t-test"),
+    AttackSpec("olsr-l1", lambda **p: OLSR(loss="l1", **p), False, (), "olsr with least absolute deviations"),
+    AttackSpec("score", lambda **p: Heuristic("score", **p), False, (), "score change f'(d) - f(d) (Pham)"),
+    AttackSpec("prob", lambda **p: Heuristic("prob", **p), False, (), "softmax probability change (Pham)"),
+    AttackSpec("distance", _distance(False), False, ("k",), "pairwise score-distance count (Pham)"),
+    AttackSpec("random3", lambda seed=0, **p: RandomK(3, seed=seed, **p), True, ("seed",),
+               "3 shown documents at random (Pham's baseline)"),
+    AttackSpec("random4", lambda seed=0, **p: RandomK(4, seed=seed, **p), True, ("seed",),
+               "4 shown documents at random (Pham's baseline)"),
+    AttackSpec("guess-all", lambda **p: GuessAll(**p), True, (), "every shown document, one constant score"),
+    AttackSpec("prior", lambda **p: Prior(**p), True, (),
+               "global model's score and list position only, no message (imputation baseline)"),
+    AttackSpec("score-as-published", lambda **p: Heuristic("score", as_published=True, **p), False, (),
+               "score as in the published code (misaligned)"),
+    AttackSpec("prob-as-published", lambda **p: Heuristic("prob", as_published=True, **p), False, (),
+               "prob as in the published code (misaligned)"),
+    AttackSpec("distance-as-published", _distance(True), False, ("k",), "distance as in the published code"),
+    AttackSpec("foltr-decode", lambda k=10, **p: FoltrDecode(k=k, **p), False, ("k",),
+               "FOLtR-ES: the first click a MaxRR value names"),
+    AttackSpec("seed-replay", lambda algorithm=None, **p: SeedReplay(algorithm, **p), False, ("algorithm",),
+               "FOLtR-ES flawed seeding: replay the client's generator"),
+)
+ATTACK_SPECS: dict[str, AttackSpec] = {spec.name: spec for spec in SPECS}
+ATTACKS = tuple(ATTACK_SPECS)
 """Every attack name, in the order reports list them."""
+
+
+def attack_spec(name: str) -> AttackSpec:
+    """The spec of ``name``; FltrError naming ``--attack`` for an unknown name."""
+    if name not in ATTACK_SPECS:
+        raise FltrError(f"--attack: unknown attack {name!r} (choose from {', '.join(ATTACKS)})")
+    return ATTACK_SPECS[name]
+
+
+def needed(name: str, available: Mapping[str, Any]) -> dict:
+    """The entries of ``available`` (keys from ``NEEDS``) that attack ``name`` needs."""
+    return {key: available[key] for key in attack_spec(name).needs if key in available}
 
 
 def make_attack(name: str, **params: Any) -> Attack:
     """The attack called ``name`` with keyword ``params``.
 
     ``olsr`` / ``olsr-t`` / ``olsr-l1``: ``target`` ("update" | "weights"), ``global_regressor``
-    (default True); ``olsr-t`` also ``alpha`` (default 0.05); heuristics: ``threshold`` (distance, default 5); ``random3`` /
-    ``random4``: ``seed``. FltrError naming ``--attack`` for an unknown name or parameter.
+    (default True); ``olsr-t`` also ``alpha`` (default 0.05); ``distance``: ``k`` (threshold
+    k // 2, default 5) or ``threshold``; ``random3`` / ``random4``: ``seed``; ``prior``: ``m``.
+    FltrError naming ``--attack`` for an unknown name or parameter.
     """
-    if name not in _FACTORIES:
-        raise FltrError(f"--attack: unknown attack {name!r} (choose from {', '.join(ATTACKS)})")
+    spec = attack_spec(name)
     try:
-        return _FACTORIES[name](**params)
+        return spec.factory(**params)
     except TypeError as exc:
         raise FltrError(f"--attack {name}: bad parameters {sorted(params)} ({exc})") from None

@@ -15,7 +15,11 @@ campaign (``fltr_audit.campaign.expand``); ``run_audit`` turns it into the resul
    on the test split, and the change against the base model, measure the defense's cost.
 3. **Probe** (Pham §4.1) -- every query of the probe split is issued by a fresh client
    under each click model, through the defense and aggregation path, grouped in cohorts;
-   every attack guesses the clicks from the server's view; scoring is per query.
+   every attack guesses the clicks from the server's view; scoring is per query, against
+   the real clicks and against K counterfactual click vectors of the same users on the same
+   lists (``probe.counterfactual``, default 20; ``attacks.scoring``): leakage is the
+   difference. The probe's random streams are keyed by the seed and the fold
+   (``probe_seed``), so that folds are independent replicates.
 4. **Epsilon audit** -- for FOLtR-ES, the query-distinguishing test on the privatized
    metric (``_audit_metric``) beside the exact epsilon by enumeration. For vector messages, the defense's client transforms (and its aggregation) as a
    mechanism on two inputs of one client (two probe clients' undefended messages, the pair
@@ -42,19 +46,21 @@ from attacks.audit import audit as empirical_audit
 from attacks.audit import projection_statistic
 from attacks.epsilon import epsilon_rows
 from attacks.foltr_decode import audit_query_distinguishing
-from attacks.registry import make_attack
-from attacks.scoring import score_guess, summarize
+from attacks.registry import attack_spec, make_attack, needed
+from attacks.scoring import Slots, evaluate, summarize
 from defenses.stack import DefenseStack, parse_defense
 from fltr_audit import metrics
 from fltr_audit.clicks import cascade_model
 from fltr_audit.data.load import load_splits
 from fltr_audit.errors import FltrError
 from fltr_audit.federation import TrainResult, train
-from fltr_audit.messages import Messages
+from fltr_audit.messages import Messages, RoundBatch
 from fltr_audit.probe import probe
+from fltr_audit.randomness import stream
 from fltr_audit.rankers import make_ranker
 
 AUDIT_POOL = 50
+DEFAULT_COUNTERFACTUAL = 20
 TRAINING_KEYS = ("data", "fold", "normalization", "queries", "algo", "rounds", "clients", "queries_per_client",
                  "ranker", "train_click_model", "params", "seed")
 AUDIT_COLUMNS = ("mechanism", "attack", "threat_model", "claimed_epsilon", "claimed_delta", "claimed_scope",
@@ -138,6 +144,7 @@ def trained(config: dict, defense: str = "none") -> TrainResult:
 
 def run_audit(config: dict) -> dict[str, pd.DataFrame]:
     """Compute every table of one run (see the module docstring)."""
+    draws = counterfactual_draws(config["probe"])
     splits = splits_of(config)
     stack = parse_defense(config["defense"])
     context = {"algo": config["algo"], "setting": algorithm_setting(config), "data": config["data"],
@@ -156,21 +163,22 @@ def run_audit(config: dict) -> dict[str, pd.DataFrame]:
     attack_rows, query_rows = [], []
     for click_model in probe_cfg["click_models"]:
         algorithm = build_algorithm(config, splits, click_model)
-        batches = probe(algorithm, base.params, data, seed=config["seed"],
+        batches = probe(algorithm, base.params, data, seed=probe_seed(config),
                         queries_per_client=probe_cfg["queries_per_client"], cohort_size=probe_cfg["cohort"],
                         client_defenses=stack.client, aggregator=stack.aggregator)
+        counterfactual = [redraw(algorithm, b, data, draws, probe_seed(config)) for b in batches]
         for name in config["attacks"]:
             attack = make_attack(name, **_attack_params(name, config, algorithm))
-            per_query = pd.concat(
-                [score_guess(attack.guess(b.view), b, min_shown=probe_cfg["min_shown"],
-                             require_click=probe_cfg["require_click"]) for b in batches],
-                ignore_index=True,
-            )
+            scored = [evaluate(attack.guess(b.view), b, counterfactual=cf, min_shown=probe_cfg["min_shown"],
+                               require_click=probe_cfg["require_click"]) for b, cf in zip(batches, counterfactual)]
+            per_query = pd.concat([e.per_query for e in scored], ignore_index=True)
+            slots = Slots.concat([e.slots for e in scored])
             threat = "server (aggregate only)" if batches[0].view.messages is None else "server"
-            for row in summarize(per_query):
+            reference = attack_spec(name).reference
+            for row in summarize(per_query, slots=slots):
                 attack_rows.append({**context, "click_model": click_model, "defense": stack.name,
-                                    "threat_model": threat, "attack": name, "probe_cohort": probe_cfg["cohort"],
-                                    **row})
+                                    "threat_model": threat, "attack": name, "reference": reference,
+                                    "probe_cohort": probe_cfg["cohort"], **row})
             query_rows.append(per_query.assign(click_model=click_model, defense=stack.name, attack=name))
 
     tables = {
@@ -190,6 +198,33 @@ def run_audit(config: dict) -> dict[str, pd.DataFrame]:
             tables["epsilon"] = pd.DataFrame(epsilon_rows(probe_cfg["click_models"], [rr.p],
                                                           levels=splits.train.n_levels))
     return tables
+
+
+def probe_seed(config: dict) -> int:
+    """The seed of a run's probe streams (clicks, counterfactual draws, random baselines),
+    derived from the run seed *and the fold*: probe clients of different folds then draw
+    independent clicks, so that lists pooled over the folds of one seed are independent
+    replicates (the CIs over lists assume it). The same for every defense of a run
+    (common random numbers: defenses are compared on the same clicks)."""
+    return int(np.random.SeedSequence([int(config["seed"]), int(config["fold"])]).generate_state(1)[0])
+
+
+def counterfactual_draws(probe_cfg: dict) -> int:
+    """K, the counterfactual click vectors per probed list (``probe.counterfactual``, default 20)."""
+    draws = probe_cfg.get("counterfactual", DEFAULT_COUNTERFACTUAL)
+    if isinstance(draws, bool) or int(draws) != draws or draws < 1:
+        raise FltrError(f"--counterfactual: must be a positive integer, got {draws!r}")
+    return int(draws)
+
+
+def redraw(algorithm: Any, batch: RoundBatch, data: Any, draws: int, seed: int) -> np.ndarray:
+    """The counterfactual clicks of one probe round, (draws, n, B, k): the algorithm's click
+    model on the same shown lists from ``stream(seed, "counterfactual", round)``, independent
+    of the real clicks; the message the attacker sees is unchanged."""
+    if batch.view.interactions is None:
+        raise FltrError("--counterfactual: the counterfactual baseline needs the shown lists of the probe")
+    rng = stream(seed, "counterfactual", int(batch.view.round))
+    return algorithm.redraw_clicks(batch.truth, batch.view.interactions, data, draws, rng)
 
 
 def algorithm_setting(config: dict) -> str:
@@ -220,17 +255,9 @@ def _audit_metric(config: dict, splits: Any, stack: DefenseStack, base: TrainRes
 
 
 def _attack_params(name: str, config: dict, algorithm: Any) -> dict:
-    """What an attack needs beyond the server view: its own seed, or the public algorithm."""
-    if name.startswith("random"):
-        return {"seed": config["seed"]}
-    if name == "seed-replay":
-        return {"algorithm": algorithm}
-    if name == "foltr-decode":
-        return {"k": algorithm.k}
-    if name.startswith("distance"):
-        # Pham's threshold 5 is half of a 10-document list; FedIPS shows K = 5
-        return {"threshold": algorithm.k // 2}
-    return {}
+    """What an attack needs beyond the server view, as its spec's ``needs`` says: the run
+    seed, the public algorithm, its list length."""
+    return needed(name, {"seed": probe_seed(config), "algorithm": algorithm, "k": algorithm.k})
 
 
 def _final_ndcg(config: dict, splits: Any, result: TrainResult) -> tuple[float, float]:

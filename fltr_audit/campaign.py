@@ -87,6 +87,7 @@ _SCHEMA: dict[str, dict[str, tuple[type, ...]]] = {
         "queries_per_client": (int,),
         "min_shown": (int,),
         "require_click": (bool,),
+        "counterfactual": (int,),
     },
     "audit": {"defenses": (str, list), "attacks": (str, list), "epsilon_audit": (bool,), "trials": (int,)},
 }
@@ -110,6 +111,7 @@ DEFAULTS: dict[str, Any] = {
         "queries_per_client": 1,
         "min_shown": 10,
         "require_click": True,
+        "counterfactual": 20,
     },
     "audit": {
         "defenses": ["none"],
@@ -244,6 +246,8 @@ def _check_values(spec: dict, source: str) -> None:
         raise FltrError(f"{source}: key 'audit.trials' must be at least 4")
     if any(v < 1 for v in _as_list(spec["probe"]["cohort"])):
         raise FltrError(f"{source}: key 'probe.cohort' must be at least 1")
+    if spec["probe"]["counterfactual"] < 1:
+        raise FltrError(f"{source}: key 'probe.counterfactual' must be at least 1 (counterfactual click draws per list)")
     for split in _as_list(spec["probe"]["split"]):
         if split not in ("train", "vali", "test"):
             raise FltrError(f"{source}: key 'probe.split' has unknown split {split!r}")
@@ -380,6 +384,7 @@ def expand(spec: dict, max_runs: int | None = MAX_RUNS) -> list[Run]:
                 "queries_per_client": probe["queries_per_client"],
                 "min_shown": probe["min_shown"],
                 "require_click": probe["require_click"],
+                "counterfactual": probe["counterfactual"],
             },
             "defense": defense,
             "attacks": _as_list(audit["attacks"]),

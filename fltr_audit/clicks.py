@@ -128,6 +128,19 @@ class CascadeClickModel:
         return dist[..., :-1] @ (1.0 / np.arange(1, dist.shape[-1]))
 
 
+def shown_labels(labels: np.ndarray, shown: np.ndarray) -> np.ndarray:
+    """Relevance labels of shown rows ``(..., k)`` (``labels`` indexed by row), -1 on empty slots."""
+    shown = np.asarray(shown)
+    return np.where(shown >= 0, np.asarray(labels)[np.maximum(shown, 0)], -1)
+
+
+def redraw_cascade(click_model, labels_shown: np.ndarray, draws: int, rng: np.random.Generator) -> np.ndarray:
+    """``draws`` independent click vectors of ``click_model`` on the same lists, bool
+    ``(draws, ...) + labels_shown.shape`` (the counterfactual baseline of ``attacks.scoring``)."""
+    labels = np.broadcast_to(np.asarray(labels_shown), (int(draws),) + np.shape(labels_shown))
+    return np.asarray(click_model.simulate(labels, rng), dtype=bool) & (labels >= 0)
+
+
 def cascade_model(name: str, n_levels: int, click_prob=None, stop_prob=None) -> CascadeClickModel:
     """The CCM called ``name`` for ``n_levels`` relevance levels, or a custom table.
 

@@ -160,3 +160,10 @@ class Algorithm(Protocol):
     def server_step(self, params: np.ndarray, state: Any, view: ServerView) -> tuple[np.ndarray, Any]:
         """The next global model (and state) from what the server sees."""
         ...
+
+    def redraw_clicks(self, truth: GroundTruth, interactions: Interactions, data: Dataset, draws: int,
+                      rng: np.random.Generator) -> np.ndarray:
+        """``draws`` counterfactual click vectors of the same users on the same shown lists,
+        bool ``(draws, n, B, k)``: the click model of ``client_step`` again (same per-user
+        parameters, e.g. FedIPS's gamma_u), from ``rng`` alone (the counterfactual baseline)."""
+        ...

@@ -17,10 +17,14 @@ Schema (``schema_version`` 1; every data table also has ``run_key`` and ``extra`
     attacks(algo TEXT, data TEXT, fold INTEGER, seed INTEGER, click_model TEXT,
             defense TEXT, threat_model TEXT, attack TEXT, averaging TEXT, accuracy REAL,
             precision REAL, recall REAL, f1 REAL, auc REAL, n_queries INTEGER,
-            probe_cohort INTEGER)
+            probe_cohort INTEGER, reference INTEGER (0/1), auc_counterfactual REAL,
+            leakage REAL, leakage_normalized REAL, advantage REAL,
+            advantage_counterfactual REAL, tpr_at_fpr_0_01 REAL, tpr_at_fpr_0_001 REAL,
+            n_counterfactual INTEGER)
     per_query(click_model TEXT, defense TEXT, attack TEXT, client INTEGER, query INTEGER,
               n_shown INTEGER, n_clicked INTEGER, tp INTEGER, fp INTEGER, tn INTEGER,
-              fn INTEGER, precision REAL, recall REAL)
+              fn INTEGER, precision REAL, recall REAL, auc REAL, auc_counterfactual REAL,
+              advantage REAL, advantage_counterfactual REAL)
     audits(algo TEXT, defense TEXT, mechanism TEXT, attack TEXT, threat_model TEXT,
            claimed_epsilon REAL, claimed_delta REAL, claimed_scope TEXT,
            epsilon_point REAL, epsilon_lb REAL, confidence REAL, n_trials INTEGER,
@@ -82,11 +86,15 @@ TABLES: dict[str, dict[str, str]] = {
                 "click_model": "TEXT", "defense": "TEXT", "threat_model": "TEXT",
                 "attack": "TEXT", "averaging": "TEXT", "accuracy": "REAL", "precision": "REAL",
                 "recall": "REAL", "f1": "REAL", "auc": "REAL", "n_queries": "INTEGER",
-                "probe_cohort": "INTEGER"},
+                "probe_cohort": "INTEGER", "reference": "INTEGER", "auc_counterfactual": "REAL",
+                "leakage": "REAL", "leakage_normalized": "REAL", "advantage": "REAL",
+                "advantage_counterfactual": "REAL", "tpr_at_fpr_0_01": "REAL", "tpr_at_fpr_0_001": "REAL",
+                "n_counterfactual": "INTEGER"},
     "per_query": {"click_model": "TEXT", "defense": "TEXT", "attack": "TEXT",
                   "client": "INTEGER", "query": "INTEGER", "n_shown": "INTEGER",
                   "n_clicked": "INTEGER", "tp": "INTEGER", "fp": "INTEGER", "tn": "INTEGER",
-                  "fn": "INTEGER", "precision": "REAL", "recall": "REAL"},
+                  "fn": "INTEGER", "precision": "REAL", "recall": "REAL", "auc": "REAL",
+                  "auc_counterfactual": "REAL", "advantage": "REAL", "advantage_counterfactual": "REAL"},
     "audits": {"algo": "TEXT", "defense": "TEXT", "mechanism": "TEXT", "attack": "TEXT",
                "threat_model": "TEXT", "claimed_epsilon": "REAL", "claimed_delta": "REAL",
                "claimed_scope": "TEXT", "epsilon_point": "REAL", "epsilon_lb": "REAL",
@@ -115,6 +123,15 @@ def _ddl() -> str:
         parts.append(f"CREATE TABLE IF NOT EXISTS {name} (run_key TEXT NOT NULL, {body}, extra TEXT);")
         parts.append(f"CREATE INDEX IF NOT EXISTS {name}_run_key ON {name}(run_key);")
     return "\n".join(parts)
+
+
+def _add_missing_columns(conn: sqlite3.Connection) -> None:
+    """Add schema columns a store written by an older version lacks (read back as NULL)."""
+    for name, cols in TABLES.items():
+        have = {r[1] for r in conn.execute(f"PRAGMA table_info({name})")}
+        for col, kind in cols.items():
+            if col not in have:
+                conn.execute(f'ALTER TABLE {name} ADD COLUMN "{col}" {kind}')
 
 
 def _now() -> str:
@@ -163,6 +180,7 @@ def _connect(path: Path, *, readonly: bool = False, init: bool = False) -> sqlit
         try:
             conn.execute("PRAGMA journal_mode = WAL")
             conn.executescript(_ddl())
+            _add_missing_columns(conn)
             conn.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (SCHEMA_VERSION,))
         except sqlite3.DatabaseError as exc:
             conn.close()
@@ -397,7 +415,8 @@ def _insert_table(conn: sqlite3.Connection, name: str, run_key: str, frame: pd.D
     else:
         columns.append([None] * n)
     placeholders = ", ".join("?" * (len(schema) + 2))
-    conn.executemany(f"INSERT INTO {name} VALUES ({placeholders})", zip(*columns))
+    names = ", ".join(f'"{c}"' for c in ("run_key", *schema, "extra"))  # by name: old stores append new columns
+    conn.executemany(f"INSERT INTO {name} ({names}) VALUES ({placeholders})", zip(*columns))
 
 
 def _coerce(frame: pd.DataFrame, types: Mapping[str, str]) -> pd.DataFrame:

@@ -76,6 +76,7 @@ def test_run_key_is_stable_across_processes(tmp_path):
         ({"name": "x", "algorithm": {"rounds": "ten"}}, "'algorithm.rounds'"),
         ({"name": "x", "algorithm": {"rounds": []}}, "'algorithm.rounds'"),
         ({"name": "x", "probe": {"cohort": [0]}}, "'probe.cohort'"),
+        ({"name": "x", "probe": {"counterfactual": 0}}, "'probe.counterfactual'"),
         ({"name": "x", "algorithm": {"name": "sgd"}}, "'algorithm.name'"),
         ({"name": "x", "probe": {"click_models": ["lazy"]}}, "'probe.click_models'"),
         ({"name": "x", "data": {"splitz": 1}}, "'data.splitz'"),

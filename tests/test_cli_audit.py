@@ -19,6 +19,9 @@ def test_audit_json_records(capsys):
     # without a defense OLSR is far better than guessing; the random baseline ignores the messages
     assert rows[("none", "olsr")]["f1"] > rows[("none", "random3")]["f1"] + 0.3
     assert rows[("secagg", "random3")]["f1"] == rows[("none", "random3")]["f1"]
+    # leakage against the counterfactual baseline: the random baseline is marked a reference
+    assert rows[("none", "random3")]["reference"] and not rows[("none", "olsr")]["reference"]
+    assert rows[("none", "olsr")]["leakage"] > 0.1 and rows[("none", "olsr")]["n_counterfactual"] == 20
     audits = {a["defense"]: a for a in out["audits"]}
     assert audits["dp-local-laplace(eps=1)"]["claimed_epsilon"] == 1.0
     assert audits["dp-local-laplace(eps=1)"]["claimed_scope"] == "message"
@@ -29,3 +32,9 @@ def test_audit_bad_defense_is_one_line(capsys):
     assert main(["audit", "--defense", "tinfoil", "--quiet"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "tinfoil" in err[0]
+
+
+def test_audit_counterfactual_must_be_positive(capsys):
+    assert main(["audit", "--counterfactual", "0", "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--counterfactual" in err[0]

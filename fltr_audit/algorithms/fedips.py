@@ -51,7 +51,7 @@ from fltr_audit.algorithms.propensity_em import estimate_examination, relevance_
 from fltr_audit.data.dataset import Dataset, Splits
 from fltr_audit.errors import FltrError
 from fltr_audit.interfaces import ClientOutput
-from fltr_audit.messages import Interactions, Messages, ServerView
+from fltr_audit.messages import GroundTruth, Interactions, Messages, ServerView
 from fltr_audit.randomness import stream
 from fltr_audit.rankers import LinearRanker
 
@@ -162,6 +162,15 @@ def simulate_log(
     sessions = used.sum(axis=1)
     session_clicks = (draws & used[..., None]).sum(axis=1)
     return click_slot, click_pos, n_clicks.astype(np.int64), sessions.astype(np.int64), session_clicks.astype(np.int64)
+
+
+def clicked_slots(click_slot: np.ndarray, click_pos: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """bool ``shape`` (n, B, K): the slots among a log's clicks (``simulate_log``'s slot and position)."""
+    clicked = np.zeros(shape, dtype=bool)
+    has = click_slot >= 0
+    rows = np.broadcast_to(np.arange(shape[0])[:, None], click_slot.shape)
+    clicked[rows[has], click_slot[has], click_pos[has]] = True
+    return clicked
 
 
 def hinge_coefficients(scores: np.ndarray, valid: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -302,11 +311,20 @@ class FedIPS:
         gammas = self.users.gammas(client_ids)
         prob = np.where(valid, self.click_model.click_prob(labels, gammas), 0.0)
         slot, pos, n_clicks, sessions, session_clicks = simulate_log(prob, self.m, self.max_sessions, rng)
-        clicked = np.zeros(shown.shape, dtype=bool)
-        has = slot >= 0
-        rows = np.broadcast_to(np.arange(len(shown))[:, None], slot.shape)
-        clicked[rows[has], slot[has], pos[has]] = True
+        clicked = clicked_slots(slot, pos, shown.shape)
         return ClickLog(shown, gammas, slot, pos, n_clicks, clicked, sessions, session_clicks)
+
+    def redraw_clicks(self, truth: GroundTruth, interactions: Interactions, data: Dataset, draws: int,
+                      rng: np.random.Generator) -> np.ndarray:
+        """Counterfactual clicks of the same users (gamma_u of their ids) on the same f_0 lists:
+        Eq. 11 sessions until m clicks again, the slots clicked among them, (draws, n, B, K)."""
+        shown = np.asarray(interactions.shown)
+        valid = shown >= 0
+        labels = np.where(valid, data.labels[np.where(valid, shown, 0)], -1)
+        prob = np.where(valid, self.click_model.click_prob(labels, self.users.gammas(truth.client_ids)), 0.0)
+        tiled = np.broadcast_to(prob, (int(draws),) + prob.shape).reshape((-1,) + prob.shape[1:])
+        slot, pos, _, _, _ = simulate_log(tiled, self.m, self.max_sessions, rng)
+        return clicked_slots(slot, pos, tiled.shape).reshape((int(draws),) + shown.shape)
 
     def propensities(self, data: Dataset, log: ClickLog) -> np.ndarray:
         """p_u(i) of every client and position, shape (n, K)."""

@@ -33,7 +33,8 @@ from fltr_audit import metrics, plackett_luce
 from fltr_audit.data.dataset import Dataset
 from fltr_audit.errors import FltrError
 from fltr_audit.interfaces import ClientOutput
-from fltr_audit.messages import Interactions, Messages, ServerView
+from fltr_audit.clicks import redraw_cascade, shown_labels
+from fltr_audit.messages import GroundTruth, Interactions, Messages, ServerView
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 
@@ -296,3 +297,8 @@ class FOLtRES:
         v = b2 * state.v + (1 - b2) * g * g
         step = self.lr * (m / (1 - b1**t)) / (np.sqrt(v / (1 - b2**t)) + self.eps)
         return params + step, AdamState(m=m, v=v, t=t)
+
+    def redraw_clicks(self, truth: GroundTruth, interactions: Interactions, data: Dataset, draws: int,
+                      rng: np.random.Generator) -> np.ndarray:
+        """Counterfactual clicks: the cascade model again on the same shown lists, (draws, n, B, k)."""
+        return redraw_cascade(self.click_model, shown_labels(data.labels, interactions.shown), draws, rng)

@@ -34,7 +34,8 @@ from fltr_audit.data.dataset import Dataset
 from fltr_audit.errors import FltrError
 from fltr_audit.federation import row_parts, thread_map
 from fltr_audit.interfaces import ClientOutput
-from fltr_audit.messages import Interactions, Messages, ServerView
+from fltr_audit.clicks import redraw_cascade, shown_labels
+from fltr_audit.messages import GroundTruth, Interactions, Messages, ServerView
 
 
 def swap_log_ratios(shown_scores: np.ndarray, log_dens: np.ndarray, rows: np.ndarray, a: np.ndarray,
@@ -277,3 +278,8 @@ class FPDGD:
         if view.aggregate is None:
             raise ValueError(f"{self.name}: the server received no aggregate of the cohort's weights")
         return np.array(view.aggregate, dtype=np.float64), state
+
+    def redraw_clicks(self, truth: GroundTruth, interactions: Interactions, data: Dataset, draws: int,
+                      rng: np.random.Generator) -> np.ndarray:
+        """Counterfactual clicks: the cascade model again on the same shown lists, (draws, n, B, k)."""
+        return redraw_cascade(self.click_model, shown_labels(data.labels, interactions.shown), draws, rng)

@@ -29,7 +29,7 @@ import numpy as np
 from fltr_audit.data.dataset import Dataset
 from fltr_audit.errors import FltrError
 from fltr_audit.interfaces import ClientOutput
-from fltr_audit.messages import Interactions, Messages, ServerView
+from fltr_audit.messages import GroundTruth, Interactions, Messages, ServerView
 
 EPS = 1e-6
 CENTER = 0.5  # mid-range of the [0, 1] features
@@ -188,6 +188,11 @@ class FedRelevanceEM:
             private={"gamma_u": log.gammas},
             round_metrics={"theta_last": float(to_propensities(theta, EPS)[:, -1].mean())},
         )
+
+    def redraw_clicks(self, truth: GroundTruth, interactions: Interactions, data: Dataset, draws: int,
+                      rng: np.random.Generator) -> np.ndarray:
+        """The source's counterfactual clicks (its users, its click logs)."""
+        return self.source.redraw_clicks(truth, interactions, data, draws, rng)
 
     def server_step(self, params: np.ndarray, state: Any, view: ServerView) -> tuple[np.ndarray, Any]:
         if view.aggregate is None:

@@ -22,13 +22,13 @@ def attack(
     quiet: bool = typer.Option(False, "--quiet", help="No progress bar."),
 ) -> None:
     """Guess the clicks behind every recorded round; one row per round and attack (macro average)."""
-    from attacks.registry import make_attack
+    from attacks.registry import make_attack, needed
     from attacks.scoring import score_guess, summarize
     from fltr_audit.interceptors import load_recording
 
     check_at_least({"--min-shown": min_shown}, 0)
     names = parse_list(attacks, "--attack")
-    built = {name: make_attack(name, **({"seed": seed} if name.startswith("random") else {})) for name in names}
+    built = {name: make_attack(name, **needed(name, {"seed": seed})) for name in names}
     batches = list(load_recording(recording))
     rows = []
     with progress(len(batches), "attacking rounds", quiet or json_out) as bar:

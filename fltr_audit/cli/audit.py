@@ -10,7 +10,7 @@ import typer
 
 from fltr_audit.cli.app import app
 from fltr_audit.cli.common import emit_json, parse_list, progress
-from fltr_audit.errors import RunsFailed
+from fltr_audit.errors import FltrError, RunsFailed
 
 DEFAULT_NORMALIZATION = {"fpdgd": "zscore", "foltr-es": "none", "fedips": "query-minmax", "fedavg": "query-minmax"}
 DEFAULT_ATTACKS = {"fpdgd": "olsr,olsr-l1,score,prob,distance,random3,random4", "foltr-es": "foltr-decode,random3",
@@ -18,12 +18,16 @@ DEFAULT_ATTACKS = {"fpdgd": "olsr,olsr-l1,score,prob,distance,random3,random4", 
 DEFAULT_CLICK_MODELS = "perfect,navigational,informational"
 TABLE_COLUMNS = ["attack", "click_model", "defense", "threat_model", "accuracy", "precision", "recall", "f1",
                  "n_queries"]
+LEAKAGE_COLUMNS = ["auc", "auc_counterfactual", "leakage", "leakage_normalized", "advantage",
+                   "advantage_counterfactual", "tpr_at_fpr_0_01", "tpr_at_fpr_0_001"]
+"""Counterfactual-baseline measures (``attacks.scoring``), means over seeds and folds, in the JSON rows."""
 
 
 def audit_spec(*, algo: str, data: str, folds: list[int], rounds: int, clients: int, queries_per_client: int,
                attacks: list[str], defenses: list[str], click_models: list[str], split: str, seeds: list[int],
                cohort: int, probe_queries: int, normalization: str, ranker: str, min_shown: int,
-               require_click: bool, epsilon_audit: bool, trials: int = 10000, name: str = "audit") -> dict:
+               require_click: bool, epsilon_audit: bool, trials: int = 10000, counterfactual: int = 20,
+               name: str = "audit") -> dict:
     """A campaign spec (fltr_audit.campaign) for the audit command's options."""
     from fltr_audit.campaign import validate_spec
 
@@ -36,7 +40,8 @@ def audit_spec(*, algo: str, data: str, folds: list[int], rounds: int, clients: 
             "algorithm": {"name": algo, "rounds": rounds, "clients": clients, "queries_per_client": queries_per_client,
                           "ranker": ranker, "train_click_model": "pbm" if algo in ("fedips", "fedavg") else "perfect"},
             "probe": {"split": split, "click_models": click_models, "cohort": cohort,
-                      "queries_per_client": probe_queries, "min_shown": min_shown, "require_click": require_click},
+                      "queries_per_client": probe_queries, "min_shown": min_shown, "require_click": require_click,
+                      "counterfactual": counterfactual},
             "audit": {"defenses": defenses, "attacks": attacks, "epsilon_audit": epsilon_audit, "trials": trials},
         },
         source="audit options",
@@ -75,9 +80,11 @@ def attack_table(tables: dict[str, pd.DataFrame], averaging: str = "macro") -> p
     rows = attacks[attacks["averaging"] == averaging]
     group = ["attack", "click_model", "defense", "threat_model"]
     grouped = rows.groupby(group, sort=False)
-    table = grouped[["accuracy", "precision", "recall", "f1"]].mean()
+    table = grouped[["accuracy", "precision", "recall", "f1", *LEAKAGE_COLUMNS]].mean()
     table["n_queries"] = grouped["n_queries"].sum().astype(int)  # over seeds and folds
-    return table.reset_index()[TABLE_COLUMNS]
+    table["reference"] = grouped["reference"].first().astype(bool)
+    table["n_counterfactual"] = grouped["n_counterfactual"].first().astype(int)
+    return table.reset_index()[[*TABLE_COLUMNS, "reference", *LEAKAGE_COLUMNS, "n_counterfactual"]]
 
 
 @app.command("audit")
@@ -105,6 +112,8 @@ def audit(
     epsilon_audit: bool = typer.Option(True, "--epsilon-audit/--no-epsilon-audit",
                                        help="Audit each defense's claimed epsilon empirically."),
     trials: int = typer.Option(10000, "--trials", help="Trials per input of the empirical epsilon audit."),
+    counterfactual: int = typer.Option(20, "--counterfactual",
+                                       help="Counterfactual click vectors drawn per probed list (the leakage baseline)."),
     store: Path = typer.Option(None, "--store", help="Also record the runs in this SQLite store."),
     json_out: bool = typer.Option(False, "--json", help="Print the records as JSON."),
     quiet: bool = typer.Option(False, "--quiet", help="No progress bar."),
@@ -112,6 +121,8 @@ def audit(
     """Audit a federated ranker: which clicks can the server guess from client messages?"""
     from fltr_audit.clicks import CCM_TABLES
 
+    if counterfactual < 1:
+        raise FltrError(f"--counterfactual: must be at least 1, got {counterfactual}")
     attacks = parse_list(attack or DEFAULT_ATTACKS.get(algo, "olsr"), "--attack")
     if algo in ("fedips", "fedavg") and click_model == DEFAULT_CLICK_MODELS:
         click_model = "pbm"
@@ -123,7 +134,7 @@ def audit(
                       click_models=models, split=split, seeds=list(seed), cohort=probe_cohort,
                       probe_queries=probe_queries, normalization=normalization, ranker=ranker,
                       min_shown=min_shown, require_click=require_click, epsilon_audit=epsilon_audit,
-                      trials=trials)
+                      trials=trials, counterfactual=counterfactual)
     tables = run_spec(spec, store, quiet or json_out)
     table = attack_table(tables)
     audits = tables.get("audits", pd.DataFrame())
@@ -134,7 +145,7 @@ def audit(
                    "utility": utility.to_dict(orient="records"),
                    "zero_division": "0 (precision of a list with no positive guess, recall of a list without clicks)"})
         return
-    typer.echo(table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    typer.echo(table[TABLE_COLUMNS].to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     if len(utility):
         typer.echo("\nutility (offline nDCG@10 on test, queries without relevant documents left out):")
         cols = ["defense", "ndcg10", "ndcg10_delta"]
