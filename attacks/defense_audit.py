@@ -80,9 +80,10 @@ def audited_component(stack: Any) -> Any:
 def claimed_mu(stack: Any, rounds: int = 1) -> float:
     """Gaussian-DP mu of the stack's Gaussian mechanism over ``rounds`` rounds (sensitivity 2C over
     std sigma C, times sqrt(rounds): Dong, Roth & Su 2022, Cor. 3.3); NaN for other mechanisms."""
-    comp = audited_component(stack)
-    if noise_kind(comp) != "gaussian" or len(noise_components(stack)) > 1:
+    comps = noise_components(stack)
+    if len(comps) != 1 or noise_kind(comps[0]) != "gaussian":
         return float("nan")
+    comp = comps[0]
     return 2.0 * comp.clip / comp.std * math.sqrt(rounds)
 
 
@@ -114,26 +115,31 @@ class _NoNoise:
     laplace = normal = gamma = _zeros
 
 
-def _run_client(stack: Any, updates: np.ndarray, rng: Any) -> np.ndarray:
-    msgs = Messages(n_interactions=np.ones(len(updates), dtype=np.int64), vector=np.array(updates, dtype=np.float64),
-                    vector_kind="update")
-    zero = np.zeros(updates.shape[1])
+def _run_client(stack: Any, updates: np.ndarray, rng: Any, g: np.ndarray | None = None,
+                kind: str = "update") -> np.ndarray:
+    """The stack's client transforms on a cohort of ``updates`` relative to the global model ``g``
+    (zero by default), sent as ``kind`` (weights or update) as the algorithm sends them; returns
+    the defended updates."""
+    g = np.zeros(updates.shape[1]) if g is None else np.asarray(g, dtype=np.float64)
+    updates = np.asarray(updates, dtype=np.float64)
+    msgs = Messages(n_interactions=np.ones(len(updates), dtype=np.int64), vector_kind=kind,
+                    vector=updates + g if kind == "weights" else updates.copy())
     for defense in stack.client:
-        msgs = defense.apply(msgs, zero, rng)
-    return msgs.updates(zero)
+        msgs = defense.apply(msgs, g, rng)
+    return msgs.updates(g)
 
 
-def centre(stack: Any, update: np.ndarray) -> np.ndarray:
+def centre(stack: Any, update: np.ndarray, g: np.ndarray | None = None, kind: str = "update") -> np.ndarray:
     """The noise-free output of the stack's client transforms on one update."""
-    return _run_client(stack, np.asarray(update, dtype=np.float64)[None, :], _NoNoise())[0]
+    return _run_client(stack, np.asarray(update, dtype=np.float64)[None, :], _NoNoise(), g, kind)[0]
 
 
-def message_mechanism(stack: Any, inputs: tuple[np.ndarray, np.ndarray], cohort: int) -> Mechanism:
+def message_mechanism(stack: Any, inputs: tuple[np.ndarray, np.ndarray], cohort: int,
+                      g: np.ndarray | None = None, kind: str = "update") -> Mechanism:
     """One client's defended message on input ``which``; the client defenses see cohorts of
     ``cohort`` clients (dp-distributed calibrates its share to the cohort size), every row of a
     cohort an independent trial (client transforms treat rows independently)."""
-    comp = audited_component(stack)
-    if noise_kind(comp) == "rr":
+    if any(noise_kind(d) == "rr" for d in stack.client):
         def rr_mechanism(rng: np.random.Generator, n: int, which: int) -> np.ndarray:
             metric = np.full((n, 1), float(inputs[which][0]))
             msgs = Messages(n_interactions=np.ones(n, dtype=np.int64), seed=np.zeros(n, dtype=np.uint64),
@@ -142,23 +148,24 @@ def message_mechanism(stack: Any, inputs: tuple[np.ndarray, np.ndarray], cohort:
                 msgs = defense.apply(msgs, np.zeros(0), rng)
             return msgs.metric
         return rr_mechanism
-    per_cohort = noise_kind(comp) == "gamma-share"
+    per_cohort = any(noise_kind(d) == "gamma-share" for d in stack.client)
 
     def mechanism(rng: np.random.Generator, n: int, which: int) -> np.ndarray:
         u = np.asarray(inputs[which], dtype=np.float64)
         if not per_cohort:
-            return _run_client(stack, np.repeat(u[None, :], n, axis=0), rng)
+            return _run_client(stack, np.repeat(u[None, :], n, axis=0), rng, g, kind)
         out = np.empty((n, len(u)))
         for start in range(0, n, cohort):
             rows = min(cohort, n - start)
-            out[start:start + rows] = _run_client(stack, np.repeat(u[None, :], cohort, axis=0), rng)[:rows]
+            out[start:start + rows] = _run_client(stack, np.repeat(u[None, :], cohort, axis=0), rng, g, kind)[:rows]
         return out
 
     return mechanism
 
 
 def aggregate_mechanism(stack: Any, inputs: tuple[np.ndarray, np.ndarray], cohort: int,
-                        others: np.ndarray | None = None) -> Mechanism:
+                        others: np.ndarray | None = None, g: np.ndarray | None = None,
+                        kind: str = "update") -> Mechanism:
     """The cohort mean the server sees: the audited client on input ``which`` plus ``cohort - 1``
     others (rows of ``others``, drawn at random, or zero updates -- fixed inputs the attacker
     knows, the worst case), all through the client defenses; one trial per cohort."""
@@ -173,7 +180,7 @@ def aggregate_mechanism(stack: Any, inputs: tuple[np.ndarray, np.ndarray], cohor
         for t in range(n):
             if others is not None:
                 rows[1:] = others[rng.integers(0, len(others), size=cohort - 1)]
-            out[t] = _run_client(stack, rows, rng).mean(axis=0)
+            out[t] = _run_client(stack, rows, rng, g, kind).mean(axis=0)
         return out
 
     return mechanism
@@ -267,47 +274,51 @@ def learned_statistic(mechanism: Mechanism, rng: np.random.Generator, n_train: i
 
 
 def mechanism_statistic(stack: Any, inputs: tuple[np.ndarray, np.ndarray], scope: str, cohort: int,
-                        centres: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[Statistic, str] | None:
-    """The likelihood-ratio test of the stack's noise family on the two inputs, and its name; None
-    when the stack has no single known family (several noise components)."""
+                        g: np.ndarray | None = None, kind: str = "update") -> tuple[Statistic, str] | None:
+    """The likelihood-ratio test of the stack's noise family on the two inputs, and its name
+    (the projection for a stack without noise); None when the stack has several noise components
+    (no single known family: use the learned test)."""
     comps = noise_components(stack)
-    if len(comps) != 1:
+    if len(comps) > 1:
         return None
-    comp, kind = comps[0], noise_kind(comps[0])
-    if kind == "rr":
+    kind_of = noise_kind(comps[0]) if comps else None
+    if kind_of == "rr":
+        comp = comps[0]
         return rr_statistic(comp.p, comp.values, float(inputs[0][0]), float(inputs[1][0])), "rr-llr"
-    a, b = centres if centres is not None else (centre(stack, inputs[0]), centre(stack, inputs[1]))
+    a, b = centre(stack, inputs[0], g, kind), centre(stack, inputs[1], g, kind)
     if scope == "aggregate":
-        # the mean of the cohort: the other members' centres cancel in the ratio; the noise of
-        # the mean is the sum of the members' noise over the cohort size
+        # the cohort mean: the other members' centres cancel in the ratio, the noise of the mean
+        # is the members' noise summed over the cohort size
         a, b = a / cohort, b / cohort
-        if kind == "gamma-share":  # n shares of Gamma(1/n) differences sum to Laplace(lambda)
-            return laplace_statistic(a, b, comp.scale / cohort), "laplace-llr"
-        return projection_statistic(a, b), "projection"  # Gaussian; a sum of Laplace noises: near-Gaussian
-    if kind == "laplace":
-        return laplace_statistic(a, b, comp.scale), "laplace-llr"
-    if kind == "gaussian":
-        return projection_statistic(a, b), "gaussian-projection"
-    return gamma_share_statistic(a, b, cohort, comp.scale), "gamma-share-llr"
+        if kind_of == "gamma-share":  # n shares of Gamma(1/n) differences sum to Laplace(lambda)
+            return laplace_statistic(a, b, comps[0].scale / cohort), "laplace-llr"
+        return projection_statistic(a, b), "projection"  # Gaussian; a sum of Laplace noises is near-Gaussian
+    if kind_of == "laplace":
+        return laplace_statistic(a, b, comps[0].scale), "laplace-llr"
+    if kind_of == "gamma-share":
+        return gamma_share_statistic(a, b, cohort, comps[0].scale), "gamma-share-llr"
+    return projection_statistic(a, b), "projection"
 
 
 def audit_stack(stack: Any, *, claim: PrivacyClaim, inputs: tuple[np.ndarray, np.ndarray], neighbours: str,
                 scope: str = "message", trials: int = 100_000, rounds: int = 1, cohort: int = 1, seed: int = 0,
                 test: str = "auto", confidence: float = 0.95, others: np.ndarray | None = None,
-                threat_model: str | None = None) -> AuditResult:
-    """Audit ``stack`` on the neighbouring ``inputs`` at ``scope`` (``message``: one client's
-    defended message; ``aggregate``: the cohort mean) with the mechanism-aware test (or the
-    learned one: ``test='learned'``, or when no single noise family is known). ``claim`` is what
-    the result is judged against (the per-round claim composed over ``rounds``)."""
+                g: np.ndarray | None = None, kind: str = "update", threat_model: str | None = None,
+                min_trials: int = 100) -> AuditResult:
+    """Audit ``stack`` on the neighbouring ``inputs`` (updates relative to the global model ``g``,
+    sent as ``kind``) at ``scope`` (``message``: one client's defended message; ``aggregate``: the
+    cohort mean, the other members drawn from ``others`` or zero) with the mechanism-aware test,
+    or the learned one (``test='learned'``, or when no single noise family is known). ``claim`` is
+    what the result is judged against (the per-round claim composed over ``rounds``)."""
     if test not in TESTS:
         raise FltrError(f"--test: unknown test {test!r} (choose from {', '.join(TESTS)})")
-    if trials < 100:
-        raise FltrError(f"--trials: need at least 100 trials per input, got {trials}")
+    if trials < min_trials:
+        raise FltrError(f"--trials: need at least {min_trials} trials per input, got {trials}")
     if scope == "aggregate":
-        mech = aggregate_mechanism(stack, inputs, cohort, others)
+        mech = aggregate_mechanism(stack, inputs, cohort, others, g, kind)
     else:
-        mech = message_mechanism(stack, inputs, cohort)
-    found = None if test == "learned" else mechanism_statistic(stack, inputs, scope, cohort)
+        mech = message_mechanism(stack, inputs, cohort, g, kind)
+    found = None if test == "learned" else mechanism_statistic(stack, inputs, scope, cohort, g, kind)
     if found is None:
         rng = np.random.default_rng([seed, 1])
         statistic, name = learned_statistic(mech, rng, min(LEARN_TRIALS, trials), rounds), "learned-logistic"

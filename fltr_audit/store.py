@@ -24,7 +24,10 @@ Schema (``schema_version`` 1; every data table also has ``run_key`` and ``extra`
     audits(algo TEXT, defense TEXT, mechanism TEXT, attack TEXT, threat_model TEXT,
            claimed_epsilon REAL, claimed_delta REAL, claimed_scope TEXT,
            epsilon_point REAL, epsilon_lb REAL, confidence REAL, n_trials INTEGER,
-           fpr REAL, fnr REAL, verdict TEXT)
+           fpr REAL, fnr REAL, neighbours TEXT, audited_scope TEXT, test TEXT, fp INTEGER,
+           fn INTEGER, n0 INTEGER, n1 INTEGER, ceiling REAL, trial_limited INTEGER, mu REAL,
+           mu_lb REAL, rounds INTEGER, claim_verdict TEXT, tightness REAL, epsilon_total REAL,
+           delta_total REAL, rounds_participated REAL)
     utility(algo TEXT, data TEXT, fold INTEGER, seed INTEGER, click_model TEXT,
             defense TEXT, ndcg10 REAL, ndcg10_delta REAL)
     epsilon(click_model TEXT, levels INTEGER, length INTEGER, p REAL, epsilon REAL,
@@ -80,7 +83,11 @@ TABLES: dict[str, dict[str, str]] = {
                "threat_model": "TEXT", "claimed_epsilon": "REAL", "claimed_delta": "REAL",
                "claimed_scope": "TEXT", "epsilon_point": "REAL", "epsilon_lb": "REAL",
                "confidence": "REAL", "n_trials": "INTEGER", "fpr": "REAL", "fnr": "REAL",
-               "verdict": "TEXT"},
+               "neighbours": "TEXT", "audited_scope": "TEXT", "test": "TEXT", "fp": "INTEGER",
+               "fn": "INTEGER", "n0": "INTEGER", "n1": "INTEGER", "ceiling": "REAL",
+               "trial_limited": "INTEGER", "mu": "REAL", "mu_lb": "REAL", "rounds": "INTEGER",
+               "claim_verdict": "TEXT", "tightness": "REAL", "epsilon_total": "REAL",
+               "delta_total": "REAL", "rounds_participated": "REAL"},
     "utility": {"algo": "TEXT", "data": "TEXT", "fold": "INTEGER", "seed": "INTEGER",
                 "click_model": "TEXT", "defense": "TEXT", "ndcg10": "REAL",
                 "ndcg10_delta": "REAL"},

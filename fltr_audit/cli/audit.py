@@ -141,5 +141,5 @@ def audit(
     if len(audits):
         typer.echo("\nempirical epsilon audit (95% lower bound from the named distinguishing attack):")
         cols = ["defense", "attack", "threat_model", "claimed_epsilon", "claimed_scope", "epsilon_point", "epsilon_lb",
-                "verdict"]
+                "claim_verdict"]
         typer.echo(audits[cols].to_string(index=False, float_format=lambda v: f"{v:.2f}"))
