@@ -43,6 +43,7 @@ from attacks.epsilon import epsilon_rows
 from attacks.foltr_decode import audit_query_distinguishing
 from attacks.registry import make_attack
 from attacks.scoring import score_guess, summarize
+from defenses.accounting import privacy_spent
 from defenses.stack import DefenseStack, parse_defense
 from fltr_audit import metrics
 from fltr_audit.clicks import cascade_model
@@ -55,7 +56,7 @@ from fltr_audit.rankers import make_ranker
 
 AUDIT_POOL = 50
 TRAINING_KEYS = ("data", "fold", "normalization", "queries", "algo", "rounds", "clients", "queries_per_client",
-                 "ranker", "train_click_model", "params", "seed")
+                 "ranker", "train_click_model", "params", "seed", "population")
 AUDIT_COLUMNS = ("mechanism", "attack", "threat_model", "claimed_epsilon", "claimed_delta", "claimed_scope",
                  "epsilon_point", "epsilon_lb", "confidence", "n_trials", "fpr", "fnr", "neighbours", "audited_scope",
                  "test", "fp", "fn", "n0", "n1", "ceiling", "trial_limited", "mu", "mu_lb", "rounds", "claim_verdict",
@@ -129,6 +130,7 @@ def _trained(key: str) -> TrainResult:
         client_defenses=stack.client,
         aggregator=stack.aggregator,
         replace=config["clients"] * config["queries_per_client"] > splits.train.n_queries,
+        population=config.get("population"),
     )
 
 
@@ -217,7 +219,7 @@ def _audit_metric(config: dict, splits: Any, stack: DefenseStack, base: TrainRes
     row = audit_query_distinguishing(_randomized_response(stack), algorithm.click_model,
                                      n_trials=config.get("audit_trials", 10000), seed=config["seed"], k=algorithm.k)
     row["mechanism"] = stack.name
-    return {key: row[key] for key in AUDIT_COLUMNS}
+    return {**{key: row[key] for key in AUDIT_COLUMNS}, **_run_privacy(config, stack)}
 
 
 def _attack_params(name: str, config: dict, algorithm: Any) -> dict:
@@ -279,7 +281,17 @@ def _audit_defense(config: dict, splits: Any, stack: DefenseStack, base: TrainRe
                          scope="aggregate" if hides else "message", trials=config.get("audit_trials", 10000),
                          cohort=int(config["probe"]["cohort"]), seed=config["seed"], others=pool, g=g, kind=kind,
                          min_trials=4)
-    return {key: value for key, value in result.as_dict().items() if key in AUDIT_COLUMNS}
+    return {**{key: value for key, value in result.as_dict().items() if key in AUDIT_COLUMNS},
+            **_run_privacy(config, stack)}
+
+
+def _run_privacy(config: dict, stack: DefenseStack) -> dict:
+    """The stack's claim composed over the run's training rounds at sampling rate clients /
+    population (``defenses.accounting.privacy_spent``): ``epsilon_total``, ``delta_total``,
+    ``rounds_participated``."""
+    population = config.get("population") or config["clients"]
+    spent = privacy_spent(stack, config["rounds"], config["clients"] / population)
+    return {key: spent[key] for key in ("epsilon_total", "delta_total", "rounds_participated")}
 
 
 def _farthest_pair(updates: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
