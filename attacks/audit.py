@@ -176,7 +176,8 @@ def _best_threshold(held0: np.ndarray, held1: np.ndarray, objective: Callable) -
     for direction in (1, -1):
         fp, fn = _errors(np.sort(direction * held0), np.sort(direction * held1), candidates, direction)
         value = objective(fp, fn)
-        j = int(np.argmax(value))
+        ties = np.flatnonzero(value == value.max())
+        j = int(ties[len(ties) // 2])  # the middle of a run of equally good thresholds: margin on both sides
         if value[j] > best[0]:
             best = (float(value[j]), float(candidates[j]), direction)
     return best
