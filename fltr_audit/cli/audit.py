@@ -22,7 +22,8 @@ TABLE_COLUMNS = ["attack", "click_model", "defense", "threat_model", "accuracy",
 def audit_spec(*, algo: str, data: str, folds: list[int], rounds: int, clients: int, queries_per_client: int,
                attacks: list[str], defenses: list[str], click_models: list[str], split: str, seeds: list[int],
                cohort: int, probe_queries: int, normalization: str, ranker: str, min_shown: int,
-               require_click: bool, epsilon_audit: bool, trials: int = 10000, name: str = "audit") -> dict:
+               require_click: bool, epsilon_audit: bool, trials: int = 10000, name: str = "audit",
+               population: int | None = None) -> dict:
     """A campaign spec (fltr_audit.campaign) for the audit command's options."""
     from fltr_audit.campaign import validate_spec
 
@@ -33,7 +34,8 @@ def audit_spec(*, algo: str, data: str, folds: list[int], rounds: int, clients: 
             "data": {"spec": [data], "folds": folds,
                      "normalization": DEFAULT_NORMALIZATION.get(algo, "none") if normalization == "auto" else normalization},
             "algorithm": {"name": algo, "rounds": rounds, "clients": clients, "queries_per_client": queries_per_client,
-                          "ranker": ranker, "train_click_model": "pbm" if algo in ("fedips", "fedavg") else "perfect"},
+                          "ranker": ranker, "train_click_model": "pbm" if algo in ("fedips", "fedavg") else "perfect",
+                          **({"population": population} if population is not None else {})},
             "probe": {"split": split, "click_models": click_models, "cohort": cohort,
                       "queries_per_client": probe_queries, "min_shown": min_shown, "require_click": require_click},
             "audit": {"defenses": defenses, "attacks": attacks, "epsilon_audit": epsilon_audit, "trials": trials},
@@ -103,13 +105,17 @@ def audit(
     epsilon_audit: bool = typer.Option(True, "--epsilon-audit/--no-epsilon-audit",
                                        help="Audit each defense's claimed epsilon empirically."),
     trials: int = typer.Option(10000, "--trials", help="Trials per input of the empirical epsilon audit."),
+    population: int = typer.Option(None, "--population",
+                                   help="N persistent users the training cohorts are drawn from (default: --clients)."),
     store: Path = typer.Option(None, "--store", help="Also record the runs in this SQLite store."),
     json_out: bool = typer.Option(False, "--json", help="Print the records as JSON."),
     quiet: bool = typer.Option(False, "--quiet", help="No progress bar."),
 ) -> None:
     """Audit a federated ranker: which clicks can the server guess from client messages?"""
     from fltr_audit.clicks import CCM_TABLES
+    from fltr_audit.federation import check_population
 
+    check_population(population, clients)
     attacks = parse_list(attack or DEFAULT_ATTACKS.get(algo, "olsr"), "--attack")
     if algo in ("fedips", "fedavg") and click_model == DEFAULT_CLICK_MODELS:
         click_model = "pbm"
@@ -121,7 +127,7 @@ def audit(
                       click_models=models, split=split, seeds=list(seed), cohort=probe_cohort,
                       probe_queries=probe_queries, normalization=normalization, ranker=ranker,
                       min_shown=min_shown, require_click=require_click, epsilon_audit=epsilon_audit,
-                      trials=trials)
+                      trials=trials, population=population)
     tables = run_spec(spec, store, quiet or json_out)
     table = attack_table(tables)
     audits = tables.get("audits", pd.DataFrame())
