@@ -32,6 +32,11 @@ from typing import Any
 
 from fltr_audit.errors import FltrError
 
+DISCRETIZATION = 1e-3
+"""The PLD accountant's ``value_discretization_interval`` (dp-accounting's default is 1e-4): 100
+rounds of ``dp-gaussian`` compose in ~4 s instead of ~40 s, with epsilon equal to the default's to
+six significant digits (284.3918 at q = 1, 6.4762 vs 6.4762 at q = 0.01; the discretization is pessimistic)."""
+
 
 def dp_event_of(stack: Any) -> Any:
     """The ``dp_event()`` of the component that makes the stack's claim (None without one)."""
@@ -69,11 +74,11 @@ def compose_epsilon(event: Any, rounds: int, sampling_rate: float, delta: float)
             return rounds * math.log1p(sampling_rate * math.expm1(pure)), "pure composition, poisson sampling"
         return rounds * pure, "pure composition"
     if rr:
-        accountant = pld.PLDAccountant(dpa.NeighboringRelation.REPLACE_ONE)
+        accountant = pld.PLDAccountant(dpa.NeighboringRelation.REPLACE_ONE, DISCRETIZATION)
         for _ in range(rounds):
             accountant.compose(event)
         return float(accountant.get_epsilon(delta)), "pld (replace-one, no sampling amplification)"
-    accountant = pld.PLDAccountant()
+    accountant = pld.PLDAccountant(value_discretization_interval=DISCRETIZATION)
     if sampling_rate < 1.0:
         accountant.compose(dpa.PoissonSampledDpEvent(sampling_rate, event), rounds)
         return float(accountant.get_epsilon(delta)), "pld, poisson sampling"
