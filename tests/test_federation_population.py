@@ -81,3 +81,15 @@ def test_cli_train_reports_privacy(tmp_path, capsys):
     assert privacy["accountant"] == "pld, poisson sampling" and privacy["epsilon_total"] < privacy["epsilon_per_round"]
     assert main(["train", "fpdgd", "--data", "synthetic:mq2008?queries=120", "--clients", "5", "--population", "4",
                  "--out", str(tmp_path / "p"), "--quiet"]) == 2
+
+
+def test_campaign_key_and_audit_option():
+    from fltr_audit.campaign import expand, validate_spec
+
+    base = {"name": "p", "algorithm": {"clients": 10, "rounds": 2}}
+    runs = expand(validate_spec({**base, "algorithm": {**base["algorithm"], "population": 100}}))
+    assert all(r.config["population"] == 100 for r in runs)
+    assert "population" not in expand(validate_spec(base))[0].config   # older run keys unchanged
+    with pytest.raises(FltrError, match="algorithm.population"):
+        expand(validate_spec({**base, "algorithm": {**base["algorithm"], "population": 5}}))
+    assert main(["audit", "--clients", "10", "--population", "5", "--quiet"]) == 2
