@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import math
 from functools import lru_cache
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 from scipy.special import kve
@@ -328,8 +328,3 @@ def audit_stack(stack: Any, *, claim: PrivacyClaim, inputs: tuple[np.ndarray, np
                  threat_model=threat_model or ("server (aggregate only)" if scope == "aggregate" else "server"),
                  mechanism_name=stack.name, attack_name=name, neighbours=neighbours, audited_scope=scope,
                  rounds=rounds, mu=claimed_mu(stack, rounds))
-
-
-def audit_rows(results: Sequence[AuditResult], columns: Sequence[str]) -> list[dict]:
-    """The ``columns`` of each result, as table rows."""
-    return [{k: v for k, v in r.as_dict().items() if k in columns} for r in results]
