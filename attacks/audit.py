@@ -1,4 +1,4 @@
-"""Empirical lower bounds on epsilon: a distinguishing attack turned into a DP audit.
+"""Empirical lower bounds on epsilon (and on Gaussian-DP mu): a distinguishing test turned into a DP audit.
 
 A mechanism M satisfies (epsilon, delta)-DP only if every test deciding "input 1" vs
 "input 0" from one output has ``FPR + e^eps FNR >= 1 - delta`` and ``FNR + e^eps FPR >= 1 - delta``,
@@ -6,33 +6,43 @@ hence
 
     epsilon >= max( ln((1 - delta - FPR) / FNR), ln((1 - delta - FNR) / FPR) ).
 
-The audit runs M ``n_trials`` times on each of two neighbouring inputs (e.g. one client's
-message with and without one click), lets an attack statistic score every output, and:
+It is mu-GDP (Dong, Roth & Su 2022, Def. 2.6) only if ``FNR >= Phi(Phi^-1(1 - FPR) - mu)`` for
+every test, hence ``mu >= Phi^-1(1 - FPR) - Phi^-1(FNR)``.
 
-* picks the decision threshold (and direction) on a held-out half of the trials, the one
-  with the best lower bound there, so that the reported bound is not tuned on its own data;
-* on the other half, counts FPR = P(decide 1 | input 0) and FNR = P(decide 0 | input 1);
-* reports the point estimate from those rates and a lower bound that holds with probability
+The audit runs M ``n_trials`` times on each of two neighbouring inputs (in chunks, so a
+million trials of a 136-dimensional message never sit in memory at once), scores every output
+with a statistic (with ``rounds`` K > 1: K outputs per trial on the same input, scores summed --
+the sum of per-round log-likelihood ratios is the optimal test of the K-fold composition), and:
+
+* picks the decision threshold (and direction) on a held-out half of the trials, the one with
+  the best lower bound there, so the reported bound is not tuned on its own data (the mu bound
+  gets its own held-out threshold: the best tests for epsilon and mu sit at different rates);
+* on the other half counts the errors ``fp`` of ``n0`` and ``fn`` of ``n1``: FPR = P(decide 1 |
+  input 0), FNR = P(decide 0 | input 1);
+* reports the point estimate from those rates and a lower bound holding with probability
   ``confidence``: one-sided Clopper-Pearson upper limits for FPR and FNR, each at level
-  ``1 - (1 - confidence) / 2`` (Bonferroni over the two rates), put into the formula.
+  ``1 - (1 - confidence) / 2`` (Bonferroni over the two rates), put into the formula;
+* ``ceiling``: the bound with zero errors -- the largest these evaluation sizes can show;
+  ``trial_limited``: an error count is zero, so the bound is set by the trial count, not measured.
+
+``claim_verdict`` compares the bound with the claim (PLAN.md, issue #11): ``no claim`` for an
+infinite claimed epsilon, ``outside scope`` when an aggregate-scope claim is audited on single
+messages, else ``violated`` / ``consistent``; ``tightness`` = epsilon_lb / claimed_epsilon.
 
 Statistics for vector messages: ``projection_statistic`` (likelihood ratio under isotropic
-Gaussian noise) and ``vote_statistic`` (per-coordinate majority, robust to the sparse
-heavy-tailed share of dp-distributed); ``defense_mechanism`` wraps a client defense.
-
-The verdict compares the lower bound with the defense's ``PrivacyClaim``: ``holds`` when it
-does not exceed the claimed epsilon, else ``violated for threat model X``. A claim with scope
-``aggregate`` audited on single messages is reported as violated when the messages leak:
-the report shows the scope next to the verdict, which is exactly the gap the audit exposes.
+Gaussian noise) and ``vote_statistic`` (per-coordinate majority); mechanism-aware ones and the
+worst-case neighbours live in ``attacks.defense_audit``; ``defense_mechanism`` wraps a client defense.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 from typing import Callable
 
 import numpy as np
 from scipy import stats
+from scipy.special import ndtri
 
 from fltr_audit.errors import FltrError
 from fltr_audit.interfaces import ClientDefense, PrivacyClaim
@@ -45,10 +55,29 @@ Statistic = Callable[[np.ndarray], np.ndarray]
 """Maps a stack of outputs to one score per output (higher: more like input 1), or to
 boolean decisions."""
 
+NEIGHBOURS = ("worst-case", "natural")
+SCOPES = ("message", "aggregate")
+CLAIM_VERDICTS = ("violated", "consistent", "outside scope", "no claim")
+CHUNK_VALUES = 1 << 22
+"""Output values (trials x coordinates) generated per call of the mechanism (32 MB of float64)."""
+CANDIDATES = 1024
+"""Thresholds tried on the held-out half (quantiles of its scores)."""
+
+
+def claim_verdict(claimed_epsilon: float, claimed_scope: str, audited_scope: str, epsilon_lb: float) -> str:
+    """The claim verdict of one audit (issue #11): ``no claim`` when nothing finite is claimed;
+    ``outside scope`` when an ``aggregate`` claim was audited on single messages; else
+    ``violated`` when the lower bound exceeds the claim, ``consistent`` otherwise."""
+    if not math.isfinite(float(claimed_epsilon)):
+        return "no claim"
+    if claimed_scope == "aggregate" and audited_scope == "message":
+        return "outside scope"
+    return "violated" if float(epsilon_lb) > float(claimed_epsilon) else "consistent"
+
 
 @dataclass(frozen=True)
 class AuditResult:
-    """One empirical epsilon audit (columns of the ``audits`` table, contracts.md)."""
+    """One empirical audit: the columns of the ``audits`` table (docs/store.md)."""
 
     mechanism: str
     attack: str
@@ -62,9 +91,22 @@ class AuditResult:
     n_trials: int
     fpr: float
     fnr: float
+    neighbours: str
+    audited_scope: str
+    test: str
+    fp: int
+    fn: int
+    n0: int
+    n1: int
+    ceiling: float
+    trial_limited: bool
+    mu: float
+    mu_lb: float
+    rounds: int
+    claim_verdict: str
+    tightness: float
     threshold: float
     direction: int
-    verdict: str
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -81,26 +123,87 @@ def epsilon_from_rates(fpr: np.ndarray, fnr: np.ndarray, delta: float = 0.0) -> 
     return np.maximum(out, 0.0)
 
 
+def mu_from_rates(fpr: np.ndarray, fnr: np.ndarray) -> np.ndarray:
+    """The smallest Gaussian-DP mu whose trade-off curve ``FNR = Phi(Phi^-1(1 - FPR) - mu)``
+    allows (FPR, FNR), in either direction of the test: ``Phi^-1(1 - FPR) - Phi^-1(FNR)``, floored at 0."""
+    fpr, fnr = np.asarray(fpr, dtype=np.float64), np.asarray(fnr, dtype=np.float64)
+    with np.errstate(invalid="ignore"):
+        mu = ndtri(1.0 - fpr) - ndtri(fnr)
+    return np.maximum(np.nan_to_num(mu, nan=0.0), 0.0)
+
+
 def clopper_pearson_upper(errors: np.ndarray, n: int, level: float) -> np.ndarray:
     """One-sided Clopper-Pearson upper limit of a binomial rate at ``level`` (e.g. 0.975)."""
     errors = np.asarray(errors, dtype=np.float64)
-    upper = stats.beta.ppf(level, errors + 1, n - errors)
+    upper = stats.beta.ppf(level, errors + 1, np.maximum(n - errors, 1e-300))
     return np.where(errors >= n, 1.0, upper)
 
 
-def _rates(s0: np.ndarray, s1: np.ndarray, thresholds: np.ndarray, direction: int) -> tuple[np.ndarray, np.ndarray]:
-    """Error counts (false positives, false negatives) of ``direction * s > direction * t``."""
-    a0 = np.sort(direction * s0)
-    a1 = np.sort(direction * s1)
+def _errors(a0: np.ndarray, a1: np.ndarray, thresholds: np.ndarray, direction: int) -> tuple[np.ndarray, np.ndarray]:
+    """Error counts (false positives, false negatives) of ``direction * s > direction * t``;
+    ``a0``, ``a1`` are the sorted values of ``direction * s`` on inputs 0 and 1."""
     t = direction * thresholds
     fp = len(a0) - np.searchsorted(a0, t, side="right")    # input 0 scored above t
     fn = np.searchsorted(a1, t, side="right")               # input 1 scored at or below t
     return fp, fn
 
 
-def _lower_bound(fp: np.ndarray, fn: np.ndarray, n0: int, n1: int, delta: float, confidence: float) -> np.ndarray:
+def _upper_rates(fp, fn, n0: int, n1: int, confidence: float) -> tuple[np.ndarray, np.ndarray]:
     level = 1.0 - (1.0 - confidence) / 2.0
-    return epsilon_from_rates(clopper_pearson_upper(fp, n0, level), clopper_pearson_upper(fn, n1, level), delta)
+    return clopper_pearson_upper(fp, n0, level), clopper_pearson_upper(fn, n1, level)
+
+
+def epsilon_lower_bound(fp, fn, n0: int, n1: int, delta: float = 0.0, confidence: float = 0.95) -> np.ndarray:
+    """The audited epsilon lower bound from error counts (Clopper-Pearson, Bonferroni over the two rates)."""
+    return epsilon_from_rates(*_upper_rates(fp, fn, n0, n1, confidence), delta)
+
+
+def mu_lower_bound(fp, fn, n0: int, n1: int, confidence: float = 0.95) -> np.ndarray:
+    """The audited Gaussian-DP mu lower bound from error counts (same limits as the epsilon bound)."""
+    return mu_from_rates(*_upper_rates(fp, fn, n0, n1, confidence))
+
+
+def _best_threshold(held0: np.ndarray, held1: np.ndarray, objective: Callable) -> tuple[float, float, int]:
+    """(value on the held-out half, threshold, direction) maximizing ``objective(fp, fn)``."""
+    both = np.concatenate([held0, held1])
+    candidates = np.unique(np.quantile(both, np.linspace(0.0, 1.0, CANDIDATES)))
+    # the midpoints between adjacent distinct scores separate ties that quantiles may skip
+    distinct = np.unique(both)
+    if len(distinct) <= CANDIDATES:
+        candidates = np.concatenate([distinct, (distinct[1:] + distinct[:-1]) / 2])
+    candidates = np.concatenate([[-np.inf], np.unique(candidates)])
+    best = (-1.0, 0.0, 1)
+    for direction in (1, -1):
+        fp, fn = _errors(np.sort(direction * held0), np.sort(direction * held1), candidates, direction)
+        value = objective(fp, fn)
+        ties = np.flatnonzero(value == value.max())
+        j = int(ties[len(ties) // 2])  # the middle of a run of equally good thresholds: margin on both sides
+        if value[j] > best[0]:
+            best = (float(value[j]), float(candidates[j]), direction)
+    return best
+
+
+def scores_of(mechanism: Mechanism, statistic: Statistic, rng: np.random.Generator, n_trials: int, which: int,
+              rounds: int = 1, chunk: int | None = None) -> np.ndarray:
+    """The statistic's scores of ``n_trials`` outputs of input ``which``, generated ``chunk`` trials
+    at a time (default: ``CHUNK_VALUES`` output values per chunk); with ``rounds`` K, the scores of
+    K independent outputs on the same input are summed per trial."""
+    if chunk is None:
+        width = int(np.prod(np.shape(mechanism(np.random.default_rng(0), 1, which))[1:]))
+        chunk = max(1, CHUNK_VALUES // max(width, 1))
+    out = np.empty(n_trials)
+    for start in range(0, n_trials, chunk):
+        size = min(chunk, n_trials - start)
+        total = np.zeros(size)
+        for _ in range(rounds):
+            s = np.asarray(statistic(mechanism(rng, size, which)), dtype=np.float64).reshape(-1)
+            if len(s) != size:
+                raise FltrError(f"audit: the statistic must give one score per trial ({size}), got {len(s)}")
+            total += s
+        out[start:start + size] = total
+    # rounded to 9 decimals: scores equal up to floating-point error (a clipped likelihood ratio
+    # at its bound) are ties, so no threshold can separate the inputs by their rounding error
+    return np.round(np.nan_to_num(out, nan=0.0, posinf=1e300, neginf=-1e300), 9)
 
 
 def audit(
@@ -115,68 +218,93 @@ def audit(
     threat_model: str = "server",
     mechanism_name: str = "",
     attack_name: str = "",
+    neighbours: str = "natural",
+    audited_scope: str | None = None,
+    rounds: int = 1,
+    mu: float = float("nan"),
+    chunk: int | None = None,
 ) -> AuditResult:
-    """Empirical epsilon audit of ``mechanism`` with the attack ``statistic``.
+    """Empirical epsilon (and mu) audit of ``mechanism`` with the test ``statistic``.
 
     Parameters
     ----------
     mechanism : callable ``(rng, n_trials, which) -> outputs``
     statistic : callable ``outputs -> scores (n,)`` (or bool decisions)
     claim : PrivacyClaim
-        The defense's claimed guarantee; ``delta`` defaults to ``claim.delta``.
+        The claimed guarantee for what is audited (for ``rounds`` K, the claim composed over K
+        rounds); ``delta`` defaults to ``claim.delta``.
     n_trials : int
-        Outputs per input; half choose the threshold, half measure the rates.
+        Trials per input; half choose the threshold, half measure the rates.
     seed : int
         Seeds the mechanism's generator (``numpy.random.default_rng``).
     confidence : float
-        Probability with which ``epsilon_lb`` is a valid lower bound.
+        Probability with which ``epsilon_lb`` (and ``mu_lb``) is a valid lower bound.
+    neighbours, audited_scope : str
+        How the two inputs were made (``worst-case`` | ``natural``) and what the output is
+        (``message`` | ``aggregate``; default: ``aggregate`` when the threat model says so).
+    rounds : int
+        Outputs per trial on the same input (the attacker sums their scores).
+    mu : float
+        The claimed Gaussian-DP mu (NaN: not a Gaussian mechanism, no ``mu_lb``).
     """
     if n_trials < 4:
         raise FltrError(f"--trials: need at least 4 trials per input, got {n_trials}")
     if not 0.0 < confidence < 1.0:
         raise FltrError(f"--confidence: must lie in (0, 1), got {confidence}")
+    if neighbours not in NEIGHBOURS:
+        raise FltrError(f"--neighbours: unknown neighbour kind {neighbours!r} (choose {' or '.join(NEIGHBOURS)})")
+    if rounds < 1:
+        raise FltrError(f"--rounds: must be a positive integer, got {rounds}")
+    audited_scope = audited_scope or ("aggregate" if "aggregate" in threat_model else "message")
     delta = claim.delta if delta is None else float(delta)
     rng = np.random.default_rng(seed)
-    s0 = np.asarray(statistic(mechanism(rng, n_trials, 0)), dtype=np.float64).reshape(-1)
-    s1 = np.asarray(statistic(mechanism(rng, n_trials, 1)), dtype=np.float64).reshape(-1)
-    if len(s0) != n_trials or len(s1) != n_trials:
-        raise FltrError(f"audit: the statistic must give one score per trial ({n_trials}), got {len(s0)} and {len(s1)}")
+    s0 = scores_of(mechanism, statistic, rng, n_trials, 0, rounds, chunk)
+    s1 = scores_of(mechanism, statistic, rng, n_trials, 1, rounds, chunk)
     h = n_trials // 2
     held0, eval0, held1, eval1 = s0[:h], s0[h:], s1[:h], s1[h:]
-    candidates = np.unique(np.concatenate([held0, held1]))
-    if len(candidates) > 512:
-        candidates = np.unique(np.quantile(candidates, np.linspace(0.0, 1.0, 512)))
-    candidates = np.concatenate([[-np.inf], candidates])
-    best = (-1.0, 0.0, 1)
-    for direction in (1, -1):
-        fp, fn = _rates(held0, held1, candidates, direction)
-        lb = _lower_bound(fp, fn, h, h, delta, confidence)
-        j = int(np.argmax(lb))
-        if lb[j] > best[0]:
-            best = (float(lb[j]), float(candidates[j]), direction)
-    _, threshold, direction = best
-    fp, fn = _rates(eval0, eval1, np.array([threshold]), direction)
     n0, n1 = len(eval0), len(eval1)
-    fpr, fnr = fp[0] / n0, fn[0] / n1
-    point = float(epsilon_from_rates(fpr, fnr, delta))
-    lb = float(_lower_bound(fp, fn, n0, n1, delta, confidence)[0])
-    verdict = "holds" if lb <= claim.epsilon else f"violated for threat model {threat_model}"
+    _, threshold, direction = _best_threshold(
+        held0, held1, lambda fp, fn: epsilon_lower_bound(fp, fn, h, h, delta, confidence))
+    sorted0, sorted1 = np.sort(direction * eval0), np.sort(direction * eval1)
+    fp, fn = (int(v[0]) for v in _errors(sorted0, sorted1, np.array([threshold]), direction))
+    fpr, fnr = fp / n0, fn / n1
+    lb = float(epsilon_lower_bound(fp, fn, n0, n1, delta, confidence))
+    ceiling = float(epsilon_lower_bound(0, 0, n0, n1, delta, confidence))
+    mu_lb = float("nan")
+    if math.isfinite(mu):
+        _, t_mu, d_mu = _best_threshold(held0, held1, lambda a, b: mu_lower_bound(a, b, h, h, confidence))
+        e = _errors(np.sort(d_mu * eval0), np.sort(d_mu * eval1), np.array([t_mu]), d_mu)
+        mu_lb = float(mu_lower_bound(e[0][0], e[1][0], n0, n1, confidence))
+    claimed = float(claim.epsilon)
     return AuditResult(
         mechanism=mechanism_name,
         attack=attack_name,
         threat_model=threat_model,
-        claimed_epsilon=float(claim.epsilon),
+        claimed_epsilon=claimed,
         claimed_delta=float(claim.delta),
         claimed_scope=claim.scope,
-        epsilon_point=point,
+        epsilon_point=float(epsilon_from_rates(fpr, fnr, delta)),
         epsilon_lb=lb,
         confidence=float(confidence),
         n_trials=int(n_trials),
         fpr=float(fpr),
         fnr=float(fnr),
+        neighbours=neighbours,
+        audited_scope=audited_scope,
+        test=attack_name,
+        fp=fp,
+        fn=fn,
+        n0=n0,
+        n1=n1,
+        ceiling=ceiling,
+        trial_limited=bool(lb > 0 and (fp == 0 or fn == 0)),
+        mu=float(mu),
+        mu_lb=mu_lb,
+        rounds=int(rounds),
+        claim_verdict=claim_verdict(claimed, claim.scope, audited_scope, lb),
+        tightness=lb / claimed if math.isfinite(claimed) and claimed > 0 else float("nan"),
         threshold=threshold,
         direction=direction,
-        verdict=verdict,
     )
 
 

@@ -42,6 +42,13 @@ class DistributedLaplace:
         """lambda = Delta / epsilon."""
         return self.delta / self.eps
 
+    def dp_event(self):
+        """One round of the aggregate (the claim's scope): ``LaplaceDpEvent`` with noise multiplier
+        lambda / Delta = 1 / eps."""
+        import dp_accounting
+
+        return dp_accounting.LaplaceDpEvent(self.scale / self.delta)
+
     def apply(self, messages: Messages, global_params: np.ndarray, rng: np.random.Generator) -> Messages:
         require_vector(messages, self.name)
         weights = clip_rows(weights_of(messages, global_params), self.delta / 2)

@@ -55,6 +55,13 @@ class Gaussian:
         """The noise standard deviation sigma * C."""
         return self.sigma * self.clip
 
+    def dp_event(self):
+        """One round: ``GaussianDpEvent`` with noise multiplier std / sensitivity = sigma C / 2C =
+        sigma / 2 (under add/remove-one it gives exactly the claimed epsilon at ``dp_delta``)."""
+        import dp_accounting
+
+        return dp_accounting.GaussianDpEvent(self.std / (2 * self.clip))
+
     def apply(self, messages: Messages, global_params: np.ndarray, rng: np.random.Generator) -> Messages:
         require_vector(messages, self.name)
         update = clip_rows(messages.updates(global_params), self.clip)

@@ -29,6 +29,13 @@ class LocalLaplace:
         """The Laplace scale Delta / epsilon."""
         return self.delta / self.eps
 
+    def dp_event(self):
+        """One round: ``LaplaceDpEvent`` with noise multiplier scale / sensitivity = 1 / eps (the
+        claimed L1 sensitivity Delta; understated for ``norm=l2``, as the claim is)."""
+        import dp_accounting
+
+        return dp_accounting.LaplaceDpEvent(self.scale / self.delta)
+
     def apply(self, messages: Messages, global_params: np.ndarray, rng: np.random.Generator) -> Messages:
         require_vector(messages, self.name)
         update = clip_rows(messages.updates(global_params), self.delta / 2, self.norm)

@@ -50,6 +50,14 @@ class RandomizedResponse:
             raise FltrError(f"{name}: needs 1/n < p <= 1, got p = {self.p:g} with n = {self.n} values")
         self.claim = PrivacyClaim(epsilon=rr_epsilon(self.p, self.n), delta=0.0, scope="message")
 
+    def dp_event(self):
+        """One transmitted value: ``RandomizedResponseDpEvent`` over the n values. dp-accounting's
+        mechanism sends a uniform value with probability ``noise`` (the true one included), ours
+        one of the n - 1 others with probability 1 - p: equal when noise / n = (1 - p) / (n - 1)."""
+        import dp_accounting
+
+        return dp_accounting.RandomizedResponseDpEvent(self.n * (1.0 - self.p) / (self.n - 1), self.n)
+
     def encode(self, metric: np.ndarray) -> np.ndarray:
         """Codes (indices into the sorted domain) of metric values; refuses values outside it."""
         idx = np.clip(np.searchsorted(self.values, metric), 1, self.n - 1)

@@ -42,12 +42,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from attacks.audit import audit as empirical_audit
-from attacks.audit import projection_statistic
+from attacks.defense_audit import audit_stack
 from attacks.epsilon import epsilon_rows
 from attacks.foltr_decode import audit_query_distinguishing
 from attacks.registry import attack_spec, make_attack, needed
 from attacks.scoring import Slots, evaluate, summarize
+from defenses.accounting import privacy_spent
 from defenses.stack import DefenseStack, parse_defense
 from fltr_audit import metrics
 from fltr_audit.clicks import cascade_model
@@ -62,9 +62,11 @@ from fltr_audit.rankers import make_ranker
 AUDIT_POOL = 50
 DEFAULT_COUNTERFACTUAL = 20
 TRAINING_KEYS = ("data", "fold", "normalization", "queries", "algo", "rounds", "clients", "queries_per_client",
-                 "ranker", "train_click_model", "params", "seed")
+                 "ranker", "train_click_model", "params", "seed", "population")
 AUDIT_COLUMNS = ("mechanism", "attack", "threat_model", "claimed_epsilon", "claimed_delta", "claimed_scope",
-                 "epsilon_point", "epsilon_lb", "confidence", "n_trials", "fpr", "fnr", "verdict")
+                 "epsilon_point", "epsilon_lb", "confidence", "n_trials", "fpr", "fnr", "neighbours", "audited_scope",
+                 "test", "fp", "fn", "n0", "n1", "ceiling", "trial_limited", "mu", "mu_lb", "rounds", "claim_verdict",
+                 "tightness")
 
 
 def build_algorithm(config: dict, splits: Any, click_model: str) -> Any:
@@ -134,6 +136,7 @@ def _trained(key: str) -> TrainResult:
         client_defenses=stack.client,
         aggregator=stack.aggregator,
         replace=config["clients"] * config["queries_per_client"] > splits.train.n_queries,
+        population=config.get("population"),
     )
 
 
@@ -251,7 +254,7 @@ def _audit_metric(config: dict, splits: Any, stack: DefenseStack, base: TrainRes
     row = audit_query_distinguishing(_randomized_response(stack), algorithm.click_model,
                                      n_trials=config.get("audit_trials", 10000), seed=config["seed"], k=algorithm.k)
     row["mechanism"] = stack.name
-    return {key: row[key] for key in AUDIT_COLUMNS}
+    return {**{key: row[key] for key in AUDIT_COLUMNS}, **_run_privacy(config, stack)}
 
 
 def _attack_params(name: str, config: dict, algorithm: Any) -> dict:
@@ -267,8 +270,9 @@ def _final_ndcg(config: dict, splits: Any, result: TrainResult) -> tuple[float, 
     return float(metrics.mean_ndcg(scores, splits.test, k=10)), float(metrics.mean_ndcg(scores, splits.test, k=5))
 
 
-def _audit_defense(config: dict, splits: Any, stack: DefenseStack, base: TrainResult) -> dict | None:
-    """Empirical epsilon of the stack on one client's vector message (None for seed+metric)."""
+def natural_messages(config: dict, splits: Any, base: TrainResult) -> tuple[np.ndarray, np.ndarray, str] | None:
+    """The undefended updates of the first ``AUDIT_POOL`` probe clients under the base model, the
+    global model and the vector kind (None for seed+metric messages)."""
     algorithm = build_algorithm(config, splits, config["train_click_model"])
     data = splits.get(config["probe"]["split"])
     qpc = config["probe"]["queries_per_client"]
@@ -279,42 +283,42 @@ def _audit_defense(config: dict, splits: Any, stack: DefenseStack, base: TrainRe
     if messages is None or messages.vector is None:
         return None
     g = np.asarray(base.params, dtype=np.float64)
-    pool = messages.updates(g)
+    return messages.updates(g), g, messages.vector_kind
+
+
+def hides_messages(stack: DefenseStack, dim: int) -> bool:
+    """Whether the stack's aggregator shows the server only the aggregate."""
+    msgs = Messages(n_interactions=np.ones(2, dtype=np.int64), vector=np.zeros((2, dim)))
+    return stack.aggregator.aggregate(msgs, np.arange(2), np.random.default_rng(0)).messages is None
+
+
+def _audit_defense(config: dict, splits: Any, stack: DefenseStack, base: TrainResult) -> dict | None:
+    """Empirical epsilon of the stack on natural neighbours (None for seed+metric messages): two
+    probe clients' real undefended messages, the pair farthest apart among the first
+    ``AUDIT_POOL``, through the stack's client transforms -- one client's message, or, when the
+    aggregator hides messages, the cohort mean with the other members drawn from the probe
+    clients' messages -- scored by the stack's mechanism-aware test (``attacks.defense_audit``)."""
+    found = natural_messages(config, splits, base)
+    if found is None:
+        return None
+    pool, g, kind = found
     u0, u1 = _farthest_pair(pool)
-    kind = messages.vector_kind
-    cohort = int(config["probe"]["cohort"])
-    hides = stack.aggregator.aggregate(messages, batches[0].view.participants, np.random.default_rng(0)).messages is None
+    hides = hides_messages(stack, pool.shape[1])
+    result = audit_stack(stack, claim=stack.claim, inputs=(u0, u1), neighbours="natural",
+                         scope="aggregate" if hides else "message", trials=config.get("audit_trials", 10000),
+                         cohort=int(config["probe"]["cohort"]), seed=config["seed"], others=pool, g=g, kind=kind,
+                         min_trials=4)
+    return {**{key: value for key, value in result.as_dict().items() if key in AUDIT_COLUMNS},
+            **_run_privacy(config, stack)}
 
-    def defended(updates: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        msgs = Messages(n_interactions=np.ones(len(updates), dtype=np.int64), vector_kind=kind,
-                        vector=updates + g if kind == "weights" else updates.copy())
-        for defense in stack.client:
-            msgs = defense.apply(msgs, g, rng)
-        return msgs.updates(g)
 
-    def mechanism(rng: np.random.Generator, n_trials: int, which: int) -> np.ndarray:
-        target = (u0, u1)[which]
-        out = np.empty((n_trials, len(g)))
-        if not hides:
-            # every row of a cohort is one independent trial of the client-side transforms
-            for start in range(0, n_trials, cohort):
-                rows = min(cohort, n_trials - start)
-                batch = defended(np.repeat(target[None, :], cohort, axis=0), rng)
-                out[start:start + rows] = batch[:rows]
-            return out
-        for t in range(n_trials):
-            others = pool[rng.integers(0, len(pool), size=cohort - 1)]
-            out[t] = defended(np.vstack([target[None, :], others]), rng).mean(axis=0)
-        return out
-
-    if hides:
-        statistic = projection_statistic(u0 / cohort, u1 / cohort)
-    else:
-        statistic = projection_statistic(u0, u1)
-    result = empirical_audit(mechanism, statistic, claim=stack.claim, n_trials=config.get("audit_trials", 10000), seed=config["seed"],
-                             threat_model="server (aggregate only)" if hides else "server",
-                             mechanism_name=stack.name, attack_name="projection")
-    return {key: value for key, value in result.as_dict().items() if key in AUDIT_COLUMNS}
+def _run_privacy(config: dict, stack: DefenseStack) -> dict:
+    """The stack's claim composed over the run's training rounds at sampling rate clients /
+    population (``defenses.accounting.privacy_spent``): ``epsilon_total``, ``delta_total``,
+    ``rounds_participated``."""
+    population = config.get("population") or config["clients"]
+    spent = privacy_spent(stack, config["rounds"], config["clients"] / population)
+    return {key: spent[key] for key in ("epsilon_total", "delta_total", "rounds_participated")}
 
 
 def _farthest_pair(updates: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

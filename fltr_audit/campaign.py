@@ -79,6 +79,7 @@ _SCHEMA: dict[str, dict[str, tuple[type, ...]]] = {
         "ranker": (str, list),
         "train_click_model": (str,),
         "params": (dict,),
+        "population": (int,),
     },
     "probe": {
         "split": (str, list),
@@ -392,6 +393,11 @@ def expand(spec: dict, max_runs: int | None = MAX_RUNS) -> list[Run]:
             "audit_trials": audit["trials"],
             "seed": seed,
         }
+        if algo.get("population") is not None:  # absent by default: run keys of older campaigns unchanged
+            if algo["population"] < clients:
+                raise FltrError(f"campaign {spec['name']!r}: key 'algorithm.population' ({algo['population']}) must be "
+                                f"at least the cohort of {clients} clients drawn from it each round")
+            config["population"] = algo["population"]
         runs.append(Run(run_key(config), config))
     keys = [r.key for r in runs]
     if len(set(keys)) != len(keys):

@@ -190,6 +190,30 @@ def _check_without_replacement(n_queries: int, clients: int, queries_per_client:
 BUDGET_LIMITS = {"--clients": 1_000_000, "--queries-per-client": 10_000, "--rounds": 1_000_000,
                  "--eval-every": 1_000_000}
 """Largest accepted sizes (checked before anything is allocated)."""
+def user_queries(seed: int, users: np.ndarray, visits: np.ndarray, queries_per_client: int,
+                 n_queries: int) -> np.ndarray:
+    """Each persistent user's own query stream: on its ``visits``-th round (0-based) user ``u``
+    issues queries ``floor(U(seed, u, visit, b) * n_queries)``, b < B, with U a uniform from a
+    counter-based hash (SplitMix64 of the four integers), so a user's queries depend only on the
+    seed, the user and how often it took part -- vectorized over the cohort, drawn with replacement."""
+    mask = np.uint64(0xFFFFFFFFFFFFFFFF)
+    with np.errstate(over="ignore"):
+        u = np.asarray(users, dtype=np.uint64)[:, None]
+        v = np.asarray(visits, dtype=np.uint64)[:, None]
+        b = np.arange(queries_per_client, dtype=np.uint64)[None, :]
+        x = (np.uint64(seed) * np.uint64(0x9E3779B97F4A7C15) + u * np.uint64(0xBF58476D1CE4E5B9)
+             + v * np.uint64(0x94D049BB133111EB) + b * np.uint64(0xD6E8FEB86659FD93)) & mask
+        for shift, mult in ((30, 0xBF58476D1CE4E5B9), (27, 0x94D049BB133111EB)):
+            x = (x ^ (x >> np.uint64(shift))) * np.uint64(mult)
+        x = x ^ (x >> np.uint64(31))
+    uniform = (x >> np.uint64(11)).astype(np.float64) * 2.0**-53
+    return np.minimum((uniform * n_queries).astype(np.int64), n_queries - 1)
+
+
+def check_population(population: int | None, clients: int) -> None:
+    if population is not None and (int(population) != population or population < clients):
+        raise FltrError(f"--population: must be an integer of at least --clients ({clients}), the cohort "
+                        f"sampled from it each round; got {population}")
 
 
 def check_budget(clients: int, queries_per_client: int, rounds: int, eval_every: int) -> None:
@@ -206,7 +230,8 @@ def train(algorithm: Any, train_data: Dataset, *, clients: int, queries_per_clie
           evaluators: Mapping[str, Callable[[np.ndarray], float]] | None = None,
           client_defenses: Sequence[ClientDefense] = (), aggregator: Aggregator | None = None,
           interceptors: Sequence[Interceptor] = (), threat_model: str = "server",
-          on_round: Callable[[int, dict], None] | None = None, replace: bool = False) -> TrainResult:
+          on_round: Callable[[int, dict], None] | None = None, replace: bool = False,
+          population: int | None = None) -> TrainResult:
     """Train ``algorithm`` for ``rounds`` rounds of ``clients`` clients x ``queries_per_client`` queries.
 
     The same ``clients`` simulated users (ids ``0 .. clients - 1``) take part in every
@@ -214,6 +239,11 @@ def train(algorithm: Any, train_data: Dataset, *, clients: int, queries_per_clie
     ``stream(seed, "queries", r)``. Offline nDCG@10 of the global model on ``eval_data`` and
     the ``evaluators`` are computed after rounds ``eval_every, 2 eval_every, ...`` and the
     last round. ``on_round(r, row)`` is called after each round with its curve row.
+
+    With a ``population`` of N persistent users, each round's cohort is instead ``clients`` users
+    drawn uniformly without replacement from ``0 .. N - 1`` (``stream(seed, "cohort", r)``), each
+    issuing the next queries of its own stream (``user_queries``); every user then takes part in
+    a fraction ``clients / N`` of the rounds on average (the sampling rate of the accounting).
 
     BLAS runs single-threaded during training: the per-client products are too small to
     gain from threads (``bench fpdgd``: 1.6x faster on 2 cores), and the sums then come out
@@ -223,9 +253,10 @@ def train(algorithm: Any, train_data: Dataset, *, clients: int, queries_per_clie
     """
     check_budget(clients, queries_per_client, rounds, eval_every)
     check_threat_model(threat_model)
+    check_population(population, clients)
     if train_data.n_queries < 1:
         raise FltrError("--data: the training split has no queries")
-    if not replace:
+    if not replace and population is None:
         _check_without_replacement(train_data.n_queries, clients, queries_per_client)
     aggregator = aggregator or FedAvg()
     evaluators = dict(evaluators or {})
@@ -233,12 +264,18 @@ def train(algorithm: Any, train_data: Dataset, *, clients: int, queries_per_clie
     params = algorithm.init_params(stream(seed, "init"))
     state = algorithm.init_server_state(params)
     client_ids = np.arange(clients, dtype=np.int64)
+    visits = np.zeros(population or 0, dtype=np.int64)
     rows: list[dict] = []
     online, t_eval, n_interactions = 0.0, 0, 0
     with threadpool_limits(limits=1, user_api="blas"):
         for r in range(1, rounds + 1):
-            queries = sample_queries(train_data.n_queries, clients, queries_per_client, stream(seed, "queries", r),
-                                     replace)
+            if population is None:
+                queries = sample_queries(train_data.n_queries, clients, queries_per_client,
+                                         stream(seed, "queries", r), replace)
+            else:
+                client_ids = np.sort(stream(seed, "cohort", r).choice(population, clients, replace=False))
+                queries = user_queries(seed, client_ids, visits[client_ids], queries_per_client, train_data.n_queries)
+                visits[client_ids] += 1
             params, state, batch, out = run_round(algorithm, params, state, train_data, queries, client_ids, r, seed,
                                                   client_defenses=client_defenses, aggregator=aggregator,
                                                   threat_model=threat_model)
@@ -272,5 +309,8 @@ def train(algorithm: Any, train_data: Dataset, *, clients: int, queries_per_clie
         "client_defenses": [d.name for d in client_defenses], "aggregator": aggregator.name,
         "online_gamma": GAMMA,
     }
+    if population is not None:
+        config.update(population=int(population), sampling_rate=clients / population,
+                      rounds_participated_max=int(visits.max()), rounds_participated_mean=float(visits.mean()))
     return TrainResult(params=np.asarray(params, dtype=np.float64), curves=pd.DataFrame(rows), config=config,
                        seconds=time.perf_counter() - start, n_interactions=n_interactions)

@@ -28,7 +28,10 @@ Schema (``schema_version`` 1; every data table also has ``run_key`` and ``extra`
     audits(algo TEXT, defense TEXT, mechanism TEXT, attack TEXT, threat_model TEXT,
            claimed_epsilon REAL, claimed_delta REAL, claimed_scope TEXT,
            epsilon_point REAL, epsilon_lb REAL, confidence REAL, n_trials INTEGER,
-           fpr REAL, fnr REAL, verdict TEXT)
+           fpr REAL, fnr REAL, neighbours TEXT, audited_scope TEXT, test TEXT, fp INTEGER,
+           fn INTEGER, n0 INTEGER, n1 INTEGER, ceiling REAL, trial_limited BOOLEAN, mu REAL,
+           mu_lb REAL, rounds INTEGER, claim_verdict TEXT, tightness REAL, epsilon_total REAL,
+           delta_total REAL, rounds_participated REAL)
     utility(algo TEXT, data TEXT, fold INTEGER, seed INTEGER, click_model TEXT,
             defense TEXT, ndcg10 REAL, ndcg10_delta REAL)
     epsilon(click_model TEXT, levels INTEGER, length INTEGER, p REAL, epsilon REAL,
@@ -42,7 +45,7 @@ Columns of a recorded DataFrame that the schema does not name (algorithm metrics
 object; :func:`load` expands them back into columns (in order of first appearance). Schema
 columns missing from a recorded frame are stored as NULL. NaN is stored as NULL and read
 back as NaN; REAL columns load as float64, INTEGER columns as int64 (float64 when a value
-is missing). The store sets ``run_key`` on every data row (``epsilon`` included).
+is missing), BOOLEAN columns (0/1) as bool. The store sets ``run_key`` on every data row (``epsilon`` included).
 
 Run claiming: a campaign claims the runs it is about to compute (owner host and pid, a lease
 renewed while it works); another campaign on the same store skips runs claimed by a live
@@ -99,7 +102,11 @@ TABLES: dict[str, dict[str, str]] = {
                "threat_model": "TEXT", "claimed_epsilon": "REAL", "claimed_delta": "REAL",
                "claimed_scope": "TEXT", "epsilon_point": "REAL", "epsilon_lb": "REAL",
                "confidence": "REAL", "n_trials": "INTEGER", "fpr": "REAL", "fnr": "REAL",
-               "verdict": "TEXT"},
+               "neighbours": "TEXT", "audited_scope": "TEXT", "test": "TEXT", "fp": "INTEGER",
+               "fn": "INTEGER", "n0": "INTEGER", "n1": "INTEGER", "ceiling": "REAL",
+               "trial_limited": "BOOLEAN", "mu": "REAL", "mu_lb": "REAL", "rounds": "INTEGER",
+               "claim_verdict": "TEXT", "tightness": "REAL", "epsilon_total": "REAL",
+               "delta_total": "REAL", "rounds_participated": "REAL"},
     "utility": {"algo": "TEXT", "data": "TEXT", "fold": "INTEGER", "seed": "INTEGER",
                 "click_model": "TEXT", "defense": "TEXT", "ndcg10": "REAL",
                 "ndcg10_delta": "REAL"},
@@ -420,7 +427,8 @@ def _insert_table(conn: sqlite3.Connection, name: str, run_key: str, frame: pd.D
 
 
 def _coerce(frame: pd.DataFrame, types: Mapping[str, str]) -> pd.DataFrame:
-    """Give REAL columns float64 and INTEGER columns int64 (float64 with missing values)."""
+    """Give REAL columns float64, INTEGER columns int64 (float64 with missing values) and BOOLEAN
+    columns (stored as 0/1) bool (float64 with missing values)."""
     for col, kind in types.items():
         values = frame[col]
         if kind == "REAL":
@@ -431,6 +439,10 @@ def _coerce(frame: pd.DataFrame, types: Mapping[str, str]) -> pd.DataFrame:
             numeric = pd.to_numeric(values, errors="coerce")
             if numeric.notna().sum() == values.notna().sum():
                 frame[col] = numeric.astype("int64") if numeric.notna().all() else numeric.astype("float64")
+        elif kind == "BOOLEAN":
+            numeric = pd.to_numeric(values, errors="coerce")
+            if numeric.notna().sum() == values.notna().sum():
+                frame[col] = numeric.astype(bool) if numeric.notna().all() else numeric.astype("float64")
     return frame
 
 

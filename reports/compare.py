@@ -162,7 +162,7 @@ def _join_audits(out: pd.DataFrame, audits: pd.DataFrame | None, keys: list[str]
         best.append(dict(zip(on, group if isinstance(group, tuple) else (group,)),
                          claimed_epsilon=frame["claimed_epsilon"].max() if "claimed_epsilon" in frame else math.nan,
                          claimed_scope=top.get("claimed_scope"), epsilon_lb=top["epsilon_lb"],
-                         audit_attack=top.get("attack"), audit_verdict=top.get("verdict")))
+                         audit_attack=top.get("attack"), audit_verdict=top.get("claim_verdict")))
     return out.merge(pd.DataFrame(best), on=on, how="left")
 
 

@@ -431,8 +431,8 @@ def _audit_table(audits: pd.DataFrame | None) -> pd.DataFrame:
     agg = {c: (c, "mean") for c in ("epsilon_lb", "epsilon_point", "fpr", "fnr") if c in audits}
     if "n_trials" in audits:
         agg["n_trials"] = ("n_trials", "sum")
-    if "verdict" in audits:
-        agg["verdict"] = ("verdict", lambda s: ", ".join(sorted(set(map(str, s)))))
+    if "claim_verdict" in audits:
+        agg["verdict"] = ("claim_verdict", lambda s: ", ".join(sorted(set(map(str, s)))))
     agg["n_audits"] = (keys[0], "size")
     out = audits.groupby(keys, sort=False, dropna=False).agg(**agg).reset_index()
     if "mechanism" in out and "defense" in out and (out["mechanism"] == out["defense"]).all():

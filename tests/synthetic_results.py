@@ -62,7 +62,11 @@ def synthetic_runs(rounds: int = 4, doc_id: str = "q1-d7") -> list[dict]:
                             claimed_delta=0.0, claimed_scope="per round, per client message",
                             epsilon_point=1.2 + rng.normal(0, 0.1),
                             epsilon_lb=0.7 + rng.normal(0, 0.1), confidence=0.95, n_trials=1000,
-                            fpr=0.2, fnr=0.3, verdict="consistent"))
+                            fpr=0.2, fnr=0.3, neighbours="natural", audited_scope="message",
+                            test="laplace-llr", fp=100, fn=150, n0=500, n1=500, ceiling=4.9,
+                            trial_limited=False, mu=np.nan, mu_lb=np.nan, rounds=1,
+                            claim_verdict="consistent", tightness=0.15, epsilon_total=90.0,
+                            delta_total=0.0, rounds_participated=20.0))
                 utility = pd.DataFrame(utility)
                 none_ndcg = utility.loc[utility["defense"] == "none", "ndcg10"].iloc[0]
                 utility.insert(utility.columns.get_loc("ndcg10") + 1, "ndcg10_delta",

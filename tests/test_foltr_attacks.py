@@ -93,7 +93,7 @@ def test_empirical_epsilon_of_the_distinguishing_test(name):
     assert res["epsilon_lb"] <= res["epsilon_enumerated"] + 1e-9
     assert res["epsilon_point"] == pytest.approx(res["epsilon_enumerated"], abs=0.3)
     assert res["epsilon_enumerated"] <= res["epsilon_theoretical"] + 1e-9
-    assert res["verdict"] == "holds"
+    assert res["claim_verdict"] == "consistent"
 
 
 def test_seed_replay_reproduces_a_flawed_client_only():

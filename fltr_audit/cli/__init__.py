@@ -21,6 +21,7 @@ from fltr_audit.cli.app import app
 from fltr_audit.cli import (  # noqa: F401  (each module registers its commands)
     attack,
     audit,
+    audit_defense,
     bench_attacks,
     bench_core,
     campaign,

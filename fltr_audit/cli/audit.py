@@ -27,7 +27,7 @@ def audit_spec(*, algo: str, data: str, folds: list[int], rounds: int, clients: 
                attacks: list[str], defenses: list[str], click_models: list[str], split: str, seeds: list[int],
                cohort: int, probe_queries: int, normalization: str, ranker: str, min_shown: int,
                require_click: bool, epsilon_audit: bool, trials: int = 10000, counterfactual: int = 20,
-               name: str = "audit") -> dict:
+               name: str = "audit", population: int | None = None) -> dict:
     """A campaign spec (fltr_audit.campaign) for the audit command's options."""
     from fltr_audit.campaign import validate_spec
 
@@ -38,7 +38,8 @@ def audit_spec(*, algo: str, data: str, folds: list[int], rounds: int, clients: 
             "data": {"spec": [data], "folds": folds,
                      "normalization": DEFAULT_NORMALIZATION.get(algo, "none") if normalization == "auto" else normalization},
             "algorithm": {"name": algo, "rounds": rounds, "clients": clients, "queries_per_client": queries_per_client,
-                          "ranker": ranker, "train_click_model": "pbm" if algo in ("fedips", "fedavg") else "perfect"},
+                          "ranker": ranker, "train_click_model": "pbm" if algo in ("fedips", "fedavg") else "perfect",
+                          **({"population": population} if population is not None else {})},
             "probe": {"split": split, "click_models": click_models, "cohort": cohort,
                       "queries_per_client": probe_queries, "min_shown": min_shown, "require_click": require_click,
                       "counterfactual": counterfactual},
@@ -114,15 +115,19 @@ def audit(
     trials: int = typer.Option(10000, "--trials", help="Trials per input of the empirical epsilon audit."),
     counterfactual: int = typer.Option(20, "--counterfactual",
                                        help="Counterfactual click vectors drawn per probed list (the leakage baseline)."),
+    population: int = typer.Option(None, "--population",
+                                   help="N persistent users the training cohorts are drawn from (default: --clients)."),
     store: Path = typer.Option(None, "--store", help="Also record the runs in this SQLite store."),
     json_out: bool = typer.Option(False, "--json", help="Print the records as JSON."),
     quiet: bool = typer.Option(False, "--quiet", help="No progress bar."),
 ) -> None:
     """Audit a federated ranker: which clicks can the server guess from client messages?"""
     from fltr_audit.clicks import CCM_TABLES
+    from fltr_audit.federation import check_population
 
     if counterfactual < 1:
         raise FltrError(f"--counterfactual: must be at least 1, got {counterfactual}")
+    check_population(population, clients)
     attacks = parse_list(attack or DEFAULT_ATTACKS.get(algo, "olsr"), "--attack")
     if algo in ("fedips", "fedavg") and click_model == DEFAULT_CLICK_MODELS:
         click_model = "pbm"
@@ -134,7 +139,7 @@ def audit(
                       click_models=models, split=split, seeds=list(seed), cohort=probe_cohort,
                       probe_queries=probe_queries, normalization=normalization, ranker=ranker,
                       min_shown=min_shown, require_click=require_click, epsilon_audit=epsilon_audit,
-                      trials=trials, counterfactual=counterfactual)
+                      trials=trials, counterfactual=counterfactual, population=population)
     tables = run_spec(spec, store, quiet or json_out)
     table = attack_table(tables)
     audits = tables.get("audits", pd.DataFrame())
@@ -154,5 +159,5 @@ def audit(
     if len(audits):
         typer.echo("\nempirical epsilon audit (95% lower bound from the named distinguishing attack):")
         cols = ["defense", "attack", "threat_model", "claimed_epsilon", "claimed_scope", "epsilon_point", "epsilon_lb",
-                "verdict"]
+                "claim_verdict"]
         typer.echo(audits[cols].to_string(index=False, float_format=lambda v: f"{v:.2f}"))

@@ -15,7 +15,7 @@ from fltr_audit.cli.app import bench_app, train_app
 from fltr_audit.cli.common import parse_list, atomic_out_dir, emit_json, print_figures, progress, round_reporter, write_run
 from fltr_audit.clicks import cascade_model
 from fltr_audit.data.load import load_splits
-from fltr_audit.federation import check_budget, check_threat_model, train
+from fltr_audit.federation import check_budget, check_population, check_threat_model, train
 from fltr_audit.interceptors import RecordingInterceptor, parse_rounds
 from fltr_audit.randomness import check_seed
 from fltr_audit.rankers import make_ranker
@@ -26,14 +26,16 @@ ALGORITHMS = {"fpdgd": FPDGD, "pdgd": PDGD}
 def run_train(algorithm: str, *, data: str, fold: int, click_model: str, clients: int, queries_per_client: int,
               rounds: int, lr: float, ranker: str, seed: int, out: Path, defense: str, record_rounds: Optional[str],
               eval_every: int, eval_split: str, normalization: str, threat_model: str, replace: bool,
-              quiet: bool) -> dict:
+              quiet: bool, population: Optional[int] = None) -> dict:
     """Load, train, write ``curves.csv``, ``model.npy``, ``config.json`` (and a recording) into ``out``."""
+    from defenses.accounting import privacy_spent
     from defenses.stack import parse_defense  # the CLI is the composition root
 
     stack = parse_defense(defense)
     check_budget(clients, queries_per_client, rounds, eval_every)
     check_seed(seed)
     parse_list(eval_split, "--eval-split", ("vali", "test"))
+    check_population(population, clients)
     check_threat_model(threat_model)
     if record_rounds is not None:
         parse_rounds(record_rounds)  # bad input fails before any data is loaded
@@ -49,7 +51,7 @@ def run_train(algorithm: str, *, data: str, fold: int, click_model: str, clients
             res = train(alg, splits.train, clients=clients, queries_per_client=queries_per_client, rounds=rounds,
                         seed=seed, eval_data=eval_data, eval_every=eval_every, client_defenses=stack.client,
                         aggregator=stack.aggregator, interceptors=interceptors, threat_model=threat_model,
-                        on_round=on_round, replace=replace)
+                        on_round=on_round, replace=replace, population=population)
         config = {**res.config, "data": data, "fold": fold, "normalization": normalization, "eval_split": eval_split,
                   "defense": stack.name, "record_rounds": record_rounds, "n_features": splits.train.n_features,
                   "n_levels": splits.train.n_levels}
@@ -58,7 +60,8 @@ def run_train(algorithm: str, *, data: str, fold: int, click_model: str, clients
     return {"out": str(out), "algorithm": algorithm, "defense": stack.name,
             "final_offline_ndcg10": float(last["offline_ndcg10"]), "online_ndcg": float(last["online_ndcg"]),
             "n_interactions": res.n_interactions, "seconds": res.seconds,
-            "interactions_per_second": res.n_interactions / res.seconds if res.seconds > 0 else float("nan")}
+            "interactions_per_second": res.n_interactions / res.seconds if res.seconds > 0 else float("nan"),
+            "privacy": privacy_spent(stack, rounds, clients / (population or clients))}
 
 
 def _train_command(algorithm: str):
@@ -84,6 +87,9 @@ def _train_command(algorithm: str):
         threat_model: str = typer.Option("server", "--threat-model",
                                          help="What recorded views keep: server | server-blind."),
         replace: bool = typer.Option(False, "--replace", help="Sample a round's queries with replacement."),
+        population: Optional[int] = typer.Option(
+            None, "--population", help="N persistent users; each round's cohort of --clients is drawn from them "
+                                       "(default: the same --clients users every round)."),
         json_out: bool = typer.Option(False, "--json", help="Print the result as JSON."),
         quiet: bool = typer.Option(False, "--quiet", help="No progress bar."),
     ) -> None:
@@ -91,7 +97,7 @@ def _train_command(algorithm: str):
                            queries_per_client=queries_per_client, rounds=rounds, lr=lr, ranker=ranker, seed=seed,
                            out=out, defense=defense, record_rounds=record_rounds, eval_every=eval_every,
                            eval_split=eval_split, normalization=normalization, threat_model=threat_model,
-                           replace=replace, quiet=quiet)
+                           replace=replace, quiet=quiet, population=population)
         if json_out:
             emit_json(result)
         else:

@@ -23,7 +23,7 @@ from fltr_audit.cli.common import atomic_out_dir, emit_json, print_figures, prog
 from fltr_audit.data.dataset import Dataset, Splits
 from fltr_audit.data.load import load_splits
 from fltr_audit.errors import FltrError
-from fltr_audit.federation import train
+from fltr_audit.federation import check_population, train
 from fltr_audit.rankers import LinearRanker
 
 PROPENSITY_CHOICES = ("true", "estimated")
@@ -43,12 +43,14 @@ def ndcg_evaluators(test: Dataset) -> dict:
 def run_fedips(algorithm: str, *, data: str, fold: int, clients: int, queries_per_client: int, rounds: int,
                gamma: float, k: int, clicks_per_client: int, lr_local: float, lr_global: float, propensity: str,
                defense: str, seed: int, out: Path, logging_fraction: float, em_rounds: int, queries: Optional[int],
-               eval_every: int, record_rounds: Optional[str], quiet: bool) -> dict:
+               eval_every: int, record_rounds: Optional[str], quiet: bool, population: Optional[int] = None) -> dict:
     """Train FedIPS or FedAvg; write ``curves.csv``, ``model.npy``, ``config.json`` (and a recording) into ``out``."""
+    from defenses.accounting import privacy_spent
     from defenses.stack import parse_defense  # the CLI is the composition root
     from fltr_audit.interceptors import RecordingInterceptor, parse_rounds
 
     stack = parse_defense(defense)
+    check_population(population, clients)
     if record_rounds is not None:
         parse_rounds(record_rounds)
     splits = load_fedips_splits(data, fold, queries, seed)
@@ -68,7 +70,7 @@ def run_fedips(algorithm: str, *, data: str, fold: int, clients: int, queries_pe
             res = train(alg, splits.train, clients=clients, queries_per_client=queries_per_client, rounds=rounds,
                         seed=seed, eval_data=splits.test, eval_every=eval_every, evaluators=evaluators,
                         client_defenses=stack.client, aggregator=stack.aggregator, interceptors=interceptors,
-                        on_round=on_round, replace=replace)
+                        on_round=on_round, replace=replace, population=population)
         config = {**res.config, "data": data, "fold": fold, "normalization": "query-minmax",
                   "drop_single_label": True, "defense": stack.name, "queries": queries,
                   "n_features": splits.train.n_features, "n_levels": splits.train.n_levels,
@@ -80,7 +82,8 @@ def run_fedips(algorithm: str, *, data: str, fold: int, clients: int, queries_pe
             "defense": stack.name, "final_ndcg5": float(last["ndcg5"]),
             "final_offline_ndcg10": float(last["offline_ndcg10"]), "logging_policy_ndcg5": f0_ndcg5,
             "clicks_per_client": float(res.curves["clicks_per_client"].mean()),
-            "n_interactions": res.n_interactions, "seconds": res.seconds}
+            "n_interactions": res.n_interactions, "seconds": res.seconds,
+            "privacy": privacy_spent(stack, rounds, clients / (population or clients))}
 
 
 def _fedips_command(algorithm: str):
@@ -104,6 +107,9 @@ def _fedips_command(algorithm: str):
         queries: Optional[int] = typer.Option(None, "--queries", help="Synthetic: queries generated; files: keep the first N."),
         eval_every: int = typer.Option(1, "--eval-every", help="Evaluate on test every K rounds (and the last)."),
         record_rounds: Optional[str] = typer.Option(None, "--record-rounds", help="Rounds to record: 1,50,100 or every:10."),
+        population: Optional[int] = typer.Option(
+            None, "--population", help="N persistent users; each round's cohort of --clients is drawn from them "
+                                       "(default: the same --clients users every round)."),
         json_out: bool = typer.Option(False, "--json", help="Print the result as JSON."),
         quiet: bool = typer.Option(False, "--quiet", help="No progress bar."),
     ) -> None:
@@ -113,7 +119,7 @@ def _fedips_command(algorithm: str):
                             rounds=rounds, gamma=gamma, k=k, clicks_per_client=clicks_per_client, lr_local=lr_local,
                             lr_global=lr_global, propensity=propensity, defense=defense, seed=seed, out=out,
                             logging_fraction=logging_fraction, em_rounds=em_rounds, queries=queries,
-                            eval_every=eval_every, record_rounds=record_rounds, quiet=quiet)
+                            eval_every=eval_every, record_rounds=record_rounds, quiet=quiet, population=population)
         if json_out:
             emit_json(result)
         else:

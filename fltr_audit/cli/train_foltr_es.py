@@ -20,7 +20,7 @@ from fltr_audit.cli.common import (atomic_out_dir, emit_json, parse_list, print_
 from fltr_audit.clicks import CCM_NAMES, cascade_model
 from fltr_audit.data.load import load_splits
 from fltr_audit.errors import FltrError
-from fltr_audit.federation import check_threat_model, train
+from fltr_audit.federation import check_population, check_threat_model, train
 from fltr_audit.interceptors import RecordingInterceptor, parse_rounds
 from fltr_audit.maxrr import mean_expected_maxrr
 from fltr_audit.rankers import LinearRanker, make_ranker
@@ -29,19 +29,22 @@ from fltr_audit.rankers import LinearRanker, make_ranker
 def run_foltr_es(*, data: str, fold: int, click_model: str, clients: int, queries_per_client: int, rounds: int,
                  sigma: float, lr: float, antithetic: bool, ranker: str, defense: str, seed: int, out: Path,
                  eval_every: int, eval_split: str, normalization: str, replace: bool, flawed_seeding: bool,
-                 record_rounds: Optional[str], threat_model: str, quiet: bool) -> dict:
+                 record_rounds: Optional[str], threat_model: str, quiet: bool,
+                 population: Optional[int] = None) -> dict:
     """Train FOLtR-ES; write ``curves.csv``, ``model.npy``, ``config.json`` (and a recording) into ``out``.
 
     The curves hold, per round, the mean batch MaxRR users experienced (non-privatized), and
     at evaluation rounds the expected MaxRR of the global model on the train and evaluation
     splits (§6.3) and its offline nDCG@10 on the evaluation split.
     """
+    from defenses.accounting import privacy_spent
     from defenses.stack import parse_defense  # the CLI is the composition root
 
     stack = parse_defense(defense)
     check_threat_model(threat_model)
     check_seed(seed)
     parse_list(eval_split, "--eval-split", ("vali", "test"))
+    check_population(population, clients)
     keep = record_rounds is not None and parse_rounds(record_rounds)
     splits = load_splits(data, fold, normalization=normalization)
     eval_data = splits.get(eval_split)
@@ -59,7 +62,7 @@ def run_foltr_es(*, data: str, fold: int, click_model: str, clients: int, querie
             res = train(alg, splits.train, clients=clients, queries_per_client=queries_per_client, rounds=rounds,
                         seed=seed, eval_data=eval_data, eval_every=eval_every, evaluators=evaluators,
                         client_defenses=stack.client, aggregator=stack.aggregator, interceptors=interceptors,
-                        threat_model=threat_model, on_round=on_round, replace=replace)
+                        threat_model=threat_model, on_round=on_round, replace=replace, population=population)
         config = {**res.config, "data": data, "fold": fold, "normalization": normalization, "eval_split": eval_split,
                   "defense": stack.name, "record_rounds": record_rounds, "n_features": splits.train.n_features,
                   "n_levels": splits.train.n_levels}
@@ -72,7 +75,8 @@ def run_foltr_es(*, data: str, fold: int, click_model: str, clients: int, querie
             f"expected_maxrr_{eval_split}": float(last[f"expected_maxrr_{eval_split}"]),
             "final_offline_ndcg10": float(last["offline_ndcg10"]), "n_interactions": res.n_interactions,
             "seconds": res.seconds,
-            "interactions_per_second": res.n_interactions / res.seconds if res.seconds > 0 else float("nan")}
+            "interactions_per_second": res.n_interactions / res.seconds if res.seconds > 0 else float("nan"),
+            "privacy": privacy_spent(stack, rounds, clients / (population or clients))}
 
 
 @train_app.command("foltr-es", help="FOLtR-ES: evolution strategies with seed + MaxRR messages (Kharitonov 2019).")
@@ -99,6 +103,9 @@ def train_foltr_es(
                                         help="Reproduce the published client's reseeding with its public seed."),
     record_rounds: Optional[str] = typer.Option(None, "--record-rounds", help="Rounds to record: 1,50,100 or every:10."),
     threat_model: str = typer.Option("server", "--threat-model", help="What recorded views keep: server | server-blind."),
+    population: Optional[int] = typer.Option(
+        None, "--population", help="N persistent users; each round's cohort of --clients is drawn from them "
+                                   "(default: the same --clients users every round)."),
     json_out: bool = typer.Option(False, "--json", help="Print the result as JSON."),
     quiet: bool = typer.Option(False, "--quiet", help="No progress bar."),
 ) -> None:
@@ -107,7 +114,7 @@ def train_foltr_es(
                           antithetic=antithetic, ranker=ranker, defense=defense, seed=seed, out=out,
                           eval_every=eval_every, eval_split=eval_split, normalization=normalization, replace=replace,
                           flawed_seeding=flawed_seeding, record_rounds=record_rounds, threat_model=threat_model,
-                          quiet=quiet)
+                          quiet=quiet, population=population)
     if json_out:
         emit_json(result)
         return

@@ -1,0 +1,115 @@
+"""The privacy one user spends over a whole run: the per-round mechanism composed over rounds.
+
+Each DP defense declares one round's privacy for one participating user as a
+``dp_accounting`` event (``dp_event()``: ``LaplaceDpEvent``, ``GaussianDpEvent``,
+``RandomizedResponseDpEvent``); ``privacy_spent`` composes the event of the component that
+makes the stack's claim over ``rounds`` rounds with Google's ``dp-accounting`` PLD accountant
+(privacy loss distributions, Koskela et al. 2020; Doroshenko et al. 2022):
+
+* full participation (``sampling_rate`` 1): the event composed ``rounds`` times;
+* a cohort drawn from a population (``sampling_rate`` q < 1): ``PoissonSampledDpEvent(q,
+  event)`` composed ``rounds`` times. The engine's ``--population`` draws cohorts of a fixed
+  size without replacement; Poisson sampling at the same rate is the accounting convention of
+  DP-SGD practice (Abadi et al. 2016; TF Privacy), not a proof for fixed-size cohorts --
+  dp-accounting's PLD accountant has no fixed-size (``SampledWithoutReplacementDpEvent``) support.
+
+Neighbouring relation: add/remove one user (the PLD default), with each event's sensitivity the
+claim's *replace-one* message sensitivity (Laplace: Delta, Gaussian: 2C) -- conservative, and the
+same epsilon per round as the defense's claim. Randomized response needs replace-one in
+dp-accounting, which composes it round by round (its ``compose(event, count)`` ignores ``count``
+for this event in version 0.6) and cannot amplify it by sampling: with q < 1 it is composed
+over all rounds without amplification (an upper bound). ``delta`` = 0 with pure-DP events
+(Laplace, randomized response): the PLD accountant answers inf there (it truncates the loss
+tails), so the exact pure composition is used -- ``rounds * epsilon`` at full participation,
+``rounds * log(1 + q (e^epsilon - 1))`` under Poisson sampling (Balle et al. 2018, Thm. 9) --
+and the accountant says so.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from fltr_audit.errors import FltrError
+
+DISCRETIZATION = 1e-3
+"""The PLD accountant's ``value_discretization_interval`` (dp-accounting's default is 1e-4): 100
+rounds of ``dp-gaussian`` compose in ~4 s instead of ~40 s, with epsilon equal to the default's to
+six significant digits (284.3918 at q = 1, 6.4762 vs 6.4762 at q = 0.01; the discretization is pessimistic)."""
+
+
+def dp_event_of(stack: Any) -> Any:
+    """The ``dp_event()`` of the component that makes the stack's claim (None without one)."""
+    claim = stack.claim
+    for part in (*stack.client, stack.aggregator):
+        if getattr(part, "claim", None) == claim and hasattr(part, "dp_event"):
+            return part.dp_event()
+    return None
+
+
+def _pure_epsilon(event: Any) -> float | None:
+    """The pure-DP epsilon of one event, None when it is not pure."""
+    import dp_accounting as dpa
+
+    if isinstance(event, dpa.LaplaceDpEvent):
+        return 1.0 / event.noise_multiplier
+    if isinstance(event, dpa.RandomizedResponseDpEvent):
+        k, noise = event.num_buckets, event.noise_parameter
+        return math.log((1.0 - noise + noise / k) / (noise / k)) if noise > 0 else math.inf
+    return None
+
+
+def compose_epsilon(event: Any, rounds: int, sampling_rate: float, delta: float) -> tuple[float, str]:
+    """Epsilon at ``delta`` of ``event`` over ``rounds`` rounds, each user taking part with
+    probability ``sampling_rate`` (Poisson), and the accountant that gave it."""
+    import dp_accounting as dpa
+    from dp_accounting import pld
+
+    pure = _pure_epsilon(event)
+    rr = isinstance(event, dpa.RandomizedResponseDpEvent)
+    if delta == 0.0:
+        if pure is None:
+            return math.inf, "pld (delta 0: no finite epsilon for an approximate-DP event)"
+        if sampling_rate < 1.0 and not rr:
+            return rounds * math.log1p(sampling_rate * math.expm1(pure)), "pure composition, poisson sampling"
+        return rounds * pure, "pure composition"
+    if rr:
+        accountant = pld.PLDAccountant(dpa.NeighboringRelation.REPLACE_ONE, DISCRETIZATION)
+        for _ in range(rounds):
+            accountant.compose(event)
+        return float(accountant.get_epsilon(delta)), "pld (replace-one, no sampling amplification)"
+    accountant = pld.PLDAccountant(value_discretization_interval=DISCRETIZATION)
+    if sampling_rate < 1.0:
+        accountant.compose(dpa.PoissonSampledDpEvent(sampling_rate, event), rounds)
+        return float(accountant.get_epsilon(delta)), "pld, poisson sampling"
+    accountant.compose(event, rounds)
+    return float(accountant.get_epsilon(delta)), "pld"
+
+
+def privacy_spent(stack: Any, rounds: int, sampling_rate: float = 1.0, delta: float | None = None) -> dict:
+    """The privacy one user spends over ``rounds`` rounds of ``stack`` at participation rate
+    ``sampling_rate`` (cohort / population), at ``delta`` (default: the claim's delta).
+
+    Returns
+    -------
+    dict
+        ``epsilon_per_round``, ``delta`` (the stack's per-round claim), ``rounds_participated``
+        (expected: rounds x sampling_rate), ``sampling_rate``, ``epsilon_total``, ``delta_total``
+        and ``accountant`` (which composition gave the total; ``none`` without a DP claim).
+    """
+    if int(rounds) != rounds or rounds < 1:
+        raise FltrError(f"--rounds: must be a positive integer, got {rounds}")
+    if not 0.0 < sampling_rate <= 1.0:
+        raise FltrError(f"--population: the sampling rate cohort / population must lie in (0, 1], got {sampling_rate}")
+    claim = stack.claim
+    delta_total = claim.delta if delta is None else float(delta)
+    if not 0.0 <= delta_total < 1.0:
+        raise FltrError(f"--delta: must lie in [0, 1), got {delta_total}")
+    out = {"epsilon_per_round": float(claim.epsilon), "delta": float(claim.delta),
+           "rounds_participated": float(rounds * sampling_rate), "sampling_rate": float(sampling_rate),
+           "epsilon_total": math.inf, "delta_total": delta_total, "accountant": "none"}
+    event = dp_event_of(stack)
+    if event is None:
+        return out
+    epsilon, accountant = compose_epsilon(event, int(rounds), float(sampling_rate), delta_total)
+    return {**out, "epsilon_total": epsilon, "accountant": accountant}

@@ -1,0 +1,202 @@
+"""Audits of defense stacks as mechanisms: the likelihood-ratio statistics against scipy and
+numerical integration, tightness on worst-case neighbours, soundness over seeds, the flawed
+published variants, composition over rounds, the learned test, and the audit-defense CLI."""
+
+import json
+
+import numpy as np
+import pytest
+from scipy import integrate, stats
+from scipy.special import ndtr, ndtri
+
+from attacks.audit import (
+    audit,
+    claim_verdict,
+    epsilon_lower_bound,
+    mu_from_rates,
+)
+from attacks.defense_audit import (
+    audit_stack,
+    gamma_difference_logpdf,
+    laplace_statistic,
+    message_mechanism,
+    rr_statistic,
+    worst_case_inputs,
+)
+from defenses.stack import parse_defense
+from fltr_audit.cli import main
+from fltr_audit.interfaces import PrivacyClaim
+
+
+def worst(text, dim=46, trials=50_000, **kw):
+    stack = parse_defense(text)
+    return audit_stack(stack, claim=kw.pop("claim", stack.claim), inputs=worst_case_inputs(stack, dim),
+                       neighbours="worst-case", trials=trials, **kw)
+
+
+def test_claim_verdict_rules():
+    assert claim_verdict(float("inf"), "none", "message", 7.2) == "no claim"
+    assert claim_verdict(4.5, "aggregate", "message", 9.0) == "outside scope"
+    assert claim_verdict(4.5, "aggregate", "aggregate", 9.0) == "violated"
+    assert claim_verdict(4.5, "message", "message", 4.5) == "consistent"
+    assert claim_verdict(4.5, "message", "message", 4.51) == "violated"
+
+
+def test_mu_from_rates_inverts_the_gdp_tradeoff_curve():
+    fpr = np.array([0.001, 0.05, 0.3])
+    for mu in (0.5, 2.0):
+        fnr = ndtr(ndtri(1 - fpr) - mu)
+        np.testing.assert_allclose(mu_from_rates(fpr, fnr), mu, rtol=1e-9)
+        np.testing.assert_allclose(mu_from_rates(fnr, fpr), mu, rtol=1e-9)  # symmetric curve
+
+
+def test_laplace_statistic_is_the_scipy_log_likelihood_ratio():
+    rng = np.random.default_rng(0)
+    a, b = rng.normal(size=5), rng.normal(size=5)
+    a[2] = b[2]
+    x = rng.normal(size=(100, 5)) * 3
+    llr = (stats.laplace.logpdf(x, b, 0.7) - stats.laplace.logpdf(x, a, 0.7)).sum(1)
+    np.testing.assert_allclose(laplace_statistic(a, b, 0.7)(x), llr, atol=1e-9)
+
+
+@pytest.mark.parametrize("shape", [0.3, 0.7])
+def test_gamma_difference_density_against_numerical_convolution(shape):
+    """f(y) = int g(t + y) g(t) dt for y > 0 (g the Gamma(shape, scale) density): log-density
+    differences between points match the closed form (constants cancel)."""
+    scale = 1.3
+    g = stats.gamma(shape, scale=scale).pdf
+
+    def density(y):
+        y = abs(y)
+        return integrate.quad(lambda t: g(t + y) * g(t), 0, np.inf, limit=200)[0]
+
+    ys = np.array([0.05, 0.4, 1.5, 4.0, -2.0])
+    numeric = np.log([density(y) for y in ys])
+    closed = gamma_difference_logpdf(ys, shape, scale)
+    np.testing.assert_allclose(closed - closed[0], numeric - numeric[0], atol=2e-4)
+
+
+def test_gamma_difference_density_of_shape_one_is_laplace():
+    y = np.linspace(-6, 6, 13)
+    closed = gamma_difference_logpdf(y, 1.0, 2.0)
+    lap = stats.laplace.logpdf(y, 0, 2.0)
+    np.testing.assert_allclose(closed - closed[0], lap - lap[0], atol=1e-6)
+
+
+def test_rr_statistic_is_the_transition_ratio():
+    stack = parse_defense("rr(p=0.9)")
+    rr = stack.client[0]
+    a, b = worst_case_inputs(stack, 1)
+    x = np.array([[a[0]], [b[0]], [rr.values[3]]])
+    ratio = np.log(0.9 / (0.1 / 10))
+    np.testing.assert_allclose(rr_statistic(0.9, rr.values, a[0], b[0])(x), [-ratio, ratio, 0.0])
+
+
+@pytest.mark.parametrize("eps", [1.0, 2.0, 4.0])
+def test_worst_case_audit_of_dp_local_laplace_is_tight(eps):
+    r = worst(f"dp-local-laplace(eps={eps})")
+    assert r.test == "laplace-llr" and r.neighbours == "worst-case" and r.audited_scope == "message"
+    assert 0.9 * eps <= r.epsilon_lb <= eps and r.claim_verdict == "consistent"
+    assert r.tightness == pytest.approx(r.epsilon_lb / eps)
+    assert r.fp + r.fn > 0 and not r.trial_limited and r.ceiling > r.epsilon_lb
+
+
+def test_worst_case_audit_of_randomized_response_is_tight():
+    r = worst("rr(p=0.9)")
+    assert r.test == "rr-llr" and 0.9 * 4.4998 <= r.epsilon_lb <= r.claimed_epsilon
+
+
+def test_worst_case_gaussian_mu_bound_is_tight():
+    r = worst("dp-gaussian(sigma=1,clip=1)")
+    assert r.mu == pytest.approx(2.0) and r.mu_lb >= 0.9 * 2.0   # a single bound may exceed mu (5 %): see below
+    assert r.epsilon_lb <= r.claimed_epsilon and np.isnan(worst("dp-local-laplace(eps=1)", trials=200).mu_lb)
+
+
+@pytest.mark.parametrize("text,trials", [("rr(p=0.9)", 2000), ("dp-local-laplace(eps=1)", 1000)])
+def test_bound_exceeds_a_correct_claim_no_more_often_than_the_confidence_allows(text, trials):
+    """100 seeds at 95 %: failures within the binomial 99.9 % quantile of Binomial(100, 0.05)."""
+    stack = parse_defense(text)
+    inputs = worst_case_inputs(stack, 4)
+    failures = sum(audit_stack(stack, claim=stack.claim, inputs=inputs, neighbours="worst-case", trials=trials,
+                               seed=s).claim_verdict == "violated" for s in range(100))
+    assert failures <= stats.binom.ppf(0.999, 100, 0.05)
+
+
+def test_mu_bound_exceeds_the_true_mu_no_more_often_than_the_confidence_allows():
+    stack = parse_defense("dp-gaussian(sigma=1,clip=1)")
+    inputs = worst_case_inputs(stack, 4)
+    failures = sum(audit_stack(stack, claim=stack.claim, inputs=inputs, neighbours="worst-case", trials=2000,
+                               seed=s).mu_lb > 2.0 for s in range(100))
+    assert failures <= stats.binom.ppf(0.999, 100, 0.05)
+
+
+def test_flawed_published_variants_are_audited_above_their_claim():
+    l2 = worst("dp-local-laplace(eps=1,norm=l2)", trials=20_000)
+    assert l2.epsilon_lb > 2.0 and l2.claim_verdict == "violated"        # true epsilon sqrt(46) = 6.8
+    share = worst("dp-distributed(eps=1)", trials=20_000, cohort=100)
+    assert share.test == "gamma-share-llr" and share.epsilon_lb > 3.0 and share.claim_verdict == "outside scope"
+    agg = worst("dp-distributed(eps=4.5)", trials=5000, cohort=3, scope="aggregate")   # true: 4.5 sqrt(46)
+    assert agg.audited_scope == "aggregate" and agg.epsilon_lb > 4.5 and agg.claim_verdict == "violated"
+    l1 = worst("dp-local-laplace(eps=1)", trials=20_000)
+    assert l1.claim_verdict == "consistent"
+
+
+def test_rounds_combine_outputs_and_are_judged_against_the_composed_claim():
+    stack = parse_defense("dp-local-laplace(eps=1)")
+    r = audit_stack(stack, claim=PrivacyClaim(2.0, 0.0, "message"), inputs=worst_case_inputs(stack, 3),
+                    neighbours="worst-case", trials=50_000, rounds=2)
+    assert r.rounds == 2 and 1.2 < r.epsilon_lb <= 2.0 and r.claim_verdict == "consistent"
+
+
+def test_learned_test_finds_the_leak_without_the_noise_family():
+    r = worst("dp-local-laplace(eps=2)", dim=3, trials=20_000, test="learned")
+    assert r.test == "learned-logistic" and 1.0 < r.epsilon_lb <= 2.0
+
+
+def test_ceiling_is_the_zero_error_bound_and_marks_trial_limited_results():
+    stack = parse_defense("dp-gaussian(sigma=0.01,clip=1)")                 # nearly noise-free
+    r = audit_stack(stack, claim=stack.claim, inputs=worst_case_inputs(stack, 2), neighbours="worst-case",
+                    trials=1000)
+    assert r.fp == r.fn == 0 and r.trial_limited
+    assert r.ceiling == pytest.approx(float(epsilon_lower_bound(0, 0, r.n0, r.n1, r.claimed_delta)))
+    assert r.epsilon_lb == pytest.approx(r.ceiling)
+
+
+def test_chunked_scores_equal_one_pass():
+    stack = parse_defense("dp-local-laplace(eps=1)")
+    inputs = worst_case_inputs(stack, 3)
+    mech, stat = message_mechanism(stack, inputs, 1), laplace_statistic(*inputs, stack.client[0].scale)
+    one = audit(mech, stat, claim=stack.claim, n_trials=1000, seed=3, chunk=1000)
+    # chunks draw the same stream in the same order: identical outputs and counts
+    many = audit(mech, stat, claim=stack.claim, n_trials=1000, seed=3, chunk=128)
+    assert (one.fp, one.fn, one.epsilon_lb) == (many.fp, many.fn, many.epsilon_lb)
+
+
+@pytest.mark.parametrize("argv,option", [
+    (["dp-gaussian", "--neighbours", "typical"], "--neighbours"),
+    (["dp-gaussian", "--trials", "99"], "--trials"),
+    (["dp-gaussian", "--dim", "0"], "--dim"),
+    (["none"], "STACK"),
+    (["secagg"], "STACK"),
+])
+def test_cli_bad_input_names_the_option(argv, option, capsys):
+    assert main(["audit-defense", *argv]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and option in err[0]
+
+
+def test_cli_json_rows_and_store(tmp_path, capsys):
+    from fltr_audit.store import load
+
+    store = tmp_path / "r.sqlite"
+    code = main(["audit-defense", "clip+dp-distributed(eps=4.5)", "--dim", "8", "--trials", "400", "--cohort", "3",
+                 "--aggregate-trials", "200", "--json", "--store", str(store), "--rounds", "2"])
+    assert code == 0
+    out = json.loads(capsys.readouterr().out)
+    rows = out["audits"]
+    assert [r["audited_scope"] for r in rows] == ["message", "aggregate"]
+    assert rows[0]["claimed_epsilon"] == 9.0 and rows[0]["rounds"] == 2 and rows[1]["n_trials"] == 200
+    assert all(r["seconds"] > 0 for r in rows) and out["privacy"]["epsilon_total"] == 9.0
+    audits = load(store)["audits"]
+    assert len(audits) == 2 and set(audits["neighbours"]) == {"worst-case"}
+    assert audits["claim_verdict"].tolist() == [r["claim_verdict"] for r in rows]

@@ -1,0 +1,95 @@
+"""--population: cohorts drawn from N persistent users, each with its own query stream."""
+
+import json
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from fltr_audit.algorithms.fpdgd import FPDGD
+from fltr_audit.cli import main
+from fltr_audit.clicks import cascade_model
+from fltr_audit.data.synthetic import fold_split, generate
+from fltr_audit.errors import FltrError
+from fltr_audit.federation import train, user_queries
+from fltr_audit.rankers import LinearRanker
+
+
+class Ids:
+    def __init__(self):
+        self.ids, self.queries = [], []
+
+    def __call__(self, batch):
+        self.ids.append(batch.truth.client_ids.copy())
+        self.queries.append(batch.view.interactions.queries.copy())
+
+
+@pytest.fixture(scope="module")
+def data():
+    return fold_split(generate("mq2008", queries=300, seed=1), 1).train
+
+
+def run(data, population, rounds=40, clients=10, seed=0):
+    ids = Ids()
+    algo = FPDGD(LinearRanker(data.n_features), cascade_model("perfect", data.n_levels), lr=0.1)
+    res = train(algo, data, clients=clients, queries_per_client=2, rounds=rounds, seed=seed, population=population,
+                interceptors=[ids])
+    return res, ids
+
+
+def test_cohorts_are_sampled_at_rate_clients_over_population(data):
+    res, ids = run(data, population=50, rounds=200)
+    counts = np.bincount(np.concatenate(ids.ids), minlength=50)
+    assert all(len(np.unique(c)) == 10 and c.max() < 50 for c in ids.ids)
+    assert counts.sum() == 2000 and res.config["sampling_rate"] == 0.2
+    # each user takes part in a round with probability 0.2: counts ~ Binomial(200, 0.2)
+    assert stats.chisquare(counts).pvalue > 0.001
+    assert res.config["rounds_participated_max"] == counts.max()
+
+
+def test_each_user_has_its_own_query_stream(data):
+    _, ids = run(data, population=30, rounds=30)
+    seen = {}
+    for c, q in zip(ids.ids, ids.queries):
+        for user, qs in zip(c, q):
+            seen.setdefault(int(user), []).append(qs)
+    user = max(seen, key=lambda u: len(seen[u]))
+    expected = user_queries(0, np.full(len(seen[user]), user), np.arange(len(seen[user])), 2, data.n_queries)
+    np.testing.assert_array_equal(np.array(seen[user]), expected)
+
+
+def test_user_queries_are_uniform_and_seeded():
+    q = user_queries(7, np.arange(5000), np.zeros(5000, dtype=np.int64), 4, 37)
+    assert stats.chisquare(np.bincount(q.ravel(), minlength=37)).pvalue > 0.001
+    assert not np.array_equal(q, user_queries(8, np.arange(5000), np.zeros(5000, dtype=np.int64), 4, 37))
+
+
+def test_default_is_unchanged_and_population_below_the_cohort_is_refused(data):
+    a, _ = run(data, population=None, rounds=3)
+    assert "population" not in a.config
+    with pytest.raises(FltrError, match="--population"):
+        run(data, population=9, rounds=1)
+
+
+def test_cli_train_reports_privacy(tmp_path, capsys):
+    code = main(["train", "fpdgd", "--data", "synthetic:mq2008?queries=120", "--clients", "5", "--rounds", "4",
+                 "--population", "50", "--defense", "dp-gaussian(sigma=1,clip=1)", "--out", str(tmp_path / "o"),
+                 "--json", "--quiet"])
+    assert code == 0
+    privacy = json.loads(capsys.readouterr().out)["privacy"]
+    assert privacy["sampling_rate"] == 0.1 and privacy["rounds_participated"] == pytest.approx(0.4)
+    assert privacy["accountant"] == "pld, poisson sampling" and privacy["epsilon_total"] < privacy["epsilon_per_round"]
+    assert main(["train", "fpdgd", "--data", "synthetic:mq2008?queries=120", "--clients", "5", "--population", "4",
+                 "--out", str(tmp_path / "p"), "--quiet"]) == 2
+
+
+def test_campaign_key_and_audit_option():
+    from fltr_audit.campaign import expand, validate_spec
+
+    base = {"name": "p", "algorithm": {"clients": 10, "rounds": 2}}
+    runs = expand(validate_spec({**base, "algorithm": {**base["algorithm"], "population": 100}}))
+    assert all(r.config["population"] == 100 for r in runs)
+    assert "population" not in expand(validate_spec(base))[0].config   # older run keys unchanged
+    with pytest.raises(FltrError, match="algorithm.population"):
+        expand(validate_spec({**base, "algorithm": {**base["algorithm"], "population": 5}}))
+    assert main(["audit", "--clients", "10", "--population", "5", "--quiet"]) == 2
