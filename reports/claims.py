@@ -104,7 +104,7 @@ def pooled_audits(audits: pd.DataFrame | None, keys: list[str]) -> pd.DataFrame:
     """One row per ``keys`` group (columns of ``audits``) and audit kind (:data:`POOL_BY`):
     summed ``fp``, ``fn``, ``n0``, ``n1``, ``n_trials``, ``runs``; the recomputed ``epsilon_point``
     (from the pooled rates), ``epsilon_lb``, ``ceiling`` (bound with no error at these sizes),
-    ``trial_limited``, ``claim_verdict``, ``tightness`` and the ``basis`` of the pooling."""
+    ``trial_limited``, ``claim_verdict``, ``tightness`` and the ``claim_basis`` (how runs were pooled)."""
     if audits is None or audits.empty or not {"epsilon_lb", "n_trials"} <= set(audits.columns):
         return pd.DataFrame()
     audits = audits.assign(audited_scope=audited_scope(audits))
@@ -135,7 +135,7 @@ def finish_bounds(out: pd.DataFrame, *, basis: str = "pooled error counts", test
     with np.errstate(divide="ignore", invalid="ignore"):
         out["tightness"] = np.where(np.isfinite(claimed) & (claimed > 0) & (claimed < HUGE),
                                     out["epsilon_lb"] / claimed, np.nan)
-    out["basis"] = basis + (f", Bonferroni over {tests} audits" if tests > 1 else "")
+    out["claim_basis"] = basis + (f", Bonferroni over {tests} audits" if tests > 1 else "")
     return out
 
 
@@ -150,14 +150,14 @@ def claim_summary(pooled: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     Columns: ``keys``, ``claim_verdict``, ``claimed_epsilon``, ``claimed_delta``,
     ``claimed_scope``, ``audited_scope``, ``audit_attack``, ``epsilon_lb``, ``epsilon_point``,
     ``ceiling``, ``trial_limited``, ``n_trials``, ``runs``, ``tightness``, ``message_lb``,
-    ``message_trial_limited``, ``message_n_trials``, ``basis``.
+    ``message_trial_limited``, ``message_n_trials``, ``claim_basis``.
     """
     if pooled.empty:
         return pd.DataFrame()
     on = [k for k in keys if k in pooled.columns]
     rows = []
     for group, frame in pooled.groupby(on, sort=False, dropna=False) if on else [((), pooled)]:
-        frame = finish_bounds(frame, basis=frame["basis"].iloc[0], tests=len(frame))
+        frame = finish_bounds(frame, basis=frame["claim_basis"].iloc[0], tests=len(frame))
         claims = frame["claim_verdict"]
         in_scope = frame[claims.isin(["violated", "consistent"])]
         if (claims == "no claim").all():
@@ -173,7 +173,7 @@ def claim_summary(pooled: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
         rows.append(dict(zip(on, group if isinstance(group, tuple) else (group,)), claim_verdict=verdict,
                          **{c: top[c] for c in ("claimed_epsilon", "claimed_delta", "claimed_scope", "audited_scope",
                                                 "epsilon_lb", "epsilon_point", "ceiling", "trial_limited",
-                                                "n_trials", "runs", "tightness", "basis")},
+                                                "n_trials", "runs", "tightness", "claim_basis")},
                          audit_attack=top.get("attack"),
                          message_lb=msg["epsilon_lb"] if msg is not None else math.nan,
                          message_trial_limited=bool(msg["trial_limited"]) if msg is not None else False,

@@ -53,6 +53,16 @@ def _keys(frame: pd.DataFrame, by) -> list[str]:
     return list(by) + [c for c in CONTEXT if c not in by and c in frame.columns]
 
 
+def _baseline(samples: dict, keys: list[str], row: dict) -> np.ndarray | None:
+    """F1 samples of the same attack and context under defense none; the threat model may differ
+    (secure aggregation changes what the server sees, no defense is still the baseline)."""
+    same = [i for i, k in enumerate([*keys, "attack"]) if k not in ("defense", "threat_model")]
+    want = [row[k] for k in [*keys, "attack"]]
+    defense = keys.index("defense")
+    found = [s for g, s in samples.items() if g[defense] == BASELINE and all(g[i] == want[i] for i in same)]
+    return np.concatenate(found) if found else None
+
+
 def _f1_rows(attacks: pd.DataFrame, keys: list[str], confidence: float, alpha: float) -> pd.DataFrame:
     """Precision / recall / F1 means with intervals and the Welch test of F1 against defense none."""
     rows, samples = [], {}
@@ -72,7 +82,7 @@ def _f1_rows(attacks: pd.DataFrame, keys: list[str], confidence: float, alpha: f
             f1_base.append(math.nan)
             pvals.append(math.nan)
             continue
-        base = samples.get(tuple(BASELINE if k == "defense" else row[k] for k in [*keys, "attack"]))
+        base = _baseline(samples, keys, row)
         f1_base.append(float(np.nanmean(base)) if base is not None and base.size else math.nan)
         pvals.append(welch_p(samples[group], base) if base is not None else math.nan)
     out["f1_baseline"] = f1_base

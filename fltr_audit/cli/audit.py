@@ -10,6 +10,7 @@ import typer
 
 from fltr_audit.cli.app import app
 from fltr_audit.cli.common import emit_json, parse_list, progress
+from fltr_audit.cli.compare import checked_min_effect, min_effect_option
 
 DEFAULT_NORMALIZATION = {"fpdgd": "zscore", "foltr-es": "none", "fedips": "query-minmax", "fedavg": "query-minmax"}
 DEFAULT_ATTACKS = {"fpdgd": "olsr,olsr-l1,score,prob,distance,random3,random4", "foltr-es": "foltr-decode,random3",
@@ -17,6 +18,8 @@ DEFAULT_ATTACKS = {"fpdgd": "olsr,olsr-l1,score,prob,distance,random3,random4", 
 DEFAULT_CLICK_MODELS = "perfect,navigational,informational"
 TABLE_COLUMNS = ["attack", "click_model", "defense", "threat_model", "accuracy", "precision", "recall", "f1",
                  "n_queries"]
+SCORE_COLUMNS = ["reference", "auc", "auc_counterfactual", "leakage", "leakage_normalized", "advantage",
+                 "advantage_counterfactual", "tpr_at_fpr_0_01", "tpr_at_fpr_0_001"]  # where the rows have them
 
 
 def audit_spec(*, algo: str, data: str, folds: list[int], rounds: int, clients: int, queries_per_client: int,
@@ -68,14 +71,35 @@ def run_spec(spec: dict, store: Path | None, quiet: bool) -> dict[str, pd.DataFr
 
 
 def attack_table(tables: dict[str, pd.DataFrame], averaging: str = "macro") -> pd.DataFrame:
-    """Pham's Table 4 shape extended by a defense column: one row per attack x click model x defense."""
+    """Pham's Table 4 shape extended by a defense column and the threshold-free scores: one row
+    per attack x click model x defense, means over seeds and folds (``n_queries`` summed)."""
     attacks = tables["attacks"]
     rows = attacks[attacks["averaging"] == averaging]
     group = ["attack", "click_model", "defense", "threat_model"]
     grouped = rows.groupby(group, sort=False)
-    table = grouped[["accuracy", "precision", "recall", "f1"]].mean()
+    scores = [c for c in SCORE_COLUMNS if c in rows.columns and c != "reference"]
+    table = grouped[["accuracy", "precision", "recall", "f1", *scores]].mean()
     table["n_queries"] = grouped["n_queries"].sum().astype(int)  # over seeds and folds
-    return table.reset_index()[TABLE_COLUMNS]
+    if "reference" in rows.columns:
+        table["reference"] = grouped["reference"].any()
+    return table.reset_index()[TABLE_COLUMNS + [c for c in SCORE_COLUMNS if c in table.columns or c in group]]
+
+
+def _print_attacks(table: pd.DataFrame) -> None:
+    """The attack table, narrow: AUC, counterfactual AUC, leakage, TPR at 1 % FPR and F1."""
+    from fltr_audit.cli.common import print_table
+    from fltr_audit.cli.verdict_tables import WIDTH
+
+    def num(row, col, fmt):
+        return format(row[col], fmt) if col in row and pd.notna(row[col]) else "n/a"
+
+    rows = [{"defense": r["defense"], "clicks": r["click_model"],
+             "attack": f"{r['attack']}{' (ref.)' if bool(r.get('reference', False)) else ''}",
+             "AUC": num(r, "auc", ".3f"), "AUC cf.": num(r, "auc_counterfactual", ".3f"),
+             "leakage": num(r, "leakage", "+.3f"), "TPR@1%": num(r, "tpr_at_fpr_0_01", ".3f"),
+             "F1": num(r, "f1", ".3f"), "lists": f"{int(r['n_queries']):,}"}
+            for _, r in table.iterrows()]
+    print_table("Attacks (means over runs; leakage = AUC real - counterfactual)", rows, min_width=WIDTH)
 
 
 @app.command("audit")
@@ -103,12 +127,17 @@ def audit(
     epsilon_audit: bool = typer.Option(True, "--epsilon-audit/--no-epsilon-audit",
                                        help="Audit each defense's claimed epsilon empirically."),
     trials: int = typer.Option(10000, "--trials", help="Trials per input of the empirical epsilon audit."),
+    min_effect: float = min_effect_option(),
     store: Path = typer.Option(None, "--store", help="Also record the runs in this SQLite store."),
     json_out: bool = typer.Option(False, "--json", help="Print the records as JSON."),
     quiet: bool = typer.Option(False, "--quiet", help="No progress bar."),
 ) -> None:
     """Audit a federated ranker: which clicks can the server guess from client messages?"""
+    from fltr_audit.cli.verdict_tables import print_verdicts
     from fltr_audit.clicks import CCM_TABLES
+    from reports.compare import verdicts
+
+    min_effect = checked_min_effect(min_effect)
 
     attacks = parse_list(attack or DEFAULT_ATTACKS.get(algo, "olsr"), "--attack")
     if algo in ("fedips", "fedavg") and click_model == DEFAULT_CLICK_MODELS:
@@ -124,22 +153,21 @@ def audit(
                       trials=trials)
     tables = run_spec(spec, store, quiet or json_out)
     table = attack_table(tables)
+    v = verdicts(tables, min_effect=min_effect)
     audits = tables.get("audits", pd.DataFrame())
+    audits = audits.drop(columns=[c for c in ("verdict",) if c in audits.columns])  # superseded by claim_verdict
     utility = tables.get("utility", pd.DataFrame())
     if json_out:
         emit_json({"attacks": table.to_dict(orient="records"),
+                   "verdicts": v.to_dict(orient="records"),
                    "audits": audits.to_dict(orient="records"),
                    "utility": utility.to_dict(orient="records"),
                    "zero_division": "0 (precision of a list with no positive guess, recall of a list without clicks)"})
         return
-    typer.echo(table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    _print_attacks(table)
+    print_verdicts(v, min_effect)
     if len(utility):
         typer.echo("\nutility (offline nDCG@10 on test, queries without relevant documents left out):")
         cols = ["defense", "ndcg10", "ndcg10_delta"]
         typer.echo(utility.groupby("defense", sort=False)[cols[1:]].mean().reset_index()
                    .to_string(index=False, float_format=lambda v: f"{v:+.3f}" if v < 0 else f"{v:.3f}"))
-    if len(audits):
-        typer.echo("\nempirical epsilon audit (95% lower bound from the named distinguishing attack):")
-        cols = ["defense", "attack", "threat_model", "claimed_epsilon", "claimed_scope", "epsilon_point", "epsilon_lb",
-                "verdict"]
-        typer.echo(audits[cols].to_string(index=False, float_format=lambda v: f"{v:.2f}"))
