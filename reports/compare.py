@@ -200,7 +200,8 @@ def leakage_text(row, min_effect: float) -> str:
         return f"leaks — {strongest}; one-sided test of zero leakage, Holm-adjusted p = {row['p_adjusted']:.2g}{by}"
     if verdict == "no measurable leakage":
         return (f"no measurable leakage — {strongest}; every informed attack's upper bound is below "
-                f"{min_effect:g}, a leak of {row['missable']:.3f} AUC or more would have been seen")
+                f"{min_effect:g}: leaks above {row['missable']:.3f} AUC are ruled out, smaller ones could "
+                "have been missed")
     could = f"; a leak up to {row['missable']:.3f} AUC could have been missed" if pd.notna(row["missable"]) else ""
     return f"inconclusive — {strongest}; {row['reason']}{could}"
 

@@ -49,7 +49,7 @@ def default_methods(min_effect: float) -> dict[str, str]:
         "Claim verdict": "A defense's claimed epsilon is set against an audited lower bound: a "
                          "distinguishing test on two neighbouring inputs; its false-positive and "
                          "false-negative counts give, through one-sided Clopper-Pearson limits "
-                         "(Bonferroni over the two rates), a bound that holds with 95 % probability. "
+                         "(Bonferroni over the two rates), a bound valid with 95 % probability. "
                          "Runs are pooled by summing the error counts (the DP constraints "
                          "FPR + e^eps FNR >= 1 - delta are linear, so averaged error rates of valid "
                          "tests satisfy them too); the maximum of per-run bounds is never taken, and "

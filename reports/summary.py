@@ -57,6 +57,16 @@ def _ndcg_phrase(rows: pd.DataFrame, none: bool) -> str:
     return f"Utility: nDCG@10 {level} ({cost} against no defense)"
 
 
+def _missable_phrase(rows: pd.DataFrame) -> str:
+    """How small a leak the audit could have missed, where no leak was found."""
+    quiet = rows[rows["leakage_verdict"] != "leaks"]
+    missable = quiet["missable"].max()
+    if quiet.empty or pd.isna(missable):
+        return ""
+    return (f"Where no leak was found, leaks above {missable:.3f} AUC are ruled out (95 % upper bound); "
+            "smaller ones could have been missed")
+
+
 def _worst(values, order) -> str | None:
     present = [v for v in order if v in set(values)]
     return present[0] if present else None
@@ -76,10 +86,7 @@ def defense_summary(v: pd.DataFrame) -> list[dict]:
             c = dict(zip(ctx, key if isinstance(key, tuple) else (key,)))
             where = f"Under threat model {c['threat_model']}" if "threat_model" in c else "Leakage"
             where += "".join(f", {c[k]}" for k in varying)
-            missable = sel["missable"].max()
-            miss = (f"a leak of {missable:.3f} AUC or more would have been seen" if
-                    (sel["leakage_verdict"] == "no measurable leakage").all() else
-                    f"leaks up to {missable:.3f} AUC could have been missed" if pd.notna(missable) else "")
+            miss = _missable_phrase(sel)
             claim = next((t for t in sel.get("claim_text", pd.Series(dtype=object)) if t), "")
             parts = [f"{where}: {_leak_phrase(sel)}", miss, _ndcg_phrase(sel, defense == "none"), claim]
             clauses.append(". ".join(p for p in parts if p))
