@@ -31,9 +31,7 @@ import math
 
 import numpy as np
 import pandas as pd
-from statsmodels.stats.multitest import multipletests
-
-from reports.stats import greater_than_zero_p, mean_ci
+from reports.stats import greater_than_zero_p, holm, mean_ci
 
 MIN_EFFECT = 0.02  # AUC: the smallest leak worth calling "measurable"
 ALPHA = 0.05
@@ -167,9 +165,9 @@ def leakage_verdicts(table: pd.DataFrame, keys: list[str], *, min_effect: float 
         tested = np.isfinite(p)
         reject = False
         if tested.any():
-            rejected, adjusted, _, _ = multipletests(p[tested], alpha=alpha, method="holm")
+            adjusted = holm(p[tested])
             j = int(np.argmin(adjusted))
-            reject = bool(rejected.any())
+            reject = bool(adjusted[j] < alpha)
             row.update(p_adjusted=float(adjusted[j]), decisive_attack=informed["attack"].to_numpy()[tested][j])
         highs = informed["leakage_ci_high"].to_numpy(dtype=np.float64)
         if len(highs) and np.isfinite(highs).all():

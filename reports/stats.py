@@ -63,3 +63,16 @@ def adjust(pvalues, method: str) -> np.ndarray:
     if ok.any():
         out[ok] = multipletests(p[ok], method=method)[1]
     return out
+
+
+def holm(pvalues) -> np.ndarray:
+    """Holm's step-down adjusted p-values: sorted ascending, ``p_(i) * (m - i)`` made monotone
+    with a running maximum, capped at 1 (what statsmodels ``multipletests(method="holm")``
+    returns, without its per-call ``gc.collect()``, which costs a tenth of a second in a large
+    process and is run once per defense)."""
+    p = np.asarray(pvalues, dtype=np.float64)
+    order = np.argsort(p, kind="stable")
+    stepped = np.minimum(np.maximum.accumulate(p[order] * np.arange(p.size, 0, -1)), 1.0)
+    out = np.empty_like(p)
+    out[order] = stepped
+    return out

@@ -283,3 +283,14 @@ def test_min_effect_outside_0_1_is_one_line_exit_2(store_path, tmp_path, capsys,
     assert main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--min-effect" in err[0]
+
+
+def test_holm_matches_statsmodels():
+    from reports.stats import holm
+    rng = np.random.default_rng(3)
+    for m in (1, 2, 5, 17):
+        p = rng.random(m) ** 3
+        p[rng.random(m) < 0.2] = p[0]  # ties
+        reject, expected, _, _ = multipletests(p, alpha=0.05, method="holm")
+        np.testing.assert_allclose(holm(p), expected, rtol=1e-12)
+        assert ((holm(p) < 0.05) == reject).all()
