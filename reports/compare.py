@@ -28,7 +28,9 @@ CLAIM_CONTEXT = ("data", "algo", "setting")  # an epsilon claim is the defense's
 METRICS = ("precision", "recall", "f1")
 BASELINE = "none"
 FORMATS = ("table", "markdown", "csv", "json")
-COMPACT_DROP = ("p_value", "audit_attack", "reason")  # left out of the text formats (csv/json keep them)
+COMPACT = ("attack", "n", "auc", "auc_counterfactual", "leakage", "leakage_normalized", "advantage",
+           "tpr_at_fpr_0_01", "n_lists", "leakage_verdict", "claim_verdict", "epsilon_lb", "f1",
+           "ndcg10_delta")  # after the keys, what the text formats show (csv/json keep every column)
 CLAIM_COLUMNS = ("claim_verdict", "claimed_epsilon", "claimed_scope", "audited_scope", "epsilon_lb",
                  "trial_limited", "n_trials", "tightness", "audit_attack")
 
@@ -277,9 +279,9 @@ def _md_cell(value) -> str:
 def format_table(df: pd.DataFrame, fmt: str = "table") -> str:
     """Render a comparison as ``table`` (aligned text), ``markdown``, ``csv`` or ``json``.
 
-    ``table`` and ``markdown`` show each metric as ``mean [ci_low, ci_high]`` and leave out
-    the unadjusted p-value and the audit attack's name; ``csv`` and ``json`` keep every
-    column (JSON: a list of records, NaN as null).
+    ``table`` and ``markdown`` show the keys and the :data:`COMPACT` columns, each metric as
+    ``mean [ci_low, ci_high]``; ``csv`` and ``json`` keep every column (JSON: one list of
+    records, NaN as null).
     """
     if fmt not in FORMATS:
         raise ValueError(f"--format: unknown value {fmt!r} (choose from {', '.join(FORMATS)})")
@@ -290,7 +292,9 @@ def format_table(df: pd.DataFrame, fmt: str = "table") -> str:
     if fmt == "json":
         records = json.loads(df.to_json(orient="records", double_precision=10))
         return json.dumps(records, indent=2) + "\n"
-    text = with_ci(df.drop(columns=[c for c in COMPACT_DROP if c in df.columns]))
+    keys = list(df.columns[:list(df.columns).index("attack")]) if "attack" in df.columns else []
+    shown = keys + [c for c in df.columns if c not in keys and (c in COMPACT or c.rsplit("_ci_", 1)[0] in COMPACT)]
+    text = with_ci(df[shown])
     if fmt == "markdown":
         lines = ["| " + " | ".join(_md_cell(c) for c in text.columns) + " |",
                  "|" + "|".join("---" for _ in text.columns) + "|"]

@@ -173,7 +173,7 @@ def roc_curves(tables: dict[str, pd.DataFrame]) -> bytes | None:
         ax.set_yscale("log")
         ax.set_xlim(1e-3, 1)
         ax.set_ylim(1e-3, 1.05)
-        ax.set_title(_label(f"{best['defense']} ({best['attack']})", 36), fontsize=9)
+        ax.set_title(_label(f"{best['defense']} ({best['attack']})", 40), fontsize=9)
         ax.grid(alpha=0.3, which="both")
     for ax in axes[-1]:
         ax.set_xlabel("false-positive rate")
@@ -186,8 +186,8 @@ def roc_curves(tables: dict[str, pd.DataFrame]) -> bytes | None:
     handles += [Line2D([], [], color="0.6", linestyle=":", label="chance")]
     fig.legend(handles=handles, fontsize=8, loc="lower center", ncol=len(handles), bbox_to_anchor=(0.5, 0.0),
                frameon=False)
-    fig.suptitle("ROC of each defense's strongest attack (mean over runs)")
-    fig.subplots_adjust(bottom=0.1 + 0.35 / fig.get_figheight(), hspace=0.35)
+    fig.suptitle("ROC of each defense's strongest attack (mean over runs)", y=1.0)
+    fig.subplots_adjust(bottom=0.1 + 0.35 / fig.get_figheight(), top=1 - 0.75 / fig.get_figheight(), hspace=0.45)
     return _png(fig)
 
 

@@ -22,22 +22,28 @@ def _slice(r: pd.Series, rows: pd.DataFrame) -> str:
     return click
 
 
+def _names(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
+
+
 def _leak_phrase(rows: pd.DataFrame) -> str:
-    """``leaks with perfect clicks (olsr +0.30 [+0.29, +0.31]); no measurable leakage with ...``"""
+    """``leaks with perfect clicks (olsr +0.30 [+0.29, +0.31]); no measurable leakage with ...``;
+    slices without a measurement are named together with their reason."""
     parts = []
     for verdict in LEAKAGE_ORDER:
         sel = rows[rows["leakage_verdict"] == verdict]
         if sel.empty:
             continue
-        items = []
+        items, unmeasured = [], {}
         for _, r in sel.iterrows():
             where = _slice(r, rows)
             if pd.isna(r.get("strongest_attack")) or r.get("strongest_attack") is None:
-                items.append(f"{where} clicks ({r['reason']})".strip())
+                unmeasured.setdefault(str(r["reason"]), []).append(where)
                 continue
             ci = (f" [{r['leakage_ci_low']:+.3f}, {r['leakage_ci_high']:+.3f}]"
                   if pd.notna(r.get("leakage_ci_low")) else "")
             items.append(f"{where} clicks ({r['strongest_attack']} {r['leakage']:+.3f}{ci})".strip())
+        items += [f"{_names(wheres)} clicks: {reason}".strip() for reason, wheres in unmeasured.items()]
         parts.append(f"{verdict} with {', '.join(items)}")
     return "; ".join(parts)
 

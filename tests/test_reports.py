@@ -205,7 +205,11 @@ def test_mixed_verdicts_name_the_click_models():
     assert "outside the audit's scope" in item["text"]
     v.loc[0, "strongest_attack"] = None
     v.loc[0, "reason"] = "no counterfactual scores in the results"
-    assert "perfect clicks (no counterfactual scores in the results)" in defense_summary(v)[0]["text"]
+    assert "leaks with perfect clicks: no counterfactual scores in the results" in defense_summary(v)[0]["text"]
+    v["strongest_attack"], v["leakage_verdict"] = None, "inconclusive"
+    v["reason"] = "no counterfactual scores in the results"  # said once for every click model
+    assert ("inconclusive with perfect, navigational and informational clicks: no counterfactual scores in "
+            "the results.") in defense_summary(v)[0]["text"]
 
 
 def test_reading_order_summary_plots_tables_methods(report):

@@ -1,16 +1,44 @@
-"""Console tables of the two verdicts (``demo`` and ``audit``), narrow enough for 100 columns."""
+"""Console tables of the two verdicts (``demo`` and ``audit``), at most 100 columns wide: long
+defense stacks break at their ``+`` joints, long cells over two lines."""
 
 from __future__ import annotations
 
 import math
+import textwrap
 
 import pandas as pd
 
-from fltr_audit.cli.common import print_table
 from reports.claims import bound_text
-from reports.summary import CLAIM_ORDER, LEAKAGE_ORDER
 
 WIDTH = 100
+NAME_WIDTH = 26
+
+
+def wrap_name(name: str, width: int = NAME_WIDTH) -> str:
+    """A defense stack over lines at its ``+`` joints (parts longer than ``width`` wrapped)."""
+    lines, line = [], ""
+    for part in str(name).split("+"):
+        piece = part if not line else f"+{part}"
+        if line and len(line) + len(piece) > width:
+            lines.append(line)
+            piece = f"+{part}"
+            line = ""
+        line += piece
+    lines.append(line)
+    return "\n".join(sub for ln in lines for sub in textwrap.wrap(ln, width, break_long_words=True) or [""])
+
+
+def print_rows(title: str, rows: list[dict], right: tuple[str, ...] = ()) -> None:
+    """``rows`` (dicts with the same keys) as a rich table on stdout, ``WIDTH`` columns at most."""
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=title, title_justify="left")
+    for key in rows[0]:
+        table.add_column(key, justify="right" if key in right else "left", overflow="fold")
+    for row in rows:
+        table.add_row(*(str(v) for v in row.values()))
+    Console(width=WIDTH).print(table)
 
 
 def _ci(r) -> str:
@@ -18,40 +46,41 @@ def _ci(r) -> str:
         return "n/a"
     if pd.isna(r.get("leakage_ci_low")):
         return f"{r['leakage']:+.3f}"
-    return f"{r['leakage']:+.3f} [{r['leakage_ci_low']:+.3f}, {r['leakage_ci_high']:+.3f}]"
+    return f"{r['leakage']:+.3f}\n[{r['leakage_ci_low']:+.3f}, {r['leakage_ci_high']:+.3f}]"
 
 
 def leakage_rows(v: pd.DataFrame) -> list[dict]:
     """Per defense, threat model and click model: the strongest informed attack's leakage and
-    the leakage verdict."""
-    rows = []
+    the leakage verdict (the defense named on its first row only)."""
+    rows, previous = [], None
     for _, r in v.iterrows():
-        rows.append({"defense": str(r["defense"]), "clicks": str(r.get("click_model", "")),
-                     "strongest attack": str(r["strongest_attack"] or "n/a"),
+        name = wrap_name(r["defense"]) if r["defense"] != previous else ""
+        previous = r["defense"]
+        rows.append({"defense": name, "clicks": str(r.get("click_model", "")),
+                     "attack": str(r["strongest_attack"] or "n/a"),
                      "leakage [95 % CI]": _ci(r), "leakage verdict": str(r["leakage_verdict"])})
     return rows
 
 
-def _worst(values, order) -> str:
-    present = [x for x in order if x in set(values)]
-    return present[0] if present else "n/a"
-
-
 def claim_rows(v: pd.DataFrame) -> list[dict]:
-    """Per defense: the worst leakage verdict over click models and threat models, the claim
-    verdict, claimed and audited epsilon (pooled over runs; trial limits named), nDCG@10 cost."""
+    """Per defense: the claim verdict (with tightness when consistent), the claimed epsilon and
+    its scope, the audited bound pooled over runs (trial limits named), the nDCG@10 cost."""
     rows = []
     for defense, sel in v.groupby("defense", sort=False):
         r = sel.iloc[0]
+        verdict = r.get("claim_verdict")
+        if verdict is None or pd.isna(verdict):
+            verdict, audited = "no audit", "n/a"
+        else:
+            audited = bound_text(r["epsilon_lb"], r["trial_limited"], r["n_trials"]).replace(" (", "\n(")
+            if verdict == "consistent" and pd.notna(r.get("tightness")):
+                verdict += f"\n(lb/claim {r['tightness']:.2f})"
         claimed = r.get("claimed_epsilon")
-        audited = (bound_text(r["epsilon_lb"], r["trial_limited"], r["n_trials"]).replace("ε ", "")
-                   if pd.notna(r.get("epsilon_lb")) else "not audited")
         delta = sel["ndcg10_delta"].dropna()
-        rows.append({"defense": str(defense), "leakage verdict": _worst(sel["leakage_verdict"], LEAKAGE_ORDER),
-                     "claim verdict": _worst(sel.get("claim_verdict", pd.Series(dtype=object)).dropna(), CLAIM_ORDER),
+        rows.append({"defense": wrap_name(defense), "claim verdict": verdict,
                      "claimed ε": "none" if claimed is None or pd.isna(claimed) or math.isinf(claimed)
-                     else f"{claimed:.2f} ({r['claimed_scope']})",
-                     "audited ε": audited,
+                     else f"{claimed:.2f}\n({r['claimed_scope']})",
+                     "audited (runs pooled)": audited,
                      "ΔnDCG@10": f"{delta.mean():+.3f}" if len(delta) else "n/a"})
     return rows
 
@@ -60,7 +89,7 @@ def print_verdicts(v: pd.DataFrame, min_effect: float) -> None:
     """Both verdict tables on stdout."""
     if v.empty:
         return
-    print_table("Leakage: strongest informed attack, AUC real - counterfactual (95 % CI)",
-                leakage_rows(v), min_width=WIDTH)
-    print_table(f"Verdicts per defense (no measurable leakage: every upper bound < {min_effect:g} AUC; "
-                "ε pooled over runs)", claim_rows(v), min_width=WIDTH)
+    print_rows("Leakage verdict: strongest informed attack, AUC real - counterfactual (95 % CI); "
+               f"'no measurable leakage' needs every upper bound < {min_effect:g}", leakage_rows(v))
+    print_rows("Claim verdict: claimed ε against the audited 95 % lower bound", claim_rows(v),
+               right=("ΔnDCG@10",))
