@@ -19,7 +19,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from reports.claims import HUGE, claim_summary, claim_text, pooled_audits
+from reports.claims import HUGE, bound_text, claim_summary, claim_text, pooled_audits
 from reports.leakage import ALPHA, MIN_EFFECT, leakage_table, leakage_verdicts
 from reports.stats import adjust, mean_ci, welch_p
 
@@ -295,6 +295,9 @@ def format_table(df: pd.DataFrame, fmt: str = "table") -> str:
     keys = list(df.columns[:list(df.columns).index("attack")]) if "attack" in df.columns else []
     shown = keys + [c for c in df.columns if c not in keys and (c in COMPACT or c.rsplit("_ci_", 1)[0] in COMPACT)]
     text = with_ci(df[shown])
+    if {"epsilon_lb", "trial_limited", "n_trials"} <= set(df.columns):  # a trial count's limit is no measurement
+        text["epsilon_lb"] = [bound_text(lb, lim, n).replace("ε ", "") if pd.notna(lb) else ""
+                              for lb, lim, n in zip(df["epsilon_lb"], df["trial_limited"].fillna(False), df["n_trials"])]
     if fmt == "markdown":
         lines = ["| " + " | ".join(_md_cell(c) for c in text.columns) + " |",
                  "|" + "|".join("---" for _ in text.columns) + "|"]

@@ -217,6 +217,8 @@ def test_formats(tables):
     assert md[0].startswith("| defense |") and len(md) == len(out) + 2
     table = format_table(out, "table")
     assert "secagg" in table and "[" in table
+    assert "≥ 9.70 (limit of 120,000 trials)" in table  # defense none: no errors in 12 pooled runs
+    assert "p_value" not in table and "p_value" in format_table(out, "csv")
     with pytest.raises(ValueError):
         format_table(out, "xml")
 

@@ -86,20 +86,27 @@ def attack_table(tables: dict[str, pd.DataFrame], averaging: str = "macro") -> p
 
 
 def _print_attacks(table: pd.DataFrame) -> None:
-    """The attack table, narrow: AUC, counterfactual AUC, leakage, TPR at 1 % FPR and F1."""
+    """The attack table within 100 columns: AUC, counterfactual AUC, leakage, TPR at 1 % FPR and F1;
+    each defense and click model named once."""
     from fltr_audit.cli.verdict_tables import print_rows, wrap_name
 
     def num(row, col, fmt):
         return format(row[col], fmt) if col in row and pd.notna(row[col]) else "n/a"
 
-    rows = [{"defense": wrap_name(r["defense"], 16), "clicks": r["click_model"],
-             "attack": f"{r['attack']}{' (ref.)' if bool(r.get('reference', False)) else ''}",
-             "AUC": num(r, "auc", ".3f"), "AUC cf.": num(r, "auc_counterfactual", ".3f"),
-             "leakage": num(r, "leakage", "+.3f"), "TPR@1%": num(r, "tpr_at_fpr_0_01", ".3f"),
-             "F1": num(r, "f1", ".3f"), "lists": f"{int(r['n_queries']):,}"}
-            for _, r in table.iterrows()]
-    print_rows("Attacks (means over runs; leakage = AUC real - counterfactual)", rows,
-               right=("AUC", "AUC cf.", "leakage", "TPR@1%", "F1", "lists"))
+    rows, previous = [], (None, None)
+    for _, r in table.iterrows():
+        same_defense = r["defense"] == previous[0]
+        rows.append({"defense": "" if same_defense else wrap_name(r["defense"], 18),
+                     "clicks": "" if same_defense and r["click_model"] == previous[1] else r["click_model"],
+                     "attack": f"{r['attack']}{' (ref.)' if bool(r.get('reference', False)) else ''}",
+                     "AUC": num(r, "auc", ".3f"), "AUC cf.": num(r, "auc_counterfactual", ".3f"),
+                     "leakage": num(r, "leakage", "+.3f"), "TPR@1%": num(r, "tpr_at_fpr_0_01", ".3f"),
+                     "F1": num(r, "f1", ".3f")})
+        previous = (r["defense"], r["click_model"])
+    lists = table["n_queries"]
+    count = f"{lists.min():,}" if lists.min() == lists.max() else f"{lists.min():,} to {lists.max():,}"
+    print_rows(f"Attacks, means over runs ({count} lists per row); leakage = AUC real - counterfactual",
+               rows, right=("AUC", "AUC cf.", "leakage", "TPR@1%", "F1"))
 
 
 @app.command("audit")
