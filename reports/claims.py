@@ -35,7 +35,6 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-CLAIM_VERDICTS = ("violated", "consistent", "outside scope", "no claim")
 POOL_BY = ("mechanism", "attack", "test", "neighbours", "threat_model", "claimed_epsilon", "claimed_delta",
            "claimed_scope", "audited_scope", "confidence")
 HUGE = 1e300  # audits record an unbounded estimate as the largest float
@@ -82,22 +81,26 @@ def claim_verdict(claimed_epsilon, claimed_scope, audited_scope, epsilon_lb) -> 
 
 
 def _counts(audits: pd.DataFrame) -> tuple[pd.DataFrame, str]:
-    """Error counts and sizes of each audit: stored, or rebuilt from the rates and the trial
-    count (older stores: evaluation halves of ``n_trials - n_trials // 2`` each)."""
-    if {"fp", "fn", "n0", "n1"} <= set(audits.columns) and audits[["fp", "fn", "n0", "n1"]].notna().all().all():
-        return audits, "pooled error counts"
+    """Error counts and sizes of each audit: as stored, else (older rows) rebuilt from the rates
+    and the trial count, with evaluation halves of ``n_trials - n_trials // 2`` each."""
     half = audits["n_trials"] - audits["n_trials"] // 2
-    return audits.assign(n0=half, n1=half, fp=(audits["fpr"] * half).round(), fn=(audits["fnr"] * half).round()), \
-        "pooled error counts (rebuilt from fpr, fnr, n_trials)"
+    rebuilt = {"n0": half, "n1": half, "fp": (audits["fpr"] * half).round(), "fn": (audits["fnr"] * half).round()}
+    out = audits.copy()
+    missing = pd.Series(False, index=audits.index)
+    for col, value in rebuilt.items():
+        stored = out[col] if col in out else pd.Series(np.nan, index=out.index)
+        missing |= stored.isna()
+        out[col] = stored.fillna(value)
+    basis = "pooled error counts" + (" (some rebuilt from fpr, fnr, n_trials)" if missing.any() else "")
+    return out, basis
 
 
 def audited_scope(audits: pd.DataFrame) -> pd.Series:
-    """What an audit saw: the ``audited_scope`` column, else "aggregate" for audits under
-    the aggregate-only threat model and "message" otherwise."""
-    if "audited_scope" in audits.columns:
-        return audits["audited_scope"]
+    """What an audit saw: the ``audited_scope`` column, else (older rows) "aggregate" for audits
+    under the aggregate-only threat model and "message" otherwise."""
     tm = audits.get("threat_model", pd.Series("", index=audits.index)).astype(str)
-    return pd.Series(np.where(tm.str.contains("aggregate"), "aggregate", "message"), index=audits.index)
+    inferred = pd.Series(np.where(tm.str.contains("aggregate"), "aggregate", "message"), index=audits.index)
+    return audits["audited_scope"].fillna(inferred) if "audited_scope" in audits.columns else inferred
 
 
 def pooled_audits(audits: pd.DataFrame | None, keys: list[str]) -> pd.DataFrame:

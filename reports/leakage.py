@@ -35,7 +35,6 @@ from reports.stats import greater_than_zero_p, holm, mean_ci
 
 MIN_EFFECT = 0.02  # AUC: the smallest leak worth calling "measurable"
 ALPHA = 0.05
-VERDICTS = ("leaks", "no measurable leakage", "inconclusive")
 PAIRS = {"leakage": ("auc", "auc_counterfactual"),
          "advantage_leakage": ("advantage", "advantage_counterfactual")}
 RUN_MEANS = ("tpr_at_fpr_0_01", "tpr_at_fpr_0_001", "n_counterfactual")
