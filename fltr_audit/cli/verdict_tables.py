@@ -4,7 +4,7 @@ defense stacks break at their ``+`` joints, long cells over two lines."""
 from __future__ import annotations
 
 import math
-import textwrap
+import re
 
 import pandas as pd
 
@@ -15,27 +15,25 @@ NAME_WIDTH = 26
 
 
 def wrap_name(name: str, width: int = NAME_WIDTH) -> str:
-    """A defense stack over lines at its ``+`` joints (parts longer than ``width`` wrapped)."""
-    lines, line = [], ""
-    for part in str(name).split("+"):
-        piece = part if not line else f"+{part}"
-        if line and len(line) + len(piece) > width:
-            lines.append(line)
-            piece = f"+{part}"
-            line = ""
-        line += piece
-    lines.append(line)
-    return "\n".join(sub for ln in lines for sub in textwrap.wrap(ln, width, break_long_words=True) or [""])
+    """A defense stack over lines of at most ``width`` characters, broken before its ``+`` joints
+    and parameter lists ``(...)`` (a single longer piece keeps its own line)."""
+    lines = [""]
+    for piece in re.split(r"(?=[+(])", str(name)):
+        if lines[-1] and len(lines[-1]) + len(piece) > width:
+            lines.append("")
+        lines[-1] += piece
+    return "\n".join(lines)
 
 
-def print_rows(title: str, rows: list[dict], right: tuple[str, ...] = ()) -> None:
-    """``rows`` (dicts with the same keys) as a rich table on stdout, ``WIDTH`` columns at most."""
+def print_rows(title: str, rows: list[dict], right: tuple[str, ...] = (), whole: tuple[str, ...] = ("defense",)) -> None:
+    """``rows`` (dicts with the same keys) as a rich table on stdout, ``WIDTH`` columns at most;
+    the ``whole`` columns keep their (pre-broken) lines, the others fold to fit."""
     from rich.console import Console
     from rich.table import Table
 
     table = Table(title=title, title_justify="left")
     for key in rows[0]:
-        table.add_column(key, justify="right" if key in right else "left", overflow="fold")
+        table.add_column(key, justify="right" if key in right else "left", overflow="fold", no_wrap=key in whole)
     for row in rows:
         table.add_row(*(str(v) for v in row.values()))
     Console(width=WIDTH).print(table)
@@ -92,4 +90,4 @@ def print_verdicts(v: pd.DataFrame, min_effect: float) -> None:
     print_rows("Leakage verdict: strongest informed attack, AUC real - counterfactual (95 % CI); "
                f"'no measurable leakage' needs every upper bound < {min_effect:g}", leakage_rows(v))
     print_rows("Claim verdict: claimed ε against the audited 95 % lower bound", claim_rows(v),
-               right=("ΔnDCG@10",))
+               right=("ΔnDCG@10",), whole=("defense", "claim verdict", "audited (runs pooled)"))
