@@ -18,8 +18,8 @@ HEADERS = {  # column name -> table header
     "auc_counterfactual": "AUC counterfactual", "leakage": "leakage (AUC)",
     "leakage_normalized": "leakage normalized", "advantage": "advantage",
     "tpr_at_fpr_0_01": "TPR at FPR 1 %", "n_lists": "lists", "leakage_verdict": "leakage verdict",
-    "claim_verdict": "claim verdict", "runs": "runs pooled", "tightness": "tightness (lb / claim)",
-    "audit_attack": "audit test",
+    "claim_verdict": "claim verdict", "runs_pooled": "runs pooled", "tightness": "tightness (lb / claim)",
+    "audit_attack": "audit attack",
 }
 
 
@@ -182,4 +182,4 @@ def audit_table(pooled: pd.DataFrame) -> pd.DataFrame:
     first = [c for c in ("defense", "claim_verdict", "claimed_epsilon", "claimed_scope", "audited_scope",
                          "epsilon_lb", "tightness", "epsilon_point", "attack", "test", "neighbours", "runs",
                          "n_trials", "fp", "fn") if c in out.columns]
-    return out[first].rename(columns={"attack": "audit_attack"})
+    return out[first].rename(columns={"attack": "audit_attack", "runs": "runs_pooled"})
