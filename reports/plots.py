@@ -1,6 +1,7 @@
 """Report figures from result tables, as PNG bytes (matplotlib, Agg canvas, no pyplot state).
 
-Each plot function returns PNG bytes, or None when the tables hold nothing to draw;
+Each plot function takes the result tables (and optionally their :func:`reports.compare.compare`
+table, computed once by the caller) and returns PNG bytes, or None when there is nothing to draw;
 :func:`data_uri` turns the bytes into a ``data:image/png;base64,...`` URI for embedding.
 """
 
@@ -72,10 +73,10 @@ def _strongest(table: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     return informed.loc[informed.groupby(keys, sort=False, dropna=False)["leakage"].idxmax()]
 
 
-def frontier(tables: dict[str, pd.DataFrame]) -> bytes | None:
+def frontier(tables: dict[str, pd.DataFrame], table: pd.DataFrame | None = None) -> bytes | None:
     """Privacy-utility frontier: the strongest informed attack's leakage (95 % CI) against the
     ranker's nDCG@10, colour per defense, marker per click model; zero leakage dotted."""
-    table = compare(tables)
+    table = compare(tables) if table is None else table
     if table.empty or table["ndcg10"].isna().all() or table["leakage"].isna().all():
         return None
     table = table.assign(defense=series_label(table))
@@ -130,12 +131,12 @@ def _mean_roc(frame: pd.DataFrame) -> np.ndarray:
     return np.mean(curves, axis=0)
 
 
-def roc_curves(tables: dict[str, pd.DataFrame]) -> bytes | None:
+def roc_curves(tables: dict[str, pd.DataFrame], table: pd.DataFrame | None = None) -> bytes | None:
     """ROC curves of each defense's strongest informed attack on log-log axes, one panel per
     defense, one colour per click model: against the real clicks (solid) and the counterfactual
     clicks (dashed), mean over runs. Without a ``roc`` table, the stored TPR at FPR 0.1 % and 1 %
     are drawn as points (real clicks only)."""
-    table = compare(tables)
+    table = compare(tables) if table is None else table
     if table.empty or table["leakage"].isna().all():
         return None
     pooled = _strongest(table, ["defense"])
@@ -174,7 +175,7 @@ def roc_curves(tables: dict[str, pd.DataFrame]) -> bytes | None:
         ax.set_xlim(1e-3, 1)
         ax.set_ylim(1e-3, 1.05)
         ax.set_title(_label(f"{best['defense']} ({best['attack']})", 40), fontsize=9)
-        ax.grid(alpha=0.3, which="both")
+        ax.grid(alpha=0.3)
     for ax in axes[-1]:
         ax.set_xlabel("false-positive rate")
     for ax in axes[:, 0]:
@@ -191,11 +192,11 @@ def roc_curves(tables: dict[str, pd.DataFrame]) -> bytes | None:
     return _png(fig)
 
 
-def leakage_forest(tables: dict[str, pd.DataFrame]) -> bytes | None:
+def leakage_forest(tables: dict[str, pd.DataFrame], table: pd.DataFrame | None = None) -> bytes | None:
     """Forest plot: every attack's leakage with its 95 % CI, one row per defense x attack x
     click model, colour per click model, reference attacks hollow; zero and the minimum effect
     marked."""
-    table = compare(tables)
+    table = compare(tables) if table is None else table
     if table.empty or table["leakage"].isna().all():
         return None
     table = table[table["leakage"].notna()].assign(defense=series_label(table))
@@ -227,7 +228,7 @@ def leakage_forest(tables: dict[str, pd.DataFrame]) -> bytes | None:
     return _png(fig)
 
 
-def learning_curves(tables: dict[str, pd.DataFrame]) -> bytes | None:
+def learning_curves(tables: dict[str, pd.DataFrame], table: pd.DataFrame | None = None) -> bytes | None:
     """Offline nDCG@10 (where evaluated) and nDCG@10 of the shown lists per round, mean
     over runs, one line per defense (line style too, so coinciding lines stay visible)."""
     curves = tables.get("curves")
@@ -262,10 +263,10 @@ def learning_curves(tables: dict[str, pd.DataFrame]) -> bytes | None:
     return _png(fig)
 
 
-def attack_precision_recall(tables: dict[str, pd.DataFrame]) -> bytes | None:
+def attack_precision_recall(tables: dict[str, pd.DataFrame], table: pd.DataFrame | None = None) -> bytes | None:
     """Attack precision and recall (95 % CI) by defense: one row per click model, precision
     left, recall right."""
-    table = compare(tables)
+    table = compare(tables) if table is None else table
     if table.empty:
         return None
     table = table.assign(defense=series_label(table))
@@ -305,7 +306,7 @@ def attack_precision_recall(tables: dict[str, pd.DataFrame]) -> bytes | None:
     return _png(fig)
 
 
-def epsilon_vs_p(tables: dict[str, pd.DataFrame]) -> bytes | None:
+def epsilon_vs_p(tables: dict[str, pd.DataFrame], table: pd.DataFrame | None = None) -> bytes | None:
     """FOLtR-ES epsilon against the randomized-response parameter p, per click model and
     list length; the theoretical bound dashed. Settings shared by every line go in the title."""
     eps = tables.get("epsilon")

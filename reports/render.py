@@ -72,7 +72,7 @@ def render_report(tables: dict[str, pd.DataFrame], *, title: str = "fltr-audit p
     files: dict[str, bytes | str] = {}
     shown_plots = []
     for name, (plot_title, caption, draw) in plots.PLOTS.items():
-        png = draw(tables)
+        png = draw(tables, table)
         if png is None:
             continue
         files[f"plots/{name}.png"] = png
