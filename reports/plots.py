@@ -1,6 +1,7 @@
 """Report figures from result tables, as PNG bytes (matplotlib, Agg canvas, no pyplot state).
 
-Each plot function returns PNG bytes, or None when the tables hold nothing to draw;
+Each plot function takes the result tables (and optionally their :func:`reports.compare.compare`
+table, computed once by the caller) and returns PNG bytes, or None when there is nothing to draw;
 :func:`data_uri` turns the bytes into a ``data:image/png;base64,...`` URI for embedding.
 """
 
@@ -17,7 +18,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import MaxNLocator
 
-from reports.compare import RANDOM_PREFIX, compare
+from reports.compare import compare
 
 DPI = 110
 
@@ -33,12 +34,12 @@ def _label(text, width: int = 24) -> str:
     return "\n+".join(textwrap.fill(part, width, break_long_words=False) for part in text.split("+"))
 
 
-def _yerr(mean: pd.Series, low: pd.Series, high: pd.Series) -> np.ndarray:
-    """Error bar lengths of an interval clipped to [0, 1] (precision, recall, F1 are
-    bounded; a t interval over two runs is not)."""
+def _yerr(mean: pd.Series, low: pd.Series, high: pd.Series, floor: float = 0.0) -> np.ndarray:
+    """Error bar lengths of an interval clipped to [floor, 1] (precision, recall, F1 lie in
+    [0, 1], leakage in [-1, 1]; a t interval over two runs need not)."""
     m = mean.to_numpy(dtype=np.float64)
-    lo = np.clip(low.to_numpy(dtype=np.float64), 0.0, 1.0)
-    hi = np.clip(high.to_numpy(dtype=np.float64), 0.0, 1.0)
+    lo = np.clip(low.to_numpy(dtype=np.float64), floor, 1.0)
+    hi = np.clip(high.to_numpy(dtype=np.float64), floor, 1.0)
     return np.nan_to_num(np.vstack([np.maximum(m - lo, 0.0), np.maximum(hi - m, 0.0)]))
 
 
@@ -60,70 +61,174 @@ def series_label(frame: pd.DataFrame) -> pd.Series:
 
 
 def _informed(table: pd.DataFrame) -> pd.DataFrame:
-    return table[~table["attack"].astype(str).str.lower().str.startswith(RANDOM_PREFIX)]
+    return table[~table["reference"].astype(bool)]
 
 
-def frontier(tables: dict[str, pd.DataFrame]) -> bytes | None:
-    """Privacy-utility frontier: strongest informed attack's F1 (95 % CI) against the
-    ranker's nDCG@10, colour per defense, marker per click model; the random-guessing F1
-    of each click model as a dotted line."""
-    table = compare(tables)
-    if table.empty or table["ndcg10"].isna().all():
+def _strongest(table: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """Per ``keys`` group the informed attack with the largest leakage."""
+    informed = _informed(table)
+    informed = informed[informed["leakage"].notna()]
+    if informed.empty:
+        return informed
+    return informed.loc[informed.groupby(keys, sort=False, dropna=False)["leakage"].idxmax()]
+
+
+def frontier(tables: dict[str, pd.DataFrame], table: pd.DataFrame | None = None) -> bytes | None:
+    """Privacy-utility frontier: the strongest informed attack's leakage (95 % CI) against the
+    ranker's nDCG@10, colour per defense, marker per click model; zero leakage dotted."""
+    table = compare(tables) if table is None else table
+    if table.empty or table["ndcg10"].isna().all() or table["leakage"].isna().all():
         return None
-    table = table[table["f1"].notna()]
     table = table.assign(defense=series_label(table))
-    is_random = table["attack"].astype(str).str.lower().str.startswith(RANDOM_PREFIX)
     keys = [c for c in ("defense", "click_model", "threat_model") if c in table.columns]
-    informed = table[~is_random]
-    best = informed.loc[informed.groupby(keys, sort=False, dropna=False)["f1"].idxmax()]
+    best = _strongest(table, keys)
     best = best[best["ndcg10"].notna()]
     if best.empty:
         return None
     fig = Figure(figsize=(10, 5))
     ax = fig.add_subplot()
     markers = "osD^vP*X"
-    colors = [f"C{i % 10}" for i in range(best["defense"].nunique())]
     defenses = list(dict.fromkeys(best["defense"]))
+    colors = [f"C{i % 10}" for i in range(len(defenses))]
     clicks = list(dict.fromkeys(best["click_model"])) if "click_model" in best else [None]
     for d, defense in enumerate(defenses):
         for i, click in enumerate(clicks):
             sel = best[(best["defense"] == defense) & ((best["click_model"] == click) if click else True)]
             if sel.empty:
                 continue
-            ax.errorbar(sel["ndcg10"], sel["f1"], yerr=_yerr(sel["f1"], sel["f1_ci_low"], sel["f1_ci_high"]),
-                        fmt=markers[i % len(markers)], color=colors[d], markersize=8, capsize=3,
-                        elinewidth=0.8, alpha=0.9, markeredgecolor="white", markeredgewidth=0.6)
-    floors = []  # random guessing: the F1 an attack must beat, per click model
-    for click in clicks:
-        rand = table[is_random & ((table["click_model"] == click) if click else True)]
-        if not rand.empty:
-            floors.append((rand["f1"].mean(), f"random: {click}" if click else "random"))
-            ax.axhline(floors[-1][0], color="0.45", linestyle=":", linewidth=1)
-    low, high = ax.get_ylim()
-    gap, last = 0.035 * (high - low), -np.inf  # keep the labels of close lines apart
-    for y, text in sorted(floors):
-        last = max(y, last + gap)
-        ax.annotate(text, (1.0, last), xycoords=("axes fraction", "data"), xytext=(3, 0),
-                    textcoords="offset points", va="center", fontsize=7, color="0.35")
+            err = _yerr(sel["leakage"], sel["leakage_ci_low"], sel["leakage_ci_high"], -1.0)
+            ax.errorbar(sel["ndcg10"], sel["leakage"], yerr=err, fmt=markers[i % len(markers)], color=colors[d],
+                        markersize=8, capsize=3, elinewidth=0.8, alpha=0.9, markeredgecolor="white",
+                        markeredgewidth=0.6)
+    ax.axhline(0.0, color="0.45", linestyle=":", linewidth=1)
     defense_handles = [Line2D([], [], color=colors[d], marker="o", linestyle="", markersize=7,
                               label=_label(x)) for d, x in enumerate(defenses)]
     click_handles = [Line2D([], [], color="0.3", marker=markers[i % len(markers)], linestyle="",
                             markersize=7, label=_label(c)) for i, c in enumerate(clicks) if c]
-    fig.subplots_adjust(right=0.72)  # right of the axes: random-line labels, then the legends
+    fig.subplots_adjust(right=0.72)
     fig.legend(handles=defense_handles, title="defense (colour)", fontsize=8, title_fontsize=8,
-               loc="upper left", bbox_to_anchor=(0.84, 0.88), alignment="left")
+               loc="upper left", bbox_to_anchor=(0.76, 0.88), alignment="left")
     if click_handles:
         fig.legend(handles=click_handles, title="click model (marker)", fontsize=8, title_fontsize=8,
-                   loc="lower left", bbox_to_anchor=(0.84, 0.11), alignment="left")
+                   loc="lower left", bbox_to_anchor=(0.76, 0.11), alignment="left")
     ax.set_xlabel("ranker nDCG@10 (higher is better)")
-    ax.set_ylabel("strongest attack F1 (lower is more private)")
+    ax.set_ylabel("strongest attack's leakage, AUC real - counterfactual\n(lower is more private)")
     ax.set_title("Privacy-utility frontier")
     ax.margins(x=0.08)
     ax.grid(alpha=0.3)
     return _png(fig)
 
 
-def learning_curves(tables: dict[str, pd.DataFrame]) -> bytes | None:
+ROC_GRID = np.logspace(-3, 0, 61)
+
+
+def _mean_roc(frame: pd.DataFrame) -> np.ndarray:
+    """TPR on :data:`ROC_GRID`, each run's curve interpolated (step-free, in FPR), then averaged."""
+    curves = []
+    for _, run in frame.groupby("run_key", sort=False) if "run_key" in frame else [((), frame)]:
+        run = run.sort_values(["fpr", "tpr"])
+        curves.append(np.interp(ROC_GRID, run["fpr"].to_numpy(dtype=np.float64), run["tpr"].to_numpy(dtype=np.float64)))
+    return np.mean(curves, axis=0)
+
+
+def roc_curves(tables: dict[str, pd.DataFrame], table: pd.DataFrame | None = None) -> bytes | None:
+    """ROC curves of each defense's strongest informed attack on log-log axes, one panel per
+    defense, one colour per click model: against the real clicks (solid) and the counterfactual
+    clicks (dashed), mean over runs. Without a ``roc`` table, the stored TPR at FPR 0.1 % and 1 %
+    are drawn as points (real clicks only)."""
+    table = compare(tables) if table is None else table
+    if table.empty or table["leakage"].isna().all():
+        return None
+    pooled = _strongest(table, ["defense"])
+    roc = tables.get("roc")
+    has_roc = roc is not None and not roc.empty and {"fpr", "tpr", "curve"} <= set(roc.columns)
+    if not has_roc and not {"tpr_at_fpr_0_01", "tpr_at_fpr_0_001"} & set(table.columns):
+        return None
+    defenses = list(pooled["defense"])
+    clicks = list(dict.fromkeys(table["click_model"])) if "click_model" in table else [None]
+    cols = min(len(defenses), 3)
+    rows = -(-len(defenses) // cols)
+    fig = Figure(figsize=(4.2 * cols, 3.8 * rows + 0.6))
+    axes = fig.subplots(rows, cols, squeeze=False, sharex=True, sharey=True)
+    for ax in axes.ravel()[len(defenses):]:
+        ax.set_visible(False)
+    for ax, (_, best) in zip(axes.ravel(), pooled.iterrows()):
+        for i, click in enumerate(clicks):
+            color = f"C{i % 10}"
+            if has_roc:
+                sel = roc[(roc["defense"] == best["defense"]) & (roc["attack"] == best["attack"])]
+                if click is not None and "click_model" in sel:
+                    sel = sel[sel["click_model"] == click]
+                for curve, style in (("real", "-"), ("counterfactual", "--")):
+                    part = sel[sel["curve"] == curve]
+                    if not part.empty:
+                        ax.plot(ROC_GRID, np.maximum(_mean_roc(part), 1e-3), linestyle=style, color=color)
+            else:
+                sel = table[(table["defense"] == best["defense"]) & (table["attack"] == best["attack"])
+                            & ((table["click_model"] == click) if click else True)]
+                x = [f for f, c in ((0.001, "tpr_at_fpr_0_001"), (0.01, "tpr_at_fpr_0_01")) if c in sel]
+                y = [sel[c].mean() for c in ("tpr_at_fpr_0_001", "tpr_at_fpr_0_01") if c in sel]
+                ax.plot(x, np.maximum(np.nan_to_num(y), 1e-3), marker="o", linestyle="-", color=color)
+        ax.plot(ROC_GRID, ROC_GRID, color="0.6", linestyle=":", linewidth=1)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlim(1e-3, 1)
+        ax.set_ylim(1e-3, 1.05)
+        ax.set_title(_label(f"{best['defense']} ({best['attack']})", 40), fontsize=9)
+        ax.grid(alpha=0.3)
+    for ax in axes[-1]:
+        ax.set_xlabel("false-positive rate")
+    for ax in axes[:, 0]:
+        ax.set_ylabel("true-positive rate")
+    handles = [Line2D([], [], color=f"C{i % 10}", label=str(c)) for i, c in enumerate(clicks) if c is not None]
+    handles += [Line2D([], [], color="0.3", linestyle="-", label="real clicks")]
+    if has_roc:
+        handles += [Line2D([], [], color="0.3", linestyle="--", label="counterfactual clicks")]
+    handles += [Line2D([], [], color="0.6", linestyle=":", label="chance")]
+    fig.legend(handles=handles, fontsize=8, loc="lower center", ncol=len(handles), bbox_to_anchor=(0.5, 0.0),
+               frameon=False)
+    fig.suptitle("ROC of each defense's strongest attack (mean over runs)", y=1.0)
+    fig.subplots_adjust(bottom=0.1 + 0.35 / fig.get_figheight(), top=1 - 0.75 / fig.get_figheight(), hspace=0.45)
+    return _png(fig)
+
+
+def leakage_forest(tables: dict[str, pd.DataFrame], table: pd.DataFrame | None = None) -> bytes | None:
+    """Forest plot: every attack's leakage with its 95 % CI, one row per defense x attack x
+    click model, colour per click model, reference attacks hollow; zero and the minimum effect
+    marked."""
+    table = compare(tables) if table is None else table
+    if table.empty or table["leakage"].isna().all():
+        return None
+    table = table[table["leakage"].notna()].assign(defense=series_label(table))
+    clicks = list(dict.fromkeys(table["click_model"])) if "click_model" in table else [None]
+    fig = Figure(figsize=(9, 1.2 + 0.22 * len(table)))
+    ax = fig.add_subplot()
+    positions, names, y = [], [], 0.0
+    for (defense, attack), sel in table.groupby(["defense", "attack"], sort=False):
+        ref = bool(sel["reference"].any())
+        positions.append(-(y + (len(sel) - 1) / 2))
+        names.append(_label(f"{defense} · {attack}{' (reference)' if ref else ''}", 60))
+        for _, r in sel.iterrows():
+            color = f"C{clicks.index(r['click_model']) % 10}" if "click_model" in r else "C0"
+            err = _yerr(pd.Series([r["leakage"]]), pd.Series([r["leakage_ci_low"]]),
+                        pd.Series([r["leakage_ci_high"]]), -1.0)
+            ax.errorbar([r["leakage"]], [-y], xerr=err, fmt="o", color=color, capsize=2, markersize=5,
+                        markerfacecolor="white" if ref else color, elinewidth=1)
+            y += 1
+        y += 0.5
+    ax.set_yticks(positions, names, fontsize=7)
+    ax.axvline(0.0, color="0.2", linewidth=1)
+    ax.set_xlabel("leakage: AUC real - AUC counterfactual (95 % CI)")
+    handles = [Line2D([], [], color=f"C{i % 10}", marker="o", linestyle="", label=str(c))
+               for i, c in enumerate(clicks) if c is not None]
+    if handles:
+        ax.legend(handles=handles, title="click model", fontsize=8, title_fontsize=8, loc="lower right")
+    ax.grid(axis="x", alpha=0.3)
+    ax.set_title("Leakage of every attack (hollow: reference attacks, which do not read the message)")
+    return _png(fig)
+
+
+def learning_curves(tables: dict[str, pd.DataFrame], table: pd.DataFrame | None = None) -> bytes | None:
     """Offline nDCG@10 (where evaluated) and nDCG@10 of the shown lists per round, mean
     over runs, one line per defense (line style too, so coinciding lines stay visible)."""
     curves = tables.get("curves")
@@ -158,16 +263,17 @@ def learning_curves(tables: dict[str, pd.DataFrame]) -> bytes | None:
     return _png(fig)
 
 
-def attack_precision_recall(tables: dict[str, pd.DataFrame]) -> bytes | None:
+def attack_precision_recall(tables: dict[str, pd.DataFrame], table: pd.DataFrame | None = None) -> bytes | None:
     """Attack precision and recall (95 % CI) by defense: one row per click model, precision
     left, recall right."""
-    table = compare(tables)
+    table = compare(tables) if table is None else table
     if table.empty:
         return None
     table = table.assign(defense=series_label(table))
     clicks = list(dict.fromkeys(table["click_model"])) if "click_model" in table else [None]
     defenses = list(dict.fromkeys(table["defense"]))
     attacks = list(dict.fromkeys(table["attack"]))
+    reference = set(table.loc[table["reference"].astype(bool), "attack"])
     width = 0.8 / len(attacks)
     fig = Figure(figsize=(max(9.0, 0.35 * len(defenses) * len(attacks) * 2), 1.0 + 2.3 * len(clicks)))
     axes = fig.subplots(len(clicks), 2, squeeze=False, sharex=True, sharey=True)
@@ -182,7 +288,7 @@ def attack_precision_recall(tables: dict[str, pd.DataFrame]) -> bytes | None:
                 rows = sel[sel["attack"] == attack].groupby("defense", sort=False)[cols].mean().reindex(defenses)
                 ax.bar(np.arange(len(defenses)) + (a - (len(attacks) - 1) / 2) * width,
                        rows[metric].to_numpy(), width, capsize=2, label=_label(attack),
-                       color=f"C{a % 10}" if not str(attack).lower().startswith(RANDOM_PREFIX) else "0.6",
+                       color="0.6" if attack in reference else f"C{a % 10}",
                        yerr=None if rows[f"{metric}_ci_low"].isna().all() else
                        _yerr(rows[metric], rows[f"{metric}_ci_low"], rows[f"{metric}_ci_high"]),
                        error_kw={"elinewidth": 0.8, "ecolor": "0.25"})
@@ -200,7 +306,7 @@ def attack_precision_recall(tables: dict[str, pd.DataFrame]) -> bytes | None:
     return _png(fig)
 
 
-def epsilon_vs_p(tables: dict[str, pd.DataFrame]) -> bytes | None:
+def epsilon_vs_p(tables: dict[str, pd.DataFrame], table: pd.DataFrame | None = None) -> bytes | None:
     """FOLtR-ES epsilon against the randomized-response parameter p, per click model and
     list length; the theoretical bound dashed. Settings shared by every line go in the title."""
     eps = tables.get("epsilon")
@@ -234,10 +340,36 @@ def epsilon_vs_p(tables: dict[str, pd.DataFrame]) -> bytes | None:
     return _png(fig)
 
 
-PLOTS = {
-    "frontier": ("Privacy-utility frontier", frontier),
-    "learning_curves": ("Learning curves", learning_curves),
+PLOTS = {  # name -> (title, caption: what to read from it, function)
+    "frontier": ("Privacy-utility frontier",
+                 "One marker per defense (colour) and click model (shape): x is the trained ranker's "
+                 "nDCG@10, y the leakage (AUC real - counterfactual, 95 % CI) of the strongest informed "
+                 "attack. Read: lower right is private and useful; a marker on the dotted zero line means "
+                 "the attack learns nothing about the clicks from the message.", frontier),
+    "leakage_forest": ("Leakage of every attack",
+                       "Each attack's leakage with its 95 % CI per defense and click model (colour). "
+                       "Read: an interval right of the zero line is leakage; reference attacks (hollow) "
+                       "do not read the message and should straddle zero.", leakage_forest),
+    "roc": ("ROC curves",
+            "The strongest informed attack of each defense: true-positive against false-positive rate "
+            "of its click guesses on log-log axes, against the real clicks (solid) and against "
+            "counterfactual clicks from the same click model (dashed). Read: the gap between solid "
+            "and dashed is what the message reveals; the low-FPR end shows whether some clicks are "
+            "recovered with near certainty.", roc_curves),
+    "learning_curves": ("Learning curves",
+                        "nDCG@10 per training round, mean over runs: on held-out queries (left, where "
+                        "evaluated) and of the lists shown to users (right). Read: the gap between a "
+                        "defense's line and the none line is the utility the defense costs; a defense "
+                        "without cost lies on top of none.", learning_curves),
     "attack_precision_recall": ("Attack precision and recall by defense and click model",
+                                "Precision (share of guessed clicks that were real clicks, left) and recall "
+                                "(share of real clicks found, right) of every attack by defense, one row per "
+                                "click model; reference attacks in grey. Read with care: these move with how "
+                                "many documents an attack guesses; leakage above is the measure.",
                                 attack_precision_recall),
-    "epsilon": ("Epsilon against p (FOLtR-ES)", epsilon_vs_p),
+    "epsilon": ("Epsilon against p (FOLtR-ES)",
+                "FOLtR-ES: epsilon of the randomized-response click perturbation against p, by exact "
+                "enumeration per click model (solid) and the theoretical bound (dashed). Read: pick p for "
+                "a target epsilon; a click model below the bound gets more privacy at that p than the "
+                "bound promises.", epsilon_vs_p),
 }

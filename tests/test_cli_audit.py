@@ -11,7 +11,8 @@ def test_audit_json_records(capsys):
                  "--defense", "none", "--defense", "dp-local-laplace(eps=1)", "--defense", "secagg",
                  "--probe-cohort", "20", "--min-shown", "5", "--trials", "400", "--json", "--quiet"])
     assert code == 0
-    out = json.loads(capsys.readouterr().out)
+    text = capsys.readouterr().out
+    out = json.loads(text)
     rows = {(r["defense"], r["attack"]): r for r in out["attacks"]}
     assert set(rows) == {(d, a) for d in ("none", "dp-local-laplace(eps=1)", "secagg") for a in ("olsr", "random3")}
     assert rows[("secagg", "olsr")]["threat_model"] == "server (aggregate only)"
@@ -26,6 +27,30 @@ def test_audit_json_records(capsys):
     assert audits["dp-local-laplace(eps=1)"]["claimed_epsilon"] == 1.0
     assert audits["dp-local-laplace(eps=1)"]["claimed_scope"] == "message"
     assert {u["defense"] for u in out["utility"]} == {"none", "dp-local-laplace(eps=1)", "secagg"}
+    # both verdicts, one row per defense and click model; "holds" is gone from every output
+    verdicts = {v["defense"]: v for v in out["verdicts"]}
+    assert set(verdicts) == {"none", "dp-local-laplace(eps=1)", "secagg"}
+    assert all(v["leakage_verdict"] in ("leaks", "no measurable leakage", "inconclusive") for v in verdicts.values())
+    assert verdicts["none"]["claim_verdict"] == "no claim"
+    assert verdicts["dp-local-laplace(eps=1)"]["claim_verdict"] in ("violated", "consistent")
+    assert "holds" not in text.lower()
+
+
+def test_audit_console_tables_fit_100_columns(capsys):
+    code = main(["audit", "--data", "synthetic:mq2008?queries=80", "--train-rounds", "2", "--clients", "20",
+                 "--queries-per-client", "2", "--attack", "olsr,random3", "--click-model", "perfect",
+                 "--defense", "none", "--defense", "clip(delta=5)+dp-distributed(eps=4.5)", "--probe-cohort", "10",
+                 "--min-shown", "5", "--trials", "200", "--quiet"])
+    assert code == 0
+    text = capsys.readouterr().out
+    assert "leakage verdict" in text and "claim verdict" in text and "holds" not in text.lower()
+    assert max(len(line) for line in text.splitlines()) <= 100
+
+
+def test_audit_min_effect_outside_0_1_is_one_line(capsys):
+    assert main(["audit", "--min-effect", "1", "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--min-effect" in err[0]
 
 
 def test_audit_bad_defense_is_one_line(capsys):

@@ -13,7 +13,7 @@ from fltr_audit.cli import main
 from fltr_audit.store import ResultsStore
 from reports.compare import compare, format_table, verdicts
 
-from synthetic_results import CLICK_MODELS, DEFENSES, DP, FOLDS, SEEDS, synthetic_runs, synthetic_tables
+from synthetic_results import CLICK_MODELS, DEFENSES, DP, FOLDS, LISTS, SEEDS, synthetic_runs, synthetic_tables
 
 
 @pytest.fixture(scope="module")
@@ -69,14 +69,22 @@ def test_bonferroni_p_values_match_multipletests(tables):
     assert olsr["significant"].all()
 
 
-def test_audits_and_utility_are_joined(tables):
+def test_audits_are_pooled_and_utility_joined(tables):
     out = compare(tables)
     dp = out[out["defense"] == DP].iloc[0]
-    audits = tables["audits"]
+    audits = tables["audits"][tables["audits"]["defense"] == DP]
     assert dp["claimed_epsilon"] == 4.5
     assert dp["claimed_scope"] == "per round, per client message"
-    assert dp["epsilon_lb"] == pytest.approx(audits["epsilon_lb"].max())
-    assert np.isnan(out[out["defense"] == "none"].iloc[0]["epsilon_lb"])
+    # the bound from the summed error counts (one-sided Clopper-Pearson at 0.975 each), by hand
+    fp, fn, n0, n1 = (int(audits[c].sum()) for c in ("fp", "fn", "n0", "n1"))
+    u0, u1 = stats.beta.ppf(0.975, fp + 1, n0 - fp), stats.beta.ppf(0.975, fn + 1, n1 - fn)
+    pooled = max(math.log((1 - u0) / u1), math.log((1 - u1) / u0), 0.0)
+    assert dp["epsilon_lb"] == pytest.approx(pooled, rel=1e-9)
+    assert dp["epsilon_lb"] != pytest.approx(audits["epsilon_lb"].max())  # never the maximum
+    assert dp["claim_verdict"] == "consistent" and dp["tightness"] == pytest.approx(pooled / 4.5)
+    assert dp["n_trials"] == audits["n_trials"].sum()
+    none = out[out["defense"] == "none"].iloc[0]
+    assert none["claim_verdict"] == "no claim" and bool(none["trial_limited"])
     util = tables["utility"]
     for _, row in out.iterrows():
         sel = util[(util["defense"] == row["defense"]) & (util["click_model"] == row["click_model"])]
@@ -89,59 +97,113 @@ def test_by_click_model_only_has_no_baseline_test(tables):
     out = compare(tables, by=("click_model",))
     # defense is not a key: everything pooled per click model, no baseline to test against
     assert "defense" not in out.columns and out["p_value"].isna().all()
-    assert set(out["n"]) == {len(SEEDS) * len(FOLDS) * len(DEFENSES)}
+    # threat models stay apart: none and DP under "server", secagg under the aggregate-only one
+    n = out.set_index(["click_model", "threat_model", "attack"])["n"]
+    assert set(n.xs("server", level="threat_model")) == {len(SEEDS) * len(FOLDS) * 2}
+    assert set(n.xs("server (aggregate only)", level="threat_model")) == {len(SEEDS) * len(FOLDS)}
+    assert "leakage_verdict" not in out.columns  # a verdict is a defense's
 
 
-def test_verdicts_say_which_defenses_hold(tables):
-    v = verdicts(tables)
-    assert (v["basis"] == "per-query t-test").all()
-    # the one-sided Welch p-values on per-query F1 (= tp / 3 here), Bonferroni over all rows
+def test_leakage_is_the_paired_per_list_difference(tables):
+    out = compare(tables)
     pq = tables["per_query"]
-    expected = []
-    for _, row in v.iterrows():
-        def f1(attack):
-            sel = pq[(pq["defense"] == row["defense"]) & (pq["click_model"] == row["click_model"])
-                     & (pq["attack"] == attack)]
-            return 2 * sel["tp"].to_numpy() / (2 * sel["tp"] + sel["fp"] + sel["fn"]).to_numpy()
-        expected.append(stats.ttest_ind(f1(row["best_attack"]), f1(row["random_attack"]),
-                                        equal_var=False, alternative="greater").pvalue)
-        assert row["n"] == 20 * len(SEEDS) * len(FOLDS)
-    np.testing.assert_allclose(v["p_value"], expected, rtol=1e-12)
-    np.testing.assert_allclose(v["p_adjusted"], multipletests(expected, method="bonferroni")[1], rtol=1e-12)
-    v = v.set_index(["defense", "click_model"])
+    for _, row in out.iterrows():
+        sel = pq[(pq["defense"] == row["defense"]) & (pq["click_model"] == row["click_model"])
+                 & (pq["attack"] == row["attack"])].dropna(subset=["auc", "auc_counterfactual"])
+        d = sel["auc"].to_numpy() - sel["auc_counterfactual"].to_numpy()
+        low, high = stats.t.interval(0.95, d.size - 1, loc=d.mean(), scale=stats.sem(d))
+        assert row["basis"] == "per list" and row["n_lists"] == d.size == (LISTS - 1) * len(SEEDS) * len(FOLDS)
+        assert row["leakage"] == pytest.approx(d.mean(), abs=1e-12)
+        assert (row["leakage_ci_low"], row["leakage_ci_high"]) == pytest.approx((low, high), abs=1e-12)
+        assert row["leakage"] == pytest.approx(row["auc"] - row["auc_counterfactual"], abs=1e-12)
+        assert row["leakage_normalized"] == pytest.approx(d.mean() / (1 - sel["auc_counterfactual"].mean()))
+        paired = stats.ttest_rel(sel["auc"], sel["auc_counterfactual"], alternative="greater").pvalue
+        assert row["p_leakage"] == pytest.approx(paired, rel=1e-9)
+        a = sel["advantage"].to_numpy() - sel["advantage_counterfactual"].to_numpy()
+        assert row["advantage_leakage"] == pytest.approx(a.mean(), abs=1e-12)
+        assert bool(row["reference"]) == (row["attack"] == "random-3")
+
+
+def test_verdicts_have_the_known_answers(tables):
+    v = verdicts(tables).set_index(["defense", "click_model"])
+    pq = tables["per_query"]
     for click in CLICK_MODELS:
-        assert v.loc[("none", click), "holds"] is False  # OLSR 0.80 vs random 0.30
-        assert v.loc[(DP, click), "holds"] is False  # 0.45 vs 0.30 over 120 queries each
-        assert v.loc[("secagg", click), "holds"] is True  # 0.31 vs 0.30: within the margin
-        assert v.loc[("secagg", click), "best_attack"] == "olsr"
-        assert v.loc[("secagg", click), "random_attack"] == "random-3"
+        assert v.loc[("none", click), "leakage_verdict"] == "leaks"  # true leakage 0.30
+        assert v.loc[(DP, click), "leakage_verdict"] == "leaks"  # true leakage 0.10
+        assert v.loc[("secagg", click), "leakage_verdict"] == "no measurable leakage"  # true 0, sd 0.04
+        assert v.loc[("none", click), "strongest_attack"] == "olsr"
+        # the family is the informed attacks only (olsr): Holm over one test is the raw p
+        sel = pq[(pq["defense"] == DP) & (pq["click_model"] == click) & (pq["attack"] == "olsr")].dropna()
+        p = stats.ttest_rel(sel["auc"], sel["auc_counterfactual"], alternative="greater").pvalue
+        assert v.loc[(DP, click), "p_adjusted"] == pytest.approx(p, rel=1e-9)
+        secagg = v.loc[("secagg", click)]
+        assert secagg["missable"] == pytest.approx(secagg["leakage_ci_high"])  # one informed attack
+        assert f"leaks above {secagg['missable']:.3f} AUC are ruled out" in secagg["leakage_text"]
+    assert set(v["claim_verdict"]) == {"no claim", "consistent"}
+    assert "(limit of 120,000 trials)" in v.loc[("none", "perfect"), "claim_text"]
+    assert not any("holds" in str(x) for x in v.to_numpy().ravel())
 
 
-def test_verdicts_fall_back_to_runs_then_to_the_margin():
+def test_verdicts_fall_back_to_run_leakage_with_a_t_interval():
     t = synthetic_tables()
     del t["per_query"]
-    v = verdicts(t)
-    assert (v["basis"] == "run-level t-test").all() and (v["n"] == len(SEEDS) * len(FOLDS)).all()
-    assert v.set_index("defense").loc[DP, "holds"].tolist() == [False, False]
+    out = compare(t)
+    macro = t["attacks"][t["attacks"]["averaging"] == "macro"]
+    for _, row in out.iterrows():
+        x = macro[(macro["defense"] == row["defense"]) & (macro["click_model"] == row["click_model"])
+                  & (macro["attack"] == row["attack"])]["leakage"].to_numpy()
+        low, high = stats.t.interval(0.95, x.size - 1, loc=x.mean(), scale=stats.sem(x))
+        assert row["basis"] == "per run" and row["n_lists"] == len(SEEDS) * len(FOLDS)
+        assert (row["leakage"], row["leakage_ci_low"], row["leakage_ci_high"]) == pytest.approx((x.mean(), low, high))
+    v = verdicts(t).set_index("defense")
+    assert (v.loc["none", "leakage_verdict"] == "leaks").all()
+    # a single run: no interval, no test -> inconclusive, never "no measurable leakage"
     t["attacks"] = t["attacks"][(t["attacks"]["seed"] == 1) & (t["attacks"]["fold"] == 1)]
     v = verdicts(t)
-    assert set(v["basis"]) == {"no test (single run)"} and v["p_value"].isna().all()
-    for _, row in v.iterrows():
-        assert row["holds"] == (row["best_f1"] - row["random_f1"] < 0.05)
+    assert (v["leakage_verdict"] == "inconclusive").all() and (v["basis"] == "single run (no interval)").all()
 
 
-def test_inconclusive_when_the_effect_is_large_but_not_significant():
+def test_without_counterfactual_scores_the_verdict_is_inconclusive():
     t = synthetic_tables()
     del t["per_query"]
-    # two runs per side, with wide spread: an effect above the margin that a t-test cannot confirm
-    a = t["attacks"]
-    a = a[(a["seed"].isin([1, 2])) & (a["fold"] == 1) & (a["defense"] == "secagg")].copy()
-    olsr = a["attack"] == "olsr"
-    a.loc[olsr, "f1"] = np.where(a.loc[olsr, "seed"] == 1, 0.9, 0.1)
-    t["attacks"] = a
+    t["attacks"] = t["attacks"].drop(columns=["auc_counterfactual", "leakage", "leakage_normalized", "reference"])
     v = verdicts(t)
-    assert (v["effect"] >= 0.05).all() and (v["p_adjusted"] >= 0.05).all()
-    assert v["holds"].isna().all() and (v["basis"] == "run-level t-test").all()
+    assert (v["leakage_verdict"] == "inconclusive").all()
+    assert all("no counterfactual scores" in s for s in v["leakage_text"])
+
+
+def test_adding_a_reference_attack_cannot_flip_a_verdict(tables):
+    """random4 reads no message: however lucky it is, it neither joins the Holm family nor the
+    upper-bound rule."""
+    t = dict(tables)
+    extra = t["attacks"][t["attacks"]["attack"] == "random-3"].assign(attack="random4")
+    extra["leakage"] = 0.5  # a wildly lucky baseline
+    pq = t["per_query"][t["per_query"]["attack"] == "random-3"].assign(attack="random4")
+    pq["auc"] = pq["auc_counterfactual"] + 0.3 + np.linspace(0, 0.01, len(pq))
+    t["attacks"] = pd.concat([t["attacks"], extra], ignore_index=True)
+    t["per_query"] = pd.concat([t["per_query"], pq], ignore_index=True)
+    before, after = verdicts(tables), verdicts(t)
+    assert after["leakage_verdict"].tolist() == before["leakage_verdict"].tolist()
+    np.testing.assert_allclose(after["p_adjusted"], before["p_adjusted"], rtol=1e-12)
+    assert (after["strongest_attack"] == "olsr").all()
+
+
+def test_every_informed_attack_counts_in_the_holm_family(tables):
+    t = dict(tables)
+    extra_attacks = t["attacks"][t["attacks"]["attack"] == "olsr"].assign(attack="score")
+    extra_pq = t["per_query"][t["per_query"]["attack"] == "olsr"].assign(attack="score")
+    extra_pq["auc"] = extra_pq["auc_counterfactual"] + 0.5 * (extra_pq["auc"] - extra_pq["auc_counterfactual"])
+    t["attacks"] = pd.concat([t["attacks"], extra_attacks], ignore_index=True)
+    t["per_query"] = pd.concat([t["per_query"], extra_pq], ignore_index=True)
+    v = verdicts(t)
+    table = compare(t)
+    for _, row in v.iterrows():
+        sel = table[(table["defense"] == row["defense"]) & (table["click_model"] == row["click_model"])
+                    & ~table["reference"].astype(bool)]
+        expected = multipletests(sel["p_leakage"], method="holm")[1].min()
+        assert row["p_adjusted"] == pytest.approx(expected, rel=1e-12)
+        if row["defense"] != "secagg":  # score leaks half of what olsr leaks
+            assert row["strongest_attack"] == "olsr" and row["leakage_verdict"] == "leaks"
 
 
 def test_formats(tables):
@@ -155,6 +217,8 @@ def test_formats(tables):
     assert md[0].startswith("| defense |") and len(md) == len(out) + 2
     table = format_table(out, "table")
     assert "secagg" in table and "[" in table
+    assert "≥ 9.70 (limit of 120,000 trials)" in table  # defense none: no errors in 12 pooled runs
+    assert "p_value" not in table and "p_value" in format_table(out, "csv")
     with pytest.raises(ValueError):
         format_table(out, "xml")
 
@@ -192,19 +256,43 @@ def test_cli_bad_input_is_one_line_exit_2(tmp_path, store_path, capsys):
     assert "no attack results" in capsys.readouterr().err
 
 
-def test_every_informed_attack_counts_in_the_family():
-    """A second informed attack doubles the Bonferroni family; a weaker attack above the
-    margin can decide the verdict when its test is the more significant one."""
-    t = synthetic_tables()
-    extra_attacks = t["attacks"][t["attacks"]["attack"] == "olsr"].assign(attack="score")
-    extra_attacks["f1"] = extra_attacks["f1"] - 0.01
-    extra_pq = t["per_query"][t["per_query"]["attack"] == "olsr"].assign(attack="score")
-    t["attacks"] = pd.concat([t["attacks"], extra_attacks], ignore_index=True)
-    t["per_query"] = pd.concat([t["per_query"], extra_pq], ignore_index=True)
-    v = verdicts(t)
-    assert (v["best_attack"] == "olsr").all()
-    # olsr and score have identical per-query samples: same raw p, family of 12 tests
-    one = verdicts(synthetic_tables())
-    np.testing.assert_allclose(v["p_value"], one["p_value"], rtol=1e-12)
-    np.testing.assert_allclose(v["p_adjusted"], np.minimum(1, one["p_value"] * 12), rtol=1e-12)
-    assert v["holds"].tolist() == one["holds"].tolist()
+REQUIRED_JSON = ("auc", "auc_counterfactual", "leakage", "leakage_ci_low", "leakage_ci_high", "advantage",
+                 "tpr_at_fpr_0_01", "leakage_verdict", "claim_verdict")
+
+
+def test_cli_compare_json_carries_both_verdicts(store_path, capsys):
+    assert main(["compare", "--store", str(store_path), "--json"]) == 0
+    text = capsys.readouterr().out
+    records = json.loads(text)
+    assert isinstance(records, list) and all(set(REQUIRED_JSON) <= set(r) for r in records)
+    by = {(r["defense"], r["click_model"], r["attack"]): r for r in records}
+    assert by[("none", "perfect", "olsr")]["leakage_verdict"] == "leaks"
+    assert by[("secagg", "perfect", "olsr")]["leakage_verdict"] == "no measurable leakage"
+    assert by[(DP, "perfect", "olsr")]["claim_verdict"] == "consistent"
+    assert "holds" not in text.lower()
+    # a larger minimum effect cannot make a leak disappear, only widen "no measurable leakage"
+    assert main(["compare", "--store", str(store_path), "--json", "--min-effect", "0.5"]) == 0
+    wide = {(r["defense"], r["click_model"], r["attack"]): r for r in json.loads(capsys.readouterr().out)}
+    assert wide[("none", "perfect", "olsr")]["leakage_verdict"] == "leaks"
+
+
+@pytest.mark.parametrize("command", ["compare", "report"])
+@pytest.mark.parametrize("value", ["0", "1", "-0.1", "1.5"])
+def test_min_effect_outside_0_1_is_one_line_exit_2(store_path, tmp_path, capsys, command, value):
+    argv = [command, "--store", str(store_path), "--min-effect", value]
+    if command == "report":
+        argv += ["--out", str(tmp_path / "o")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--min-effect" in err[0]
+
+
+def test_holm_matches_statsmodels():
+    from reports.stats import holm
+    rng = np.random.default_rng(3)
+    for m in (1, 2, 5, 17):
+        p = rng.random(m) ** 3
+        p[rng.random(m) < 0.2] = p[0]  # ties
+        reject, expected, _, _ = multipletests(p, alpha=0.05, method="holm")
+        np.testing.assert_allclose(holm(p), expected, rtol=1e-12)
+        assert ((holm(p) < 0.05) == reject).all()

@@ -11,6 +11,7 @@ import typer
 from fltr_audit.cli.app import app
 from fltr_audit.cli.common import emit_json, parse_list, progress
 from fltr_audit.errors import FltrError, RunsFailed
+from fltr_audit.cli.compare import checked_min_effect, min_effect_option
 
 DEFAULT_NORMALIZATION = {"fpdgd": "zscore", "foltr-es": "none", "fedips": "query-minmax", "fedavg": "query-minmax"}
 DEFAULT_ATTACKS = {"fpdgd": "olsr,olsr-l1,score,prob,distance,random3,random4", "foltr-es": "foltr-decode,random3",
@@ -18,9 +19,8 @@ DEFAULT_ATTACKS = {"fpdgd": "olsr,olsr-l1,score,prob,distance,random3,random4", 
 DEFAULT_CLICK_MODELS = "perfect,navigational,informational"
 TABLE_COLUMNS = ["attack", "click_model", "defense", "threat_model", "accuracy", "precision", "recall", "f1",
                  "n_queries"]
-LEAKAGE_COLUMNS = ["auc", "auc_counterfactual", "leakage", "leakage_normalized", "advantage",
-                   "advantage_counterfactual", "tpr_at_fpr_0_01", "tpr_at_fpr_0_001"]
-"""Counterfactual-baseline measures (``attacks.scoring``), means over seeds and folds, in the JSON rows."""
+SCORE_COLUMNS = ["reference", "auc", "auc_counterfactual", "leakage", "leakage_normalized", "advantage",
+                 "advantage_counterfactual", "tpr_at_fpr_0_01", "tpr_at_fpr_0_001"]  # where the rows have them
 
 
 def audit_spec(*, algo: str, data: str, folds: list[int], rounds: int, clients: int, queries_per_client: int,
@@ -76,16 +76,42 @@ def run_spec(spec: dict, store: Path | None, quiet: bool) -> dict[str, pd.DataFr
 
 
 def attack_table(tables: dict[str, pd.DataFrame], averaging: str = "macro") -> pd.DataFrame:
-    """Pham's Table 4 shape extended by a defense column: one row per attack x click model x defense."""
+    """Pham's Table 4 shape extended by a defense column and the threshold-free scores: one row
+    per attack x click model x defense, means over seeds and folds (``n_queries`` summed)."""
     attacks = tables["attacks"]
     rows = attacks[attacks["averaging"] == averaging]
     group = ["attack", "click_model", "defense", "threat_model"]
     grouped = rows.groupby(group, sort=False)
-    table = grouped[["accuracy", "precision", "recall", "f1", *LEAKAGE_COLUMNS]].mean()
+    scores = [c for c in SCORE_COLUMNS if c in rows.columns and c != "reference"]
+    table = grouped[["accuracy", "precision", "recall", "f1", *scores]].mean()
     table["n_queries"] = grouped["n_queries"].sum().astype(int)  # over seeds and folds
-    table["reference"] = grouped["reference"].first().astype(bool)
-    table["n_counterfactual"] = grouped["n_counterfactual"].first().astype(int)
-    return table.reset_index()[[*TABLE_COLUMNS, "reference", *LEAKAGE_COLUMNS, "n_counterfactual"]]
+    if "reference" in rows.columns:
+        table["reference"] = grouped["reference"].any()
+    return table.reset_index()[TABLE_COLUMNS + [c for c in SCORE_COLUMNS if c in table.columns or c in group]]
+
+
+def _print_attacks(table: pd.DataFrame) -> None:
+    """The attack table within 100 columns: AUC, counterfactual AUC, leakage, TPR at 1 % FPR and F1;
+    each defense and click model named once."""
+    from fltr_audit.cli.verdict_tables import print_rows, wrap_name
+
+    def num(row, col, fmt):
+        return format(row[col], fmt) if col in row and pd.notna(row[col]) else "n/a"
+
+    rows, previous = [], (None, None)
+    for _, r in table.iterrows():
+        same_defense = r["defense"] == previous[0]
+        rows.append({"defense": "" if same_defense else wrap_name(r["defense"], 18),
+                     "clicks": "" if same_defense and r["click_model"] == previous[1] else r["click_model"],
+                     "attack": f"{r['attack']}{' (ref.)' if bool(r.get('reference', False)) else ''}",
+                     "AUC": num(r, "auc", ".3f"), "AUC cf.": num(r, "auc_counterfactual", ".3f"),
+                     "leakage": num(r, "leakage", "+.3f"), "TPR@1%": num(r, "tpr_at_fpr_0_01", ".3f"),
+                     "F1": num(r, "f1", ".3f")})
+        previous = (r["defense"], r["click_model"])
+    lists = table["n_queries"]
+    count = f"{lists.min():,}" if lists.min() == lists.max() else f"{lists.min():,} to {lists.max():,}"
+    print_rows(f"Attacks, means over runs ({count} lists per row); leakage = AUC real - counterfactual",
+               rows, right=("AUC", "AUC cf.", "leakage", "TPR@1%", "F1"))
 
 
 @app.command("audit")
@@ -117,13 +143,18 @@ def audit(
                                        help="Counterfactual click vectors drawn per probed list (the leakage baseline)."),
     population: int = typer.Option(None, "--population",
                                    help="N persistent users the training cohorts are drawn from (default: --clients)."),
+    min_effect: float = min_effect_option(),
     store: Path = typer.Option(None, "--store", help="Also record the runs in this SQLite store."),
     json_out: bool = typer.Option(False, "--json", help="Print the records as JSON."),
     quiet: bool = typer.Option(False, "--quiet", help="No progress bar."),
 ) -> None:
     """Audit a federated ranker: which clicks can the server guess from client messages?"""
+    from fltr_audit.cli.verdict_tables import print_verdicts
     from fltr_audit.clicks import CCM_TABLES
     from fltr_audit.federation import check_population
+    from reports.compare import verdicts
+
+    min_effect = checked_min_effect(min_effect)
 
     if counterfactual < 1:
         raise FltrError(f"--counterfactual: must be at least 1, got {counterfactual}")
@@ -142,22 +173,21 @@ def audit(
                       trials=trials, counterfactual=counterfactual, population=population)
     tables = run_spec(spec, store, quiet or json_out)
     table = attack_table(tables)
+    v = verdicts(tables, min_effect=min_effect)
     audits = tables.get("audits", pd.DataFrame())
+    audits = audits.drop(columns=[c for c in ("verdict",) if c in audits.columns])  # superseded by claim_verdict
     utility = tables.get("utility", pd.DataFrame())
     if json_out:
         emit_json({"attacks": table.to_dict(orient="records"),
+                   "verdicts": v.to_dict(orient="records"),
                    "audits": audits.to_dict(orient="records"),
                    "utility": utility.to_dict(orient="records"),
                    "zero_division": "0 (precision of a list with no positive guess, recall of a list without clicks)"})
         return
-    typer.echo(table[TABLE_COLUMNS].to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    _print_attacks(table)
+    print_verdicts(v, min_effect)
     if len(utility):
         typer.echo("\nutility (offline nDCG@10 on test, queries without relevant documents left out):")
         cols = ["defense", "ndcg10", "ndcg10_delta"]
         typer.echo(utility.groupby("defense", sort=False)[cols[1:]].mean().reset_index()
                    .to_string(index=False, float_format=lambda v: f"{v:+.3f}" if v < 0 else f"{v:.3f}"))
-    if len(audits):
-        typer.echo("\nempirical epsilon audit (95% lower bound from the named distinguishing attack):")
-        cols = ["defense", "attack", "threat_model", "claimed_epsilon", "claimed_scope", "epsilon_point", "epsilon_lb",
-                "claim_verdict"]
-        typer.echo(audits[cols].to_string(index=False, float_format=lambda v: f"{v:.2f}"))

@@ -10,28 +10,13 @@ import typer
 
 from fltr_audit.cli.app import app
 from fltr_audit.cli.common import emit_json, progress
+from fltr_audit.cli.compare import checked_min_effect, min_effect_option
 from fltr_audit.errors import FltrError
 
 DEMO_DEFENSES = ["none", "clip(delta=5)+dp-distributed(eps=4.5)", "dp-local-laplace(eps=4.5)", "secagg"]
 DEMO_ATTACKS = ["olsr", "olsr-l1", "score", "prob", "distance", "random3"]
 EPSILON_P = [0.25, 0.5, 0.75, 0.9, 0.95, 0.99]
 EPSILON_MODELS = ["perfect", "navigational", "informational"]
-
-
-def summary_table(table: pd.DataFrame) -> str:
-    """The comparison as a person reads it: attack F1 per click model, then each defense's
-    cost and audited epsilon."""
-    f1 = table.pivot_table(index=["defense", "attack"], columns="click_model", values="f1", sort=False)
-    f1 = f1[[m for m in EPSILON_MODELS if m in f1.columns]]
-    per_defense = table.groupby("defense", sort=False).agg(
-        ndcg10=("ndcg10", "max"), ndcg10_delta=("ndcg10_delta", "max"), claimed_epsilon=("claimed_epsilon", "first"),
-        scope=("claimed_scope", "first"), epsilon_lb=("epsilon_lb", "first"), verdict=("audit_verdict", "first"))
-    return (
-        "attack F1 per click model (macro over probed queries):\n"
-        + f1.to_string(float_format=lambda v: f"{v:.2f}")
-        + "\n\ncost, and claimed vs audited epsilon (95% lower bound on one client's message; on the cohort aggregate under secure aggregation):\n"
-        + per_defense.to_string(float_format=lambda v: f"{v:.3f}")
-    )
 
 
 @app.command("demo")
@@ -42,6 +27,7 @@ def demo(
     clients: int = typer.Option(1000, "--clients", help="Clients per round."),
     seed: int = typer.Option(0, "--seed", help="Run seed."),
     workers: int = typer.Option(0, "--workers", help="Worker processes (0: one per core)."),
+    min_effect: float = min_effect_option(),
     json_out: bool = typer.Option(False, "--json", help="Print the comparison and the report path as JSON."),
     quiet: bool = typer.Option(False, "--quiet", help="No progress bar."),
 ) -> None:
@@ -50,9 +36,12 @@ def demo(
     from fltr_audit.campaign import expand, run_campaign, run_key
     from fltr_audit.cli.audit import audit_spec
     from fltr_audit.store import ResultsStore, load
-    from reports.compare import compare
-    from reports.render import write_report
+    from fltr_audit.atomic import write_files
+    from fltr_audit.cli.verdict_tables import print_verdicts
+    from reports.compare import compare, verdicts
+    from reports.render import render_report
 
+    min_effect = checked_min_effect(min_effect)
     if out.exists() and not out.is_dir():
         raise FltrError(f"--out {out}: exists and is not a directory")
     start = time.perf_counter()
@@ -76,15 +65,18 @@ def demo(
     if failures:
         raise FltrError(f"demo: {len(failures)} run(s) failed: {failures[0]}")
     tables = load(out / "results.sqlite")
-    table = compare(tables, by=("defense",))
-    html = write_report(tables, out / "report", title="fltr-audit demo: FPDGD under four defenses",
-                        methods={"demo": f"fltr-audit demo --data {data} --rounds {rounds} --clients {clients} --seed {seed}"})
+    table = compare(tables, by=("defense",), min_effect=min_effect)
+    v = verdicts(tables, min_effect=min_effect)
+    command = f"fltr-audit demo --data {data} --rounds {rounds} --clients {clients} --seed {seed}"
+    write_files(out / "report", render_report(tables, title="fltr-audit demo: FPDGD under four defenses",
+                                              methods={"demo": command}, min_effect=min_effect))
+    html = out / "report" / "report.html"
     seconds = time.perf_counter() - start
     if json_out:
-        emit_json({"comparison": table.to_dict(orient="records"), "report": str(html), "seconds": seconds,
-                   "runs": counts})
+        emit_json({"comparison": table.to_dict(orient="records"), "verdicts": v.to_dict(orient="records"),
+                   "report": str(html), "seconds": seconds, "runs": counts})
         return
-    typer.echo(summary_table(table))
+    print_verdicts(v, min_effect)
     typer.echo(f"\n{counts['done']} runs computed, {counts['skipped']} reused from {out / 'results.sqlite'} "
                f"in {seconds:.0f} s")
     typer.echo(f"report: {html}")

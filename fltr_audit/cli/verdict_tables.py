@@ -1,0 +1,93 @@
+"""Console tables of the two verdicts (``demo`` and ``audit``), at most 100 columns wide: long
+defense stacks break at their ``+`` joints, long cells over two lines."""
+
+from __future__ import annotations
+
+import math
+import re
+
+import pandas as pd
+
+from reports.claims import bound_text
+
+WIDTH = 100
+NAME_WIDTH = 26
+
+
+def wrap_name(name: str, width: int = NAME_WIDTH) -> str:
+    """A defense stack over lines of at most ``width`` characters, broken before its ``+`` joints
+    and parameter lists ``(...)`` (a single longer piece keeps its own line)."""
+    lines = [""]
+    for piece in re.split(r"(?=[+(])", str(name)):
+        if lines[-1] and len(lines[-1]) + len(piece) > width:
+            lines.append("")
+        lines[-1] += piece
+    return "\n".join(lines)
+
+
+def print_rows(title: str, rows: list[dict], right: tuple[str, ...] = (), whole: tuple[str, ...] = ("defense",)) -> None:
+    """``rows`` (dicts with the same keys) as a rich table on stdout, ``WIDTH`` columns at most;
+    the ``whole`` columns keep their (pre-broken) lines, the others fold to fit."""
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=title, title_justify="left")
+    for key in rows[0]:
+        table.add_column(key, justify="right" if key in right else "left", overflow="fold", no_wrap=key in whole)
+    for row in rows:
+        table.add_row(*(str(v) for v in row.values()))
+    Console(width=WIDTH).print(table)
+
+
+def _ci(r) -> str:
+    if pd.isna(r.get("leakage")):
+        return "n/a"
+    if pd.isna(r.get("leakage_ci_low")):
+        return f"{r['leakage']:+.3f}"
+    return f"{r['leakage']:+.3f}\n[{r['leakage_ci_low']:+.3f}, {r['leakage_ci_high']:+.3f}]"
+
+
+def leakage_rows(v: pd.DataFrame) -> list[dict]:
+    """Per defense, threat model and click model: the strongest informed attack's leakage and
+    the leakage verdict (the defense named on its first row only)."""
+    rows, previous = [], None
+    for _, r in v.iterrows():
+        name = wrap_name(r["defense"]) if r["defense"] != previous else ""
+        previous = r["defense"]
+        rows.append({"defense": name, "clicks": str(r.get("click_model", "")),
+                     "attack": str(r["strongest_attack"] or "n/a"),
+                     "leakage [95 % CI]": _ci(r), "leakage verdict": str(r["leakage_verdict"])})
+    return rows
+
+
+def claim_rows(v: pd.DataFrame) -> list[dict]:
+    """Per defense: the claim verdict (with tightness when consistent), the claimed epsilon and
+    its scope, the audited bound pooled over runs (trial limits named), the nDCG@10 cost."""
+    rows = []
+    for defense, sel in v.groupby("defense", sort=False):
+        r = sel.iloc[0]
+        verdict = r.get("claim_verdict")
+        if verdict is None or pd.isna(verdict):
+            verdict, audited = "no audit", "n/a"
+        else:
+            audited = bound_text(r["epsilon_lb"], r["trial_limited"], r["n_trials"]).replace(" (", "\n(")
+            if verdict == "consistent" and pd.notna(r.get("tightness")):
+                verdict += f"\n(lb/claim {r['tightness']:.2f})"
+        claimed = r.get("claimed_epsilon")
+        delta = sel["ndcg10_delta"].dropna()
+        rows.append({"defense": wrap_name(defense), "claim verdict": verdict,
+                     "claimed ε": "none" if claimed is None or pd.isna(claimed) or math.isinf(claimed)
+                     else f"{claimed:.2f}\n({r['claimed_scope']})",
+                     "audited (runs pooled)": audited,
+                     "ΔnDCG@10": f"{delta.mean():+.3f}" if len(delta) else "n/a"})
+    return rows
+
+
+def print_verdicts(v: pd.DataFrame, min_effect: float) -> None:
+    """Both verdict tables on stdout."""
+    if v.empty:
+        return
+    print_rows("Leakage verdict: strongest informed attack, AUC real - counterfactual (95 % CI); "
+               f"'no measurable leakage' needs every upper bound < {min_effect:g}", leakage_rows(v))
+    print_rows("Claim verdict: claimed ε against the audited 95 % lower bound", claim_rows(v),
+               right=("ΔnDCG@10",), whole=("defense", "claim verdict", "audited (runs pooled)"))

@@ -1,0 +1,217 @@
+"""Claim verdicts: a defense's claimed epsilon against audited lower bounds pooled over runs.
+
+An epsilon audit runs a distinguishing test on two neighbouring inputs and counts its errors on
+an evaluation half: ``fp`` of ``n0`` outputs of input 0, ``fn`` of ``n1`` of input 1. Every
+(epsilon, delta)-DP mechanism forces every test to satisfy ``FPR + e^eps FNR >= 1 - delta`` and
+``FNR + e^eps FPR >= 1 - delta``, so with one-sided Clopper-Pearson upper limits of both rates
+(Bonferroni over the two: each at ``1 - (1 - confidence) / 2``)
+
+    epsilon_lb = max(ln((1 - delta - FPR_u) / FNR_u), ln((1 - delta - FNR_u) / FPR_u))
+
+is a lower bound valid with probability ``confidence`` (as ``attacks/audit.py`` computes it per run).
+
+Several runs: the bound is recomputed from the summed error counts and sizes. This is sound
+because the constraints are linear in the error rates: when every run's test satisfies them,
+so does their trial-weighted average, which is the pooled rate the counts estimate; a binomial
+bound on the pooled counts is then one bound at ``confidence``. The maximum of per-run 95 %
+bounds is not a 95 % bound (with 15 runs a true epsilon is exceeded about 30 % of the time) and
+is never taken. When a defense has several pooled audits (tests, neighbours), the strongest is
+used with Bonferroni over them (each recomputed at ``1 - (1 - confidence) / m``).
+
+A bound that rests on a zero error count grows with the number of trials, not with the
+mechanism's leakage; it is flagged ``trial_limited`` and printed as the trial count's limit.
+
+``claim_verdict`` (PLAN.md): ``no claim`` when the claimed epsilon is infinite; ``outside scope``
+when the claim covers the aggregate (``claimed_scope == "aggregate"``) but the audit saw single
+messages (``audited_scope == "message"``); else ``violated`` when the bound exceeds the claim,
+``consistent`` otherwise (``tightness`` = bound / claim).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+POOL_BY = ("mechanism", "attack", "test", "neighbours", "threat_model", "claimed_epsilon", "claimed_delta",
+           "claimed_scope", "audited_scope", "confidence")
+HUGE = 1e300  # audits record an unbounded estimate as the largest float
+
+
+def clopper_pearson_upper(errors, n, level: float) -> np.ndarray:
+    """One-sided Clopper-Pearson upper limit of a binomial rate at ``level``
+    (``scipy.stats.beta.ppf(level, k + 1, n - k)``; 1 when every trial erred)."""
+    k, n = np.asarray(errors, dtype=np.float64), np.asarray(n, dtype=np.float64)
+    with np.errstate(invalid="ignore"):
+        upper = stats.beta.ppf(level, k + 1, np.maximum(n - k, 1e-300))
+    return np.where(k >= n, 1.0, upper)
+
+
+def _epsilon(fpr, fnr, delta) -> tuple[np.ndarray, np.ndarray]:
+    """(epsilon from the two DP constraints floored at 0, whether the FNR term is the larger)."""
+    fpr, fnr = np.asarray(fpr, dtype=np.float64), np.asarray(fnr, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        a = np.log(np.maximum(1.0 - delta - fpr, 0.0) / fnr)
+        b = np.log(np.maximum(1.0 - delta - fnr, 0.0) / fpr)
+    a = np.where(np.isnan(a), -np.inf, a)
+    b = np.where(np.isnan(b), -np.inf, b)
+    return np.maximum(np.fmax(a, b), 0.0), a >= b
+
+
+def epsilon_lower_bound(fp, fn, n0, n1, delta=0.0, confidence: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
+    """Lower bound on epsilon from error counts (module docstring) and whether it is limited by
+    the trial count (the term that sets it divides by a zero error count's upper limit)."""
+    level = 1.0 - (1.0 - np.asarray(confidence, dtype=np.float64)) / 2.0
+    fpr_u = clopper_pearson_upper(fp, n0, level)
+    fnr_u = clopper_pearson_upper(fn, n1, level)
+    lb, fnr_term = _epsilon(fpr_u, fnr_u, np.asarray(delta, dtype=np.float64))
+    limited = np.where(fnr_term, np.asarray(fn) == 0, np.asarray(fp) == 0) & (lb > 0)
+    return lb, limited
+
+
+def claim_verdict(claimed_epsilon, claimed_scope, audited_scope, epsilon_lb) -> str:
+    """The PLAN.md rule, re-derived here so that reports need not import the attacks."""
+    if claimed_epsilon is None or pd.isna(claimed_epsilon) or math.isinf(claimed_epsilon) or claimed_epsilon >= HUGE:
+        return "no claim"
+    if str(claimed_scope) == "aggregate" and str(audited_scope) == "message":
+        return "outside scope"
+    return "violated" if epsilon_lb > claimed_epsilon else "consistent"
+
+
+def _counts(audits: pd.DataFrame) -> tuple[pd.DataFrame, str]:
+    """Error counts and sizes of each audit: as stored, else (older rows) rebuilt from the rates
+    and the trial count, with evaluation halves of ``n_trials - n_trials // 2`` each."""
+    half = audits["n_trials"] - audits["n_trials"] // 2
+    rebuilt = {"n0": half, "n1": half, "fp": (audits["fpr"] * half).round(), "fn": (audits["fnr"] * half).round()}
+    out = audits.copy()
+    missing = pd.Series(False, index=audits.index)
+    for col, value in rebuilt.items():
+        stored = out[col] if col in out else pd.Series(np.nan, index=out.index)
+        missing |= stored.isna()
+        out[col] = stored.fillna(value)
+    basis = "pooled error counts" + (" (some rebuilt from fpr, fnr, n_trials)" if missing.any() else "")
+    return out, basis
+
+
+def audited_scope(audits: pd.DataFrame) -> pd.Series:
+    """What an audit saw: the ``audited_scope`` column, else (older rows) "aggregate" for audits
+    under the aggregate-only threat model and "message" otherwise."""
+    tm = audits.get("threat_model", pd.Series("", index=audits.index)).astype(str)
+    inferred = pd.Series(np.where(tm.str.contains("aggregate"), "aggregate", "message"), index=audits.index)
+    return audits["audited_scope"].fillna(inferred) if "audited_scope" in audits.columns else inferred
+
+
+def pooled_audits(audits: pd.DataFrame | None, keys: list[str]) -> pd.DataFrame:
+    """One row per ``keys`` group (columns of ``audits``) and audit kind (:data:`POOL_BY`):
+    summed ``fp``, ``fn``, ``n0``, ``n1``, ``n_trials``, ``runs``; the recomputed ``epsilon_point``
+    (from the pooled rates), ``epsilon_lb``, ``ceiling`` (bound with no error at these sizes),
+    ``trial_limited``, ``claim_verdict``, ``tightness`` and the ``claim_basis`` (how runs were pooled)."""
+    if audits is None or audits.empty or not {"epsilon_lb", "n_trials"} <= set(audits.columns):
+        return pd.DataFrame()
+    audits = audits.assign(audited_scope=audited_scope(audits))
+    if "claimed_delta" not in audits:
+        audits = audits.assign(claimed_delta=0.0)
+    if "confidence" not in audits:
+        audits = audits.assign(confidence=0.95)
+    audits, basis = _counts(audits)
+    by = [c for c in keys if c in audits.columns] + [c for c in POOL_BY if c in audits.columns]
+    sums = ["fp", "fn", "n0", "n1", "n_trials"]
+    out = audits.groupby(by, sort=False, dropna=False)[sums].sum().reset_index()
+    out["runs"] = audits.groupby(by, sort=False, dropna=False).size().to_numpy()
+    return finish_bounds(out, basis=basis)
+
+
+def finish_bounds(out: pd.DataFrame, *, basis: str = "pooled error counts", tests: int = 1) -> pd.DataFrame:
+    """Bounds, ceiling, trial limit and verdict of pooled count rows (Bonferroni over ``tests``)."""
+    out = out.copy()
+    confidence = 1.0 - (1.0 - out["confidence"].to_numpy(dtype=np.float64)) / tests
+    delta = out["claimed_delta"].fillna(0.0).to_numpy(dtype=np.float64)
+    fp, fn, n0, n1 = (out[c].to_numpy(dtype=np.float64) for c in ("fp", "fn", "n0", "n1"))
+    out["epsilon_point"] = _epsilon(fp / n0, fn / n1, delta)[0]
+    out["epsilon_lb"], out["trial_limited"] = epsilon_lower_bound(fp, fn, n0, n1, delta, confidence)
+    out["ceiling"] = epsilon_lower_bound(np.zeros_like(fp), np.zeros_like(fn), n0, n1, delta, confidence)[0]
+    out["claim_verdict"] = [claim_verdict(c, s, a, lb) for c, s, a, lb in zip(
+        out["claimed_epsilon"], out["claimed_scope"], out["audited_scope"], out["epsilon_lb"])]
+    claimed = out["claimed_epsilon"].to_numpy(dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out["tightness"] = np.where(np.isfinite(claimed) & (claimed > 0) & (claimed < HUGE),
+                                    out["epsilon_lb"] / claimed, np.nan)
+    out["claim_basis"] = basis + (f", Bonferroni over {tests} audits" if tests > 1 else "")
+    return out
+
+
+def claim_summary(pooled: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """One claim verdict per ``keys`` group of :func:`pooled_audits` rows.
+
+    With m audits in a group every bound is recomputed at ``1 - (1 - confidence) / m``;
+    the verdict then comes from the audits whose scope the claim covers (``violated`` if any
+    exceeds the claim), ``outside scope`` when only single-message audits of an aggregate
+    claim exist; ``message_lb`` keeps what single messages reveal.
+
+    Columns: ``keys``, ``claim_verdict``, ``claimed_epsilon``, ``claimed_delta``,
+    ``claimed_scope``, ``audited_scope``, ``audit_attack``, ``epsilon_lb``, ``epsilon_point``,
+    ``ceiling``, ``trial_limited``, ``n_trials``, ``runs``, ``tightness``, ``message_lb``,
+    ``message_trial_limited``, ``message_n_trials``, ``claim_basis``.
+    """
+    if pooled.empty:
+        return pd.DataFrame()
+    on = [k for k in keys if k in pooled.columns]
+    rows = []
+    for group, frame in pooled.groupby(on, sort=False, dropna=False) if on else [((), pooled)]:
+        frame = finish_bounds(frame, basis=frame["claim_basis"].iloc[0], tests=len(frame))
+        claims = frame["claim_verdict"]
+        in_scope = frame[claims.isin(["violated", "consistent"])]
+        if (claims == "no claim").all():
+            pick, verdict = frame, "no claim"
+        elif not in_scope.empty:
+            pick = in_scope
+            verdict = "violated" if (in_scope["claim_verdict"] == "violated").any() else "consistent"
+        else:
+            pick, verdict = frame, "outside scope"
+        top = pick.loc[pick["epsilon_lb"].idxmax()]
+        messages = frame[frame["audited_scope"] == "message"]
+        msg = messages.loc[messages["epsilon_lb"].idxmax()] if not messages.empty else None
+        rows.append(dict(zip(on, group if isinstance(group, tuple) else (group,)), claim_verdict=verdict,
+                         **{c: top[c] for c in ("claimed_epsilon", "claimed_delta", "claimed_scope", "audited_scope",
+                                                "epsilon_lb", "epsilon_point", "ceiling", "trial_limited",
+                                                "n_trials", "runs", "tightness", "claim_basis")},
+                         audit_attack=top.get("attack"),
+                         message_lb=msg["epsilon_lb"] if msg is not None else math.nan,
+                         message_trial_limited=bool(msg["trial_limited"]) if msg is not None else False,
+                         message_n_trials=msg["n_trials"] if msg is not None else math.nan))
+    return pd.DataFrame(rows)
+
+
+def bound_text(lb, trial_limited, n_trials) -> str:
+    """``ε ≥ 0.08``, or ``ε ≥ 7.21 (limit of 10,000 trials)`` when the trial count sets it."""
+    if lb is None or pd.isna(lb):
+        return "ε not audited"
+    text = f"ε ≥ {lb:.2f}" if lb < HUGE else "ε ≥ inf"
+    if trial_limited:
+        text += f" (limit of {int(n_trials):,} trials)"
+    return text
+
+
+def claim_text(row) -> str:
+    """The claim verdict of one :func:`claim_summary` row in words."""
+    verdict = row.get("claim_verdict")
+    if verdict is None or pd.isna(verdict):
+        return ""
+    shown = pd.notna(row.get("claimed_scope")) and str(row["claimed_scope"]) not in ("", "none")
+    scope = f" (scope: {row['claimed_scope']})" if shown else ""
+    audited = bound_text(row["epsilon_lb"], row["trial_limited"], row["n_trials"])
+    on = "the aggregate" if row.get("audited_scope") == "aggregate" else "single messages"
+    runs = int(row["runs"]) if pd.notna(row.get("runs")) else 1
+    pooled = f", {runs} runs pooled" if runs > 1 else ""
+    if verdict == "no claim":
+        return f"No ε claimed{scope}; audited on {on}: {audited}{pooled}"
+    claim = f"Claimed ε {row['claimed_epsilon']:.2f}{scope}"
+    if verdict == "outside scope":
+        reveal = bound_text(row["message_lb"], row["message_trial_limited"], row["message_n_trials"])
+        return (f"{claim}: outside the audit's scope — the claim covers the aggregate, the audit saw "
+                f"single messages, which reveal {reveal}{pooled}")
+    if verdict == "violated":
+        return f"{claim}: violated, audited on {on}: {audited}{pooled}"
+    return f"{claim}: consistent, audited on {on}: {audited} (tightness {row['tightness']:.2f}){pooled}"

@@ -1,0 +1,186 @@
+"""Leakage: how much better an attack guesses a user's real clicks than counterfactual clicks.
+
+The engine scores every attack twice on every probed list: against the clicks the user made and
+against K clicks redrawn from the same click model on the same shown list (the message the
+attack read is unchanged). ``per_query`` rows carry the list's ``auc`` and ``auc_counterfactual``
+(mean over the K draws), ``advantage`` and ``advantage_counterfactual``; ``attacks`` rows carry
+the same per run (``leakage`` = mean over lists of AUC real - counterfactual).
+
+:func:`leakage_table` turns them into, per group and attack, the paired difference
+real - counterfactual (``leakage`` for AUC, ``advantage_leakage`` for advantage) with a 95 %
+Student-t interval over lists pooled over seeds and folds, and a one-sided p-value of
+"leakage > 0". Without per-list rows it falls back to the runs' ``leakage`` values (t interval
+over runs); the ``basis`` column says which. An attack that ignores the message has zero
+leakage in expectation whatever its guess rate or side knowledge, since the counterfactual
+clicks are as predictable from that knowledge as the real ones.
+
+:func:`leakage_verdicts` gives each group (a defense in one context) one ``leakage_verdict``:
+
+* ``leaks``: a one-sided t-test of zero leakage rejects at ``alpha`` for at least one informed
+  (non-reference) attack, Holm-corrected over the group's informed attacks;
+* ``no measurable leakage``: every informed attack's upper 95 % bound is below ``min_effect``;
+* ``inconclusive``: neither.
+
+Reference attacks (``reference`` column: baselines that do not read the message) are reported
+but never enter a verdict, so adding one cannot change it.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+from reports.stats import greater_than_zero_p, holm, mean_ci
+
+MIN_EFFECT = 0.02  # AUC: the smallest leak worth calling "measurable"
+ALPHA = 0.05
+PAIRS = {"leakage": ("auc", "auc_counterfactual"),
+         "advantage_leakage": ("advantage", "advantage_counterfactual")}
+RUN_MEANS = ("tpr_at_fpr_0_01", "tpr_at_fpr_0_001", "n_counterfactual")
+LIST_JOIN = ("run_key", "click_model", "defense", "attack", "threat_model", "probe_cohort")
+BASIS = {"list": "per list", "run": "per run", "single": "single run (no interval)", "none": "not measured"}
+
+
+def is_reference(frame: pd.DataFrame) -> pd.Series:
+    """The rows' ``reference`` flag (baselines that do not read the message); False where the
+    table has no such column (results recorded before the flag existed)."""
+    if "reference" not in frame.columns:
+        return pd.Series(False, index=frame.index)
+    return frame["reference"].fillna(False).astype(bool)
+
+
+def _list_rows(per_query: pd.DataFrame | None, attacks: pd.DataFrame, keys: list[str]) -> pd.DataFrame | None:
+    """Per-list paired differences with the group keys of their run's attack row, or None when
+    per-list scores are missing or cannot be told apart by the columns they share."""
+    if per_query is None or per_query.empty or not {"auc", "auc_counterfactual"} <= set(per_query.columns):
+        return None
+    on = [c for c in LIST_JOIN if c in per_query.columns and c in attacks.columns]
+    if "run_key" not in on or "attack" not in on:
+        return None
+    need = [c for c in [*keys, "attack"] if c not in per_query.columns]
+    index = attacks[on + need].drop_duplicates()
+    if index.duplicated(on).any():
+        return None  # e.g. two threat models of one run that the per-list rows do not name
+    rows = per_query.merge(index, on=on, how="inner")
+    for name, (real, cf) in PAIRS.items():
+        if {real, cf} <= set(rows.columns):
+            rows[name] = rows[real].astype(np.float64) - rows[cf].astype(np.float64)
+    return rows
+
+
+def _interval(row: dict, name: str, values, confidence: float) -> None:
+    mean, low, high, _ = mean_ci(values, confidence)
+    row.update({name: mean, f"{name}_ci_low": low, f"{name}_ci_high": high})
+
+
+def leakage_table(tables: dict[str, pd.DataFrame], keys: list[str], *, averaging: str = "macro",
+                  confidence: float = 0.95) -> pd.DataFrame:
+    """Leakage statistics per ``keys`` group and attack (see the module docstring).
+
+    Returns
+    -------
+    DataFrame
+        ``keys``, ``attack``, ``reference``; ``auc``, ``auc_counterfactual`` (means on the same
+        basis as the leakage, so ``leakage = auc - auc_counterfactual``); ``leakage`` and
+        ``advantage_leakage`` with ``_ci_low`` / ``_ci_high``; ``leakage_normalized`` =
+        leakage / (1 - auc_counterfactual) (the interval scaled alike);
+        ``advantage``, ``advantage_counterfactual``, ``tpr_at_fpr_0_01``,
+        ``tpr_at_fpr_0_001`` (means over runs); ``p_leakage`` (one-sided, leakage > 0),
+        ``n_lists`` (samples of the leakage: lists, or runs), ``basis``.
+    """
+    attacks = tables.get("attacks")
+    if attacks is None or attacks.empty:
+        return pd.DataFrame()
+    if "averaging" in attacks.columns and (attacks["averaging"] == averaging).any():
+        attacks = attacks[attacks["averaging"] == averaging]
+    attacks = attacks.assign(reference=is_reference(attacks))
+    lists = _list_rows(tables.get("per_query"), attacks, keys)
+    by_list = dict(iter(lists.groupby([*keys, "attack"], sort=False, dropna=False))) if lists is not None else {}
+    rows = []
+    for group, runs in attacks.groupby([*keys, "attack"], sort=False, dropna=False):
+        row = dict(zip([*keys, "attack"], group), reference=bool(runs["reference"].any()))
+        sample = by_list.get(group)
+        if sample is not None and {"auc", "auc_counterfactual"} <= set(sample):
+            sample = sample[np.isfinite(sample["leakage"])]
+        if sample is not None and len(sample) >= 2:
+            basis, source, leak = BASIS["list"], sample, sample["leakage"]
+            adv = sample["advantage_leakage"] if "advantage_leakage" in sample else pd.Series(dtype=float)
+        else:
+            source = runs
+            leak = runs["leakage"] if "leakage" in runs else (
+                runs["auc"] - runs["auc_counterfactual"] if {"auc", "auc_counterfactual"} <= set(runs) else
+                pd.Series(np.nan, index=runs.index))
+            adv = (runs["advantage"] - runs["advantage_counterfactual"]
+                   if {"advantage", "advantage_counterfactual"} <= set(runs) else pd.Series(dtype=float))
+            n = int(np.isfinite(leak.to_numpy(dtype=np.float64)).sum())
+            basis = BASIS["none"] if n == 0 else BASIS["single"] if n == 1 else BASIS["run"]
+        for col in ("auc", "auc_counterfactual"):
+            row[col] = float(source[col].mean()) if col in source else math.nan
+        _interval(row, "leakage", leak, confidence)
+        _interval(row, "advantage_leakage", adv, confidence)
+        room = 1.0 - row["auc_counterfactual"]
+        for end in ("", "_ci_low", "_ci_high"):
+            row[f"leakage_normalized{end}"] = row[f"leakage{end}"] / room if room > 0 else math.nan
+        for col in ("advantage", "advantage_counterfactual", *RUN_MEANS):
+            row[col] = float(runs[col].mean()) if col in runs else math.nan
+        row.update(p_leakage=greater_than_zero_p(leak), n_lists=int(np.isfinite(
+            np.asarray(leak, dtype=np.float64)).sum()), basis=basis)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def leakage_verdicts(table: pd.DataFrame, keys: list[str], *, min_effect: float = MIN_EFFECT,
+                     alpha: float = ALPHA) -> pd.DataFrame:
+    """One leakage verdict per ``keys`` group of a :func:`leakage_table`.
+
+    Returns
+    -------
+    DataFrame
+        ``keys``; ``leakage_verdict``; ``strongest_attack`` (informed attack with the largest
+        leakage) with its ``leakage``, interval, ``leakage_normalized``, ``auc``,
+        ``auc_counterfactual``, ``n_lists`` and ``basis``; ``decisive_attack`` and
+        ``p_adjusted`` (Holm) of the most significant informed attack; ``missable`` (the
+        largest upper bound over the informed attacks: how large a leak the run could have
+        missed); ``n_informed``; ``reason`` (why, in words, when the verdict cannot be
+        reached from the data).
+    """
+    out = []
+    if table.empty:
+        return pd.DataFrame()
+    for group, frame in table.groupby(keys, sort=False, dropna=False):
+        group = group if isinstance(group, tuple) else (group,)
+        informed = frame[~frame["reference"].astype(bool)]
+        row = dict(zip(keys, group), n_informed=len(informed), strongest_attack=None, decisive_attack=None,
+                   p_adjusted=math.nan, missable=math.nan, reason="")
+        measured = informed[np.isfinite(informed["leakage"].to_numpy(dtype=np.float64))]
+        if not measured.empty:
+            top = measured.loc[measured["leakage"].idxmax()]
+            row["strongest_attack"] = top["attack"]
+            for col in ("leakage", "leakage_ci_low", "leakage_ci_high", "leakage_normalized", "auc",
+                        "auc_counterfactual", "n_lists", "basis"):
+                row[col] = top[col]
+        p = informed["p_leakage"].to_numpy(dtype=np.float64)
+        tested = np.isfinite(p)
+        reject = False
+        if tested.any():
+            adjusted = holm(p[tested])
+            j = int(np.argmin(adjusted))
+            reject = bool(adjusted[j] < alpha)
+            row.update(p_adjusted=float(adjusted[j]), decisive_attack=informed["attack"].to_numpy()[tested][j])
+        highs = informed["leakage_ci_high"].to_numpy(dtype=np.float64)
+        if len(highs) and np.isfinite(highs).all():
+            row["missable"] = float(highs.max())
+        if reject:
+            verdict = "leaks"
+        elif np.isfinite(row["missable"]) and row["missable"] < min_effect:
+            verdict = "no measurable leakage"
+        else:
+            verdict = "inconclusive"
+            row["reason"] = ("no informed attack" if informed.empty else
+                             "no counterfactual scores in the results" if measured.empty else
+                             "no interval (one sample)" if not np.isfinite(highs).all() else
+                             f"upper bound {row['missable']:.3f} not below the minimum effect {min_effect:g}")
+        row["leakage_verdict"] = verdict
+        out.append(row)
+    return pd.DataFrame(out)

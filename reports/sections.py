@@ -1,0 +1,90 @@
+"""The report's sections after the summary, in reading order: each a builder from the computed
+results to a template-ready dict (or None when the results hold nothing for it). The plot
+registry (:data:`reports.plots.PLOTS`) keeps each plot's caption beside its plot; this registry
+does the same for tables and lists. A section may carry a CSV download (name and text).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+from reports.compare import CLAIM_CONTEXT
+from reports.claims import pooled_audits
+from reports.summary import verdict_sentences
+from reports.tables import (audit_table, epsilon_section, leakage_pivot, ordered, runs_summary,
+                            table_section)
+
+COMPARE_COLUMNS = ("defense", "data", "algo", "setting", "click_model", "threat_model", "attack", "n",
+                   "auc", "auc_counterfactual", "leakage", "leakage_normalized", "advantage",
+                   "tpr_at_fpr_0_01", "n_lists", "leakage_verdict", "f1", "ndcg10", "ndcg10_delta")
+
+
+@dataclass(frozen=True)
+class Results:
+    """What every section reads: the store's tables, the comparison and the verdicts."""
+
+    tables: dict[str, pd.DataFrame]
+    table: pd.DataFrame  # reports.compare.compare rows, ordered
+    verdicts: pd.DataFrame  # reports.compare.verdicts rows
+
+
+def _csv(name: str, df: pd.DataFrame) -> dict:
+    return {"name": name, "text": df.to_csv(index=False)}
+
+
+def leakage_section(r: Results) -> dict | None:
+    return leakage_pivot(r.table) if not r.table.empty else None
+
+
+def comparison_section(r: Results) -> dict | None:
+    if r.table.empty:
+        return None
+    shown = r.table[[c for c in COMPARE_COLUMNS if c in r.table.columns]
+                    + [f"{m}_ci_{e}" for m in ("leakage", "leakage_normalized", "f1", "ndcg10_delta")
+                       for e in ("low", "high") if f"{m}_ci_{e}" in r.table.columns]]
+    return table_section("Privacy-utility comparison", shown,
+                         "Mean [95 % CI]: AUC of each attack against the real and the counterfactual "
+                         "clicks, their difference (leakage, per list) and normalized leakage "
+                         "(leakage / (1 - counterfactual AUC)); advantage (TPR - FPR at the attack's own "
+                         "decisions) and TPR at 1 % FPR, means over runs; F1 for reference only (it "
+                         "moves with the guess rate). compare.csv has every column, including the "
+                         "tests and the claim verdicts.",
+                         group=("defense", "click_model"), download=_csv("compare.csv", r.table))
+
+
+def verdict_section(r: Results) -> dict | None:
+    if r.verdicts.empty:
+        return None
+    return {"kind": "list", "title": "Verdict details", "items": verdict_sentences(r.verdicts),
+            "collapsed": len(r.verdicts) > 6, "download": _csv("verdicts.csv", r.verdicts),
+            "note": "One sentence per defense and context: the leakage verdict with its test, and the "
+                    "claim verdict with the pooled audit (see Methods)."}
+
+
+def audit_section(r: Results) -> dict | None:
+    audits = r.tables.get("audits")
+    keys = ["defense"] + [k for k in CLAIM_CONTEXT if audits is not None and k in audits.columns]
+    pooled = pooled_audits(audits, keys)
+    if pooled.empty:
+        return None
+    return table_section("Epsilon audits", ordered(audit_table(pooled), ("defense",)),
+                         "Claimed epsilon and its scope next to the audited lower bound, pooled over runs "
+                         "(summed error counts; never the largest per-run bound). A bound followed by "
+                         "'limit of N trials' rests on zero errors: more trials would raise it, so it is "
+                         "not a measurement of the mechanism. inf: no finite claim or estimate.")
+
+
+def epsilon_table_section(r: Results) -> dict | None:
+    return epsilon_section(r.tables.get("epsilon"))
+
+
+def runs_sections(r: Results) -> list[dict]:
+    counts, failed = runs_summary(r.tables.get("runs", pd.DataFrame()))
+    return [table_section(title, frame, keep=tuple(frame.columns))
+            for title, frame in (("Runs", counts), ("Failed runs", failed)) if not frame.empty]
+
+
+SECTIONS = (leakage_section, comparison_section, verdict_section, audit_section, epsilon_table_section,
+            runs_sections)

@@ -1,0 +1,185 @@
+"""Report tables as template-ready dicts: text cells with intervals folded in, columns that are
+the same in every row moved to the caption, repeated keys blanked, the strongest attack in bold.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from reports.claims import bound_text
+from reports.compare import ci_text, with_ci
+
+HEADERS = {  # column name -> table header
+    "click_model": "click model", "threat_model": "threat model", "n": "runs", "f1": "F1",
+    "ndcg10": "nDCG@10", "ndcg10_delta": "ΔnDCG@10 vs none", "claimed_epsilon": "claimed ε",
+    "claimed_delta": "claimed δ", "claimed_scope": "claimed scope", "audited_scope": "audited on",
+    "epsilon_lb": "audited ε lower bound", "epsilon_point": "ε point estimate", "n_trials": "trials",
+    "fpr": "FPR", "fnr": "FNR", "epsilon": "ε", "theoretical": "theoretical bound", "auc": "AUC",
+    "auc_counterfactual": "AUC counterfactual", "leakage": "leakage (AUC)",
+    "leakage_normalized": "leakage normalized", "advantage": "advantage",
+    "tpr_at_fpr_0_01": "TPR at FPR 1 %", "n_lists": "lists", "leakage_verdict": "leakage verdict",
+    "claim_verdict": "claim verdict", "runs_pooled": "runs pooled", "tightness": "tightness (lb / claim)",
+    "audit_attack": "audit attack",
+}
+
+
+def ordered(df: pd.DataFrame, cols) -> pd.DataFrame:
+    """Stable sort by ``cols``, each in the order its values first appear (groups rows of a
+    defense together without reordering defenses, click models or attacks)."""
+    cols = [c for c in cols if c in df.columns]
+    if not cols or df.empty:
+        return df
+    ranks = {f"_rank_{c}": df[c].map({v: i for i, v in enumerate(dict.fromkeys(df[c]))}) for c in cols}
+    return df.assign(**ranks).sort_values(list(ranks), kind="stable").drop(columns=list(ranks))
+
+
+COLLAPSE_ROWS = 20  # longer tables and lists are folded (<details>) in the HTML
+
+
+def cell(text, bold: bool = False) -> dict:
+    return {"t": str(text), "b": bool(bold), "g": False}
+
+
+def group_rows(rows: list[list[dict]], n_keys: int) -> list[list[dict]]:
+    """Blank the leading key cells that repeat the row above (up to the first that changes)
+    and mark the rows where the first key changes (``g``: a separator above the row)."""
+    if n_keys == 0:
+        return rows
+    previous = None
+    for row in rows:
+        keys = [c["t"] for c in row[:n_keys]]
+        if previous is not None:
+            same = 0
+            while same < n_keys and keys[same] == previous[same]:
+                row[same]["t"] = ""
+                same += 1
+            if same == 0:
+                for c in row:
+                    c["g"] = True
+        previous = keys
+    return rows
+
+
+def constants(df: pd.DataFrame, keep=()) -> tuple[pd.DataFrame, list[tuple[str, str]]]:
+    """Split off the columns whose value is the same in every row (and not in ``keep``)."""
+    if len(df) < 2:
+        return df, []
+    const = [c for c in df.columns if c not in keep and df[c].astype(str).nunique() == 1]
+    pairs = [(HEADERS.get(c, c), str(df[c].iloc[0]) or "n/a") for c in const]
+    return df.drop(columns=const), pairs
+
+
+def table_section(title: str, df: pd.DataFrame, note: str = "", keep=("defense",), group=(),
+                  download: dict | None = None) -> dict:
+    """A report table: text cells (CIs folded in), constant columns moved to the caption,
+    repeats of the leading ``group`` columns blanked."""
+    text = with_ci(df) if not df.empty else df
+    text, consts = constants(text, keep)
+    lead = 0
+    while lead < len(group) and lead < len(text.columns) and text.columns[lead] == group[lead]:
+        lead += 1
+    rows = group_rows([[cell(v) for v in row] for row in text.itertuples(index=False)], lead)
+    return {"kind": "table", "title": title, "note": note, "constants": consts, "download": download,
+            "columns": [HEADERS.get(str(c), str(c)) for c in text.columns], "rows": rows,
+            "collapsed": len(rows) > COLLAPSE_ROWS}
+
+
+def _epsilon_table(eps: pd.DataFrame | None) -> pd.DataFrame:
+    if eps is None or eps.empty:
+        return pd.DataFrame()
+    cols = [c for c in eps.columns if c != "run_key"]
+    keys = [c for c in ("click_model", "levels", "length", "p") if c in cols]
+    return eps[cols].drop_duplicates(subset=keys or None).reset_index(drop=True)
+
+
+def epsilon_section(eps: pd.DataFrame | None) -> dict | None:
+    """FOLtR-ES epsilon by enumeration: p rows x click-model columns when that is a clean
+    pivot (one value per cell, the bound independent of the click model), else long."""
+    frame = _epsilon_table(eps)
+    if frame.empty:
+        return None
+    title = "FOLtR-ES epsilon by enumeration"
+    note = "Epsilon of the randomized-response click perturbation, by exact enumeration."
+    body, consts = constants(with_ci(frame), keep=("click_model", "p", "epsilon"))
+    keys = [c for c in body.columns if c not in ("click_model", "epsilon", "theoretical")]
+    pivotable = {"click_model", "p", "epsilon"} <= set(body.columns) and set(keys) <= {
+        "levels", "length", "p"} and not body.duplicated(
+        [*keys, "click_model"]).any() and ("theoretical" not in body or
+                                           body.groupby(keys)["theoretical"].nunique().max() == 1)
+    if not pivotable:
+        return table_section(title, frame, note, keep=())
+    clicks = list(dict.fromkeys(body["click_model"]))
+    wide = body.set_index([*keys, "click_model"])["epsilon"].unstack("click_model")[clicks]
+    if "theoretical" in body:
+        wide["theoretical"] = body.groupby(keys, sort=False)["theoretical"].first()
+    wide = wide.reset_index()
+    return {"kind": "table", "title": title, "note": note, "constants": consts, "download": None,
+            "collapsed": len(wide) > COLLAPSE_ROWS, "columns": [HEADERS.get(k, k) for k in keys] + [f"ε ({c})" for c in clicks]
+                       + (["theoretical bound"] if "theoretical" in body else []),
+            "rows": [[cell("" if pd.isna(v) else v) for v in row] for row in wide.itertuples(index=False)]}
+
+
+def runs_summary(runs: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Run counts per campaign and status, and the failed runs with their errors."""
+    if runs.empty:
+        return pd.DataFrame(), pd.DataFrame()
+    counts = runs.groupby(["campaign", "status"], dropna=False).size().rename("runs").reset_index()
+    failed = runs.loc[runs["status"] == "failed", ["run_key", "campaign", "error"]]
+    return counts, failed
+
+
+
+
+def leakage_pivot(table: pd.DataFrame) -> dict | None:
+    """Attack rows x click-model columns of leakage (mean [CI]); the strongest informed attack
+    of each defense and click model in bold; reference attacks marked."""
+    if table.empty or "click_model" not in table.columns or table["leakage"].isna().all():
+        return None
+    clicks = list(dict.fromkeys(table["click_model"]))
+    rowkeys = ["defense"] + [c for c in ("data", "algo", "setting", "threat_model")
+                             if c in table.columns and table[c].nunique(dropna=False) > 1] + ["attack"]
+    const = [(HEADERS.get(c, c), str(table[c].iloc[0])) for c in ("data", "algo", "threat_model")
+             if c in table.columns and c not in rowkeys]
+    informed = ~table["reference"].astype(bool)
+    best = set()
+    for _, sel in table[informed & table["leakage"].notna()].groupby(
+            [k for k in rowkeys if k != "attack"] + ["click_model"], sort=False, dropna=False):
+        best.add(sel["leakage"].idxmax())
+    rows = []
+    for key, sel in table.groupby(rowkeys, sort=False, dropna=False):
+        by_click = {r["click_model"]: (i, r) for i, r in sel.iterrows()}
+        key = list(key if isinstance(key, tuple) else (key,))
+        if bool(sel["reference"].any()):
+            key[-1] = f"{key[-1]} (reference)"
+        cells = [cell(k) for k in key]
+        for click in clicks:
+            if click not in by_click:
+                cells.append(cell(""))
+                continue
+            i, r = by_click[click]
+            cells.append(cell(ci_text(r["leakage"], r["leakage_ci_low"], r["leakage_ci_high"]), i in best))
+        rows.append(cells)
+    rows = group_rows(rows, len(rowkeys) - 1)
+    bases = ", ".join(sorted({str(b) for b in table["basis"].dropna()}))
+    return {"kind": "table", "title": "Leakage by defense and click model", "constants": const,
+            "download": None, "collapsed": False,
+            "note": "AUC of each attack against the real clicks minus its AUC against counterfactual "
+                    "clicks (same click model, same list, same message), mean [95 % CI] over lists "
+                    f"pooled over seeds and folds ({bases}). 0: the attack learns nothing from the "
+                    "message. Bold: the strongest informed attack under that defense and click model.",
+            "columns": [HEADERS.get(k, k) for k in rowkeys] + [f"leakage ({c})" for c in clicks],
+            "rows": rows}
+
+
+def audit_table(pooled: pd.DataFrame) -> pd.DataFrame:
+    """Pooled epsilon audits as shown: the bound in words (trial limits named), the verdict."""
+    if pooled.empty:
+        return pd.DataFrame()
+    out = pooled.assign(epsilon_lb=[bound_text(lb, lim, n) for lb, lim, n in zip(
+        pooled["epsilon_lb"], pooled["trial_limited"], pooled["n_trials"])])
+    if "mechanism" in out and (out["mechanism"] == out["defense"]).all():
+        out = out.drop(columns="mechanism")  # the defense's own mechanism: says nothing new
+    first = [c for c in ("defense", "claim_verdict", "claimed_epsilon", "claimed_scope", "audited_scope",
+                         "epsilon_lb", "tightness", "epsilon_point", "attack", "test", "neighbours", "runs",
+                         "n_trials", "fp", "fn") if c in out.columns]
+    return out[first].rename(columns={"attack": "audit_attack", "runs": "runs_pooled"})
