@@ -350,8 +350,6 @@ class Bayes:
     def __init__(self, algorithm: Any = None, noise: NoiseModel | None = None, prior: str = "click-model"):
         if prior not in PRIORS:
             raise FltrError(f"--attack bayes: prior must be one of {', '.join(PRIORS)}, got {prior!r}")
-        if algorithm is None:
-            raise FltrError("--attack bayes: needs the audited algorithm (its learning rate and click model)")
         self.algorithm = algorithm
         self.noise = noise if noise is not None else NoiseModel()
         self.prior = prior
@@ -359,6 +357,8 @@ class Bayes:
     # -- entry point ------------------------------------------------------------------------
     def guess(self, view: ServerView) -> Guess:
         require_shown(view, self.name)
+        if self.algorithm is None:
+            raise FltrError("--attack bayes: needs the audited algorithm (its learning rate and click model)")
         algo = getattr(self.algorithm, "name", "")
         if view.messages is not None and view.messages.metric is not None:
             return self._guess_metric(view)
@@ -512,7 +512,7 @@ class Bayes:
         flat = shown.reshape(n * B, k)
         vectors, prior = self._candidates(view, flat)
         first = np.where(vectors.any(-1), np.argmax(vectors, axis=-1), -1)
-        value = np.where(first >= 0, 1.0 / (first + 1.0), 0.0)               # MaxRR of each candidate (C,)
+        value = (first >= 0) / (np.maximum(first, 0) + 1.0)             # MaxRR of each candidate (C,)
         received = metric.reshape(-1)[:, None]
         same = np.isclose(received, value[None, :], rtol=1e-9, atol=1e-12)
         if self.noise.kind == "rr":

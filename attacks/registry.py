@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from attacks.bayes import Bayes
 from attacks.foltr_decode import FoltrDecode, SeedReplay
 from attacks.heuristics import Heuristic
 from attacks.olsr import OLSR
@@ -25,7 +26,10 @@ _FACTORIES: dict[str, Callable[..., Attack]] = {
     "distance-as-published": lambda **p: Heuristic("distance", as_published=True, **p),
     "foltr-decode": lambda k=10, **p: FoltrDecode(k=k, **p),
     "seed-replay": lambda algorithm=None, **p: SeedReplay(algorithm, **p),
+    "bayes": lambda algorithm=None, noise=None, **p: Bayes(algorithm, noise, **p),
 }
+NEEDS = {"bayes": ("algorithm", "noise")}
+"""What the composition root passes an attack beyond its own parameters (PLAN: AttackSpec.needs)."""
 ATTACKS = tuple(_FACTORIES)
 """Every attack name, in the order reports list them."""
 
@@ -35,7 +39,7 @@ def make_attack(name: str, **params: Any) -> Attack:
 
     ``olsr`` / ``olsr-t`` / ``olsr-l1``: ``target`` ("update" | "weights"), ``global_regressor``
     (default True); ``olsr-t`` also ``alpha`` (default 0.05); heuristics: ``threshold`` (distance, default 5); ``random3`` /
-    ``random4``: ``seed``. FltrError naming ``--attack`` for an unknown name or parameter.
+    ``random4``: ``seed``; ``bayes``: ``algorithm``, ``noise`` (an ``attacks.bayes.NoiseModel``), ``prior``. FltrError naming ``--attack`` for an unknown name or parameter.
     """
     if name not in _FACTORIES:
         raise FltrError(f"--attack: unknown attack {name!r} (choose from {', '.join(ATTACKS)})")

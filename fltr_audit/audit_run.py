@@ -227,10 +227,48 @@ def _attack_params(name: str, config: dict, algorithm: Any) -> dict:
         return {"algorithm": algorithm}
     if name == "foltr-decode":
         return {"k": algorithm.k}
+    if name == "bayes":
+        return {"algorithm": algorithm, "noise": noise_model(parse_defense(config["defense"]))}
     if name.startswith("distance"):
         # Pham's threshold 5 is half of a 10-document list; FedIPS shows K = 5
         return {"threshold": algorithm.k // 2}
     return {}
+
+
+def noise_model(stack: DefenseStack) -> Any:
+    """The ``attacks.bayes.NoiseModel`` of a defense stack: its clipping steps in order and its
+    one noise mechanism (FltrError naming the defense when ``bayes`` has no likelihood for it)."""
+    from attacks.bayes import ClipStep, NoiseModel
+    from defenses.clipping import Clip
+    from defenses.dp_distributed import DistributedLaplace
+    from defenses.dp_gaussian import Gaussian
+    from defenses.dp_local import LocalLaplace
+    from defenses.randomized_response import RandomizedResponse
+
+    clips: list = []
+    noise: dict = {}
+    for d in stack.client:
+        if isinstance(d, Clip):
+            clips.append(ClipStep(d.delta / 2, d.of, "l2"))
+            continue
+        if noise:
+            raise FltrError(f"--attack bayes: defense {stack.name!r} stacks two noise mechanisms; "
+                            "bayes has a likelihood for one")
+        if isinstance(d, DistributedLaplace):
+            clips.append(ClipStep(d.delta / 2, "weights", "l2"))
+            noise = {"kind": "gamma-difference", "scale": d.scale}
+        elif isinstance(d, LocalLaplace):
+            clips.append(ClipStep(d.delta / 2, "update", d.norm))
+            noise = {"kind": "laplace", "scale": d.scale}
+        elif isinstance(d, Gaussian):
+            clips.append(ClipStep(d.clip, "update", "l2"))
+            noise = {"kind": "gaussian", "scale": d.std}
+        elif isinstance(d, RandomizedResponse):
+            noise = {"kind": "rr", "scale": d.p, "values": tuple(float(v) for v in d.values)}
+        else:
+            raise FltrError(f"--attack bayes: no likelihood for defense {d.name!r} (supported: clip, "
+                            "dp-local-laplace, dp-gaussian, dp-distributed, rr, secagg)")
+    return NoiseModel(clips=tuple(clips), defense=stack.name, **noise)
 
 
 def _final_ndcg(config: dict, splits: Any, result: TrainResult) -> tuple[float, float]:

@@ -180,3 +180,90 @@ def test_bayes_refuses_secure_aggregation_of_many_and_fedips():
         click_model = None
     with pytest.raises(FltrError, match="--attack bayes.*supported"):
         Bayes(FedIPSLike()).guess(_round()[1].view)
+
+
+def test_noise_model_of_defense_stacks():
+    from defenses.stack import parse_defense
+    from fltr_audit.audit_run import noise_model
+
+    nm = noise_model(parse_defense("clip(delta=5)+dp-distributed(eps=4.5)"))
+    assert nm.kind == "gamma-difference" and nm.scale == pytest.approx(5 / 4.5)
+    assert nm.clips == (ClipStep(2.5, "weights", "l2"), ClipStep(2.5, "weights", "l2"))
+    nm = noise_model(parse_defense("dp-gaussian(sigma=1,clip=1)"))
+    assert (nm.kind, nm.scale, nm.clips) == ("gaussian", 1.0, (ClipStep(1.0, "update", "l2"),))
+    nm = noise_model(parse_defense("dp-local-laplace(eps=4.5)+secagg"))
+    assert (nm.kind, nm.clips[0].norm) == ("laplace", "l1")
+    assert noise_model(parse_defense("none")).kind == "none"
+    assert noise_model(parse_defense("rr(p=0.9)")).values[-1] == 1.0
+    with pytest.raises(FltrError, match="--attack bayes"):
+        noise_model(parse_defense("dp-local-laplace+dp-gaussian"))
+
+
+def test_bayes_equals_brute_force_under_dp_distributed_share_and_weight_clip():
+    from defenses.dp_distributed import DistributedLaplace
+    from defenses.stack import parse_defense
+    from fltr_audit.audit_run import noise_model
+
+    stack = parse_defense("clip(delta=1)+dp-distributed(eps=4.5)")
+    algo, batch = _round(defenses=stack.client, scale=0.5)
+    noise = noise_model(stack)
+    a, lam = 1.0 / len(batch.view.participants), stack.client[1].scale
+
+    def loglik(u, v, g):
+        w = g + u
+        for _ in range(2):
+            w = w * min(1.0, 0.5 / np.linalg.norm(w))
+        r = v - (w - g)
+        x = np.maximum(np.abs(r), 1e-12 * np.abs(v + g).max())
+        return ((2 * a - 1) * np.log(x) - x / lam).sum()
+
+    guess = Bayes(algo, noise).guess(batch.view)
+    np.testing.assert_allclose(guess.score[:, 0], _brute_force(algo, batch.view, loglik), atol=1e-9)
+    assert isinstance(stack.client[1], DistributedLaplace)
+
+
+def test_gamma_difference_approximation_tracks_the_exact_density():
+    """The approximate log-density differs from the exact Bessel-K density by less than
+    a |log|x|| + O(1) over the range that matters (a = 1/n)."""
+    from scipy.special import gammaln, kve
+
+    a, lam = 0.01, 1.0
+    x = np.logspace(-12, 1, 200)
+    v = a - 0.5
+    exact = (a - 0.5) * np.log(x) + np.log(kve(v, x / lam)) - x / lam - (
+        0.5 * np.log(np.pi) + gammaln(a) + (a - 0.5) * np.log(2) + (a + 0.5) * np.log(lam))
+    approx = (2 * a - 1) * np.log(x) - x / lam
+    diff = exact - approx
+    assert np.ptp(diff) < a * np.abs(np.log(x)).max() + 1.0
+
+
+def test_bayes_foltr_metric_equals_brute_force_under_rr():
+    from defenses.randomized_response import RandomizedResponse
+    from fltr_audit.algorithms.foltr_es import FOLtRES
+    from fltr_audit import metrics
+
+    rng = np.random.default_rng(5)
+    data = _data(30, (6, 9), 5, rng)
+    model = cascade_model("navigational", 3)
+    algo = FOLtRES(make_ranker("linear", 5), model, k=5, antithetic=False)
+    rr = RandomizedResponse(p=0.7, values=tuple(metrics.max_rr(np.eye(6, 5, dtype=bool)).tolist()))
+    batch = probe(algo, rng.normal(size=5), data, seed=1, cohort_size=30, client_defenses=(rr,))[0]
+    noise = NoiseModel("rr", 0.7, values=tuple(rr.values))
+    guess = Bayes(algo, noise).guess(batch.view)
+    view = batch.view
+    for i in range(5):
+        shown = view.interactions.shown[i, 0]
+        labels = np.where(shown >= 0, data.labels[np.maximum(shown, 0)], -1)
+        post, cands = [], []
+        for bits in itertools.product([False, True], repeat=5):
+            c = np.array(bits)
+            p = _ccm_prob(model, labels, c)
+            if p == 0:
+                continue
+            true = metrics.max_rr(c[None, :])[0]
+            lik = 0.7 if np.isclose(true, view.messages.metric[i, 0]) else 0.3 / (len(rr.values) - 1)
+            post.append(p * lik)
+            cands.append(c)
+        post = np.array(post)
+        expected = (post[:, None] * np.array(cands)).sum(0) / post.sum()
+        np.testing.assert_allclose(guess.score[i, 0][shown >= 0], expected[shown >= 0], atol=1e-12)
