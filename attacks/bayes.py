@@ -255,7 +255,7 @@ def _gaussian_std(noise: NoiseModel, observed: np.ndarray) -> np.ndarray:
     if noise.kind == "gaussian":
         return np.full(len(observed), noise.scale)
     norm = np.sqrt((observed * observed).sum(-1))
-    return np.maximum(EXACT_RTOL * norm, 1e-300)
+    return np.maximum(EXACT_RTOL * norm, 1e-100)
 
 
 def single_list_loglik(noise: NoiseModel, g: np.ndarray, J: np.ndarray, coef: np.ndarray, observed: np.ndarray,

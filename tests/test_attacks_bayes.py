@@ -267,3 +267,11 @@ def test_bayes_foltr_metric_equals_brute_force_under_rr():
         post = np.array(post)
         expected = (post[:, None] * np.array(cands)).sum(0) / post.sum()
         np.testing.assert_allclose(guess.score[i, 0][shown >= 0], expected[shown >= 0], atol=1e-12)
+
+
+def test_bayes_scores_are_finite_when_an_update_is_zero():
+    algo, batch = _round(click="perfect", n=30, seed=7)
+    view = batch.view
+    zero = view.messages.replace(vector=np.broadcast_to(view.global_params, view.messages.vector.shape).copy())
+    guess = Bayes(algo).guess(__import__("dataclasses").replace(view, messages=zero))
+    assert np.isfinite(guess.score[view.interactions.mask]).all()
