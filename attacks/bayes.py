@@ -51,7 +51,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy.special import expit, logsumexp
+from scipy.special import expit
 
 from attacks.view import client_updates, require_shown
 from fltr_audit import plackett_luce
@@ -124,25 +124,34 @@ def cascade_log_prior(click_prob: np.ndarray, stop_prob: np.ndarray, labels: np.
                       vectors: np.ndarray) -> np.ndarray:
     """``log P(c)`` of every click vector under the CCM, shape (..., C) for labels (..., k).
 
-    Forward over positions with two states: still scanning (mass ``alive``) or stopped after
-    a click (``stopped``, which admits no further click). A click at i takes ``alive * c_i``
-    and splits it into stopped (``s_i``) and scanning (``1 - s_i``); no click keeps the
-    scanning mass times ``1 - c_i``. Empty slots (label -1) are never clicked.
+    With L the last click of c, the user clicked and went on at every click above L, skipped
+    every unclicked position above L, clicked L and then stopped or went on without a click:
+    ``P(c) = prod_{i<L} [c_i (1 - s_i) | 1 - c_i] * c_L * (s_L + (1 - s_L) prod_{j>L} (1 - c_j))``;
+    without a click ``prod_j (1 - c_j)``. So ``log P`` is a sum of per-position terms picked by
+    fixed indicator matrices of the candidates: three GEMMs. Empty slots (label -1) are never
+    clicked; impossible vectors get -inf.
     """
     labels = np.asarray(labels)
     empty = labels < 0
     lab = np.where(empty, 0, labels)
-    c = np.where(empty, 0.0, np.asarray(click_prob)[lab])[..., None, :]          # (..., 1, k)
-    s = np.where(empty, 0.0, np.asarray(stop_prob)[lab])[..., None, :]
-    shape = labels.shape[:-1] + (len(vectors),)
-    alive, stopped = np.ones(shape), np.zeros(shape)
-    for i in range(labels.shape[-1]):
-        hit = vectors[:, i]
-        clicked = alive * c[..., i]
-        alive = np.where(hit, clicked * (1.0 - s[..., i]), alive * (1.0 - c[..., i]))
-        stopped = np.where(hit, clicked * s[..., i], stopped)
+    c = np.where(empty, 0.0, np.asarray(click_prob)[lab])
+    s = np.where(empty, 0.0, np.asarray(stop_prob)[lab])
+    k = labels.shape[-1]
+    tail = np.ones(labels.shape[:-1] + (k + 1,))                          # prod_{j >= m} (1 - c_j)
+    for m in range(k - 1, -1, -1):
+        tail[..., m] = tail[..., m + 1] * (1.0 - c[..., m])
     with np.errstate(divide="ignore"):
-        return np.log(alive + stopped)
+        go_on = np.log(c) + np.log1p(-s)
+        skip = np.log1p(-c)
+        end = np.log(c) + np.log(s + (1.0 - s) * tail[..., 1:])
+    big = -1e30                                                           # log 0 that GEMMs can carry
+    go_on, skip, end = (np.maximum(x, big) for x in (go_on, skip, end))
+    any_click = vectors.any(-1)
+    last = np.where(any_click, k - 1 - np.argmax(vectors[:, ::-1], axis=-1), k)
+    above = np.arange(k)[None, :] < last[:, None]
+    out = (go_on @ (vectors & above).T.astype(np.float64) + skip @ (~vectors & above).T.astype(np.float64)
+           + end @ (np.arange(k)[None, :] == last[:, None]).T.astype(np.float64))
+    return np.where(out < big / 2, -np.inf, out)
 
 
 def log_prior(prior: str, click_model: Any, labels: np.ndarray, vectors: np.ndarray) -> np.ndarray:
@@ -199,12 +208,28 @@ def pairwise_weights(shown_scores: np.ndarray, log_dens: np.ndarray, mask: np.nd
     return W
 
 
-def candidate_coefficients(W: np.ndarray, vectors: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    """``coef[n, c] = c * (W neg) - neg * (W c)``: the PDGD gradient coefficients (Eq. 5) of
-    every candidate vector (C, k) on every list (n, k, k); shape (n, C, k)."""
-    clicks = vectors[None, :, :].astype(np.float64)
-    neg = (examined_unclicked(vectors)[None, :, :] & mask[:, None, :]).astype(np.float64)
-    return clicks * (neg @ W) - neg * (clicks @ W)
+def pair_sign_tensor(vectors: np.ndarray) -> np.ndarray:
+    """``T[a, b, c] = clicks_c[a] neg_c[b] - neg_c[a] clicks_c[b]`` (k, k, C): with it the PDGD
+    coefficients of candidate c are ``coef[a] = sum_b W[a, b] T[a, b, c]`` (Eq. 5)."""
+    clicks = vectors.T.astype(np.float64)                                  # (k, C)
+    neg = examined_unclicked(vectors).T.astype(np.float64)
+    return clicks[:, None, :] * neg[None, :, :] - neg[:, None, :] * clicks[None, :, :]
+
+
+def candidate_coefficients(W: np.ndarray, T: np.ndarray, left: np.ndarray | None = None) -> np.ndarray:
+    """The PDGD gradient coefficients (Eq. 5) of every candidate on every list, (n, k, C), from
+    the pair weights W (n, k, k) -- zero on empty slots, so no mask is needed -- and
+    ``pair_sign_tensor`` T (k, k, C); with ``left`` (n, r, k), the products ``left @ coef``
+    (n, r, C) instead. Either way one GEMM: ``Q[n, j, (a, b)] = left[n, j, a] W[n, a, b]`` times
+    T as a (k^2, C) matrix (``left`` = identity gives the coefficients themselves)."""
+    n, k, _ = W.shape
+    if left is None:
+        Q = np.zeros((n, k, k, k))
+        Q[:, np.arange(k), np.arange(k), :] = W
+    else:
+        Q = left[:, :, :, None] * W[:, None, :, :]
+    r = Q.shape[1]
+    return (Q.reshape(n * r, k * k) @ T.reshape(k * k, -1)).reshape(n, r, -1)
 
 
 def _clip_scalars(clips: tuple[ClipStep, ...], gg: np.ndarray, gu: np.ndarray, uu: np.ndarray
@@ -258,30 +283,30 @@ def _gaussian_std(noise: NoiseModel, observed: np.ndarray) -> np.ndarray:
     return np.maximum(EXACT_RTOL * norm, 1e-100)
 
 
-def single_list_loglik(noise: NoiseModel, g: np.ndarray, J: np.ndarray, coef: np.ndarray, observed: np.ndarray,
-                       lr: float, cohort: int) -> np.ndarray:
-    """``log p(observed update | candidate)`` for candidates with raw update ``lr * coef @ J``.
+def single_list_loglik(noise: NoiseModel, g: np.ndarray, J: np.ndarray, W: np.ndarray, T: np.ndarray,
+                       observed: np.ndarray, lr: float, cohort: int) -> np.ndarray:
+    """``log p(observed update | candidate)`` (n, C) for candidates with raw update ``lr * coef^T J``.
 
     Parameters
     ----------
     g : ndarray (P,)
     J : ndarray (n, k, P)
         Score gradients of the shown documents at g.
-    coef : ndarray (n, C, k)
+    W, T : the pair weights (n, k, k) and ``pair_sign_tensor`` (k, k, C) (the coefficients)
     observed : ndarray (n, P)
         The observed updates (message minus g).
     """
-    gram = noise.kind in ("none", "gaussian") and all(s.norm == "l2" for s in noise.clips)
-    if gram:
-        return _gram_loglik(noise, g, J, coef, observed, lr)
-    n, C, k = coef.shape
+    if noise.kind in ("none", "gaussian") and all(s.norm == "l2" for s in noise.clips):
+        return _gram_loglik(noise, g, J, W, T, observed, lr)
+    coef = candidate_coefficients(W, T)
+    n, k, C = coef.shape
     P = J.shape[-1]
     out = np.empty((n, C))
     step = max(1, CHUNK_ELEMENTS // (C * P))
     floor = GAMMA_FLOOR * np.maximum(np.abs(observed + g).max(-1), 1e-300)
     for s in range(0, n, step):
         part = slice(s, s + step)
-        u = lr * (coef[part] @ J[part])                                       # (m, C, P)
+        u = lr * (np.swapaxes(coef[part], 1, 2) @ J[part])                   # (m, C, P)
         if noise.clips:
             u = _clip_full(noise.clips, g, u)
         r = observed[part, None, :] - u
@@ -293,19 +318,22 @@ def single_list_loglik(noise: NoiseModel, g: np.ndarray, J: np.ndarray, coef: np
     return out
 
 
-def _gram_loglik(noise: NoiseModel, g: np.ndarray, J: np.ndarray, coef: np.ndarray, observed: np.ndarray,
-                 lr: float) -> np.ndarray:
-    """The Gaussian / exact-match log-likelihood in the k-dimensional span of the shown
+def _gram_loglik(noise: NoiseModel, g: np.ndarray, J: np.ndarray, W: np.ndarray, T: np.ndarray,
+                 observed: np.ndarray, lr: float) -> np.ndarray:
+    """The Gaussian / exact-match log-likelihood (n, C) in the k-dimensional span of the shown
     documents' gradients, without cancellation: with ``v = J^T a_v + e_v`` and
     ``g = J^T a_g + e_g`` (least squares, e orthogonal to the span), the residual of a candidate
     whose clipped weights are ``alpha g + beta u`` is ``J^T d + e_v - (alpha - 1) e_g`` with
-    ``d = a_v - (alpha - 1) a_g - beta lr coef``, so ``||r||^2 = d G d + ||e_v - (alpha-1) e_g||^2``
-    (G = J J^T); the exact candidate's d is at rounding level, not the difference of two large
-    numbers."""
+    ``d = a_v - (alpha - 1) a_g - beta lr coef``, so ``||r||^2 = ||M^T d||^2 + ||e_v - (alpha-1) e_g||^2``
+    with ``G = J J^T = M M^T`` (M = V sqrt(Lambda)); the exact candidate's d is at rounding
+    level, not the difference of two large numbers. ``M^T coef`` and ``(J g) . coef`` of all
+    candidates come out of one GEMM (``candidate_coefficients`` with ``left``)."""
     G = J @ np.swapaxes(J, 1, 2)                                              # (n, k, k)
     lam, V = np.linalg.eigh(G)
     keep = lam > 1e-12 * np.maximum(lam.max(-1, keepdims=True), 1e-300)
     inv = np.where(keep, 1.0 / np.where(keep, lam, 1.0), 0.0)
+    Mt = np.swapaxes(V * np.sqrt(np.where(keep, lam, 0.0))[:, None, :], 1, 2)   # M^T (n, k, k)
+    k = Mt.shape[1]
 
     def project(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         Jx = np.einsum("nkp,np->nk", J, x)
@@ -313,23 +341,34 @@ def _gram_loglik(noise: NoiseModel, g: np.ndarray, J: np.ndarray, coef: np.ndarr
         return a, x - np.einsum("nk,nkp->np", a, J)
 
     a_v, e_v = project(observed)
-    a_g, e_g = project(np.broadcast_to(g, observed.shape))
-    ee, eg, gge = ((e_v * e_v).sum(-1), (e_v * e_g).sum(-1), (e_g * e_g).sum(-1))
-    uu = lr * lr * np.einsum("nck,nck->nc", coef @ G, coef)
-    gu = lr * np.einsum("nck,nk->nc", coef, J @ g)
-    alpha, beta = _clip_scalars(noise.clips, float(g @ g), gu, uu)
-    a1 = alpha - 1.0
-    d = a_v[:, None, :] - a1[..., None] * a_g[:, None, :] - (beta * lr)[..., None] * coef
-    rr = np.einsum("nck,nck->nc", d @ G, d) + ee[:, None] - 2 * a1 * eg[:, None] + a1 * a1 * gge[:, None]
+    left = np.concatenate([Mt, (J @ g)[:, None, :]], axis=1) if noise.clips else Mt
+    R = candidate_coefficients(W, T, left)                                   # (n, k [+1], C)
+    dM = R[:, :k]
+    if noise.clips:
+        a_g, e_g = project(np.broadcast_to(g, observed.shape))
+        uu = lr * lr * np.einsum("nkc,nkc->nc", dM, dM)
+        alpha, beta = _clip_scalars(noise.clips, float(g @ g), lr * R[:, k], uu)
+        a1 = alpha - 1.0
+        dM *= -(beta * lr)[:, None, :]
+        dM += (Mt @ a_v[:, :, None]) - a1[:, None, :] * (Mt @ a_g[:, :, None])
+        e2 = (e_v * e_v).sum(-1)[:, None] - 2 * a1 * (e_v * e_g).sum(-1)[:, None] + a1 * a1 * (e_g * e_g).sum(-1)[:, None]
+    else:
+        dM *= -lr
+        dM += Mt @ a_v[:, :, None]
+        e2 = (e_v * e_v).sum(-1)[:, None]
+    rr = np.einsum("nkc,nkc->nc", dM, dM) + e2
     std = _gaussian_std(noise, observed)[:, None]
     return -np.maximum(rr, 0.0) / (2 * std * std)
 
 
 def posterior_marginals(logprior: np.ndarray, loglik: np.ndarray, vectors: np.ndarray) -> np.ndarray:
-    """Posterior click marginals (n, k) from log prior and log likelihood (n, C)."""
+    """Posterior click marginals (n, k) from log prior and log likelihood (n, C): the
+    normalizer and the k numerators in one product with ``[vectors | 1]``."""
     logpost = logprior + loglik
-    logpost = logpost - logsumexp(logpost, axis=-1, keepdims=True)
-    return np.exp(logpost) @ vectors.astype(np.float64)
+    logpost -= logpost.max(axis=-1, keepdims=True)
+    np.exp(logpost, out=logpost)
+    both = logpost @ np.concatenate([vectors, np.ones((len(vectors), 1), dtype=bool)], axis=1).astype(np.float64)
+    return both[:, :-1] / both[:, -1:]
 
 
 class Bayes:
@@ -426,6 +465,7 @@ class Bayes:
         shown_scores, log_dens = ranking_geometry(scores, valid, positions)
         W = pairwise_weights(shown_scores, log_dens, mask)
         vectors, prior = self._candidates(view, shown)
+        T = pair_sign_tensor(vectors)
         X = docs.features[np.maximum(shown, 0)]
         X[~mask] = 0.0
         n, k = shown.shape
@@ -436,8 +476,8 @@ class Bayes:
             part = slice(s, s + step)
             J = ranker.grad(g, X[part])                                       # (m, k, P)
             J[~mask[part]] = 0.0
-            coef = candidate_coefficients(W[part], vectors, mask[part])
-            loglik = single_list_loglik(self.noise, g, J, coef, updates[part], self.algorithm.lr, self._cohort(view))
+            loglik = single_list_loglik(self.noise, g, J, W[part], T, updates[part], self.algorithm.lr,
+                                        self._cohort(view))
             out[part] = posterior_marginals(prior[part], loglik, vectors)
         return out
 
