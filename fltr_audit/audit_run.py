@@ -156,21 +156,21 @@ def run_audit(config: dict) -> dict[str, pd.DataFrame]:
     attack_rows, query_rows = [], []
     for click_model in probe_cfg["click_models"]:
         algorithm = build_algorithm(config, splits, click_model)
-        batches = probe(algorithm, base.params, data, seed=config["seed"],
-                        queries_per_client=probe_cfg["queries_per_client"], cohort_size=probe_cfg["cohort"],
-                        client_defenses=stack.client, aggregator=stack.aggregator)
+        batches, manipulation = probe_rounds(config, algorithm, base.params, data, stack)
         for name in config["attacks"]:
             attack = make_attack(name, **_attack_params(name, config, algorithm))
+            guesses = [attack.guess(b.view) for b in batches]
             per_query = pd.concat(
-                [score_guess(attack.guess(b.view), b, min_shown=probe_cfg["min_shown"],
-                             require_click=probe_cfg["require_click"]) for b in batches],
+                [score_guess(guess, b, min_shown=probe_cfg["min_shown"],
+                             require_click=probe_cfg["require_click"]) for guess, b in zip(guesses, batches)],
                 ignore_index=True,
             )
-            threat = "server (aggregate only)" if batches[0].view.messages is None else "server"
+            threat = threat_label(batches[0].view)
+            label = guesses[0].attack if guesses and name == "bayes" else name   # bayes-approx when B > 1
             for row in summarize(per_query):
                 attack_rows.append({**context, "click_model": click_model, "defense": stack.name,
-                                    "threat_model": threat, "attack": name, "probe_cohort": probe_cfg["cohort"],
-                                    **row})
+                                    "threat_model": threat, "attack": label, "probe_cohort": probe_cfg["cohort"],
+                                    **row, **manipulation})
             query_rows.append(per_query.assign(click_model=click_model, defense=stack.name, attack=name))
 
     tables = {
@@ -190,6 +190,33 @@ def run_audit(config: dict) -> dict[str, pd.DataFrame]:
             tables["epsilon"] = pd.DataFrame(epsilon_rows(probe_cfg["click_models"], [rr.p],
                                                           levels=splits.train.n_levels))
     return tables
+
+
+def threat_label(view: Any) -> str:
+    """The threat model an attack row names: ``server (aggregate only)`` when an honest server
+    sees only the aggregate, else the view's own threat model."""
+    return "server (aggregate only)" if view.threat_model == "server" and view.messages is None else view.threat_model
+
+
+def probe_rounds(config: dict, algorithm: Any, params: np.ndarray, data: Any, stack: DefenseStack
+                 ) -> tuple[list, dict]:
+    """The probe's rounds under the run's threat model (``probe.threat_model``, default server)
+    and, for ``server-malicious``, the manipulation and its mean cost to the other members
+    (nDCG@10 of their shown lists, honest vs served; ``fltr_audit.malicious``)."""
+    probe_cfg = config["probe"]
+    threat_model = config.get("threat_model", "server")
+    common = dict(seed=config["seed"], queries_per_client=probe_cfg["queries_per_client"],
+                  cohort_size=probe_cfg["cohort"], client_defenses=stack.client, aggregator=stack.aggregator)
+    if threat_model != "server-malicious":
+        return probe(algorithm, params, data, threat_model=threat_model, **common), {}
+    from fltr_audit.malicious import malicious_probe
+
+    manipulation = config.get("manipulation", "isolate")
+    rounds = malicious_probe(algorithm, params, data, manipulation=manipulation, **common)
+    honest = float(np.nanmean([r.others_ndcg_honest for r in rounds]))
+    served = float(np.nanmean([r.others_ndcg_served for r in rounds]))
+    return [r.batch for r in rounds], {"manipulation": manipulation, "others_ndcg_honest": honest,
+                                       "others_ndcg_served": served, "others_ndcg_cost": honest - served}
 
 
 def algorithm_setting(config: dict) -> str:

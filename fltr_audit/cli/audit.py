@@ -22,7 +22,8 @@ TABLE_COLUMNS = ["attack", "click_model", "defense", "threat_model", "accuracy",
 def audit_spec(*, algo: str, data: str, folds: list[int], rounds: int, clients: int, queries_per_client: int,
                attacks: list[str], defenses: list[str], click_models: list[str], split: str, seeds: list[int],
                cohort: int, probe_queries: int, normalization: str, ranker: str, min_shown: int,
-               require_click: bool, epsilon_audit: bool, trials: int = 10000, name: str = "audit") -> dict:
+               require_click: bool, epsilon_audit: bool, trials: int = 10000, name: str = "audit",
+               threat_model: str = "server", manipulation: str = "isolate") -> dict:
     """A campaign spec (fltr_audit.campaign) for the audit command's options."""
     from fltr_audit.campaign import validate_spec
 
@@ -35,7 +36,8 @@ def audit_spec(*, algo: str, data: str, folds: list[int], rounds: int, clients: 
             "algorithm": {"name": algo, "rounds": rounds, "clients": clients, "queries_per_client": queries_per_client,
                           "ranker": ranker, "train_click_model": "pbm" if algo in ("fedips", "fedavg") else "perfect"},
             "probe": {"split": split, "click_models": click_models, "cohort": cohort,
-                      "queries_per_client": probe_queries, "min_shown": min_shown, "require_click": require_click},
+                      "queries_per_client": probe_queries, "min_shown": min_shown, "require_click": require_click,
+                      "threat_model": threat_model, "manipulation": manipulation},
             "audit": {"defenses": defenses, "attacks": attacks, "epsilon_audit": epsilon_audit, "trials": trials},
         },
         source="audit options",
@@ -78,6 +80,17 @@ def attack_table(tables: dict[str, pd.DataFrame], averaging: str = "macro") -> p
     return table.reset_index()[TABLE_COLUMNS]
 
 
+def manipulation_table(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """One row per click model x defense x manipulation of ``server-malicious`` runs: the other
+    members' nDCG@10 served honestly and manipulated, and the difference (empty otherwise)."""
+    attacks = tables["attacks"]
+    if "manipulation" not in attacks or attacks["manipulation"].isna().all():
+        return pd.DataFrame()
+    rows = attacks.dropna(subset=["manipulation"])
+    cols = ["others_ndcg_honest", "others_ndcg_served", "others_ndcg_cost"]
+    return rows.groupby(["click_model", "defense", "manipulation"], sort=False)[cols].mean().reset_index()
+
+
 @app.command("audit")
 def audit(
     algo: str = typer.Option("fpdgd", "--algo", help="fpdgd | foltr-es | fedips | fedavg."),
@@ -103,6 +116,12 @@ def audit(
     epsilon_audit: bool = typer.Option(True, "--epsilon-audit/--no-epsilon-audit",
                                        help="Audit each defense's claimed epsilon empirically."),
     trials: int = typer.Option(10000, "--trials", help="Trials per input of the empirical epsilon audit."),
+    threat_model: str = typer.Option("server", "--threat-model",
+                                     help="server | server-blind | server-malicious (the server manipulates the "
+                                          "probed round to isolate one target; fpdgd)."),
+    manipulation: str = typer.Option("isolate", "--manipulation",
+                                     help="server-malicious: isolate (zero features for the others) | "
+                                          "inconsistent (a saturated model for the others)."),
     store: Path = typer.Option(None, "--store", help="Also record the runs in this SQLite store."),
     json_out: bool = typer.Option(False, "--json", help="Print the records as JSON."),
     quiet: bool = typer.Option(False, "--quiet", help="No progress bar."),
@@ -121,18 +140,24 @@ def audit(
                       click_models=models, split=split, seeds=list(seed), cohort=probe_cohort,
                       probe_queries=probe_queries, normalization=normalization, ranker=ranker,
                       min_shown=min_shown, require_click=require_click, epsilon_audit=epsilon_audit,
-                      trials=trials)
+                      trials=trials, threat_model=threat_model, manipulation=manipulation)
     tables = run_spec(spec, store, quiet or json_out)
     table = attack_table(tables)
     audits = tables.get("audits", pd.DataFrame())
     utility = tables.get("utility", pd.DataFrame())
+    cost = manipulation_table(tables)
     if json_out:
         emit_json({"attacks": table.to_dict(orient="records"),
+                   "manipulation": cost.to_dict(orient="records"),
                    "audits": audits.to_dict(orient="records"),
                    "utility": utility.to_dict(orient="records"),
                    "zero_division": "0 (precision of a list with no positive guess, recall of a list without clicks)"})
         return
     typer.echo(table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    if len(cost):
+        typer.echo("\nserver-malicious: what the manipulation costs the other members (mean nDCG@10 of their "
+                   "shown lists in the probed round):")
+        typer.echo(cost.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     if len(utility):
         typer.echo("\nutility (offline nDCG@10 on test, queries without relevant documents left out):")
         cols = ["defense", "ndcg10", "ndcg10_delta"]
