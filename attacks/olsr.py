@@ -206,13 +206,16 @@ def _lad_vertex(y: np.ndarray, A: np.ndarray, coef: np.ndarray, tol: float = 1e-
     basis is optimal when every ``|lambda_j| <= 1``. Otherwise the point with the largest
     ``|lambda_j|`` leaves and the objective's minimum along ``-sign(lambda_j) d`` -- the first
     breakpoint ``r_p / (a_p . d)`` where the slope ``1 - |lambda_j| + 2 sum |a_p . d|`` turns
-    non-negative (a weighted median) -- names the point that enters. Rows stop once optimal;
-    a row whose basis is singular keeps the fit it came with.
+    non-negative (a weighted median) -- names the point that enters. Rows stop once optimal or
+    when a pivot does not lower the objective (a degenerate vertex, e.g. an exact fit where more
+    than m residuals vanish); a row keeps the best fit seen, and one whose basis is singular the
+    fit it came with.
     """
     n, m, P = A.shape
     r = y - np.einsum("nm,nmp->np", coef, A)
     S = np.argsort(np.abs(r), axis=1)[:, :m]                     # (n, m) basis points
     out = coef.copy()
+    best = np.abs(r).sum(axis=1) * (1 + 1e-9)             # the first vertex may tie the reweighted fit
     B = np.take_along_axis(A, S[:, None, :], axis=2).transpose(0, 2, 1)
     cond = np.linalg.cond(B)
     active = np.isfinite(cond) & (cond < 1e12)            # a pivot keeps B invertible (a_p . d != 0)
@@ -231,8 +234,11 @@ def _lad_vertex(y: np.ndarray, A: np.ndarray, coef: np.ndarray, tol: float = 1e-
         lam = (np.swapaxes(Binv, 1, 2) @ g[..., None])[..., 0]             # B^-T g
         j = np.argmax(np.abs(lam), axis=1)
         lj = lam[np.arange(len(idx)), j]
-        done = np.abs(lj) <= 1 + tol
-        out[idx] = c
+        objective = np.abs(r).sum(axis=1)
+        improved = objective < best[idx] * (1 - 1e-12)
+        out[idx[improved]] = c[improved]
+        best[idx[improved]] = objective[improved]
+        done = (np.abs(lj) <= 1 + tol) | ~improved      # optimal, or a degenerate (non-improving) pivot
         active[idx[done]] = False
         k = np.flatnonzero(~done)
         if not len(k):
