@@ -125,7 +125,7 @@ def ols_statsmodels(y: np.ndarray, A: np.ndarray) -> OLSFit:
     )
 
 
-IRLS_STEPS = 3
+IRLS_STEPS = 5
 """Reweighting steps before the simplex refinement of the least-absolute-deviations fit."""
 IRLS_SHRINK = 0.25
 """Factor by which the residual floor shrinks per reweighting step (continuation)."""
