@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
+from attacks.bayes import Bayes
 from attacks.foltr_decode import FoltrDecode, SeedReplay
 from attacks.heuristics import Heuristic
 from attacks.olsr import OLSR
@@ -50,6 +51,9 @@ SPECS: tuple[AttackSpec, ...] = (
     AttackSpec("olsr-t", lambda alpha=0.05, **p: OLSR(alpha=alpha, **p), False, (),
                "olsr guessing only coefficients with a significant one-sided t-test"),
     AttackSpec("olsr-l1", lambda **p: OLSR(loss="l1", **p), False, (), "olsr with least absolute deviations"),
+    AttackSpec("bayes", lambda algorithm=None, noise=None, **p: Bayes(algorithm, noise, **p), False,
+               ("algorithm", "noise"), "exact Bayes posterior of the clicks: replays the local step for every "
+               "click vector, weighs it by the defense's noise density (approximate, bayes-approx, when B > 1)"),
     AttackSpec("score", lambda **p: Heuristic("score", **p), False, (), "score change f'(d) - f(d) (Pham)"),
     AttackSpec("prob", lambda **p: Heuristic("prob", **p), False, (), "softmax probability change (Pham)"),
     AttackSpec("distance", _distance(False), False, ("k",), "pairwise score-distance count (Pham)"),
@@ -92,7 +96,8 @@ def make_attack(name: str, **params: Any) -> Attack:
 
     ``olsr`` / ``olsr-t`` / ``olsr-l1``: ``target`` ("update" | "weights"), ``global_regressor``
     (default True); ``olsr-t`` also ``alpha`` (default 0.05); ``distance``: ``k`` (threshold
-    k // 2, default 5) or ``threshold``; ``random3`` / ``random4``: ``seed``; ``prior``: ``m``.
+    k // 2, default 5) or ``threshold``; ``random3`` / ``random4``: ``seed``; ``prior``: ``m``;
+    ``bayes``: ``algorithm``, ``noise`` (an ``attacks.bayes.NoiseModel``), ``prior``.
     FltrError naming ``--attack`` for an unknown name or parameter.
     """
     spec = attack_spec(name)

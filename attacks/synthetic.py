@@ -1,4 +1,5 @@
-"""Synthetic intercepted rounds with PDGD-shaped linear updates, for ``bench attacks`` and tests.
+"""Synthetic intercepted rounds for ``bench attacks`` and tests: PDGD-shaped linear updates
+(``synthetic_batch``) and real FPDGD probe steps on random documents (``pdgd_batch``).
 
 Each client issues B queries of k documents with random features in [0, 1); clicks are
 random; the update is one linear PDGD-shaped step per query (Pham §4.1): a positive weight on
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from fltr_audit.clicks import cascade_model
 from fltr_audit.data.dataset import Dataset
 from fltr_audit.messages import GroundTruth, Interactions, Messages, RoundBatch, ServerView
 from fltr_audit.rankers import LinearRanker
@@ -65,3 +67,50 @@ def synthetic_batch(
         documents=data,
     )
     return RoundBatch(view=view, truth=GroundTruth(clicks=clicks, client_ids=ids))
+
+
+def pdgd_batch(
+    n_clients: int,
+    *,
+    queries_per_client: int = 1,
+    k: int = 10,
+    n_features: int = 136,
+    candidates: int = 15,
+    click_model: str = "navigational",
+    lr: float = 0.1,
+    noise: float = 0.0,
+    seed: int = 0,
+) -> tuple[RoundBatch, object]:
+    """A probe round of real FPDGD steps (deterministic top k of ``candidates`` random documents
+    per query, 3-level labels, cascade clicks, one PDGD step per query) and the algorithm.
+
+    Each message is the client's local weights plus optional Gaussian noise of std ``noise``.
+    """
+    from fltr_audit.algorithms.fpdgd import FPDGD, pdgd_cohort
+
+    rng = np.random.default_rng(seed)
+    n, B = n_clients, queries_per_client
+    n_queries = n * B
+    data = Dataset(
+        features=rng.random((n_queries * candidates, n_features), dtype=np.float32),
+        labels=rng.integers(0, 3, n_queries * candidates).astype(np.int8),
+        query_ptr=np.arange(0, n_queries * candidates + 1, candidates, dtype=np.int64),
+        qids=np.arange(n_queries, dtype=np.int64),
+        n_levels=3,
+        name="synthetic:pdgd",
+    )
+    ranker = LinearRanker(n_features)
+    algorithm = FPDGD(ranker, cascade_model(click_model, 3), lr=lr, k=k)
+    global_params = rng.normal(0.0, 0.1, n_features)
+    queries = np.arange(n_queries, dtype=np.int64).reshape(n, B)
+    weights, shown, clicks = pdgd_cohort(ranker, algorithm.click_model, global_params, data, queries, rng, lr=lr, k=k,
+                                         deterministic=True, local_updates=True)
+    weights = weights + noise * rng.normal(size=weights.shape)
+    messages = Messages(n_interactions=np.full(n, B, dtype=np.int64), vector=weights)
+    ids = np.arange(n, dtype=np.int64)
+    view = ServerView(
+        round=1, threat_model="server", global_params=global_params, ranker=ranker,
+        participants=ids, dropouts=np.empty(0, dtype=np.int64), messages=messages,
+        aggregate=weights.mean(axis=0), interactions=Interactions(queries, shown), documents=data,
+    )
+    return RoundBatch(view=view, truth=GroundTruth(clicks=clicks, client_ids=ids)), algorithm

@@ -166,22 +166,23 @@ def run_audit(config: dict) -> dict[str, pd.DataFrame]:
     attack_rows, query_rows = [], []
     for click_model in probe_cfg["click_models"]:
         algorithm = build_algorithm(config, splits, click_model)
-        batches = probe(algorithm, base.params, data, seed=probe_seed(config),
-                        queries_per_client=probe_cfg["queries_per_client"], cohort_size=probe_cfg["cohort"],
-                        client_defenses=stack.client, aggregator=stack.aggregator)
+        batches, manipulation = probe_rounds(config, algorithm, base.params, data, stack)
         counterfactual = [redraw(algorithm, b, data, draws, probe_seed(config)) for b in batches]
         for name in config["attacks"]:
             attack = make_attack(name, **_attack_params(name, config, algorithm))
-            scored = [evaluate(attack.guess(b.view), b, counterfactual=cf, min_shown=probe_cfg["min_shown"],
-                               require_click=probe_cfg["require_click"]) for b, cf in zip(batches, counterfactual)]
+            guesses = [attack.guess(b.view) for b in batches]
+            scored = [evaluate(guess, b, counterfactual=cf, min_shown=probe_cfg["min_shown"],
+                               require_click=probe_cfg["require_click"])
+                      for guess, b, cf in zip(guesses, batches, counterfactual)]
             per_query = pd.concat([e.per_query for e in scored], ignore_index=True)
             slots = Slots.concat([e.slots for e in scored])
-            threat = "server (aggregate only)" if batches[0].view.messages is None else "server"
+            threat = threat_label(batches[0].view)
+            label = guesses[0].attack if guesses and name == "bayes" else name   # bayes-approx when B > 1
             reference = attack_spec(name).reference
             for row in summarize(per_query, slots=slots):
                 attack_rows.append({**context, "click_model": click_model, "defense": stack.name,
-                                    "threat_model": threat, "attack": name, "reference": reference,
-                                    "probe_cohort": probe_cfg["cohort"], **row})
+                                    "threat_model": threat, "attack": label, "reference": reference,
+                                    "probe_cohort": probe_cfg["cohort"], **row, **manipulation})
             query_rows.append(per_query.assign(click_model=click_model, defense=stack.name, attack=name))
 
     tables = {
@@ -228,6 +229,31 @@ def redraw(algorithm: Any, batch: RoundBatch, data: Any, draws: int, seed: int) 
         raise FltrError("--counterfactual: the counterfactual baseline needs the shown lists of the probe")
     rng = stream(seed, "counterfactual", int(batch.view.round))
     return algorithm.redraw_clicks(batch.truth, batch.view.interactions, data, draws, rng)
+def threat_label(view: Any) -> str:
+    """The threat model an attack row names: ``server (aggregate only)`` when an honest server
+    sees only the aggregate, else the view's own threat model."""
+    return "server (aggregate only)" if view.threat_model == "server" and view.messages is None else view.threat_model
+
+
+def probe_rounds(config: dict, algorithm: Any, params: np.ndarray, data: Any, stack: DefenseStack
+                 ) -> tuple[list, dict]:
+    """The probe's rounds under the run's threat model (``probe.threat_model``, default server)
+    and, for ``server-malicious``, the manipulation and its mean cost to the other members
+    (nDCG@10 of their shown lists, honest vs served; ``fltr_audit.malicious``)."""
+    probe_cfg = config["probe"]
+    threat_model = config.get("threat_model", "server")
+    common = dict(seed=probe_seed(config), queries_per_client=probe_cfg["queries_per_client"],
+                  cohort_size=probe_cfg["cohort"], client_defenses=stack.client, aggregator=stack.aggregator)
+    if threat_model != "server-malicious":
+        return probe(algorithm, params, data, threat_model=threat_model, **common), {}
+    from fltr_audit.malicious import malicious_probe
+
+    manipulation = config.get("manipulation", "isolate")
+    rounds = malicious_probe(algorithm, params, data, manipulation=manipulation, **common)
+    honest = float(np.nanmean([r.others_ndcg_honest for r in rounds]))
+    served = float(np.nanmean([r.others_ndcg_served for r in rounds]))
+    return [r.batch for r in rounds], {"manipulation": manipulation, "others_ndcg_honest": honest,
+                                       "others_ndcg_served": served, "others_ndcg_cost": honest - served}
 
 
 def algorithm_setting(config: dict) -> str:
@@ -258,9 +284,48 @@ def _audit_metric(config: dict, splits: Any, stack: DefenseStack, base: TrainRes
 
 
 def _attack_params(name: str, config: dict, algorithm: Any) -> dict:
-    """What an attack needs beyond the server view, as its spec's ``needs`` says: the run
-    seed, the public algorithm, its list length."""
-    return needed(name, {"seed": probe_seed(config), "algorithm": algorithm, "k": algorithm.k})
+    """What an attack needs beyond the server view, as its spec's ``needs`` says: the probe
+    seed, the public algorithm, its list length, the defense stack's noise model."""
+    available = {"seed": probe_seed(config), "algorithm": algorithm, "k": algorithm.k}
+    if "noise" in attack_spec(name).needs:
+        available["noise"] = noise_model(parse_defense(config["defense"]))
+    return needed(name, available)
+
+
+def noise_model(stack: DefenseStack) -> Any:
+    """The ``attacks.bayes.NoiseModel`` of a defense stack: its clipping steps in order and its
+    one noise mechanism (FltrError naming the defense when ``bayes`` has no likelihood for it)."""
+    from attacks.bayes import ClipStep, NoiseModel
+    from defenses.clipping import Clip
+    from defenses.dp_distributed import DistributedLaplace
+    from defenses.dp_gaussian import Gaussian
+    from defenses.dp_local import LocalLaplace
+    from defenses.randomized_response import RandomizedResponse
+
+    clips: list = []
+    noise: dict = {}
+    for d in stack.client:
+        if isinstance(d, Clip):
+            clips.append(ClipStep(d.delta / 2, d.of, "l2"))
+            continue
+        if noise:
+            raise FltrError(f"--attack bayes: defense {stack.name!r} stacks two noise mechanisms; "
+                            "bayes has a likelihood for one")
+        if isinstance(d, DistributedLaplace):
+            clips.append(ClipStep(d.delta / 2, "weights", "l2"))
+            noise = {"kind": "gamma-difference", "scale": d.scale}
+        elif isinstance(d, LocalLaplace):
+            clips.append(ClipStep(d.delta / 2, "update", d.norm))
+            noise = {"kind": "laplace", "scale": d.scale}
+        elif isinstance(d, Gaussian):
+            clips.append(ClipStep(d.clip, "update", "l2"))
+            noise = {"kind": "gaussian", "scale": d.std}
+        elif isinstance(d, RandomizedResponse):
+            noise = {"kind": "rr", "scale": d.p, "values": tuple(float(v) for v in d.values)}
+        else:
+            raise FltrError(f"--attack bayes: no likelihood for defense {d.name!r} (supported: clip, "
+                            "dp-local-laplace, dp-gaussian, dp-distributed, rr, secagg)")
+    return NoiseModel(clips=tuple(clips), defense=stack.name, **noise)
 
 
 def _final_ndcg(config: dict, splits: Any, result: TrainResult) -> tuple[float, float]:

@@ -26,6 +26,8 @@ A campaign file has these tables (every key optional except ``name``)::
     queries_per_client = 1
     min_shown = 10
     require_click = true
+    threat_model = "server"              # server | server-blind | server-malicious (a grid axis)
+    manipulation = "isolate"             # server-malicious: isolate | inconsistent
 
     [audit]
     defenses = ["none", "clip(delta=5)+dp-distributed(eps=4.5)", "secagg"]
@@ -34,7 +36,8 @@ A campaign file has these tables (every key optional except ``name``)::
     trials = 10000                       # per input of the empirical epsilon audit
 
 Grid axes: ``seeds``, ``data.spec``, ``data.folds``, every list of ``[algorithm]``
-(including inside ``params``), ``probe.split``, ``probe.cohort`` and ``audit.defenses``.
+(including inside ``params``), ``probe.split``, ``probe.cohort``, ``probe.threat_model`` and
+``audit.defenses``.
 The click models and attacks of a run are evaluated inside it, on the same trained model
 and the same probe, so they are lists but not axes. Each grid point is one run whose key is
 the SHA-256 of its resolved configuration (canonical JSON), so the key is stable across
@@ -89,6 +92,8 @@ _SCHEMA: dict[str, dict[str, tuple[type, ...]]] = {
         "min_shown": (int,),
         "require_click": (bool,),
         "counterfactual": (int,),
+        "threat_model": (str, list),
+        "manipulation": (str,),
     },
     "audit": {"defenses": (str, list), "attacks": (str, list), "epsilon_audit": (bool,), "trials": (int,)},
 }
@@ -113,6 +118,8 @@ DEFAULTS: dict[str, Any] = {
         "min_shown": 10,
         "require_click": True,
         "counterfactual": 20,
+        "threat_model": ["server"],
+        "manipulation": "isolate",
     },
     "audit": {
         "defenses": ["none"],
@@ -254,6 +261,27 @@ def _check_values(spec: dict, source: str) -> None:
             raise FltrError(f"{source}: key 'probe.split' has unknown split {split!r}")
     _check_each(spec["audit"]["defenses"], parse_defense, "audit.defenses", source)
     _check_each(spec["audit"]["attacks"], make_attack, "audit.attacks", source)
+    _check_threat_models(spec, source)
+
+
+def _check_threat_models(spec: dict, source: str) -> None:
+    """Known threat models; server-malicious only with an algorithm and manipulation it supports."""
+    from fltr_audit.malicious import MANIPULATIONS, SUPPORTED
+    from fltr_audit.messages import THREAT_MODELS
+
+    models = _as_list(spec["probe"]["threat_model"])
+    for model in models:
+        if model not in THREAT_MODELS:
+            raise FltrError(f"{source}: key 'probe.threat_model' (--threat-model) has unknown threat model {model!r} "
+                            f"(choose from {', '.join(THREAT_MODELS)})")
+    if "server-malicious" in models:
+        for name in _as_list(spec["algorithm"]["name"]):
+            if name not in SUPPORTED:
+                raise FltrError(f"{source}: --threat-model server-malicious: supported for {', '.join(SUPPORTED)} "
+                                f"(vector messages of PDGD steps), not {name}")
+        if spec["probe"]["manipulation"] not in MANIPULATIONS:
+            raise FltrError(f"{source}: key 'probe.manipulation' (--manipulation) has unknown manipulation "
+                            f"{spec['probe']['manipulation']!r} (choose from {', '.join(MANIPULATIONS)})")
 
 
 def _check_data_spec(data: str, queries: int | None, source: str) -> None:
@@ -362,9 +390,10 @@ def expand(spec: dict, max_runs: int | None = MAX_RUNS) -> list[Run]:
         _as_list(probe["cohort"]),
         [_canonical_defense(d) for d in _as_list(audit["defenses"])],
         spec["seeds"],
+        _as_list(probe.get("threat_model", "server")),
     )
     runs = []
-    for dspec, fold, name, rounds, clients, qpc, ranker, params, split, cohort, defense, seed in axes:
+    for dspec, fold, name, rounds, clients, qpc, ranker, params, split, cohort, defense, seed, threat in axes:
         config = {
             "campaign": spec["name"],
             "data": dspec,
@@ -398,6 +427,10 @@ def expand(spec: dict, max_runs: int | None = MAX_RUNS) -> list[Run]:
                 raise FltrError(f"campaign {spec['name']!r}: key 'algorithm.population' ({algo['population']}) must be "
                                 f"at least the cohort of {clients} clients drawn from it each round")
             config["population"] = algo["population"]
+        if threat != "server":  # the honest server's runs keep the keys they had before threat models
+            config["threat_model"] = threat
+            if threat == "server-malicious":
+                config["manipulation"] = probe.get("manipulation", "isolate")
         runs.append(Run(run_key(config), config))
     keys = [r.key for r in runs]
     if len(set(keys)) != len(keys):

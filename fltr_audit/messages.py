@@ -22,7 +22,7 @@ import numpy as np
 
 from fltr_audit.data.dataset import Dataset
 
-THREAT_MODELS = ("server", "server-blind")
+THREAT_MODELS = ("server", "server-blind", "server-malicious")
 
 
 @dataclass(frozen=True)
@@ -116,7 +116,9 @@ class ServerView:
     Attributes
     ----------
     round : int
-    threat_model : {"server", "server-blind"}
+    threat_model : {"server", "server-blind", "server-malicious"}
+        Under ``server-malicious`` (``fltr_audit.malicious``) the first participant is the
+        target and ``interactions`` holds the target's lists only.
     global_params : ndarray of float64, shape (P,)
         The global model the cohort started from.
     ranker : object
@@ -137,6 +139,9 @@ class ServerView:
     aggregate_kind : {"weights", "update"}
         What ``aggregate`` averages (the messages' ``vector_kind``); attacks need it when
         secure aggregation hides the messages.
+    served_params : ndarray (n, P) or None
+        ``server-malicious`` only: the model the server served each member (participants'
+        order, the target first); None when every member got ``global_params``.
     """
 
     round: int
@@ -150,6 +155,7 @@ class ServerView:
     interactions: Interactions | None
     documents: Dataset | None
     aggregate_kind: str = "weights"
+    served_params: np.ndarray | None = None
 
     def blind(self) -> "ServerView":
         """The same round under the ``server-blind`` threat model."""

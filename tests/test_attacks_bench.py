@@ -5,7 +5,7 @@ import json
 import numpy as np
 
 from attacks.registry import make_attack
-from attacks.synthetic import pdgd_like_coefficients, synthetic_batch
+from attacks.synthetic import pdgd_batch, pdgd_like_coefficients, synthetic_batch
 
 
 def test_pdgd_like_coefficients_by_hand():
@@ -26,7 +26,24 @@ def test_bench_attacks_cli(capsys):
 
     assert main(["bench", "attacks", "--messages", "300", "--features", "46", "--repeats", "1", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert [r["attack"] for r in out["results"]] == ["olsr", "score", "prob", "distance"]
+    assert [r["attack"] for r in out["results"]] == ["olsr", "olsr-l1", "score", "prob", "distance", "bayes"]
     assert out["results"][0]["precision"] > 0.9 and out["target_seconds"] is None
+    bayes = out["results"][-1]
+    assert bayes["precision"] == 1.0 and bayes["recall"] == 1.0     # noiseless real PDGD steps: exact
+    assert set(out["totals"]) == {"olsr+score+prob+distance", "olsr-l1", "bayes"}
     assert main(["bench", "attacks", "--noise", "-1"]) == 2
     assert capsys.readouterr().err.startswith("fltr-audit: error: --noise")
+    assert main(["bench", "attacks", "--attack", "bayes,nope"]) == 2
+    assert "--attack" in capsys.readouterr().err
+
+
+def test_pdgd_batch_is_one_real_fpdgd_step_per_message():
+    from fltr_audit.algorithms.fpdgd import pdgd_cohort
+
+    batch, algo = pdgd_batch(20, n_features=8, seed=2)
+    view = batch.view
+    again, shown, clicks = pdgd_cohort(algo.ranker, algo.click_model, view.global_params, view.documents,
+                                       view.interactions.queries, np.random.default_rng(0), lr=algo.lr, k=algo.k,
+                                       deterministic=True, local_updates=True)
+    np.testing.assert_array_equal(shown, view.interactions.shown)
+    assert batch.truth.clicks.any() and (~batch.truth.clicks).any()

@@ -27,7 +27,8 @@ def audit_spec(*, algo: str, data: str, folds: list[int], rounds: int, clients: 
                attacks: list[str], defenses: list[str], click_models: list[str], split: str, seeds: list[int],
                cohort: int, probe_queries: int, normalization: str, ranker: str, min_shown: int,
                require_click: bool, epsilon_audit: bool, trials: int = 10000, counterfactual: int = 20,
-               name: str = "audit", population: int | None = None) -> dict:
+               name: str = "audit", population: int | None = None, threat_model: str = "server",
+               manipulation: str = "isolate") -> dict:
     """A campaign spec (fltr_audit.campaign) for the audit command's options."""
     from fltr_audit.campaign import validate_spec
 
@@ -42,7 +43,8 @@ def audit_spec(*, algo: str, data: str, folds: list[int], rounds: int, clients: 
                           **({"population": population} if population is not None else {})},
             "probe": {"split": split, "click_models": click_models, "cohort": cohort,
                       "queries_per_client": probe_queries, "min_shown": min_shown, "require_click": require_click,
-                      "counterfactual": counterfactual},
+                      "counterfactual": counterfactual, "threat_model": threat_model,
+                      "manipulation": manipulation},
             "audit": {"defenses": defenses, "attacks": attacks, "epsilon_audit": epsilon_audit, "trials": trials},
         },
         source="audit options",
@@ -114,6 +116,17 @@ def _print_attacks(table: pd.DataFrame) -> None:
                rows, right=("AUC", "AUC cf.", "leakage", "TPR@1%", "F1"))
 
 
+def manipulation_table(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """One row per click model x defense x manipulation of ``server-malicious`` runs: the other
+    members' nDCG@10 served honestly and manipulated, and the difference (empty otherwise)."""
+    attacks = tables["attacks"]
+    if "manipulation" not in attacks or attacks["manipulation"].isna().all():
+        return pd.DataFrame()
+    rows = attacks.dropna(subset=["manipulation"])
+    cols = ["others_ndcg_honest", "others_ndcg_served", "others_ndcg_cost"]
+    return rows.groupby(["click_model", "defense", "manipulation"], sort=False)[cols].mean().reset_index()
+
+
 @app.command("audit")
 def audit(
     algo: str = typer.Option("fpdgd", "--algo", help="fpdgd | foltr-es | fedips | fedavg."),
@@ -144,6 +157,12 @@ def audit(
     population: int = typer.Option(None, "--population",
                                    help="N persistent users the training cohorts are drawn from (default: --clients)."),
     min_effect: float = min_effect_option(),
+    threat_model: str = typer.Option("server", "--threat-model",
+                                     help="server | server-blind | server-malicious (the server manipulates the "
+                                          "probed round to isolate one target; fpdgd)."),
+    manipulation: str = typer.Option("isolate", "--manipulation",
+                                     help="server-malicious: isolate (zero features for the others) | "
+                                          "inconsistent (a saturated model for the others)."),
     store: Path = typer.Option(None, "--store", help="Also record the runs in this SQLite store."),
     json_out: bool = typer.Option(False, "--json", help="Print the records as JSON."),
     quiet: bool = typer.Option(False, "--quiet", help="No progress bar."),
@@ -170,22 +189,29 @@ def audit(
                       click_models=models, split=split, seeds=list(seed), cohort=probe_cohort,
                       probe_queries=probe_queries, normalization=normalization, ranker=ranker,
                       min_shown=min_shown, require_click=require_click, epsilon_audit=epsilon_audit,
-                      trials=trials, counterfactual=counterfactual, population=population)
+                      trials=trials, counterfactual=counterfactual, population=population,
+                      threat_model=threat_model, manipulation=manipulation)
     tables = run_spec(spec, store, quiet or json_out)
     table = attack_table(tables)
     v = verdicts(tables, min_effect=min_effect)
     audits = tables.get("audits", pd.DataFrame())
     audits = audits.drop(columns=[c for c in ("verdict",) if c in audits.columns])  # superseded by claim_verdict
     utility = tables.get("utility", pd.DataFrame())
+    cost = manipulation_table(tables)
     if json_out:
         emit_json({"attacks": table.to_dict(orient="records"),
                    "verdicts": v.to_dict(orient="records"),
+                   "manipulation": cost.to_dict(orient="records"),
                    "audits": audits.to_dict(orient="records"),
                    "utility": utility.to_dict(orient="records"),
                    "zero_division": "0 (precision of a list with no positive guess, recall of a list without clicks)"})
         return
     _print_attacks(table)
     print_verdicts(v, min_effect)
+    if len(cost):
+        typer.echo("\nserver-malicious: what the manipulation costs the other members (mean nDCG@10 of their "
+                   "shown lists in the probed round):")
+        typer.echo(cost.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     if len(utility):
         typer.echo("\nutility (offline nDCG@10 on test, queries without relevant documents left out):")
         cols = ["defense", "ndcg10", "ndcg10_delta"]

@@ -1,0 +1,277 @@
+"""bayes: equals a brute-force Bayes posterior computed by plain loops on small lists, recovers
+every click OLSR recovers without noise, is never below OLSR's AUC under Laplace noise."""
+
+import itertools
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from attacks.bayes import Bayes, ClipStep, NoiseModel, cascade_log_prior, click_vectors
+from attacks.olsr import OLSR
+from attacks.scoring import score_guess
+from fltr_audit.algorithms.fpdgd import FPDGD, cohort_rankings, pair_weights
+from fltr_audit.clicks import cascade_model
+from fltr_audit.data.dataset import Dataset
+from fltr_audit.errors import FltrError
+from fltr_audit.probe import probe
+from fltr_audit.rankers import make_ranker
+
+
+def _data(n_queries, docs, F, rng):
+    counts = rng.integers(docs[0], docs[1] + 1, n_queries)
+    ptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    return Dataset(features=rng.normal(size=(ptr[-1], F)).astype(np.float32),
+                   labels=rng.integers(0, 3, ptr[-1]).astype(np.int8), query_ptr=ptr,
+                   qids=np.arange(n_queries), n_levels=3, name="bayes-test")
+
+
+def _round(ranker_name="linear", click="navigational", k=5, n=12, F=6, defenses=(), B=1, seed=0, scale=1.0):
+    rng = np.random.default_rng(seed)
+    data = _data(n * B, (k + 1, k + 4), F, rng)
+    ranker = make_ranker(ranker_name, F)
+    algo = FPDGD(ranker, cascade_model(click, 3), lr=0.1, k=k)
+    g = scale * rng.normal(size=ranker.n_params)
+    batches = probe(algo, g, data, seed=seed, queries_per_client=B, cohort_size=n, client_defenses=defenses)
+    return algo, batches[0]
+
+
+def _ccm_prob(model, labels, c):
+    """P(click vector c) under the CCM by enumerating every stop decision (plain recursion)."""
+    def walk(i, alive):
+        if i == len(c):
+            return 1.0
+        if labels[i] < 0:
+            return walk(i + 1, alive) if not c[i] else 0.0
+        p_click = model.click_prob[labels[i]] if alive else 0.0
+        if c[i]:
+            s = model.stop_prob[labels[i]]
+            return p_click * (s * walk(i + 1, False) + (1 - s) * walk(i + 1, True))
+        return (1 - p_click) * walk(i + 1, alive)
+    return walk(0, True)
+
+
+def _brute_force(algo, view, loglik_of, prior="click-model"):
+    """Posterior marginals by a loop over messages and click vectors, replaying each with the
+    engine's own PDGD pieces (cohort_rankings, pair_weights, ranker.vjp)."""
+    g = view.global_params
+    shown, queries = view.interactions.shown[:, 0], view.interactions.queries[:, 0]
+    n, k = shown.shape
+    vectors = view.messages.updates(g)
+    out = np.zeros((n, k))
+    for i in range(n):
+        _, s_scores, log_dens = cohort_rankings(algo.ranker, g[None, :], view.documents, queries[i:i + 1],
+                                                np.random.default_rng(0), k, deterministic=True)
+        ok = shown[i] >= 0
+        labels = np.where(ok, view.documents.labels[np.maximum(shown[i], 0)], -1)
+        X = view.documents.features[np.maximum(shown[i], 0)]
+        post = []
+        cands = []
+        for bits in itertools.product([False, True], repeat=k):
+            c = np.array(bits)
+            if (c & ~ok).any():
+                continue
+            p = _ccm_prob(algo.click_model, labels, c) if prior == "click-model" else 1.0
+            if p == 0:
+                continue
+            coef = pair_weights(s_scores, log_dens, c[None, :], ok[None, :])[0]
+            u = algo.lr * algo.ranker.vjp(g, X, coef)
+            post.append(np.log(p) + loglik_of(u, vectors[i], g))
+            cands.append(c)
+        post = np.array(post)
+        w = np.exp(post - post.max())
+        out[i] = (w[:, None] * np.array(cands)).sum(0) / w.sum()
+    return out
+
+
+def test_cascade_prior_matches_recursion_and_sums_to_one():
+    model = cascade_model("informational", 3)
+    rng = np.random.default_rng(3)
+    labels = rng.integers(-1, 3, (4, 5))
+    labels[:, :2] = np.maximum(labels[:, :2], 0)
+    V = click_vectors(5)
+    fast = np.exp(cascade_log_prior(model.click_prob, model.stop_prob, labels, V))
+    slow = np.array([[_ccm_prob(model, lab, c) for c in V] for lab in labels])
+    np.testing.assert_allclose(fast, slow, atol=1e-15)
+    np.testing.assert_allclose(fast.sum(1), 1.0)
+
+
+@pytest.mark.parametrize("ranker", ["linear", "mlp"])
+def test_bayes_equals_brute_force_under_laplace_noise(ranker):
+    from defenses.dp_local import LocalLaplace
+
+    defense = LocalLaplace(eps=4.5, delta=5.0, norm="l2")
+    algo, batch = _round(ranker, defenses=(defense,))
+    noise = NoiseModel("laplace", defense.scale, (ClipStep(2.5, "update", "l2"),))
+
+    def loglik(u, v, g):
+        norm = np.linalg.norm(u)
+        u = u * min(1.0, 2.5 / norm) if norm > 0 else u
+        return stats.laplace.logpdf(v - u, scale=defense.scale).sum()
+
+    guess = Bayes(algo, noise).guess(batch.view)
+    np.testing.assert_allclose(guess.score[:, 0], _brute_force(algo, batch.view, loglik), atol=1e-9)
+
+
+def test_bayes_equals_brute_force_under_gaussian_noise_uniform_prior():
+    from defenses.dp_gaussian import Gaussian
+
+    defense = Gaussian(sigma=0.05, clip=1.0)
+    algo, batch = _round(defenses=(defense,), click="informational")
+    noise = NoiseModel("gaussian", defense.std, (ClipStep(1.0, "update", "l2"),))
+
+    def loglik(u, v, g):
+        norm = np.linalg.norm(u)
+        u = u * min(1.0, 1.0 / norm) if norm > 0 else u
+        return stats.norm.logpdf(v - u, scale=defense.std).sum()
+
+    guess = Bayes(algo, noise, prior="uniform").guess(batch.view)
+    np.testing.assert_allclose(guess.score[:, 0], _brute_force(algo, batch.view, loglik, "uniform"), atol=1e-9)
+
+
+def test_bayes_without_noise_recovers_every_click_olsr_recovers():
+    for seed in range(3):
+        algo, batch = _round(k=10, n=40, F=46, seed=seed, click="informational")
+        bayes = Bayes(algo).guess(batch.view)
+        olsr = OLSR().guess(batch.view)
+        clicks = batch.truth.clicks
+        mask = batch.view.interactions.mask
+        olsr_exact = ((olsr.decision == clicks) | ~mask).all(axis=(1, 2))
+        bayes_exact = ((bayes.decision == clicks) | ~mask).all(axis=(1, 2))
+        assert olsr_exact.sum() > 0
+        assert bayes_exact[olsr_exact].all()
+
+
+@pytest.mark.parametrize("seed,eps", [(0, 4.5), (1, 10.0), (2, 45.0)])
+def test_bayes_auc_never_below_olsr_under_laplace_noise(seed, eps):
+    from defenses.dp_local import LocalLaplace
+
+    defense = LocalLaplace(eps=eps, delta=5.0)
+    algo, batch = _round(k=10, n=150, F=46, seed=seed, defenses=(defense,), scale=0.3)
+    noise = NoiseModel("laplace", defense.scale, (ClipStep(2.5, "update", "l1"),))
+    auc = {}
+    for attack in (Bayes(algo, noise), OLSR(loss="l1"), OLSR()):
+        rows = score_guess(attack.guess(batch.view), batch, min_shown=10, require_click=True)
+        auc[attack.name + str(getattr(attack, "loss", ""))] = rows["auc"].mean()
+    assert auc["bayes"] >= max(auc["olsr-l1l1"], auc["olsrl2"]), auc
+
+
+def test_bayes_several_lists_is_approximate_and_exact_without_noise_on_easy_rounds():
+    algo, batch = _round(k=5, n=20, F=46, B=3, seed=4, click="navigational")
+    guess = Bayes(algo).guess(batch.view)
+    assert guess.attack == "bayes-approx"
+    mask = batch.view.interactions.mask
+    agree = ((guess.decision == batch.truth.clicks) | ~mask).all(axis=(1, 2))
+    assert agree.mean() > 0.9
+
+
+def test_bayes_refuses_secure_aggregation_of_many_and_fedips():
+    from defenses.secagg import IdealSecAgg
+
+    rng = np.random.default_rng(0)
+    data = _data(6, (6, 8), 5, rng)
+    algo = FPDGD(make_ranker("linear", 5), cascade_model("perfect", 3), k=5)
+    batch = probe(algo, rng.normal(size=5), data, seed=0, cohort_size=6, aggregator=IdealSecAgg())[0]
+    with pytest.raises(FltrError, match="--attack bayes"):
+        Bayes(algo).guess(batch.view)
+
+    class FedIPSLike:
+        name = "fedips"
+        click_model = None
+    with pytest.raises(FltrError, match="--attack bayes.*supported"):
+        Bayes(FedIPSLike()).guess(_round()[1].view)
+
+
+def test_noise_model_of_defense_stacks():
+    from defenses.stack import parse_defense
+    from fltr_audit.audit_run import noise_model
+
+    nm = noise_model(parse_defense("clip(delta=5)+dp-distributed(eps=4.5)"))
+    assert nm.kind == "gamma-difference" and nm.scale == pytest.approx(5 / 4.5)
+    assert nm.clips == (ClipStep(2.5, "weights", "l2"), ClipStep(2.5, "weights", "l2"))
+    nm = noise_model(parse_defense("dp-gaussian(sigma=1,clip=1)"))
+    assert (nm.kind, nm.scale, nm.clips) == ("gaussian", 1.0, (ClipStep(1.0, "update", "l2"),))
+    nm = noise_model(parse_defense("dp-local-laplace(eps=4.5)+secagg"))
+    assert (nm.kind, nm.clips[0].norm) == ("laplace", "l1")
+    assert noise_model(parse_defense("none")).kind == "none"
+    assert noise_model(parse_defense("rr(p=0.9)")).values[-1] == 1.0
+    with pytest.raises(FltrError, match="--attack bayes"):
+        noise_model(parse_defense("dp-local-laplace+dp-gaussian"))
+
+
+def test_bayes_equals_brute_force_under_dp_distributed_share_and_weight_clip():
+    from defenses.dp_distributed import DistributedLaplace
+    from defenses.stack import parse_defense
+    from fltr_audit.audit_run import noise_model
+
+    stack = parse_defense("clip(delta=1)+dp-distributed(eps=4.5)")
+    algo, batch = _round(defenses=stack.client, scale=0.5)
+    noise = noise_model(stack)
+    a, lam = 1.0 / len(batch.view.participants), stack.client[1].scale
+
+    def loglik(u, v, g):
+        w = g + u
+        for _ in range(2):
+            w = w * min(1.0, 0.5 / np.linalg.norm(w))
+        r = v - (w - g)
+        x = np.maximum(np.abs(r), 1e-12 * np.abs(v + g).max())
+        return ((2 * a - 1) * np.log(x) - x / lam).sum()
+
+    guess = Bayes(algo, noise).guess(batch.view)
+    np.testing.assert_allclose(guess.score[:, 0], _brute_force(algo, batch.view, loglik), atol=1e-9)
+    assert isinstance(stack.client[1], DistributedLaplace)
+
+
+def test_gamma_difference_approximation_tracks_the_exact_density():
+    """The approximate log-density differs from the exact Bessel-K density by less than
+    a |log|x|| + O(1) over the range that matters (a = 1/n)."""
+    from scipy.special import gammaln, kve
+
+    a, lam = 0.01, 1.0
+    x = np.logspace(-12, 1, 200)
+    v = a - 0.5
+    exact = (a - 0.5) * np.log(x) + np.log(kve(v, x / lam)) - x / lam - (
+        0.5 * np.log(np.pi) + gammaln(a) + (a - 0.5) * np.log(2) + (a + 0.5) * np.log(lam))
+    approx = (2 * a - 1) * np.log(x) - x / lam
+    diff = exact - approx
+    assert np.ptp(diff) < a * np.abs(np.log(x)).max() + 1.0
+
+
+def test_bayes_foltr_metric_equals_brute_force_under_rr():
+    from defenses.randomized_response import RandomizedResponse
+    from fltr_audit.algorithms.foltr_es import FOLtRES
+    from fltr_audit import metrics
+
+    rng = np.random.default_rng(5)
+    data = _data(30, (6, 9), 5, rng)
+    model = cascade_model("navigational", 3)
+    algo = FOLtRES(make_ranker("linear", 5), model, k=5, antithetic=False)
+    rr = RandomizedResponse(p=0.7, values=tuple(metrics.max_rr(np.eye(6, 5, dtype=bool)).tolist()))
+    batch = probe(algo, rng.normal(size=5), data, seed=1, cohort_size=30, client_defenses=(rr,))[0]
+    noise = NoiseModel("rr", 0.7, values=tuple(rr.values))
+    guess = Bayes(algo, noise).guess(batch.view)
+    view = batch.view
+    for i in range(5):
+        shown = view.interactions.shown[i, 0]
+        labels = np.where(shown >= 0, data.labels[np.maximum(shown, 0)], -1)
+        post, cands = [], []
+        for bits in itertools.product([False, True], repeat=5):
+            c = np.array(bits)
+            p = _ccm_prob(model, labels, c)
+            if p == 0:
+                continue
+            true = metrics.max_rr(c[None, :])[0]
+            lik = 0.7 if np.isclose(true, view.messages.metric[i, 0]) else 0.3 / (len(rr.values) - 1)
+            post.append(p * lik)
+            cands.append(c)
+        post = np.array(post)
+        expected = (post[:, None] * np.array(cands)).sum(0) / post.sum()
+        np.testing.assert_allclose(guess.score[i, 0][shown >= 0], expected[shown >= 0], atol=1e-12)
+
+
+def test_bayes_scores_are_finite_when_an_update_is_zero():
+    algo, batch = _round(click="perfect", n=30, seed=7)
+    view = batch.view
+    zero = view.messages.replace(vector=np.broadcast_to(view.global_params, view.messages.vector.shape).copy())
+    guess = Bayes(algo).guess(__import__("dataclasses").replace(view, messages=zero))
+    assert np.isfinite(guess.score[view.interactions.mask]).all()
