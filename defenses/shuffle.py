@@ -39,9 +39,8 @@ def local_epsilon(client: Sequence[ClientDefense], where: str) -> float:
             if d.claim.scope == "message" and d.claim.delta == 0.0 and math.isfinite(d.claim.epsilon)]
     if pure:
         return float(min(pure))
-    before = ", ".join(d.name for d in client) or "nothing"
-    raise FltrError(f"{where}: needs a pure local randomizer before it (dp-local-laplace, rr); "
-                    f"{before} is not one")
+    before = f"{', '.join(d.name for d in client)} is not one" if client else "there is nothing before it"
+    raise FltrError(f"{where}: needs a pure local randomizer before it (dp-local-laplace, rr); {before}")
 
 
 class Shuffle:

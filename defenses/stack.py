@@ -277,7 +277,7 @@ def parse_defense(text: str) -> DefenseStack:
         try:
             aggregator = aggregator.after(tuple(client))
         except FltrError as exc:
-            raise FltrError(f"{where}: {exc}") from None
+            raise FltrError(f"{where}: {str(exc).removeprefix(aggregator.name + ': ')}") from None
     return DefenseStack(client=tuple(client), aggregator=aggregator or FedAvg(), name="+".join(tokens))
 
 

@@ -166,7 +166,7 @@ def run_audit(config: dict) -> dict[str, pd.DataFrame]:
                              require_click=probe_cfg["require_click"]) for b in batches],
                 ignore_index=True,
             )
-            threat = "server (aggregate only)" if batches[0].view.messages is None else "server"
+            threat = "server (aggregate only)" if batches[0].view.messages is None else batches[0].view.threat_model
             for row in summarize(per_query):
                 attack_rows.append({**context, "click_model": click_model, "defense": stack.name,
                                     "threat_model": threat, "attack": name, "probe_cohort": probe_cfg["cohort"],
