@@ -8,6 +8,7 @@ import math
 import numpy as np
 from scipy.optimize import minimize_scalar
 
+from defenses.dp_fedavg import clip_updates
 from defenses.secagg import require_vectors
 from fltr_audit.errors import FltrError
 from fltr_audit.interfaces import Aggregate, PrivacyClaim
@@ -195,8 +196,7 @@ class DDGauss:
         """Steps 1-2 for every client: the rounded, rotated, scaled updates (int64, n x dim)
         and the number of rounding redraws."""
         n, p = updates.shape
-        norms = np.linalg.norm(updates, axis=1)
-        clipped = updates * np.minimum(1.0, self.clip / np.maximum(norms, np.finfo(np.float64).tiny))[:, None]
+        clipped = clip_updates(updates, self.clip)
         padded = np.zeros((n, self.dim))
         padded[:, :p] = clipped
         scaled = hadamard(padded * signs) / self.gamma

@@ -7,12 +7,17 @@ import math
 
 import numpy as np
 
-from defenses.clipping import clip_rows
 from defenses.dp_gaussian import gaussian_epsilon
 from defenses.secagg import require_vectors
 from fltr_audit.errors import FltrError
 from fltr_audit.interfaces import Aggregate, PrivacyClaim
 from fltr_audit.messages import Messages
+
+
+def clip_updates(updates: np.ndarray, clip: float) -> np.ndarray:
+    """Each row scaled by min(1, clip / ||row||_2) (zero rows stay zero)."""
+    norms = np.linalg.norm(updates, axis=1)
+    return updates * np.where(norms > clip, clip / np.where(norms > 0, norms, 1.0), 1.0)[:, None]
 
 
 def update_noise_multiplier(total: float, count_std: float) -> float:
@@ -91,7 +96,7 @@ class DPFedAvg:
         m = messages.n_clients
         clip = self.clip
         norms = np.linalg.norm(updates, axis=1)
-        total = clip_rows(updates, clip).sum(axis=0)
+        total = clip_updates(updates, clip).sum(axis=0)
         noisy_mean = (total + rng.normal(0.0, self.update_multiplier * clip, size=total.shape)) / m
         stats = {"clip": clip, "clipped_fraction": float((norms > clip).mean()), "noise_std_of_mean":
                  self.update_multiplier * clip / m}
