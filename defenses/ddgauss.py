@@ -182,6 +182,13 @@ class DDGauss:
         """One client's discrete Gaussian std, in integer steps, when n clients share the noise."""
         return self.noise_std / (self.gamma * math.sqrt(n))
 
+    def mean_error_std(self, n: int) -> float:
+        """The stated error of the decoded mean, per coordinate, for n clients: at most
+        sqrt((z C)^2 + n gamma^2 / 4) / n (the shares' variance is below sigma_l^2, CKS 2020,
+        and each rounding has variance <= 1/4 step^2, kept by the orthonormal rotation); it is
+        unbiased up to the conditioning of the rounding."""
+        return math.sqrt(self.noise_std**2 + n * self.gamma**2 / 4.0) / n
+
     def _best_zcdp(self, n: int) -> tuple[float, float]:
         terms = zcdp_terms(self.sensitivity, self.local_sigma(n), n, self.dim)
         return min(terms, key=lambda t: zcdp_epsilon(*t, self.dp_delta))
@@ -211,6 +218,14 @@ class DDGauss:
             todo = todo[~ok]
         return out, redraws
 
+    def noisy_sum(self, updates: np.ndarray, signs: np.ndarray, rng: np.random.Generator
+                  ) -> tuple[np.ndarray, np.ndarray, int]:
+        """Steps 1-4 and the centring: the server's integer sum (int64, dim), the true integer
+        sum it stands for (known only in simulation) and the rounding redraws."""
+        ints, redraws = self.encode(updates, signs, rng)
+        noisy = ints + discrete_gaussian(self.local_sigma(len(updates)) ** 2, ints.shape, rng)
+        return self.centre(self.modular_sum(noisy)), noisy.sum(axis=0), redraws
+
     def modular_sum(self, values: np.ndarray) -> np.ndarray:
         """Step 4: each client's vector reduced into Z_(2^b), summed in Z_(2^b) (uint64)."""
         ring = np.uint64((1 << self.bits) - 1)
@@ -234,10 +249,7 @@ class DDGauss:
             raise FltrError(f"{self.name}: a round of {n} clients leaves each a discrete Gaussian std "
                             f"{self.local_sigma(n):.3g} < 1/2 of a step; set n >= {n} (the cohort size)")
         signs = rng.choice(np.array([-1.0, 1.0]), size=self.dim)
-        ints, redraws = self.encode(messages.updates(g), signs, rng)
-        noisy = ints + discrete_gaussian(self.local_sigma(n) ** 2, ints.shape, rng)
-        exact = noisy.sum(axis=0)
-        summed = self.centre(self.modular_sum(noisy))
+        summed, exact, redraws = self.noisy_sum(messages.updates(g), signs, rng)
         decoded = hadamard((summed * self.gamma)[None, :])[0] * signs
         mean = decoded[:p] / n
         stats = {"gamma": self.gamma, "rounding_redraws": float(redraws),

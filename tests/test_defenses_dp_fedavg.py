@@ -76,7 +76,7 @@ def test_claim_is_the_gaussian_mechanism_and_matches_dp_accounting():
 
 def test_dp_event_composes_over_rounds_as_the_known_gaussian():
     """K rounds at q = 1 are one Gaussian with multiplier z / sqrt(K) (exact, Balle-Wang);
-    with Poisson sampling q < 1 the PLD accountant stays below the RDP bound and above q = 1/K^2 of nothing."""
+    with Poisson sampling q < 1 the PLD accountant stays below the (looser) RDP accountant."""
     z, k = 2.0, 100
     event = DPFedAvg(noise_multiplier=z, clip=1.0).dp_event()
     composed = pld.PLDAccountant(value_discretization_interval=1e-4).compose(event, k).get_epsilon(1e-5)
@@ -141,7 +141,8 @@ def test_engine_passes_the_global_model_and_trains():
 def test_audit_never_beats_the_claim_and_the_worst_pair_is_tight():
     """Cohort 1, add/remove one user: the output is (u + N(0, (zC)^2)) with ||u|| = C, or the noise
     alone. The 95 % lower bound exceeds the claim in at most the share the confidence allows
-    (P(Bin(20, 0.05) >= 4) = 0.016); the projection's separation estimates mu = 1/z."""
+    (P(Bin(10, 0.05) >= 3) = 0.012); the projection's separation estimates mu = 1/z (a point
+    estimate; the lower bound mu_lb is audit-defense's, issue #12)."""
     z, c = 1.0, 1.0
     u = np.zeros(4)
     u[0] = c
@@ -152,12 +153,9 @@ def test_audit_never_beats_the_claim_and_the_worst_pair_is_tight():
         return np.stack([agg.aggregate(msgs, np.arange(1), rng).mean for _ in range(n_trials)])
 
     statistic = projection_statistic(np.zeros(4), u)
-    above, mus = 0, []
-    for seed in range(20):
-        result = audit(mechanism, statistic, claim=agg.claim, n_trials=2000, seed=seed)
-        above += result.epsilon_lb > agg.claim.epsilon
-        rng = np.random.default_rng(100 + seed)
-        s0, s1 = statistic(mechanism(rng, 2000, 0)), statistic(mechanism(rng, 2000, 1))
-        mus.append((s1.mean() - s0.mean()) / np.sqrt((s0.var() + s1.var()) / 2))
-    assert above <= 3
-    assert np.mean(mus) >= 0.9 / z
+    above = sum(audit(mechanism, statistic, claim=agg.claim, n_trials=1000, seed=seed).epsilon_lb > agg.claim.epsilon
+                for seed in range(10))
+    assert above <= 2
+    rng = np.random.default_rng(100)
+    s0, s1 = statistic(mechanism(rng, 4000, 0)), statistic(mechanism(rng, 4000, 1))
+    assert (s1.mean() - s0.mean()) / np.sqrt((s0.var() + s1.var()) / 2) >= 0.9 / z
