@@ -56,8 +56,9 @@ class Shuffle:
     it covers the server's view of the shuffled cohort, not a message linked to its sender);
     outside Theorem 3.1's condition, the local eps0 (scope ``message``). A round with fewer than
     ``n`` messages gets a weaker guarantee: ``stats["epsilon_round"]`` is the bound for the
-    round's own cohort. ``dp_event()`` is ``EpsilonDeltaDpEvent`` of the claim; it *replaces*
-    the local randomizer's event in the stack's accounting (``covers_client_defenses``).
+    round's own cohort. ``dp_event()`` (the binary randomized response of the claimed epsilon,
+    plus ``dp_event_delta`` per round) *replaces* the local randomizer's event in the stack's
+    accounting (``covers_client_defenses``).
 
     The local eps0 is what the randomizer claims: ``dp-local-laplace(norm=l2)`` understates
     its own epsilon, and the amplified claim inherits that gap; ``rr`` claims eps per value.
@@ -80,11 +81,23 @@ class Shuffle:
         """This shuffler behind the client defenses ``client`` (FltrError without a local randomizer)."""
         return Shuffle(self.n, self.dp_delta, self.name, client=tuple(client))
 
+    @property
+    def dp_event_delta(self) -> float:
+        """The per-round delta that ``dp_event`` leaves out: the accountant adds it once per round
+        a user takes part in (basic composition of the delta part), see ``dp_event``."""
+        return self.claim.delta
+
     def dp_event(self):
-        """One round for one user: the claimed (eps, delta) as an ``EpsilonDeltaDpEvent``."""
+        """One round for one user. dp-accounting 0.6 has no (epsilon, delta) event, so this is
+        the binary randomized response of the claimed epsilon,
+        ``RandomizedResponseDpEvent(2 / (1 + e^eps), 2)``, which dominates every eps-DP mechanism
+        (Kairouz, Oh, Viswanath 2015); an (eps, delta) mechanism is dominated by it except with
+        probability delta, so over K rounds the accountant's delta grows by K * ``dp_event_delta``.
+        The claim is for replace-one neighbours (as Theorem 3.1), the relation dp-accounting
+        requires for this event (``NeighboringRelation.REPLACE_ONE``)."""
         import dp_accounting
 
-        return dp_accounting.EpsilonDeltaDpEvent(self.claim.epsilon, self.claim.delta)
+        return dp_accounting.RandomizedResponseDpEvent(2.0 / (1.0 + math.exp(self.claim.epsilon)), 2)
 
     def aggregate(self, messages: Messages, participants: np.ndarray, rng: np.random.Generator) -> Aggregate:
         order = rng.permutation(messages.n_clients)
