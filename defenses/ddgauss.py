@@ -10,6 +10,7 @@ from scipy.optimize import minimize_scalar
 
 from defenses.dp_fedavg import clip_updates
 from defenses.secagg import require_vectors
+from defenses.secagg_protocol import neighbour_graph, run_protocol
 from fltr_audit.errors import FltrError
 from fltr_audit.interfaces import Aggregate, PrivacyClaim
 from fltr_audit.messages import Messages
@@ -128,9 +129,10 @@ class DDGauss:
        randomized rounding, beta = e^-0.5);
     3. adds discrete Gaussian noise N_Z(0, sigma_l^2) per coordinate, sigma_l = z C / (gamma
        sqrt(n_round)), so the sum over the round's n_round clients carries variance (z C/gamma)^2;
-    4. the modular sum in Z_(2^b) of the n_round vectors, simulated exactly with uint64
-       arithmetic (the masks of ``secagg-protocol`` cancel in this sum, so running the full
-       protocol would give the same bits, at O(n^2) key agreements per round);
+    4. the modular sum in Z_(2^b) of the n_round vectors: simulated exactly with uint64
+       arithmetic (``secagg=sum``, the default: the masks cancel in this sum), or run through
+       ``secagg-protocol``'s double-masking protocol (``secagg=protocol``: the same bits, at
+       O(n^2) key agreements per round);
     5. the server centres the sum into [-2^(b-1), 2^(b-1)), multiplies by gamma, undoes the
        rotation and divides by n_round (fixed denominator): the server sees only this mean.
 
@@ -148,8 +150,9 @@ class DDGauss:
     reads_global_model = True
 
     def __init__(self, noise_multiplier: float = 1.0, clip: float = 1.0, bits: int = 20, n: int = 1000,
-                 dim: int = 64, dp_delta: float = 1e-5, name: str = "ddgauss"):
+                 dim: int = 64, dp_delta: float = 1e-5, secagg: str = "sum", name: str = "ddgauss"):
         self.noise_multiplier, self.clip, self.bits = float(noise_multiplier), float(clip), int(bits)
+        self.secagg = secagg
         self.n, self.dim, self.dp_delta, self.name = int(n), int(dim), float(dp_delta), name
         for option, value in (("noise_multiplier", self.noise_multiplier), ("clip", self.clip)):
             if not (value > 0 and math.isfinite(value)):
@@ -224,12 +227,19 @@ class DDGauss:
         sum it stands for (known only in simulation) and the rounding redraws."""
         ints, redraws = self.encode(updates, signs, rng)
         noisy = ints + discrete_gaussian(self.local_sigma(len(updates)) ** 2, ints.shape, rng)
-        return self.centre(self.modular_sum(noisy)), noisy.sum(axis=0), redraws
+        return self.centre(self.modular_sum(noisy, rng)), noisy.sum(axis=0), redraws
 
-    def modular_sum(self, values: np.ndarray) -> np.ndarray:
-        """Step 4: each client's vector reduced into Z_(2^b), summed in Z_(2^b) (uint64)."""
+    def modular_sum(self, values: np.ndarray, rng: np.random.Generator | None = None) -> np.ndarray:
+        """Step 4: each client's vector reduced into Z_(2^b), summed in Z_(2^b) (uint64): by
+        numpy, or with ``secagg=protocol`` by the Bonawitz et al. double-masking protocol of
+        ``secagg-protocol`` on those ring elements (complete graph, no dropouts)."""
         ring = np.uint64((1 << self.bits) - 1)
-        return (values.view(np.uint64) & ring).sum(axis=0, dtype=np.uint64) & ring
+        inputs = values.view(np.uint64) & ring
+        if self.secagg == "protocol":
+            n = len(inputs)
+            graph = neighbour_graph(n, 0, rng or np.random.default_rng(0))
+            return run_protocol(inputs, self.bits, graph, np.zeros(n, dtype=bool), 0.5, self.name).total
+        return inputs.sum(axis=0, dtype=np.uint64) & ring
 
     def centre(self, total: np.ndarray) -> np.ndarray:
         """Ring elements read as the signed integers in [-2^(b-1), 2^(b-1))."""

@@ -143,7 +143,9 @@ SPECS: dict[str, Spec] = {s.name: s for s in (
                 else "must be a positive integer"),
           Param("dim", "int", 64, "padded dimension (a power of two >= the model's parameters)",
                 lambda v: None if v >= 1 and v & (v - 1) == 0 else "must be a power of two"),
-          Param("dp_delta", "float", 1e-5, "delta of the (epsilon, delta) claim", _unit_open)),
+          Param("dp_delta", "float", 1e-5, "delta of the (epsilon, delta) claim", _unit_open),
+          Param("secagg", "choice", "sum", "the modular sum: exact numpy sum, or the Bonawitz protocol",
+                choices=("sum", "protocol"))),
          "distributed discrete Gaussian (Kairouz, Liu, Steinke 2021): clip, rotate, scale, conditional "
          "randomized rounding, per-client discrete Gaussian shares, modular secure sum in Z_(2^bits)",
          "the paper's zCDP bound for the cohort n, as (epsilon, dp_delta) per round, scope aggregate"),

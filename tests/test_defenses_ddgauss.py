@@ -98,6 +98,13 @@ def test_modular_sum_is_exact_mod_2_to_the_b_and_recovers_the_sum_without_wrap_a
     np.testing.assert_array_equal(agg.centre(agg.modular_sum(small)), small.sum(0))
 
 
+def test_the_secure_aggregation_protocol_gives_the_same_modular_sum():
+    plain = DDGauss(noise_multiplier=1.0, clip=1.0, bits=20, n=6, dim=16)
+    protocol = parse_defense("ddgauss(noise_multiplier=1,clip=1,bits=20,n=6,dim=16,secagg=protocol)").aggregator
+    values = np.random.default_rng(8).integers(-(2**30), 2**30, size=(6, 16))
+    np.testing.assert_array_equal(protocol.modular_sum(values, np.random.default_rng(0)), plain.modular_sum(values))
+
+
 def test_decoded_mean_is_unbiased_within_its_stated_error():
     agg = DDGauss(noise_multiplier=0.5, clip=1.0, bits=18, n=20, dim=16)
     rng = np.random.default_rng(5)
