@@ -277,8 +277,15 @@ def _audit_defense(config: dict, splits: Any, stack: DefenseStack, base: TrainRe
             return out
         for t in range(n_trials):
             others = pool[rng.integers(0, len(pool), size=cohort - 1)]
-            out[t] = defended(np.vstack([target[None, :], others]), rng).mean(axis=0)
+            out[t] = (noisy_aggregate(defended(np.vstack([target[None, :], others]), rng), rng)
+                      if adds_noise else defended(np.vstack([target[None, :], others]), rng).mean(axis=0))
         return out
+
+    adds_noise = hasattr(stack.aggregator, "dp_event")  # dp-fedavg, ddgauss: the noise is the aggregator's
+
+    def noisy_aggregate(updates: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        msgs = Messages(n_interactions=np.ones(len(updates), dtype=np.int64), vector=updates, vector_kind="update")
+        return stack.aggregator.aggregate(msgs, np.arange(len(updates)), rng).mean
 
     if hides:
         statistic = projection_statistic(u0 / cohort, u1 / cohort)
