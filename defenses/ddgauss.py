@@ -137,9 +137,10 @@ class DDGauss:
        rotation and divides by n_round (fixed denominator): the server sees only this mean.
 
     gamma comes from ``scale_for_bits`` for a cohort of ``n`` clients. Claim, per round per
-    participating user (add/remove-one neighbours), scope ``aggregate``: the paper's
-    (xi, rho)-zCDP bound for a cohort of ``n`` (``zcdp_terms``: sensitivity the rounded norm
-    bound of C/gamma) turned into (epsilon, dp_delta) by dp-accounting's RDP conversion;
+    participating user (neighbours: the user's update present or zero, every client still
+    adding its noise share, as in the paper), scope ``aggregate``: the paper's (xi, rho)-zCDP
+    bound for a cohort of ``n`` (``zcdp_terms``: sensitivity the rounded norm bound of C/gamma)
+    turned into (epsilon, dp_delta) by the RDP conversion dp-accounting uses (``zcdp_epsilon``);
     ``dp_event()`` is that ``ZCDpEvent`` (an RDP accountant composes it; the PLD accountant
     does not support it). ``stats`` carry ``wrap_probability`` (the tail bound for the round's
     cohort), ``wrapped_coordinates`` (counted in simulation, where the true sum is known),
