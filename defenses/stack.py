@@ -16,12 +16,15 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from defenses.clipping import NORMS, TARGETS, Clip
+from defenses.ddgauss import DDGauss
+from defenses.dp_fedavg import DPFedAvg
 from defenses.dp_distributed import DistributedLaplace
 from defenses.dp_gaussian import Gaussian
 from defenses.dp_local import LocalLaplace
 from defenses.randomized_response import MAXRR_VALUES, RandomizedResponse
 from defenses.secagg import IdealSecAgg
 from defenses.secagg_protocol import SecAggProtocol
+from defenses.shuffle import Shuffle
 from fltr_audit.aggregation import FedAvg
 from fltr_audit.errors import FltrError
 from fltr_audit.interfaces import Aggregator, ClientDefense, PrivacyClaim
@@ -122,6 +125,41 @@ SPECS: dict[str, Spec] = {s.name: s for s in (
           Param("range", "float", 64.0, "fixed-point clipping range of each coordinate", _positive)),
          "Bonawitz et al. 2017 double masking (X25519, HKDF-SHA256, AES-CTR masks, Shamir shares)",
          "no DP (epsilon = inf); reveals only the aggregate"),
+    Spec("dp-fedavg", "aggregator", DPFedAvg,
+         (Param("noise_multiplier", "float", 1.0, "z: the sum's noise std is z * clip", _positive, key=True),
+          Param("clip", "float", 1.0, "L2 clip norm C of each update (the initial one when adaptive)", _positive,
+                inherit=lambda c: c.delta / 2),
+          Param("dp_delta", "float", 1e-5, "delta of the (epsilon, delta) claim", _unit_open),
+          Param("quantile", "float", 0.0, "adaptive clipping: target quantile of update norms (0: fixed clip)", _rate),
+          Param("lr", "float", 0.2, "adaptive clipping: learning rate of the geometric clip update", _positive),
+          Param("count_std", "float", 50.0, "adaptive clipping: noise std of the clipped count (m/20 advised)",
+                _positive)),
+         "user-level DP-FedAvg (McMahan et al. 2018): trusted server sums updates clipped to C, adds "
+         "N(0, (z C)^2), divides by the cohort size; adaptive clipping (Andrew et al. 2021) optional",
+         "Gaussian mechanism, sensitivity C, std z C: epsilon at dp_delta per round, scope aggregate"),
+    Spec("ddgauss", "aggregator", DDGauss,
+         (Param("noise_multiplier", "float", 1.0, "z: the sum's noise std is z * clip", _positive, key=True),
+          Param("clip", "float", 1.0, "L2 clip norm C of each update", _positive, inherit=lambda c: c.delta / 2),
+          Param("bits", "int", 20, "modular secure aggregation in Z_(2^bits)", lambda v: None if 2 <= v <= 62
+                else "must lie in 2..62"),
+          Param("n", "int", 1000, "cohort size the scale and the claim are computed for", lambda v: None if v >= 1
+                else "must be a positive integer"),
+          Param("dim", "int", 64, "padded dimension (a power of two >= the model's parameters)",
+                lambda v: None if v >= 1 and v & (v - 1) == 0 else "must be a power of two"),
+          Param("dp_delta", "float", 1e-5, "delta of the (epsilon, delta) claim", _unit_open),
+          Param("secagg", "choice", "sum", "the modular sum: exact numpy sum, or the Bonawitz protocol",
+                choices=("sum", "protocol"))),
+         "distributed discrete Gaussian (Kairouz, Liu, Steinke 2021): clip, rotate, scale, conditional "
+         "randomized rounding, per-client discrete Gaussian shares, modular secure sum in Z_(2^bits)",
+         "the paper's zCDP bound for the cohort n, as (epsilon, dp_delta) per round, scope aggregate"),
+    Spec("shuffle", "aggregator", Shuffle,
+         (Param("n", "int", 1000, "cohort size the amplified claim assumes", lambda v: None if v >= 2
+                else "must be at least 2"),
+          Param("dp_delta", "float", 1e-6, "delta of the amplified (epsilon, delta) claim", _unit_open)),
+         "anonymous shuffler: the server gets the cohort's messages without senders, in random order "
+         "(threat model 'server (shuffled)'); follows a local randomizer (dp-local-laplace, rr)",
+         "amplification by shuffling (Feldman, McMillan, Talwar 2021, Thm 3.1) of the local eps0, "
+         "scope aggregate; eps0 (scope message) outside the theorem's condition"),
 )}
 
 
@@ -137,7 +175,10 @@ class DefenseStack:
     def claim(self) -> PrivacyClaim:
         """The strongest claim of the stack: the smallest epsilon among message-scope claims
         (a later local mechanism is post-processing of an earlier one and vice versa), else the
-        smallest among aggregate-scope ones, else none."""
+        smallest among aggregate-scope ones, else none; behind a shuffler, the shuffler's claim
+        (which is computed from the local randomizer's)."""
+        if getattr(self.aggregator, "covers_client_defenses", False):
+            return self.aggregator.claim  # a shuffler's amplified claim covers the local randomizer
         claims = [d.claim for d in self.client] + [self.aggregator.claim]
         for scope in ("message", "aggregate"):
             scoped = [c for c in claims if c.scope == scope]
@@ -237,6 +278,11 @@ def parse_defense(text: str) -> DefenseStack:
         else:
             client.append(obj)
             last_clip = obj if isinstance(obj, Clip) else last_clip
+    if hasattr(aggregator, "after"):  # an aggregator whose claim rests on the client defenses (shuffle)
+        try:
+            aggregator = aggregator.after(tuple(client))
+        except FltrError as exc:
+            raise FltrError(f"{where}: {str(exc).removeprefix(aggregator.name + ': ')}") from None
     return DefenseStack(client=tuple(client), aggregator=aggregator or FedAvg(), name="+".join(tokens))
 
 

@@ -28,7 +28,7 @@ from fltr_audit.aggregation import FedAvg
 from fltr_audit.data.dataset import Dataset
 from fltr_audit.errors import FltrError
 from fltr_audit.interfaces import Aggregator, ClientDefense, ClientOutput, Interceptor
-from fltr_audit.messages import THREAT_MODELS, RoundBatch, ServerView
+from fltr_audit.messages import SHUFFLED, THREAT_MODELS, RoundBatch, ServerView
 from fltr_audit.randomness import stream
 
 GAMMA = 0.9995  # FPDGD Eq. 17 discount, following PDGD
@@ -120,6 +120,17 @@ def check_threat_model(threat_model: str) -> None:
                         f"(choose from {', '.join(THREAT_MODELS)})")
 
 
+def _view_threat_model(requested: str, anonymous: bool) -> str:
+    """``server (shuffled)`` when a shuffler stripped the messages of their senders' identities
+    (``Aggregate.anonymous``); the threat model asked for otherwise."""
+    if anonymous and requested in ("server", SHUFFLED):
+        return SHUFFLED
+    if anonymous or requested == SHUFFLED:
+        raise FltrError(f"--threat-model: {SHUFFLED!r} is the view of a shuffling aggregator (defense '...+shuffle') "
+                        f"and only that; got {requested!r} with{'' if anonymous else 'out'} a shuffler")
+    return requested
+
+
 def run_round(algorithm: Any, params: np.ndarray, state: Any, data: Dataset, queries: np.ndarray,
               client_ids: np.ndarray, round_index: int, seed: int, *,
               client_defenses: Sequence[ClientDefense] = (), aggregator: Aggregator | None = None,
@@ -145,11 +156,13 @@ def run_round(algorithm: Any, params: np.ndarray, state: Any, data: Dataset, que
     defense_rng = stream(seed, "defense", round_index)
     for defense in client_defenses:
         messages = defense.apply(messages, params, defense_rng)
-    agg = (aggregator or FedAvg()).aggregate(messages, client_ids, stream(seed, "aggregate", round_index))
-    sees_documents = threat_model == "server"
+    aggregator = aggregator or FedAvg()
+    extra = {"global_params": params} if getattr(aggregator, "reads_global_model", False) else {}
+    agg = aggregator.aggregate(messages, client_ids, stream(seed, "aggregate", round_index), **extra)
+    sees_documents = threat_model in ("server", SHUFFLED)
     view = ServerView(
         round=int(round_index),
-        threat_model=threat_model,
+        threat_model=_view_threat_model(threat_model, agg.anonymous),
         global_params=np.asarray(params, dtype=np.float64),
         ranker=algorithm.ranker,
         participants=np.asarray(agg.participants, dtype=np.int64),

@@ -59,6 +59,9 @@ class Aggregate:
         The individual messages, or None when the aggregation hides them.
     stats : mapping
         Cost counters (bytes sent, key agreements, ...), for benchmarks.
+    anonymous : bool
+        True when ``messages`` reach the server without their senders' identities, in an
+        order independent of the clients' (a shuffler): the view is ``server (shuffled)``.
     """
 
     mean: np.ndarray | None
@@ -66,10 +69,13 @@ class Aggregate:
     dropouts: np.ndarray
     messages: Messages | None
     stats: Mapping[str, float] = field(default_factory=dict)
+    anonymous: bool = False
 
 
 class Aggregator(Protocol):
-    """Combines a cohort's messages into what the server receives."""
+    """Combines a cohort's messages into what the server receives. An aggregator whose class
+    sets ``reads_global_model = True`` also gets ``global_params=`` (the model the cohort
+    started from), e.g. to clip the updates ``vector - global_params`` of weight messages."""
 
     name: str
     claim: PrivacyClaim

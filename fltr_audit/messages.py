@@ -22,7 +22,10 @@ import numpy as np
 
 from fltr_audit.data.dataset import Dataset
 
-THREAT_MODELS = ("server", "server-blind", "server-malicious")
+SHUFFLED = "server (shuffled)"
+"""The view behind an anonymous shuffler: the cohort's messages without their senders'
+identities, in an order independent of the clients' (set by a shuffling aggregator)."""
+THREAT_MODELS = ("server", "server-blind", "server-malicious", SHUFFLED)
 
 
 @dataclass(frozen=True)
@@ -116,7 +119,7 @@ class ServerView:
     Attributes
     ----------
     round : int
-    threat_model : {"server", "server-blind", "server-malicious"}
+    threat_model : {"server", "server-blind", "server-malicious", "server (shuffled)"}
         Under ``server-malicious`` (``fltr_audit.malicious``) the first participant is the
         target and ``interactions`` holds the target's lists only.
     global_params : ndarray of float64, shape (P,)
@@ -128,7 +131,9 @@ class ServerView:
     dropouts : ndarray of int64
         Client ids that dropped out (secure aggregation).
     messages : Messages or None
-        Each client's message; None when secure aggregation hides them.
+        Each client's message; None when secure aggregation hides them. Under
+        ``server (shuffled)`` row i is *some* participant's message: the rows are in an order
+        independent of ``participants`` and ``interactions`` (an attack must link them first).
     aggregate : ndarray of float64, shape (P,), or None
         The n_c-weighted mean of the cohort's vectors, where messages carry vectors.
     interactions : Interactions or None

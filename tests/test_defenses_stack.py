@@ -97,7 +97,9 @@ def test_bad_stacks_name_the_defense_string(text, pattern):
 def test_list_defenses_covers_every_defense():
     rows = {r["name"]: r for r in list_defenses()}
     assert set(rows) == {"clip", "dp-distributed", "dp-local-laplace", "dp-gaussian", "rr", "secagg",
-                         "secagg-protocol"}
+                         "secagg-protocol", "dp-fedavg", "ddgauss", "shuffle"}
+    assert rows["dp-fedavg"]["default_claim"]["scope"] == rows["ddgauss"]["default_claim"]["scope"] == "aggregate"
+    assert rows["shuffle"]["default_claim"]["scope"] == "none"  # its claim rests on the randomizer before it
     assert rows["dp-distributed"]["default_claim"] == {"epsilon": 4.5, "delta": 0.0, "scope": "aggregate"}
     assert rows["rr"]["default_claim"]["epsilon"] == pytest.approx(np.log(0.9 * 10 / 0.1))
     assert [p["name"] for p in rows["clip"]["parameters"]] == ["delta", "of"]
