@@ -16,13 +16,19 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Literal, Mapping, get_args
 
 import numpy as np
 
 from fltr_audit.data.dataset import Dataset
 
-THREAT_MODELS = ("server", "server-blind")
+VectorKind = Literal["weights", "update"]
+"""What a message's parameter vector holds: full local weights or ``w_local - w_global``."""
+MessageKind = Literal["weights", "update", "seed+metric", "none"]
+"""What an algorithm's client sends (``none``: centralized or supervised baselines)."""
+ThreatModel = Literal["server", "server-blind"]
+"""The threat models a ``ServerView`` can have (DESIGN.md, Threat models)."""
+THREAT_MODELS: tuple[str, ...] = get_args(ThreatModel)
 
 
 @dataclass(frozen=True)
@@ -46,7 +52,7 @@ class Messages:
 
     n_interactions: np.ndarray
     vector: np.ndarray | None = None
-    vector_kind: str = "weights"
+    vector_kind: VectorKind = "weights"
     seed: np.ndarray | None = None
     metric: np.ndarray | None = None
 
@@ -63,9 +69,20 @@ class Messages:
             raise ValueError("these messages carry no parameter vector")
         return self.vector - global_params if self.vector_kind == "weights" else self.vector
 
+    def weights(self, global_params: np.ndarray) -> np.ndarray:
+        """The vector as the clients' full local weights, shape (n, P)."""
+        if self.vector is None:
+            raise ValueError("these messages carry no parameter vector")
+        return self.vector if self.vector_kind == "weights" else self.vector + global_params
+
     def with_updates(self, updates: np.ndarray, global_params: np.ndarray) -> "Messages":
         """The same messages with the vector replaced by ``updates`` (in the original kind)."""
         vector = updates + global_params if self.vector_kind == "weights" else updates
+        return self.replace(vector=vector)
+
+    def with_weights(self, weights: np.ndarray, global_params: np.ndarray) -> "Messages":
+        """The same messages with the vector replaced by full ``weights`` (in the original kind)."""
+        vector = weights if self.vector_kind == "weights" else weights - global_params
         return self.replace(vector=vector)
 
 
@@ -140,7 +157,7 @@ class ServerView:
     """
 
     round: int
-    threat_model: str
+    threat_model: ThreatModel
     global_params: np.ndarray
     ranker: Any
     participants: np.ndarray
@@ -149,7 +166,7 @@ class ServerView:
     aggregate: np.ndarray | None
     interactions: Interactions | None
     documents: Dataset | None
-    aggregate_kind: str = "weights"
+    aggregate_kind: VectorKind = "weights"
 
     def blind(self) -> "ServerView":
         """The same round under the ``server-blind`` threat model."""

@@ -22,12 +22,12 @@ def attack(
     quiet: bool = typer.Option(False, "--quiet", help="No progress bar."),
 ) -> None:
     """Guess the clicks behind every recorded round; one row per round and attack (macro average)."""
-    from attacks.registry import make_attack
+    from attacks.registry import attack_needs, make_attack
     from attacks.scoring import score_guess, summarize
     from fltr_audit.interceptors import load_recording
 
     names = parse_list(attacks, "--attack")
-    built = {name: make_attack(name, **({"seed": seed} if name.startswith("random") else {})) for name in names}
+    built = {name: make_attack(name, **({"seed": seed} if "seed" in attack_needs(name) else {})) for name in names}
     batches = list(load_recording(recording))
     rows = []
     with progress(len(batches), "attacking rounds", quiet or json_out) as bar:

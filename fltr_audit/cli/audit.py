@@ -11,9 +11,6 @@ import typer
 from fltr_audit.cli.app import app
 from fltr_audit.cli.common import emit_json, parse_list, progress
 
-DEFAULT_NORMALIZATION = {"fpdgd": "zscore", "foltr-es": "none", "fedips": "query-minmax", "fedavg": "query-minmax"}
-DEFAULT_ATTACKS = {"fpdgd": "olsr,olsr-l1,score,prob,distance,random3,random4", "foltr-es": "foltr-decode,random3",
-                   "fedips": "olsr,score,prob,distance,random3", "fedavg": "olsr,score,prob,distance,random3"}
 DEFAULT_CLICK_MODELS = "perfect,navigational,informational"
 TABLE_COLUMNS = ["attack", "click_model", "defense", "threat_model", "accuracy", "precision", "recall", "f1",
                  "n_queries"]
@@ -24,22 +21,39 @@ def audit_spec(*, algo: str, data: str, folds: list[int], rounds: int, clients: 
                cohort: int, probe_queries: int, normalization: str, ranker: str, min_shown: int,
                require_click: bool, epsilon_audit: bool, trials: int = 10000, name: str = "audit") -> dict:
     """A campaign spec (fltr_audit.campaign) for the audit command's options."""
+    from fltr_audit.algorithms.registry import algorithm_spec
     from fltr_audit.campaign import validate_spec
 
+    algorithm = algorithm_spec(algo, auditable=True)
     return validate_spec(
         {
             "name": name,
             "seeds": seeds,
             "data": {"spec": [data], "folds": folds,
-                     "normalization": DEFAULT_NORMALIZATION.get(algo, "none") if normalization == "auto" else normalization},
+                     "normalization": algorithm.default_normalization if normalization == "auto" else normalization},
             "algorithm": {"name": algo, "rounds": rounds, "clients": clients, "queries_per_client": queries_per_client,
-                          "ranker": ranker, "train_click_model": "pbm" if algo in ("fedips", "fedavg") else "perfect"},
+                          "ranker": ranker, "train_click_model": algorithm.train_click_model},
             "probe": {"split": split, "click_models": click_models, "cohort": cohort,
                       "queries_per_client": probe_queries, "min_shown": min_shown, "require_click": require_click},
             "audit": {"defenses": defenses, "attacks": attacks, "epsilon_audit": epsilon_audit, "trials": trials},
         },
         source="audit options",
     )
+
+
+def algorithm_defaults(algo: str, attack: str, click_model: str, min_shown: int | None
+                       ) -> tuple[list[str], list[str], int]:
+    """The attacks, probe click models and ``--min-shown`` of an audit, each option left at its
+    default replaced by the algorithm's declared default (``fltr_audit.algorithms.registry``)."""
+    from fltr_audit.algorithms.registry import algorithm_spec
+    from fltr_audit.clicks import CCM_TABLES
+
+    spec = algorithm_spec(algo, auditable=True)
+    attacks = parse_list(attack, "--attack") if attack else list(spec.default_attacks)
+    if click_model == DEFAULT_CLICK_MODELS:
+        click_model = ",".join(spec.probe_click_models())
+    models = parse_list(click_model, "--click-model", tuple(sorted({m for m, _ in CCM_TABLES})) + ("pbm",))
+    return attacks, models, spec.k if min_shown is None else min_shown
 
 
 def run_spec(spec: dict, store: Path | None, quiet: bool) -> dict[str, pd.DataFrame]:
@@ -108,14 +122,7 @@ def audit(
     quiet: bool = typer.Option(False, "--quiet", help="No progress bar."),
 ) -> None:
     """Audit a federated ranker: which clicks can the server guess from client messages?"""
-    from fltr_audit.clicks import CCM_TABLES
-
-    attacks = parse_list(attack or DEFAULT_ATTACKS.get(algo, "olsr"), "--attack")
-    if algo in ("fedips", "fedavg") and click_model == DEFAULT_CLICK_MODELS:
-        click_model = "pbm"
-    if min_shown is None:
-        min_shown = 5 if algo in ("fedips", "fedavg") else 10
-    models = parse_list(click_model, "--click-model", tuple(sorted({m for m, _ in CCM_TABLES})) + ("pbm",))
+    attacks, models, min_shown = algorithm_defaults(algo, attack, click_model, min_shown)
     spec = audit_spec(algo=algo, data=data, folds=list(fold), rounds=train_rounds, clients=clients,
                       queries_per_client=queries_per_client, attacks=attacks, defenses=list(defense),
                       click_models=models, split=split, seeds=list(seed), cohort=probe_cohort,
