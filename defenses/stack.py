@@ -187,6 +187,10 @@ def _component(token: str, text: str) -> tuple[Spec, dict[str, Any]]:
         raise FltrError(f"{where}: malformed component {token!r} (expected name(key=value,...))")
     spec = SPECS.get(head)
     if spec is None:
+        from defenses.registration import plugin_spec  # an installed plug-in, loaded on first use
+
+        spec = plugin_spec(head)
+    if spec is None:
         raise FltrError(f"{where}: unknown defense {head!r} (choose from none, {', '.join(SPECS)})")
     params = {p.name: p for p in spec.params}
     given: dict[str, Any] = {}

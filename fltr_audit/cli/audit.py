@@ -8,6 +8,7 @@ from typing import List
 import pandas as pd
 import typer
 
+from fltr_audit.algorithms.registry import algorithm_names
 from fltr_audit.cli.app import app
 from fltr_audit.cli.common import emit_json, parse_list, progress
 
@@ -56,6 +57,21 @@ def algorithm_defaults(algo: str, attack: str, click_model: str, min_shown: int 
     return attacks, models, spec.k if min_shown is None else min_shown
 
 
+def spec_from_options(*, algo: str, data: str, fold: list[int], train_rounds: int, clients: int,
+                      queries_per_client: int, attack: str, defense: list[str], click_model: str, split: str,
+                      seed: list[int], probe_cohort: int, probe_queries: int, normalization: str, ranker: str,
+                      min_shown: int | None, require_click: bool, epsilon_audit: bool, trials: int) -> dict:
+    """The campaign spec of the ``audit`` command's options (named as its parameters); the
+    Python API (``fltr_audit.audit``) builds its runs through this too, so both give the same numbers."""
+    attacks, models, min_shown = algorithm_defaults(algo, attack, click_model, min_shown)
+    return audit_spec(algo=algo, data=data, folds=list(fold), rounds=train_rounds, clients=clients,
+                      queries_per_client=queries_per_client, attacks=attacks, defenses=list(defense),
+                      click_models=models, split=split, seeds=list(seed), cohort=probe_cohort,
+                      probe_queries=probe_queries, normalization=normalization, ranker=ranker,
+                      min_shown=min_shown, require_click=require_click, epsilon_audit=epsilon_audit,
+                      trials=trials)
+
+
 def run_spec(spec: dict, store: Path | None, quiet: bool) -> dict[str, pd.DataFrame]:
     """Run a spec in this process (or into ``store``) and return its concatenated tables."""
     from fltr_audit.campaign import execute_run, expand, run_campaign
@@ -94,7 +110,7 @@ def attack_table(tables: dict[str, pd.DataFrame], averaging: str = "macro") -> p
 
 @app.command("audit")
 def audit(
-    algo: str = typer.Option("fpdgd", "--algo", help="fpdgd | foltr-es | fedips | fedavg."),
+    algo: str = typer.Option("fpdgd", "--algo", help=" | ".join(algorithm_names(auditable=True)) + "."),
     data: str = typer.Option("synthetic:mq2008", "--data", help="Data set path or synthetic:PROFILE."),
     fold: List[int] = typer.Option([1], "--fold", help="Fold(s) 1-5; repeat for several."),
     train_rounds: int = typer.Option(20, "--train-rounds", help="Pre-training rounds (Pham: 20)."),
@@ -122,13 +138,12 @@ def audit(
     quiet: bool = typer.Option(False, "--quiet", help="No progress bar."),
 ) -> None:
     """Audit a federated ranker: which clicks can the server guess from client messages?"""
-    attacks, models, min_shown = algorithm_defaults(algo, attack, click_model, min_shown)
-    spec = audit_spec(algo=algo, data=data, folds=list(fold), rounds=train_rounds, clients=clients,
-                      queries_per_client=queries_per_client, attacks=attacks, defenses=list(defense),
-                      click_models=models, split=split, seeds=list(seed), cohort=probe_cohort,
-                      probe_queries=probe_queries, normalization=normalization, ranker=ranker,
-                      min_shown=min_shown, require_click=require_click, epsilon_audit=epsilon_audit,
-                      trials=trials)
+    spec = spec_from_options(algo=algo, data=data, fold=fold, train_rounds=train_rounds, clients=clients,
+                             queries_per_client=queries_per_client, attack=attack, defense=defense,
+                             click_model=click_model, split=split, seed=seed, probe_cohort=probe_cohort,
+                             probe_queries=probe_queries, normalization=normalization, ranker=ranker,
+                             min_shown=min_shown, require_click=require_click, epsilon_audit=epsilon_audit,
+                             trials=trials)
     tables = run_spec(spec, store, quiet or json_out)
     table = attack_table(tables)
     audits = tables.get("audits", pd.DataFrame())
