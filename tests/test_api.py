@@ -125,7 +125,10 @@ def test_campaign_from_a_dict_returns_the_same_result_object(tmp_path):
     stored = fltr_audit.campaign(spec, store=tmp_path / "runs.sqlite")
     assert isinstance(memory, fltr_audit.AuditResult)
     pd.testing.assert_frame_equal(memory.attacks, stored.attacks.reset_index(drop=True), check_dtype=False)
-    assert (tmp_path / "runs.sqlite").is_file()
+    from fltr_audit.store import ResultsStore
+
+    status = ResultsStore(tmp_path / "runs.sqlite").status()  # `campaign status` shows algorithm and defense
+    assert status[["status", "algo", "defense"]].values.tolist() == [["done", "fpdgd", "none"]]
     from fltr_audit.campaign import expand  # the module stays importable beside the callable
 
     assert len(expand(memory.spec)) == 1

@@ -23,3 +23,18 @@ def test_attack_missing_recording_is_one_line(tmp_path, capsys):
     assert main(["attack", str(tmp_path / "nothing")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "not a recording directory" in err[0]
+
+
+def test_attack_accepts_the_run_folder(tmp_path, capsys):
+    out = tmp_path / "run"
+    assert main(["train", "fpdgd", "--data", "synthetic:mq2008?queries=200", "--clients", "20",
+                 "--queries-per-client", "4", "--rounds", "2", "--record-rounds", "2", "--out", str(out),
+                 "--quiet"]) == 0
+    capsys.readouterr()
+    args = ["--attack", "olsr,random3", "--json", "--quiet"]
+    assert main(["attack", str(out / "recording"), *args]) == 0
+    direct = json.loads(capsys.readouterr().out)
+    assert main(["attack", str(out), *args]) == 0
+    assert json.loads(capsys.readouterr().out) == direct and len(direct) == 2
+    assert main(["attack", str(out), "--attack", "olsr", "--quiet"]) == 0
+    assert "olsr" in capsys.readouterr().out
