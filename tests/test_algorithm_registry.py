@@ -53,6 +53,7 @@ def test_registered_algorithm_is_auditable_by_name(splits):
     from fltr_audit.campaign import validate_spec
 
     validate_spec({"name": "x", "algorithm": {"name": "fpdgd-slow"}})
+    del registry._REGISTRY["fpdgd-slow"]  # the registry is process-wide
 
 
 def test_algorithms_list_json(capsys):

@@ -16,6 +16,23 @@ from fltr_audit.interfaces import PrivacyClaim
 from fltr_audit.messages import Guess
 
 REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(autouse=True)
+def restore_registries():
+    """Registrations made by a test end with it (the registries are process-wide)."""
+    from attacks import registry as attacks
+    from defenses import stack
+
+    saved = [(d, d.copy()) for d in (attacks._FACTORIES, attacks._NEEDS, stack.SPECS)]
+    sets = [(s, set(s)) for s in (attacks._REFERENCE, attacks._PLUGINS)]
+    yield
+    for d, copy in saved:
+        d.clear()
+        d.update(copy)
+    for s, copy in sets:
+        s.clear()
+        s.update(copy)
 SMALL = dict(data="synthetic:mq2008?queries=150", train_rounds=2, clients=40, queries_per_client=2,
              click_models=["perfect"], probe_cohort=20, min_shown=5, trials=200)
 
