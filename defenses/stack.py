@@ -24,7 +24,7 @@ from defenses.secagg import IdealSecAgg
 from defenses.secagg_protocol import SecAggProtocol
 from fltr_audit.aggregation import FedAvg
 from fltr_audit.errors import FltrError
-from fltr_audit.interfaces import Aggregator, ClientDefense, PrivacyClaim
+from fltr_audit.interfaces import Aggregator, ClientDefense, PrivacyClaim, Role
 
 
 def _fmt(value: Any) -> str:
@@ -54,7 +54,7 @@ class Param:
 @dataclass(frozen=True)
 class Spec:
     name: str
-    role: str  # "client" or "aggregator"
+    role: Role
     build: Callable[..., Any]
     params: tuple[Param, ...]
     summary: str

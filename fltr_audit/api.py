@@ -231,6 +231,8 @@ def register_attack(name: str, factory: Callable[..., Any], reference: bool = Fa
     ``needs`` names what the audit passes the factory, from ``seed``, ``algorithm``, ``k`` and
     ``noise``; ``reference=True`` marks a baseline that does not read the message. The
     attack is then usable by name everywhere in this process (``audit``, campaigns run here).
+    Give every keyword of the factory a default: a campaign builds each attack once without
+    arguments to check the names before any run.
     """
     from attacks.registry import register_attack as register
 
