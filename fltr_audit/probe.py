@@ -9,7 +9,7 @@ defense / aggregation / interception path as training; the model itself never ch
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Sequence
 
 import numpy as np
 
