@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Callable
+
 import typer
 
 from fltr_audit.cli.app import algorithms_app, attacks_app
@@ -26,27 +28,27 @@ def algorithm_rows() -> list[dict]:
              "default_attacks": list(s.default_attacks), "k": s.k} for s in algorithm_specs()]
 
 
+def show(rows: list[dict], json_out: bool, title: str, shown: Callable[[dict], dict], min_width: int | None = None
+         ) -> None:
+    """``rows`` as JSON records on stdout with ``--json``, else as a rich table of ``shown(row)``."""
+    if json_out:
+        emit_json(rows)
+    else:
+        print_table(title, [shown(r) for r in rows], min_width=min_width)
+
+
 @attacks_app.command("list")
 def list_attacks(json_out: bool = typer.Option(False, "--json", help="Print JSON to stdout.")) -> None:
     """Every attack (built-in and registered plug-ins): reference baseline or not, and what it needs."""
-    rows = attack_rows()
-    if json_out:
-        emit_json(rows)
-        return
-    print_table("Attacks (use with --attack; reference: a baseline that does not read the message)",
-                [{"name": r["name"], "reference": "yes" if r["reference"] else "",
-                  "needs": ", ".join(r["needs"])} for r in rows])
+    show(attack_rows(), json_out, "Attacks (use with --attack; reference: a baseline that does not read the message)",
+         lambda r: {"name": r["name"], "reference": "yes" if r["reference"] else "", "needs": ", ".join(r["needs"])})
 
 
 @algorithms_app.command("list")
 def list_algorithms(json_out: bool = typer.Option(False, "--json", help="Print JSON to stdout.")) -> None:
     """Every algorithm: what a client sends, what it reveals, and an audit's defaults."""
-    rows = algorithm_rows()
-    if json_out:
-        emit_json(rows)
-        return
-    print_table("Algorithms (use with --algo; train-only ones have no message to audit)", [
-        {"name": r["name"], "audit": "yes" if r["auditable"] else "train only", "message": r["message_kind"],
-         "reveals": r["reveals"], "click models": r["click_models"],
-         "defaults": f"normalization {r['default_normalization']}; attacks {', '.join(r['default_attacks']) or '-'}"}
-        for r in rows], min_width=100)
+    show(algorithm_rows(), json_out, "Algorithms (use with --algo; train-only ones have no message to audit)",
+         lambda r: {"name": r["name"], "audit": "yes" if r["auditable"] else "train only",
+                    "message": r["message_kind"], "reveals": r["reveals"], "click models": r["click_models"],
+                    "defaults": f"normalization {r['default_normalization']}; "
+                                f"attacks {', '.join(r['default_attacks']) or '-'}"}, min_width=100)
