@@ -185,16 +185,3 @@ class SeedReplay:
         decision = (actual[..., :, None] == clicked_rows[..., None, :]).any(axis=-1) & (actual >= 0)
         score = np.where(actual >= 0, decision.astype(np.float64), np.nan)
         return Guess(attack=self.name, score=score, decision=decision)
-
-
-FOLTR_ATTACKS = ("foltr-decode", "seed-replay")
-"""The attacks on FOLtR-ES messages, by name."""
-
-
-def make_foltr_attack(name: str, algorithm: FOLtRES):
-    """The FOLtR-ES attack called ``name`` for the audited ``algorithm`` (its k, click model, sigma)."""
-    if name == "foltr-decode":
-        return FoltrDecode(k=algorithm.k)
-    if name == "seed-replay":
-        return SeedReplay(algorithm)
-    raise FltrError(f"--attack: unknown FOLtR-ES attack {name!r} (choose from {', '.join(FOLTR_ATTACKS)})")

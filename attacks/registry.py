@@ -77,12 +77,50 @@ SPECS: tuple[AttackSpec, ...] = (
 ATTACK_SPECS: dict[str, AttackSpec] = {spec.name: spec for spec in SPECS}
 ATTACKS = tuple(ATTACK_SPECS)
 """Every attack name, in the order reports list them."""
+_PLUGINS: set[str] = set()
+
+
+def register_attack(name: str, factory: Callable[..., Attack], *, reference: bool = False,
+                    needs: tuple[str, ...] = (), summary: str = "plug-in", replace: bool = False) -> None:
+    """Add the attack ``name``: ``factory(**params)`` returns an object with ``name`` and
+    ``guess(view) -> Guess``; ``needs`` names what the audit passes it (from ``NEEDS``);
+    ``reference`` marks a baseline that does not read the message."""
+    if not callable(factory):
+        raise FltrError(f"register_attack {name!r}: the factory is not callable")
+    if name in ATTACK_SPECS and not replace:
+        raise FltrError(f"register_attack: attack {name!r} is already registered")
+    unknown = sorted(set(needs) - set(NEEDS))
+    if unknown:
+        raise FltrError(f"register_attack {name!r}: unknown needs {unknown} (choose from {', '.join(NEEDS)})")
+    ATTACK_SPECS[name] = AttackSpec(name, factory, bool(reference), tuple(needs), summary)
+    _PLUGINS.add(name)
+
+
+def attack_names() -> tuple[str, ...]:
+    """Every registered attack: built-ins, then plug-ins in registration order."""
+    return tuple(ATTACK_SPECS)
+
+
+def attack_needs(name: str) -> tuple[str, ...]:
+    """What the attack ``name`` needs from the composition root (``NEEDS``)."""
+    return attack_spec(name).needs
+
+
+def is_reference(name: str) -> bool:
+    """True for a baseline that does not read the message."""
+    return attack_spec(name).reference
 
 
 def attack_spec(name: str) -> AttackSpec:
     """The spec of ``name``; FltrError naming ``--attack`` for an unknown name."""
-    if name not in ATTACK_SPECS:
-        raise FltrError(f"--attack: unknown attack {name!r} (choose from {', '.join(ATTACKS)})")
+    if name not in ATTACK_SPECS:  # an installed plug-in of that name, loaded on first use
+        from fltr_audit import plugins
+
+        factory = plugins.load(plugins.ATTACKS, name)
+        if factory is None:
+            raise FltrError(f"--attack: unknown attack {name!r} (choose from {', '.join(ATTACK_SPECS)})")
+        register_attack(name, factory, reference=bool(getattr(factory, "reference", False)),
+                        needs=tuple(getattr(factory, "needs", ())))
     return ATTACK_SPECS[name]
 
 
@@ -100,8 +138,17 @@ def make_attack(name: str, **params: Any) -> Attack:
     ``bayes``: ``algorithm``, ``noise`` (an ``attacks.bayes.NoiseModel``), ``prior``.
     FltrError naming ``--attack`` for an unknown name or parameter.
     """
-    spec = attack_spec(name)
+    factory = attack_spec(name).factory
+    if name in _PLUGINS:
+        try:
+            attack = factory(**params)
+        except Exception as exc:  # a third-party factory's failure, named
+            raise FltrError(f"attack plug-in {name!r} failed: {type(exc).__name__}: {exc}") from None
+        if not callable(getattr(attack, "guess", None)):
+            raise FltrError(f"attack plug-in {name!r} failed: its factory returned {type(attack).__name__}, "
+                            "which has no guess(view) method")
+        return attack
     try:
-        return spec.factory(**params)
+        return factory(**params)
     except TypeError as exc:
         raise FltrError(f"--attack {name}: bad parameters {sorted(params)} ({exc})") from None

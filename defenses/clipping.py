@@ -40,21 +40,12 @@ def require_vector(messages: Messages, defense: str) -> None:
                         "these carry none (FOLtR-ES sends seeds and metric values: use rr)")
 
 
-def weights_of(messages: Messages, global_params: np.ndarray) -> np.ndarray:
-    """The clients' full local weights, whatever kind the vector is."""
-    return messages.vector if messages.vector_kind == "weights" else messages.vector + global_params
-
-
-def with_weights(messages: Messages, weights: np.ndarray, global_params: np.ndarray) -> Messages:
-    """The messages carrying ``weights`` again in their original kind."""
-    vector = weights if messages.vector_kind == "weights" else weights - global_params
-    return messages.replace(vector=vector)
-
-
 class Clip:
     """``clip(delta, of)``: clip each client's weights (FPDGD Algorithm 3: theta <- theta *
     min(1, Delta / (2 ||theta||))) or its update theta_c - theta_global to L2 norm Delta/2,
     so that any two clipped messages differ by at most Delta. Claims nothing on its own."""
+
+    privatizes = "vector"
 
     claim = PrivacyClaim()
 
@@ -64,7 +55,7 @@ class Clip:
     def apply(self, messages: Messages, global_params: np.ndarray, rng: np.random.Generator) -> Messages:
         require_vector(messages, self.name)
         if self.of == "weights":
-            clipped = clip_rows(weights_of(messages, global_params), self.delta / 2)
-            return with_weights(messages, clipped, global_params)
+            clipped = clip_rows(messages.weights(global_params), self.delta / 2)
+            return messages.with_weights(clipped, global_params)
         clipped = clip_rows(messages.updates(global_params), self.delta / 2)
         return messages.with_updates(clipped, global_params)

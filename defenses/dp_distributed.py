@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from defenses.clipping import check_noise_scale, clip_rows, require_vector, weights_of, with_weights
+from defenses.clipping import check_noise_scale, clip_rows, require_vector
 from fltr_audit.interfaces import PrivacyClaim
 from fltr_audit.messages import Messages
 
@@ -32,6 +32,8 @@ class DistributedLaplace:
       (dropouts under secure aggregation lose their shares).
     """
 
+    privatizes = "vector"
+
     def __init__(self, eps: float = 4.5, delta: float = 5.0, name: str = "dp-distributed"):
         self.eps, self.delta, self.name = float(eps), float(delta), name
         check_noise_scale(name, "Delta/eps", self.delta / self.eps)
@@ -51,6 +53,6 @@ class DistributedLaplace:
 
     def apply(self, messages: Messages, global_params: np.ndarray, rng: np.random.Generator) -> Messages:
         require_vector(messages, self.name)
-        weights = clip_rows(weights_of(messages, global_params), self.delta / 2)
+        weights = clip_rows(messages.weights(global_params), self.delta / 2)
         noise = gamma_difference_noise(messages.n_clients, self.scale, weights.shape, rng)
-        return with_weights(messages, weights + noise, global_params)
+        return messages.with_weights(weights + noise, global_params)

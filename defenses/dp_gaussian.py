@@ -37,6 +37,8 @@ class Gaussian:
     analytic Gaussian-mechanism epsilon for sensitivity 2C, std sigma C and ``dp_delta``,
     per round, scope ``message``."""
 
+    privatizes = "vector"
+
     def __init__(self, sigma: float = 1.0, clip: float = 1.0, dp_delta: float = 1e-5, name: str = "dp-gaussian"):
         self.sigma, self.clip, self.dp_delta, self.name = float(sigma), float(clip), float(dp_delta), name
         check_noise_scale(name, "sigma*clip", self.std)

@@ -19,6 +19,8 @@ class LocalLaplace:
     Delta * sqrt(P) in L1, so the claim is understated there -- kept for the audit to test.
     """
 
+    privatizes = "vector"
+
     def __init__(self, eps: float = 4.5, delta: float = 5.0, norm: str = "l1", name: str = "dp-local-laplace"):
         self.eps, self.delta, self.norm, self.name = float(eps), float(delta), norm, name
         check_noise_scale(name, "Delta/eps", self.delta / self.eps)

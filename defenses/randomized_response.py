@@ -41,6 +41,8 @@ class RandomizedResponse:
     value -- the paper's assumption (a) that a message carries one interaction; a message of
     B values composes to at most B * epsilon."""
 
+    privatizes = "metric"
+
     def __init__(self, p: float = 0.9, values: tuple[float, ...] = MAXRR_VALUES, name: str = "rr"):
         self.values = np.sort(np.asarray(values, dtype=np.float64))
         self.n, self.p, self.name = len(self.values), float(p), name

@@ -27,7 +27,7 @@ from defenses.secagg_protocol import SecAggProtocol
 from defenses.shuffle import Shuffle
 from fltr_audit.aggregation import FedAvg
 from fltr_audit.errors import FltrError
-from fltr_audit.interfaces import Aggregator, ClientDefense, PrivacyClaim
+from fltr_audit.interfaces import Aggregator, ClientDefense, PrivacyClaim, Role
 
 
 def _fmt(value: Any) -> str:
@@ -57,7 +57,7 @@ class Param:
 @dataclass(frozen=True)
 class Spec:
     name: str
-    role: str  # "client" or "aggregator"
+    role: Role
     build: Callable[..., Any]
     params: tuple[Param, ...]
     summary: str
@@ -230,6 +230,10 @@ def _component(token: str, text: str) -> tuple[Spec, dict[str, Any]]:
     if rest and not rest.endswith(")"):
         raise FltrError(f"{where}: malformed component {token!r} (expected name(key=value,...))")
     spec = SPECS.get(head)
+    if spec is None:
+        from defenses.registration import plugin_spec  # an installed plug-in, loaded on first use
+
+        spec = plugin_spec(head)
     if spec is None:
         raise FltrError(f"{where}: unknown defense {head!r} (choose from none, {', '.join(SPECS)})")
     params = {p.name: p for p in spec.params}

@@ -50,10 +50,10 @@ from attacks.scoring import Slots, evaluate, summarize
 from defenses.accounting import privacy_spent
 from defenses.stack import DefenseStack, parse_defense
 from fltr_audit import metrics
-from fltr_audit.clicks import cascade_model
+from fltr_audit.algorithms import registry as algorithms
 from fltr_audit.data.load import load_splits
-from fltr_audit.errors import FltrError
 from fltr_audit.federation import TrainResult, train
+from fltr_audit.interfaces import Algorithm
 from fltr_audit.messages import Messages, RoundBatch
 from fltr_audit.probe import probe
 from fltr_audit.randomness import stream
@@ -69,39 +69,16 @@ AUDIT_COLUMNS = ("mechanism", "attack", "threat_model", "claimed_epsilon", "clai
                  "tightness")
 
 
-def build_algorithm(config: dict, splits: Any, click_model: str) -> Any:
+def build_algorithm(config: dict, splits: Any, click_model: str) -> Algorithm:
     """The algorithm a run configuration names, with the given click model (cached per process)."""
     return _algorithm(json.dumps({k: config.get(k) for k in TRAINING_KEYS}, sort_keys=True), click_model)
 
 
 @lru_cache(maxsize=32)
-def _algorithm(key: str, click_model: str) -> Any:
+def _algorithm(key: str, click_model: str) -> Algorithm:
     config = json.loads(key)
-    splits = splits_of(config)
-    name, params = config["algo"], dict(config.get("params") or {})
-    train_data = splits.train
-    if name in ("fedips", "fedavg"):
-        if click_model != "pbm":
-            raise FltrError(f"{name}: its users click by the position-based model (FedIPS Eq. 11); "
-                            f"use click model 'pbm', not {click_model!r}")
-        from fltr_audit.algorithms.fedips import build_fedips
-
-        propensity = "none" if name == "fedavg" else params.pop("propensity", "true")
-        return build_fedips(splits, propensity=propensity, seed=config["seed"], clients=config["clients"],
-                            queries_per_client=config["queries_per_client"], **params)
-    if click_model == "pbm":
-        raise FltrError(f"{name}: click model 'pbm' is for FedIPS; choose perfect, navigational or informational")
-    ranker = make_ranker(config.get("ranker", "linear"), train_data.n_features)
-    model = cascade_model(click_model, train_data.n_levels)
-    if name == "fpdgd":
-        from fltr_audit.algorithms.fpdgd import FPDGD
-
-        return FPDGD(ranker, model, **params)
-    if name == "foltr-es":
-        from fltr_audit.algorithms.foltr_es import FOLtRES
-
-        return FOLtRES(ranker, model, **params)
-    raise FltrError(f"--algo: unknown algorithm {name!r} (choose fpdgd, foltr-es, fedips or fedavg)")
+    settings = {k: config.get(k) for k in ("ranker", "seed", "clients", "queries_per_client", "params")}
+    return algorithms.build(config["algo"], splits_of(config), click_model, settings)
 
 
 @lru_cache(maxsize=8)
@@ -266,17 +243,18 @@ def algorithm_setting(config: dict) -> str:
 
 
 def _randomized_response(stack: DefenseStack) -> Any:
-    """The stack's randomized-response transform (FOLtR-ES privatization), if any."""
-    found = [d for d in stack.client if hasattr(d, "p") and hasattr(d, "values")]
+    """The stack's transform of FOLtR-ES metric values (randomized response), if any: the client
+    defense that declares ``privatizes = "metric"`` (vector defenses may leave it out)."""
+    found = [d for d in stack.client if getattr(d, "privatizes", "vector") == "metric"]
     return found[0] if found else None
 
 
 def _audit_metric(config: dict, splits: Any, stack: DefenseStack, base: TrainResult) -> dict | None:
     """Empirical epsilon of a FOLtR-ES metric message: the query-distinguishing attack on the
     worst-case pair of relevance placements of the exact enumeration (FOLtR-ES §4, Eq. 9)."""
-    algorithm = build_algorithm(config, splits, config["train_click_model"])
-    if not hasattr(algorithm, "sigma"):
+    if algorithms.algorithm_spec(config["algo"]).message_kind != "seed+metric":
         return None
+    algorithm = build_algorithm(config, splits, config["train_click_model"])
     row = audit_query_distinguishing(_randomized_response(stack), algorithm.click_model,
                                      n_trials=config.get("audit_trials", 10000), seed=config["seed"], k=algorithm.k)
     row["mechanism"] = stack.name

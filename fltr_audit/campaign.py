@@ -61,6 +61,7 @@ from typing import Any, Callable, Iterable, Iterator, NoReturn
 
 from attacks.registry import make_attack
 from defenses.stack import parse_defense
+from fltr_audit.algorithms.registry import algorithm_names, algorithm_spec
 from fltr_audit.errors import FltrError
 
 if sys.version_info >= (3, 11):
@@ -68,7 +69,8 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-ALGORITHMS = ("fpdgd", "foltr-es", "fedips", "fedavg")
+ALGORITHMS = algorithm_names(auditable=True)
+"""The built-in algorithms a campaign can audit (``fltr_audit.algorithms.registry``; plug-ins join on lookup)."""
 CLICK_MODELS = ("perfect", "navigational", "informational")
 
 _SCHEMA: dict[str, dict[str, tuple[type, ...]]] = {
@@ -242,8 +244,7 @@ def _check_values(spec: dict, source: str) -> None:
     if spec["probe"]["queries_per_client"] < 1:
         fail("probe.queries_per_client", f"must be at least 1, got {spec['probe']['queries_per_client']}")
     for name in _as_list(spec["algorithm"]["name"]):
-        if name not in ALGORITHMS:
-            raise FltrError(f"{source}: key 'algorithm.name' has unknown algorithm {name!r} ({', '.join(ALGORITHMS)})")
+        algorithm_spec(name, option=f"{source}: key 'algorithm.name'", auditable=True)
     for model in _as_list(spec["probe"]["click_models"]) + [spec["algorithm"]["train_click_model"]]:
         if model not in known_models:
             raise FltrError(f"{source}: unknown click model {model!r} in 'probe.click_models' or 'algorithm.train_click_model'")

@@ -27,7 +27,7 @@ from fltr_audit import metrics
 from fltr_audit.aggregation import FedAvg
 from fltr_audit.data.dataset import Dataset
 from fltr_audit.errors import FltrError
-from fltr_audit.interfaces import Aggregator, ClientDefense, ClientOutput, Interceptor
+from fltr_audit.interfaces import Aggregator, Algorithm, ClientDefense, ClientOutput, Interceptor
 from fltr_audit.messages import SHUFFLED, THREAT_MODELS, RoundBatch, ServerView
 from fltr_audit.randomness import stream
 
@@ -238,7 +238,7 @@ def check_budget(clients: int, queries_per_client: int, rounds: int, eval_every:
             raise FltrError(f"{option}: at most {BUDGET_LIMITS[option]:,}, got {value:,}")
 
 
-def train(algorithm: Any, train_data: Dataset, *, clients: int, queries_per_client: int, rounds: int, seed: int,
+def train(algorithm: Algorithm, train_data: Dataset, *, clients: int, queries_per_client: int, rounds: int, seed: int,
           eval_data: Dataset | None = None, eval_every: int = 1,
           evaluators: Mapping[str, Callable[[np.ndarray], float]] | None = None,
           client_defenses: Sequence[ClientDefense] = (), aggregator: Aggregator | None = None,

@@ -8,14 +8,21 @@ satisfy these protocols, handed to it by the composition root (``cli``, ``campai
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Protocol
+from typing import Any, Callable, ClassVar, Literal, Mapping, Protocol, get_args
 
 import numpy as np
 
 from fltr_audit.data.dataset import Dataset
 from fltr_audit.messages import GroundTruth, Guess, Interactions, Messages, RoundBatch, ServerView
 
-SCOPES = ("message", "aggregate", "none")
+Scope = Literal["message", "aggregate", "none"]
+"""What a privacy claim protects: each message, only the cohort's aggregate, or nothing."""
+SCOPES: tuple[str, ...] = get_args(Scope)
+Role = Literal["client", "aggregator"]
+"""Where a defense acts: on each client's message, or when combining the cohort's."""
+ROLES: tuple[str, ...] = get_args(Role)
+Privatizes = Literal["vector", "metric"]
+"""Which part of a message a client defense transforms: the parameter vector or the metric values."""
 
 
 @dataclass(frozen=True)
@@ -29,14 +36,20 @@ class PrivacyClaim:
 
     epsilon: float = float("inf")
     delta: float = 0.0
-    scope: str = "none"
+    scope: Scope = "none"
 
 
 class ClientDefense(Protocol):
-    """A transform each client applies to its message before it leaves the device."""
+    """A transform each client applies to its message before it leaves the device.
+
+    ``privatizes`` declares what it transforms: ``"vector"`` (weights or updates) or
+    ``"metric"`` (FOLtR-ES metric values, e.g. randomized response); the audit picks its
+    test by it.
+    """
 
     name: str
     claim: PrivacyClaim
+    privatizes: ClassVar[Privatizes]
 
     def apply(self, messages: Messages, global_params: np.ndarray, rng: np.random.Generator) -> Messages:
         """Transform the cohort's messages (vectorized over clients); n = messages.n_clients."""
@@ -136,6 +149,15 @@ class Algorithm(Protocol):
 
     name: str
     ranker: Any
+    click_model: Any
+    """The users' click model (``fltr_audit.clicks``)."""
+    k: int
+    """Length of the shown lists."""
+
+    @property
+    def config(self) -> dict:
+        """The resolved configuration, recorded with a training run."""
+        ...
 
     def init_params(self, rng: np.random.Generator) -> np.ndarray:
         """The initial global model, shape (P,) float64."""

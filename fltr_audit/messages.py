@@ -16,16 +16,22 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Literal, Mapping, get_args
 
 import numpy as np
 
 from fltr_audit.data.dataset import Dataset
 
+VectorKind = Literal["weights", "update"]
+"""What a message's parameter vector holds: full local weights or ``w_local - w_global``."""
+MessageKind = Literal["weights", "update", "seed+metric", "none"]
+"""What an algorithm's client sends (``none``: centralized or supervised baselines)."""
+ThreatModel = Literal["server", "server-blind", "server-malicious", "server (shuffled)"]
+"""The threat models a ``ServerView`` can have (DESIGN.md, Threat models)."""
+THREAT_MODELS: tuple[str, ...] = get_args(ThreatModel)
 SHUFFLED = "server (shuffled)"
 """The view behind an anonymous shuffler: the cohort's messages without their senders'
 identities, in an order independent of the clients' (set by a shuffling aggregator)."""
-THREAT_MODELS = ("server", "server-blind", "server-malicious", SHUFFLED)
 
 
 @dataclass(frozen=True)
@@ -49,7 +55,7 @@ class Messages:
 
     n_interactions: np.ndarray
     vector: np.ndarray | None = None
-    vector_kind: str = "weights"
+    vector_kind: VectorKind = "weights"
     seed: np.ndarray | None = None
     metric: np.ndarray | None = None
 
@@ -66,9 +72,20 @@ class Messages:
             raise ValueError("these messages carry no parameter vector")
         return self.vector - global_params if self.vector_kind == "weights" else self.vector
 
+    def weights(self, global_params: np.ndarray) -> np.ndarray:
+        """The vector as the clients' full local weights, shape (n, P)."""
+        if self.vector is None:
+            raise ValueError("these messages carry no parameter vector")
+        return self.vector if self.vector_kind == "weights" else self.vector + global_params
+
     def with_updates(self, updates: np.ndarray, global_params: np.ndarray) -> "Messages":
         """The same messages with the vector replaced by ``updates`` (in the original kind)."""
         vector = updates + global_params if self.vector_kind == "weights" else updates
+        return self.replace(vector=vector)
+
+    def with_weights(self, weights: np.ndarray, global_params: np.ndarray) -> "Messages":
+        """The same messages with the vector replaced by full ``weights`` (in the original kind)."""
+        vector = weights if self.vector_kind == "weights" else weights - global_params
         return self.replace(vector=vector)
 
 
@@ -150,7 +167,7 @@ class ServerView:
     """
 
     round: int
-    threat_model: str
+    threat_model: ThreatModel
     global_params: np.ndarray
     ranker: Any
     participants: np.ndarray
@@ -159,7 +176,7 @@ class ServerView:
     aggregate: np.ndarray | None
     interactions: Interactions | None
     documents: Dataset | None
-    aggregate_kind: str = "weights"
+    aggregate_kind: VectorKind = "weights"
     served_params: np.ndarray | None = None
 
     def blind(self) -> "ServerView":

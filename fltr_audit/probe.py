@@ -9,18 +9,18 @@ defense / aggregation / interception path as training; the model itself never ch
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Sequence
 
 import numpy as np
 
 from fltr_audit.data.dataset import Dataset
 from fltr_audit.errors import FltrError
 from fltr_audit.federation import run_round
-from fltr_audit.interfaces import Aggregator, ClientDefense
+from fltr_audit.interfaces import Aggregator, Algorithm, ClientDefense
 from fltr_audit.messages import RoundBatch
 
 
-def probe(algorithm: Any, params: np.ndarray, data: Dataset, *, seed: int, queries_per_client: int = 1,
+def probe(algorithm: Algorithm, params: np.ndarray, data: Dataset, *, seed: int, queries_per_client: int = 1,
           cohort_size: int = 100, client_defenses: Sequence[ClientDefense] = (),
           aggregator: Aggregator | None = None, threat_model: str = "server") -> list[RoundBatch]:
     """Probe ``params`` with every query of ``data`` in order; one ``RoundBatch`` per cohort.

@@ -379,17 +379,19 @@ class ResultsStore:
         return self._write(work)
 
     def status(self) -> pd.DataFrame:
-        """One row per known run: run_key, campaign, status (done|failed|pending), seed,
-        seconds, finished_at, error; recorded runs first, then pending ones."""
+        """One row per known run: run_key, campaign, status (done|failed|pending), algo, defense,
+        seed, seconds, finished_at, error; recorded runs first, then pending ones."""
         conn = _connect(self.path)
         try:
             rows = conn.execute(
-                "SELECT run_key, campaign, status, seed, seconds, finished_at, error FROM runs "
-                "UNION ALL SELECT run_key, campaign, 'pending', NULL, NULL, NULL, NULL "
+                "SELECT run_key, campaign, status, config, seed, seconds, finished_at, error FROM runs "
+                "UNION ALL SELECT run_key, campaign, 'pending', config, NULL, NULL, NULL, NULL "
                 "FROM registered WHERE run_key NOT IN (SELECT run_key FROM runs)").fetchall()
         finally:
             conn.close()
-        cols = ["run_key", "campaign", "status", "seed", "seconds", "finished_at", "error"]
+        configs = [json.loads(r[3]) if r[3] else {} for r in rows]
+        rows = [(*r[:3], c.get("algo"), c.get("defense"), *r[4:]) for r, c in zip(rows, configs)]
+        cols = ["run_key", "campaign", "status", "algo", "defense", "seed", "seconds", "finished_at", "error"]
         frame = pd.DataFrame.from_records(rows, columns=cols)
         return _coerce(frame, {"seed": "INTEGER", "seconds": "REAL"})
 

@@ -115,7 +115,7 @@ def test_cli_json_and_errors(capsys):
     from fltr_audit.cli import main
 
     assert main(["epsilon", "--click-model", "navigational", "--p", "0.5", "--length", "5", "--json"]) == 0
-    obj = json.loads(capsys.readouterr().out)
+    (obj,) = json.loads(capsys.readouterr().out)  # one shape: a list of records, even of one
     assert obj["epsilon"] == pytest.approx(maxrr_epsilon("navigational", 0.5, 5).epsilon)
     assert obj["theoretical"] == pytest.approx(np.log(0.5 * 5 / 0.5))
     assert main(["epsilon", "--click-model", "perfect", "--p", "0.5,0.9", "--json"]) == 0

@@ -5,12 +5,18 @@ import json
 from fltr_audit.cli import main
 
 
-def test_attack_recorded_rounds(tmp_path, capsys):
+def _recorded_run(tmp_path, capsys, rounds: int, record: str):
+    """A small FPDGD training run recording the rounds ``record``; its folder."""
     out = tmp_path / "run"
     assert main(["train", "fpdgd", "--data", "synthetic:mq2008?queries=200", "--clients", "20",
-                 "--queries-per-client", "4", "--rounds", "3", "--record-rounds", "1,3", "--out", str(out),
+                 "--queries-per-client", "4", "--rounds", str(rounds), "--record-rounds", record, "--out", str(out),
                  "--quiet"]) == 0
     capsys.readouterr()
+    return out
+
+
+def test_attack_recorded_rounds(tmp_path, capsys):
+    out = _recorded_run(tmp_path, capsys, 3, "1,3")
     assert main(["attack", str(out / "recording"), "--attack", "olsr,random3", "--require-click", "--json", "--quiet"]) == 0
     rows = json.loads(capsys.readouterr().out)
     assert sorted({r["round"] for r in rows}) == [1, 3]
@@ -23,3 +29,14 @@ def test_attack_missing_recording_is_one_line(tmp_path, capsys):
     assert main(["attack", str(tmp_path / "nothing")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "not a recording directory" in err[0]
+
+
+def test_attack_accepts_the_run_folder(tmp_path, capsys):
+    out = _recorded_run(tmp_path, capsys, 2, "2")
+    args = ["--attack", "olsr,random3", "--json", "--quiet"]
+    assert main(["attack", str(out / "recording"), *args]) == 0
+    direct = json.loads(capsys.readouterr().out)
+    assert main(["attack", str(out), *args]) == 0
+    assert json.loads(capsys.readouterr().out) == direct and len(direct) == 2
+    assert main(["attack", str(out), "--attack", "olsr", "--quiet"]) == 0
+    assert "olsr" in capsys.readouterr().out

@@ -195,7 +195,7 @@ def test_cli_train_writes_outputs_atomically(tmp_path, capsys):
     # bad input: exit code 2, one line naming the option, nothing written
     for bad, option in ((["--ranker", "tree"], "--ranker"), (["--click-model", "x"], "--click-model"),
                         (["--queries-per-client", "0"], "--queries-per-client"), (["--fold", "6"], "--fold"),
-                        (["--clients", "200"], "--clients")):
+                        (["--clients", "200", "--no-replace"], "--clients")):  # too many queries without replacement
         assert main(args + ["--out", str(tmp_path / "bad")] + bad) == 2
         err = capsys.readouterr().err.strip()
         assert option in err and len(err.splitlines()) == 1

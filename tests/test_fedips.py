@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 from fltr_audit import metrics
-from fltr_audit.algorithms.fedips import FedIPS, UserPopulation, build_fedips, hinge_coefficients, simulate_log
+from fltr_audit.algorithms.fedips import FedIPS, build_fedips, hinge_coefficients
+from fltr_audit.algorithms.fedips_users import UserPopulation, simulate_log
 from fltr_audit.algorithms.logging_policy import LoggingPolicy, train_logging_policy
 from fltr_audit.clicks import PositionBasedModel
 from fltr_audit.data.dataset import Dataset

@@ -5,8 +5,9 @@ import pytest
 
 from attacks.foltr_decode import (
     FoltrDecode, SeedReplay, audit_query_distinguishing, distinguish_queries, first_click_positions,
-    log_likelihood_ratio, make_foltr_attack,
+    log_likelihood_ratio,
 )
+from attacks.registry import make_attack
 from attacks.scoring import score_guess
 from defenses.randomized_response import RandomizedResponse
 from fltr_audit.algorithms.foltr_es import FOLtRES
@@ -116,9 +117,8 @@ def test_seed_replay_reproduces_a_flawed_client_only():
 
 def test_attack_factory_and_missing_inputs():
     algo = FOLtRES(LinearRanker(5), cascade_model("perfect", 3))
-    assert make_foltr_attack("foltr-decode", algo).name == "foltr-decode"
-    with pytest.raises(FltrError, match="--attack"):
-        make_foltr_attack("olsr", algo)
+    assert make_attack("foltr-decode", k=algo.k).name == "foltr-decode"
+    assert make_attack("seed-replay", algorithm=algo).algorithm is algo
     batch = one_round(algo, data_10plus(), clients=10)
     with pytest.raises(FltrError, match="seed-replay"):
         SeedReplay(algo).guess(batch.view.blind())

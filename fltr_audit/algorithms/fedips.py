@@ -4,7 +4,7 @@ Setting (FedIPS §3-4). Every query is answered by the fixed logging policy f_0,
 its top K documents (``LoggingPolicy``). User u examines rank i with probability
 (1 / i)^gamma_u and clicks by FedIPS Eq. 11 (``clicks.PositionBasedModel``); gamma_u is
 drawn once per client id from N(gamma, 0.1) left-truncated at 0 and kept for the whole run
-(``UserPopulation``: deterministic in the client id and the population seed). "Relevant"
+(``fedips_users.UserPopulation``: deterministic in the client id and the population seed). "Relevant"
 in Eq. 11 means labels 3-4 of the 5-level sets (Yahoo, Istella); on 3-level data (MQ2007/8)
 we map it to label 2, the top level, with labels 0-1 clicked at 0.1 x examination
 (``clicks.PBM_RELEVANT_FROM``).
@@ -40,137 +40,21 @@ trained beforehand (``propensity_em.FedRelevanceEM``).
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from fltr_audit import metrics
+from fltr_audit.algorithms.fedips_users import ClickLog, UserPopulation, clicked_slots, simulate_log
 from fltr_audit.algorithms.logging_policy import LoggingPolicy
 from fltr_audit.algorithms.propensity_em import estimate_examination, relevance_of_rows, to_propensities
 from fltr_audit.data.dataset import Dataset, Splits
 from fltr_audit.errors import FltrError
 from fltr_audit.interfaces import ClientOutput
 from fltr_audit.messages import GroundTruth, Interactions, Messages, ServerView
-from fltr_audit.randomness import stream
 from fltr_audit.rankers import LinearRanker
 
 PROPENSITIES = ("true", "estimated", "none")
-
-
-class UserPopulation:
-    """Persistent per-client position-bias factors gamma_u.
-
-    Client ids are grouped in blocks of ``block``; block b draws its factors with
-    ``click_model.draw_gammas`` from ``stream(seed, "fedips-users", b)``, so a client's
-    gamma_u depends only on its id and the seed.
-    """
-
-    def __init__(self, click_model: Any, seed: int, block: int = 1024) -> None:
-        self.click_model = click_model
-        self.seed = int(seed)
-        self.block = int(block)
-        self._blocks: dict[int, np.ndarray] = {}
-
-    def gammas(self, client_ids: np.ndarray) -> np.ndarray:
-        """gamma_u of each client id, shape client_ids.shape, float64."""
-        ids = np.asarray(client_ids, dtype=np.int64)
-        if ids.size and ids.min() < 0:
-            raise FltrError("client ids must be non-negative")
-        blocks = ids // self.block
-        for b in np.unique(blocks):
-            if int(b) not in self._blocks:
-                rng = stream(self.seed, "fedips-users", int(b))
-                self._blocks[int(b)] = np.asarray(self.click_model.draw_gammas(self.block, rng), dtype=np.float64)
-        out = np.empty(ids.shape, dtype=np.float64)
-        for b in np.unique(blocks):
-            sel = blocks == b
-            out[sel] = self._blocks[int(b)][ids[sel] % self.block]
-        return out
-
-
-@dataclass(frozen=True)
-class ClickLog:
-    """A cohort's local click logs for one round (n clients, B queries, K positions, m clicks).
-
-    Attributes
-    ----------
-    shown : int64 (n, B, K)
-        Rows of the f_0 list of each query slot; -1 marks an empty slot.
-    gammas : float64 (n,)
-        Each client's position-bias factor.
-    click_slot, click_pos : int64 (n, m)
-        Query slot b and position i (0-based) of each of the first m clicks, in session
-        order; -1 past a client's last click.
-    n_clicks : int64 (n,)
-    clicked : bool (n, B, K)
-        Slots clicked at least once among the first m clicks (the ground truth).
-    sessions : int64 (n, B)
-        Sessions of each query slot up to the one holding the m-th click (whole sessions;
-        what the propensity EM counts).
-    session_clicks : int64 (n, B, K)
-        Clicks of each slot over those sessions.
-    """
-
-    shown: np.ndarray
-    gammas: np.ndarray
-    click_slot: np.ndarray
-    click_pos: np.ndarray
-    n_clicks: np.ndarray
-    clicked: np.ndarray
-    sessions: np.ndarray
-    session_clicks: np.ndarray
-
-
-def simulate_log(
-    click_prob: np.ndarray, m: int, max_sessions: int, rng: np.random.Generator
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Sessions over a client's B lists in turn until m clicks (see the module docstring).
-
-    Parameters
-    ----------
-    click_prob : float (n, B, K)
-        Click probability of every shown slot (0 on empty slots).
-    m : int
-        Clicks per client.
-    max_sessions : int
-        Session cap per client (rounded up to a multiple of B).
-
-    Returns
-    -------
-    click_slot, click_pos : int64 (n, m); n_clicks : (n,); sessions : (n, B); session_clicks : (n, B, K)
-    """
-    n, b, k = click_prob.shape
-    rounds = -(-max_sessions // b)
-    s_total = rounds * b
-    draws = rng.random((n, rounds, b, k)) < click_prob[:, None, :, :]  # session s = r * B + slot
-    flat = draws.reshape(n, s_total * k)
-    rank_of_click = np.cumsum(flat, axis=1)
-    take = flat & (rank_of_click <= m)
-    n_clicks = np.minimum(rank_of_click[:, -1], m)
-    first = np.argsort(~take, axis=1, kind="stable")[:, :m]
-    if first.shape[1] < m:  # fewer slots in all sessions than m
-        first = np.pad(first, ((0, 0), (0, m - first.shape[1])))
-    has = np.arange(m)[None, :] < n_clicks[:, None]
-    session = first // k
-    click_slot = np.where(has, session % b, -1)
-    click_pos = np.where(has, first % k, -1)
-    # the session holding the m-th click closes the log; without m clicks every session counts
-    last = np.where(n_clicks >= m, session[:, -1], s_total - 1)
-    used = np.arange(s_total)[None, :] <= last[:, None]  # (n, S)
-    used = used.reshape(n, rounds, b)
-    sessions = used.sum(axis=1)
-    session_clicks = (draws & used[..., None]).sum(axis=1)
-    return click_slot, click_pos, n_clicks.astype(np.int64), sessions.astype(np.int64), session_clicks.astype(np.int64)
-
-
-def clicked_slots(click_slot: np.ndarray, click_pos: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
-    """bool ``shape`` (n, B, K): the slots among a log's clicks (``simulate_log``'s slot and position)."""
-    clicked = np.zeros(shape, dtype=bool)
-    has = click_slot >= 0
-    rows = np.broadcast_to(np.arange(shape[0])[:, None], click_slot.shape)
-    clicked[rows[has], click_slot[has], click_pos[has]] = True
-    return clicked
 
 
 def hinge_coefficients(scores: np.ndarray, valid: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -30,6 +30,7 @@ from fltr_audit.cli import (  # noqa: F401  (each module registers its commands)
     defenses,
     demo,
     epsilon,
+    lists,
     report,
     train,
     train_fedips,

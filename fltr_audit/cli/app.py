@@ -1,22 +1,47 @@
 """The Typer application and its command groups; command modules register onto these."""
 
+from typing import Optional
+
 import typer
 
+# Plain click help: rich panels truncate long option names in narrow terminals and read
+# brackets such as fltr-audit[dask] as markup.
+PLAIN = {"rich_markup_mode": None}
+
 app = typer.Typer(
+    **PLAIN,
     name="fltr-audit",
     help="Privacy audit and attack testbed for federated online learning to rank.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-data_app = typer.Typer(help="Inspect and generate learning-to-rank data sets.", no_args_is_help=True)
-train_app = typer.Typer(help="Train a ranker with a federated (or baseline) algorithm.", no_args_is_help=True)
-defenses_app = typer.Typer(help="List the defenses and the guarantees they claim.", no_args_is_help=True)
-campaign_app = typer.Typer(help="Run and inspect attack campaigns.", no_args_is_help=True)
-bench_app = typer.Typer(help="Measure speed (never asserted in tests).", no_args_is_help=True)
+data_app = typer.Typer(**PLAIN, help="Inspect and generate learning-to-rank data sets.", no_args_is_help=True)
+train_app = typer.Typer(**PLAIN, help="Train a ranker with a federated (or baseline) algorithm.", no_args_is_help=True)
+defenses_app = typer.Typer(**PLAIN, help="List the defenses and the guarantees they claim.", no_args_is_help=True)
+attacks_app = typer.Typer(**PLAIN, help="List the attacks and what they need.", no_args_is_help=True)
+algorithms_app = typer.Typer(**PLAIN, help="List the algorithms and what their messages reveal.", no_args_is_help=True)
+campaign_app = typer.Typer(**PLAIN, help="Run and inspect attack campaigns.", no_args_is_help=True)
+bench_app = typer.Typer(**PLAIN, help="Measure speed (never asserted in tests).", no_args_is_help=True)
 
 app.add_typer(data_app, name="data")
 app.add_typer(train_app, name="train")
 app.add_typer(defenses_app, name="defenses")
+app.add_typer(attacks_app, name="attacks")
+app.add_typer(algorithms_app, name="algorithms")
 app.add_typer(campaign_app, name="campaign")
 app.add_typer(bench_app, name="bench")
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from fltr_audit import __version__
+
+        typer.echo(f"fltr-audit {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _main(version: Optional[bool] = typer.Option(None, "--version", callback=_print_version, is_eager=True,
+                                                 help="Print the version and exit.")) -> None:
+    """Privacy audit and attack testbed for federated online learning to rank."""

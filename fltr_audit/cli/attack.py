@@ -8,12 +8,12 @@ import pandas as pd
 import typer
 
 from fltr_audit.cli.app import app
-from fltr_audit.cli.common import check_at_least, emit_json, parse_list, progress
+from fltr_audit.cli.common import check_at_least, emit_json, parse_list, print_table, progress
 
 
 @app.command("attack")
 def attack(
-    recording: Path = typer.Argument(..., help="Recording directory written by `train ... --record-rounds`."),
+    recording: Path = typer.Argument(..., help="Run folder of `train ... --record-rounds` (or its recording/ folder)."),
     attacks: str = typer.Option("olsr,score,prob,distance,random3", "--attack", help="Comma-separated attacks."),
     min_shown: int = typer.Option(0, "--min-shown", help="Score only lists with at least this many documents."),
     require_click: bool = typer.Option(False, "--require-click/--all-lists", help="Score only lists with a click."),
@@ -27,6 +27,8 @@ def attack(
     from fltr_audit.interceptors import load_recording
 
     check_at_least({"--min-shown": min_shown}, 0)
+    if (recording / "recording").is_dir():  # pointed at the run folder: attack its recording
+        recording = recording / "recording"
     names = parse_list(attacks, "--attack")
     built = {name: make_attack(name, **needed(name, {"seed": seed})) for name in names}
     batches = list(load_recording(recording))
@@ -48,4 +50,6 @@ def attack(
         typer.echo(f"{recording}: no recorded rounds")
         return
     cols = ["round", "threat_model", "attack", "accuracy", "precision", "recall", "f1", "auc", "n_queries"]
-    typer.echo(table[cols].to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    print_table(f"attacks on {recording} (macro average over the lists of each round)",
+                [{c: (f"{v:.3f}" if isinstance(v, float) else v) for c, v in row.items()}
+                 for row in table[cols].to_dict(orient="records")])

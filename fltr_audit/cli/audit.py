@@ -8,14 +8,12 @@ from typing import List
 import pandas as pd
 import typer
 
+from fltr_audit.algorithms.registry import algorithm_names
 from fltr_audit.cli.app import app
 from fltr_audit.cli.common import emit_json, parse_list, progress
-from fltr_audit.errors import FltrError, RunsFailed
 from fltr_audit.cli.compare import checked_min_effect, min_effect_option
+from fltr_audit.errors import FltrError, RunsFailed
 
-DEFAULT_NORMALIZATION = {"fpdgd": "zscore", "foltr-es": "none", "fedips": "query-minmax", "fedavg": "query-minmax"}
-DEFAULT_ATTACKS = {"fpdgd": "olsr,olsr-l1,score,prob,distance,random3,random4", "foltr-es": "foltr-decode,random3",
-                   "fedips": "olsr,score,prob,distance,random3", "fedavg": "olsr,score,prob,distance,random3"}
 DEFAULT_CLICK_MODELS = "perfect,navigational,informational"
 TABLE_COLUMNS = ["attack", "click_model", "defense", "threat_model", "accuracy", "precision", "recall", "f1",
                  "n_queries"]
@@ -30,16 +28,18 @@ def audit_spec(*, algo: str, data: str, folds: list[int], rounds: int, clients: 
                name: str = "audit", population: int | None = None, threat_model: str = "server",
                manipulation: str = "isolate") -> dict:
     """A campaign spec (fltr_audit.campaign) for the audit command's options."""
+    from fltr_audit.algorithms.registry import algorithm_spec
     from fltr_audit.campaign import validate_spec
 
+    algorithm = algorithm_spec(algo, auditable=True)
     return validate_spec(
         {
             "name": name,
             "seeds": seeds,
             "data": {"spec": [data], "folds": folds,
-                     "normalization": DEFAULT_NORMALIZATION.get(algo, "none") if normalization == "auto" else normalization},
+                     "normalization": algorithm.default_normalization if normalization == "auto" else normalization},
             "algorithm": {"name": algo, "rounds": rounds, "clients": clients, "queries_per_client": queries_per_client,
-                          "ranker": ranker, "train_click_model": "pbm" if algo in ("fedips", "fedavg") else "perfect",
+                          "ranker": ranker, "train_click_model": algorithm.train_click_model,
                           **({"population": population} if population is not None else {})},
             "probe": {"split": split, "click_models": click_models, "cohort": cohort,
                       "queries_per_client": probe_queries, "min_shown": min_shown, "require_click": require_click,
@@ -49,6 +49,44 @@ def audit_spec(*, algo: str, data: str, folds: list[int], rounds: int, clients: 
         },
         source="audit options",
     )
+
+
+def algorithm_defaults(algo: str, attack: str, click_model: str, min_shown: int | None
+                       ) -> tuple[list[str], list[str], int]:
+    """The attacks, probe click models and ``--min-shown`` of an audit, each option left at its
+    default replaced by the algorithm's declared default (``fltr_audit.algorithms.registry``)."""
+    from fltr_audit.algorithms.registry import algorithm_spec
+    from fltr_audit.clicks import CCM_TABLES
+
+    spec = algorithm_spec(algo, auditable=True)
+    attacks = parse_list(attack, "--attack") if attack else list(spec.default_attacks)
+    if click_model == DEFAULT_CLICK_MODELS:
+        click_model = ",".join(spec.probe_click_models())
+    models = parse_list(click_model, "--click-model", tuple(sorted({m for m, _ in CCM_TABLES})) + ("pbm",))
+    return attacks, models, spec.k if min_shown is None else min_shown
+
+
+def spec_from_options(*, algo: str, data: str, fold: list[int], train_rounds: int, clients: int,
+                      queries_per_client: int, attack: str, defense: list[str], click_model: str, split: str,
+                      seed: list[int], probe_cohort: int, probe_queries: int, normalization: str, ranker: str,
+                      min_shown: int | None, require_click: bool, epsilon_audit: bool, trials: int,
+                      counterfactual: int = 20, population: int | None = None, threat_model: str = "server",
+                      manipulation: str = "isolate") -> dict:
+    """The campaign spec of the ``audit`` command's options (named as its parameters); the
+    Python API (``fltr_audit.audit``) builds its runs through this too, so both give the same numbers."""
+    from fltr_audit.federation import check_population
+
+    if counterfactual < 1:
+        raise FltrError(f"--counterfactual: must be at least 1, got {counterfactual}")
+    check_population(population, clients)
+    attacks, models, min_shown = algorithm_defaults(algo, attack, click_model, min_shown)
+    return audit_spec(algo=algo, data=data, folds=list(fold), rounds=train_rounds, clients=clients,
+                      queries_per_client=queries_per_client, attacks=attacks, defenses=list(defense),
+                      click_models=models, split=split, seeds=list(seed), cohort=probe_cohort,
+                      probe_queries=probe_queries, normalization=normalization, ranker=ranker,
+                      min_shown=min_shown, require_click=require_click, epsilon_audit=epsilon_audit,
+                      trials=trials, counterfactual=counterfactual, population=population,
+                      threat_model=threat_model, manipulation=manipulation)
 
 
 def run_spec(spec: dict, store: Path | None, quiet: bool) -> dict[str, pd.DataFrame]:
@@ -129,7 +167,7 @@ def manipulation_table(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
 
 @app.command("audit")
 def audit(
-    algo: str = typer.Option("fpdgd", "--algo", help="fpdgd | foltr-es | fedips | fedavg."),
+    algo: str = typer.Option("fpdgd", "--algo", help=" | ".join(algorithm_names(auditable=True)) + "."),
     data: str = typer.Option("synthetic:mq2008", "--data", help="Data set path or synthetic:PROFILE."),
     fold: List[int] = typer.Option([1], "--fold", help="Fold(s) 1-5; repeat for several."),
     train_rounds: int = typer.Option(20, "--train-rounds", help="Pre-training rounds (Pham: 20)."),
@@ -169,28 +207,16 @@ def audit(
 ) -> None:
     """Audit a federated ranker: which clicks can the server guess from client messages?"""
     from fltr_audit.cli.verdict_tables import print_verdicts
-    from fltr_audit.clicks import CCM_TABLES
-    from fltr_audit.federation import check_population
     from reports.compare import verdicts
 
     min_effect = checked_min_effect(min_effect)
-
-    if counterfactual < 1:
-        raise FltrError(f"--counterfactual: must be at least 1, got {counterfactual}")
-    check_population(population, clients)
-    attacks = parse_list(attack or DEFAULT_ATTACKS.get(algo, "olsr"), "--attack")
-    if algo in ("fedips", "fedavg") and click_model == DEFAULT_CLICK_MODELS:
-        click_model = "pbm"
-    if min_shown is None:
-        min_shown = 5 if algo in ("fedips", "fedavg") else 10
-    models = parse_list(click_model, "--click-model", tuple(sorted({m for m, _ in CCM_TABLES})) + ("pbm",))
-    spec = audit_spec(algo=algo, data=data, folds=list(fold), rounds=train_rounds, clients=clients,
-                      queries_per_client=queries_per_client, attacks=attacks, defenses=list(defense),
-                      click_models=models, split=split, seeds=list(seed), cohort=probe_cohort,
-                      probe_queries=probe_queries, normalization=normalization, ranker=ranker,
-                      min_shown=min_shown, require_click=require_click, epsilon_audit=epsilon_audit,
-                      trials=trials, counterfactual=counterfactual, population=population,
-                      threat_model=threat_model, manipulation=manipulation)
+    spec = spec_from_options(algo=algo, data=data, fold=fold, train_rounds=train_rounds, clients=clients,
+                             queries_per_client=queries_per_client, attack=attack, defense=defense,
+                             click_model=click_model, split=split, seed=seed, probe_cohort=probe_cohort,
+                             probe_queries=probe_queries, normalization=normalization, ranker=ranker,
+                             min_shown=min_shown, require_click=require_click, epsilon_audit=epsilon_audit,
+                             trials=trials, counterfactual=counterfactual, population=population,
+                             threat_model=threat_model, manipulation=manipulation)
     tables = run_spec(spec, store, quiet or json_out)
     table = attack_table(tables)
     v = verdicts(tables, min_effect=min_effect)

@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from fltr_audit.cli.app import campaign_app
-from fltr_audit.cli.common import emit_json, progress
+from fltr_audit.cli.common import emit_json, print_table, progress
 from fltr_audit.errors import FltrError, RunsFailed
 
 
@@ -81,5 +81,7 @@ def status(
         typer.echo("no runs recorded")
         return
     counts = table["status"].value_counts().to_dict()
-    typer.echo(", ".join(f"{counts.get(s, 0)} {s}" for s in ("done", "failed", "pending")))
-    typer.echo(table.to_string(index=False))
+    shown = table.drop(columns=["finished_at"]).astype(object).where(table.drop(columns=["finished_at"]).notna(), "")
+    print_table(", ".join(f"{counts.get(s, 0)} {s}" for s in ("done", "failed", "pending")),
+                [{k: (f"{v:.1f}" if k == "seconds" and v != "" else v) for k, v in row.items()}
+                 for row in shown.to_dict(orient="records")], min_width=110)

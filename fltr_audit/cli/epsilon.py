@@ -41,7 +41,7 @@ def epsilon(
     ps = _floats(p, "--p")
     results = [maxrr_epsilon(m, q, length, levels).as_dict() for m in models for q in ps]
     if json_out:
-        emit_json(results[0] if len(results) == 1 else results)
+        emit_json(results)  # always a list of records, whatever its length
         return
     print_table(f"epsilon of privatized MaxRR, L = {length}, {levels} levels (n = {length + 1} values)", [
         {"click model": r["click_model"], "p": f"{r['p']:g}", "epsilon": f"{r['epsilon']:.2f}",

@@ -9,8 +9,8 @@ from typing import Any, Optional
 
 import typer
 
+from fltr_audit.algorithms import registry as algorithms
 from fltr_audit.algorithms.fpdgd import FPDGD
-from fltr_audit.algorithms.pdgd import PDGD
 from fltr_audit.cli.app import bench_app, train_app
 from fltr_audit.cli.common import parse_list, atomic_out_dir, emit_json, print_figures, progress, round_reporter, write_run
 from fltr_audit.clicks import cascade_model
@@ -20,12 +20,31 @@ from fltr_audit.interceptors import RecordingInterceptor, parse_rounds
 from fltr_audit.randomness import check_seed
 from fltr_audit.rankers import make_ranker
 
-ALGORITHMS = {"fpdgd": FPDGD, "pdgd": PDGD}
+ALGORITHMS = ("fpdgd", "pdgd")
+"""The algorithms this module's ``train`` commands build (through ``fltr_audit.algorithms.registry``)."""
+
+
+def resolve_normalization(algorithm: str, normalization: str) -> str:
+    """``auto`` becomes the algorithm's declared default (as in ``audit``)."""
+    return algorithms.algorithm_spec(algorithm).default_normalization if normalization == "auto" else normalization
+
+
+def resolve_replace(replace: Optional[bool], clients: int, queries_per_client: int, n_queries: int,
+                    quiet: bool = False) -> bool:
+    """Sample a round's queries with replacement when asked, or -- left unset -- when a round
+    needs more queries than the split has (saying so once on stderr)."""
+    if replace is not None:
+        return replace
+    needed = clients * queries_per_client
+    if needed > n_queries and not quiet:
+        typer.echo(f"note: a round needs {needed:,} queries (--clients x --queries-per-client) and the training "
+                   f"split has {n_queries:,}: sampling them with replacement", err=True)
+    return needed > n_queries
 
 
 def run_train(algorithm: str, *, data: str, fold: int, click_model: str, clients: int, queries_per_client: int,
               rounds: int, lr: float, ranker: str, seed: int, out: Path, defense: str, record_rounds: Optional[str],
-              eval_every: int, eval_split: str, normalization: str, threat_model: str, replace: bool,
+              eval_every: int, eval_split: str, normalization: str, threat_model: str, replace: Optional[bool],
               quiet: bool, population: Optional[int] = None) -> dict:
     """Load, train, write ``curves.csv``, ``model.npy``, ``config.json`` (and a recording) into ``out``."""
     from defenses.accounting import privacy_spent
@@ -39,11 +58,11 @@ def run_train(algorithm: str, *, data: str, fold: int, click_model: str, clients
     check_threat_model(threat_model)
     if record_rounds is not None:
         parse_rounds(record_rounds)  # bad input fails before any data is loaded
+    normalization = resolve_normalization(algorithm, normalization)
     splits = load_splits(data, fold, normalization=normalization)
     eval_data = splits.get(eval_split)
-    model = make_ranker(ranker, splits.train.n_features)
-    clicks = cascade_model(click_model, splits.train.n_levels)
-    alg = ALGORITHMS[algorithm](model, clicks, lr=lr)
+    replace = resolve_replace(replace, clients, queries_per_client, splits.train.n_queries, quiet)
+    alg = algorithms.build(algorithm, splits, click_model, {"ranker": ranker, "seed": seed, "params": {"lr": lr}})
     with atomic_out_dir(out) as tmp:
         interceptors = [] if record_rounds is None else [RecordingInterceptor(tmp / "recording", record_rounds)]
         with progress(rounds, f"{algorithm} round", quiet) as bar:
@@ -83,10 +102,13 @@ def _train_command(algorithm: str):
                                                     help="Rounds to record for attacks: 1,50,100 or every:10."),
         eval_every: int = typer.Option(1, "--eval-every", help="Offline evaluation every K rounds (and the last)."),
         eval_split: str = typer.Option("test", "--eval-split", help="Split for offline nDCG@10: vali | test."),
-        normalization: str = typer.Option("none", "--normalization", help="none | query-minmax | zscore."),
+        normalization: str = typer.Option("auto", "--normalization",
+                                          help="auto (the algorithm's: zscore) | none | query-minmax | zscore."),
         threat_model: str = typer.Option("server", "--threat-model",
                                          help="What recorded views keep: server | server-blind."),
-        replace: bool = typer.Option(False, "--replace", help="Sample a round's queries with replacement."),
+        replace: Optional[bool] = typer.Option(None, "--replace/--no-replace",
+                                               help="Sample a round's queries with replacement (default: when a "
+                                                    "round needs more queries than the split has)."),
         population: Optional[int] = typer.Option(
             None, "--population", help="N persistent users; each round's cohort of --clients is drawn from them "
                                        "(default: the same --clients users every round)."),
@@ -108,9 +130,8 @@ def _train_command(algorithm: str):
     return command
 
 
-train_app.command("fpdgd", help="Federated PDGD (FPDGD Algorithm 2).")(_train_command("fpdgd"))
-train_app.command("pdgd", help="Centralized PDGD with batch-accumulated updates (FPDGD paper, Baselines).")(
-    _train_command("pdgd"))
+for _name in ALGORITHMS:
+    train_app.command(_name, help=algorithms.algorithm_spec(_name).summary + ".")(_train_command(_name))
 
 
 @bench_app.command("fpdgd")

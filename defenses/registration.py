@@ -1,0 +1,80 @@
+"""Defenses added from outside the project: ``register_defense`` (also behind the
+``fltr_audit.defenses`` entry-point group) turns a factory into a ``stack.Spec``, so that the
+defense-string grammar, canonical names and ``defenses list`` treat it like a built-in one."""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any, Callable
+
+from defenses.stack import SPECS, Param, Spec
+from fltr_audit.errors import FltrError
+from fltr_audit.interfaces import ROLES, PrivacyClaim
+
+_KINDS = {bool: "choice", int: "int", float: "float", str: "str"}
+
+
+def _params(factory: Callable[..., Any], name: str) -> tuple[Param, ...]:
+    """One ``Param`` per keyword of ``factory`` with a number or text default (the first is the key)."""
+    params = []
+    for p in inspect.signature(factory).parameters.values():
+        if p.kind in (p.VAR_KEYWORD, p.VAR_POSITIONAL) or p.name == "name":
+            continue
+        if p.default is inspect.Parameter.empty or type(p.default) not in _KINDS:
+            raise FltrError(f"register_defense {name!r}: parameter {p.name!r} needs a number or text default")
+        kind = _KINDS[type(p.default)]
+        choices = ("True", "False") if type(p.default) is bool else ()
+        params.append(Param(p.name, kind, str(p.default) if choices else p.default, p.name, choices=choices,
+                            key=not params))
+    return tuple(params)
+
+
+def register_defense(name: str, factory: Callable[..., Any], role: str = "client", *, guarantee: str = "",
+                     summary: str = "", replace: bool = False) -> Spec:
+    """Add the defense ``name`` to the stack grammar.
+
+    ``factory(**params)`` returns a client defense (``apply(messages, global_params, rng)``) or,
+    with ``role="aggregator"``, an aggregator (``aggregate(messages, participants, rng)``); either
+    carries the ``claim`` (``PrivacyClaim``) it makes. Its keyword parameters (with number or
+    text defaults) become the component's parameters, ``name(key=value,...)``; the first is
+    always written in the canonical name. ``guarantee`` states the claim in words.
+    """
+    if role not in ROLES:
+        raise FltrError(f"register_defense {name!r}: role {role!r} must be one of {', '.join(ROLES)}")
+    if not callable(factory):
+        raise FltrError(f"register_defense {name!r}: the factory is not callable")
+    if (name in SPECS or name == "none") and not replace:
+        raise FltrError(f"register_defense: defense {name!r} is already registered")
+    method = "apply" if role == "client" else "aggregate"
+
+    def build(name: str = name, **values: Any) -> Any:
+        values = {k: (v == "True" if isinstance(v, str) and v in ("True", "False") else v) for k, v in values.items()}
+        try:
+            obj = factory(**values)
+        except FltrError:
+            raise
+        except Exception as exc:  # a third-party factory's failure, named
+            raise FltrError(f"defense plug-in {spec.name!r} failed: {type(exc).__name__}: {exc}") from None
+        if not callable(getattr(obj, method, None)) or not isinstance(getattr(obj, "claim", None), PrivacyClaim):
+            raise FltrError(f"defense plug-in {spec.name!r} failed: its factory returned {type(obj).__name__}, "
+                            f"which needs a {method}() method and a PrivacyClaim 'claim'")
+        obj.name = name  # the canonical component name, as built-in defenses carry it
+        return obj
+
+    spec = Spec(name, role, build, _params(factory, name), summary or (inspect.getdoc(factory) or "").split("\n")[0],
+                guarantee or "as the plug-in states")
+    SPECS[name] = spec
+    return spec
+
+
+def plugin_spec(name: str) -> Spec | None:
+    """The spec of an installed ``fltr_audit.defenses`` plug-in called ``name`` (registered on
+    first use), or None. The entry point names a factory; its optional attributes ``role``,
+    ``guarantee`` and ``summary`` declare the rest."""
+    from fltr_audit import plugins
+
+    factory = plugins.load(plugins.DEFENSES, name)
+    if factory is None:
+        return None
+    return register_defense(name, factory, getattr(factory, "role", "client"),
+                            guarantee=getattr(factory, "guarantee", ""), summary=getattr(factory, "summary", ""))

@@ -1,0 +1,194 @@
+"""The algorithms by name, each with the capabilities the rest of the testbed asks about.
+
+One ``AlgorithmSpec`` per algorithm declares how to build it for a run and what an audit of
+it needs: the click-model family its users follow, the feature normalization and attacks an
+audit uses by default, the kind of message a client sends and what that message reveals. The
+CLI (``train``, ``audit``, ``algorithms list``), campaigns and the audit run look algorithms up
+here instead of branching on their names; ``register_algorithm`` (also through the
+``fltr_audit.algorithms`` entry-point group) adds one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Literal
+
+from fltr_audit import plugins
+from fltr_audit.errors import FltrError
+from fltr_audit.interfaces import Algorithm
+from fltr_audit.messages import MessageKind
+
+ClickFamily = Literal["cascade", "pbm"]
+CASCADE_CLICK_MODELS = ("perfect", "navigational", "informational")
+
+Builder = Callable[[Any, str, dict], Algorithm]
+"""``build(splits, click_model, settings) -> Algorithm``; ``settings`` holds ``ranker``,
+``seed``, ``clients``, ``queries_per_client`` and ``params`` (the algorithm's own keywords)."""
+
+
+@dataclass(frozen=True)
+class AlgorithmSpec:
+    """One algorithm and what it declares.
+
+    Attributes
+    ----------
+    name : str
+    build : callable or None
+        ``build(splits, click_model, settings)``; None for train-only entries that have their
+        own ``train`` command and no federated message to audit.
+    click_models : {"cascade", "pbm"}
+        The family of its users' click model: cascade (perfect / navigational / informational,
+        FPDGD and FOLtR-ES) or the position-based model with per-user bias (FedIPS Eq. 11).
+    default_normalization : str
+        Feature normalization of its paper's setup (``audit --normalization auto``).
+    default_attacks : tuple of str
+        The attacks an audit runs when none are named.
+    message_kind : {"weights", "update", "seed+metric", "none"}
+        What a client sends: full local weights, an update, a public seed and metric values, or
+        nothing (centralized and supervised baselines).
+    reveals : str
+        What that message reveals about the user, in plain words.
+    train_click_model : str
+        Click model of the pre-training an audit runs.
+    k : int
+        Length of the shown lists; an audit scores only full lists by default.
+    auditable : bool
+        False for train-only entries (``audit`` and campaigns refuse them).
+    summary : str
+    """
+
+    name: str
+    build: Builder | None
+    click_models: ClickFamily
+    default_normalization: str
+    default_attacks: tuple[str, ...]
+    message_kind: MessageKind
+    reveals: str
+    train_click_model: str
+    k: int = 10
+    auditable: bool = True
+    summary: str = ""
+
+    def probe_click_models(self) -> tuple[str, ...]:
+        """The click models an audit probes by default: every one of the family."""
+        return CASCADE_CLICK_MODELS if self.click_models == "cascade" else ("pbm",)
+
+    def check_click_model(self, click_model: str) -> None:
+        """FltrError when ``click_model`` is not of this algorithm's family."""
+        if self.click_models == "pbm" and click_model != "pbm":
+            raise FltrError(f"{self.name}: its users click by the position-based model (FedIPS Eq. 11); "
+                            f"use click model 'pbm', not {click_model!r}")
+        if self.click_models == "cascade" and click_model == "pbm":
+            raise FltrError(f"{self.name}: click model 'pbm' is for FedIPS; choose {', '.join(CASCADE_CLICK_MODELS)}")
+
+
+def _cascade_builder(cls_path: str) -> Builder:
+    """A builder of a cascade-click algorithm class ``module:Class`` taking (ranker, click model, **params)."""
+    def build(splits: Any, click_model: str, settings: dict) -> Algorithm:
+        import importlib
+
+        from fltr_audit.clicks import cascade_model
+        from fltr_audit.rankers import make_ranker
+
+        module, _, cls = cls_path.partition(":")
+        train = splits.train
+        ranker = make_ranker(settings.get("ranker") or "linear", train.n_features)
+        return getattr(importlib.import_module(module), cls)(ranker, cascade_model(click_model, train.n_levels),
+                                                             **(settings.get("params") or {}))
+
+    return build
+
+
+def _fedips_builder(default_propensity: str | None) -> Builder:
+    """FedIPS (``default_propensity`` "true", overridable by ``params.propensity``) or FedAvg (None)."""
+    def build(splits: Any, click_model: str, settings: dict) -> Algorithm:
+        from fltr_audit.algorithms.fedips import build_fedips
+
+        params = dict(settings.get("params") or {})
+        propensity = params.pop("propensity", default_propensity) if default_propensity else "none"
+        return build_fedips(splits, propensity=propensity, seed=settings.get("seed", 0),
+                            clients=settings.get("clients", 2000),
+                            queries_per_client=settings.get("queries_per_client", 5), **params)
+
+    return build
+
+
+_PHAM_ATTACKS = ("olsr", "olsr-l1", "score", "prob", "distance", "random3", "random4")
+_VECTOR_ATTACKS = ("olsr", "score", "prob", "distance", "random3")
+
+_REGISTRY: dict[str, AlgorithmSpec] = {}
+
+
+def register_algorithm(spec: AlgorithmSpec, *, replace: bool = False) -> AlgorithmSpec:
+    """Add ``spec`` to the registry (``replace`` to overwrite an entry of the same name)."""
+    if not isinstance(spec, AlgorithmSpec):
+        raise FltrError(f"register_algorithm: expected an AlgorithmSpec, got {type(spec).__name__}")
+    if spec.name in _REGISTRY and not replace:
+        raise FltrError(f"register_algorithm: algorithm {spec.name!r} is already registered")
+    _REGISTRY[spec.name] = spec
+    return spec
+
+
+for _spec in (
+    AlgorithmSpec("fpdgd", _cascade_builder("fltr_audit.algorithms.fpdgd:FPDGD"), "cascade", "zscore", _PHAM_ATTACKS,
+                  "weights", "the client's local weights after B PDGD steps: a linear combination of the "
+                  "features of the shown documents, weighted by the clicks", "perfect",
+                  summary="Federated PDGD (FPDGD Algorithm 2)"),
+    AlgorithmSpec("pdgd", _cascade_builder("fltr_audit.algorithms.pdgd:PDGD"), "cascade", "zscore", (), "none",
+                  "nothing: centralized, the server holds the clicks", "perfect", auditable=False,
+                  summary="Centralized PDGD with batch-accumulated updates (FPDGD paper, baselines)"),
+    AlgorithmSpec("foltr-es", _cascade_builder("fltr_audit.algorithms.foltr_es:FOLtRES"), "cascade", "none",
+                  ("foltr-decode", "random3"), "seed+metric",
+                  "a public seed and one MaxRR value per interaction: the first-click position", "perfect",
+                  summary="FOLtR-ES: evolution strategies with seed + MaxRR messages (Kharitonov 2019)"),
+    AlgorithmSpec("fedips", _fedips_builder("true"), "pbm", "query-minmax", _VECTOR_ATTACKS, "update",
+                  "the update w_local - w_global: IPS-weighted hinge gradients over the shown lists, "
+                  "one per click", "pbm", k=5,
+                  summary="FedIPS: IPS-weighted federated counterfactual LTR (Li & Ouyang, Algorithm 1)"),
+    AlgorithmSpec("fedavg", _fedips_builder(None), "pbm", "query-minmax", _VECTOR_ATTACKS, "update",
+                  "the update w_local - w_global: unweighted hinge gradients over the shown lists, one per click",
+                  "pbm", k=5, summary="FedAvg baseline of FedIPS: all propensities 1"),
+    AlgorithmSpec("lambda-linear", None, "pbm", "query-minmax", (), "none",
+                  "nothing: centralized, trained on labels", "pbm", k=5, auditable=False,
+                  summary="LambdaMART-style linear ranker on labels (FedIPS's upper bound); train only"),
+    AlgorithmSpec("baselines", None, "cascade", "none", (), "none", "nothing: supervised on labels", "perfect",
+                  auditable=False, summary="MSE and RankingSVM (FOLtR-ES §5); train only"),
+):
+    register_algorithm(_spec)
+
+
+def algorithm_spec(name: str, option: str = "--algo", auditable: bool = False) -> AlgorithmSpec:
+    """The spec called ``name``, from the registry or an installed plug-in.
+
+    FltrError naming ``option`` and the choices for an unknown name (and, with
+    ``auditable``, for a train-only one).
+    """
+    spec = _REGISTRY.get(name)
+    if spec is None:
+        loaded = plugins.load(plugins.ALGORITHMS, name)
+        if loaded is not None:
+            spec = register_algorithm(loaded() if callable(loaded) and not isinstance(loaded, AlgorithmSpec)
+                                      else loaded)
+    choices = [s.name for s in _REGISTRY.values() if s.auditable or not auditable]
+    if spec is None or spec.name not in choices:
+        raise FltrError(f"{option}: unknown algorithm {name!r} (choose from {', '.join(choices)})")
+    return spec
+
+
+def algorithm_names(auditable: bool = False) -> tuple[str, ...]:
+    """Every registered algorithm (only the auditable ones with ``auditable``)."""
+    return tuple(s.name for s in _REGISTRY.values() if s.auditable or not auditable)
+
+
+def algorithm_specs() -> tuple[AlgorithmSpec, ...]:
+    """Every registered spec, built-ins first."""
+    return tuple(_REGISTRY.values())
+
+
+def build(name: str, splits: Any, click_model: str, settings: dict, option: str = "--algo") -> Algorithm:
+    """The algorithm ``name`` for ``splits`` with users clicking by ``click_model``."""
+    spec = algorithm_spec(name, option)
+    if spec.build is None:
+        raise FltrError(f"{option}: {name} is train-only (use `fltr-audit train {name}`)")
+    spec.check_click_model(click_model)
+    return spec.build(splits, click_model, settings)
