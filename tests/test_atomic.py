@@ -145,10 +145,8 @@ def test_temporary_dir_is_removed_when_the_block_fails(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
-@pytest.mark.xfail(strict=True, reason="reports/render.py still writes NAME.tmp itself; H11b's render_report + "
-                                       "fltr_audit.atomic.write_files fixes it: drop this marker after that merge")
 def test_report_command_does_not_follow_a_planted_link(tmp_path, monkeypatch):
-    """The ``report`` command as it is on this branch: a link planted at every temporary
+    """The ``report`` command: a link planted at every temporary
     name it could use leaves the link's target untouched."""
     from fltr_audit.campaign import run_campaign, validate_spec
     from fltr_audit.cli import main
