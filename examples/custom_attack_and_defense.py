@@ -62,7 +62,8 @@ def main(rounds: int = 5) -> fltr_audit.AuditResult:
                               attacks=["dot", "olsr", "random3"], defenses=["none", "quantize(step=0.5)"],
                               click_models=["informational"], seeds=[0], trials=500)
     print(result.attacks.to_string(index=False))
-    print(result.verdicts[["defense", "best_attack", "best_f1", "random_f1"]].to_string(index=False))
+    print(result.verdicts[["defense", "click_model", "leakage_verdict", "strongest_attack", "leakage",
+                           "claim_verdict"]].to_string(index=False))
     return result
 
 

@@ -52,6 +52,7 @@ from defenses.stack import DefenseStack, parse_defense
 from fltr_audit import metrics
 from fltr_audit.algorithms import registry as algorithms
 from fltr_audit.data.load import load_splits
+from fltr_audit.errors import FltrError
 from fltr_audit.federation import TrainResult, train
 from fltr_audit.interfaces import Algorithm
 from fltr_audit.messages import Messages, RoundBatch

@@ -89,7 +89,7 @@ TABLES: dict[str, dict[str, str]] = {
                 "click_model": "TEXT", "defense": "TEXT", "threat_model": "TEXT",
                 "attack": "TEXT", "averaging": "TEXT", "accuracy": "REAL", "precision": "REAL",
                 "recall": "REAL", "f1": "REAL", "auc": "REAL", "n_queries": "INTEGER",
-                "probe_cohort": "INTEGER", "reference": "INTEGER", "auc_counterfactual": "REAL",
+                "probe_cohort": "INTEGER", "reference": "BOOLEAN", "auc_counterfactual": "REAL",
                 "leakage": "REAL", "leakage_normalized": "REAL", "advantage": "REAL",
                 "advantage_counterfactual": "REAL", "tpr_at_fpr_0_01": "REAL", "tpr_at_fpr_0_001": "REAL",
                 "n_counterfactual": "INTEGER"},

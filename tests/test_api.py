@@ -50,7 +50,7 @@ def test_audit_matches_the_cli_json():
                               click_models=["perfect"], seeds=[0])
     cli = _cli_json("audit", "--data", "synthetic:mq2008", "--train-rounds", "5", "--attack", "olsr",
                     "--defense", "none", "--click-model", "perfect", "--seed", "0")
-    expected = pd.DataFrame(cli["attacks"])
+    expected = pd.DataFrame(cli["attacks"]).astype(object).where(lambda f: f.notna(), np.nan)  # JSON null is NaN
     pd.testing.assert_frame_equal(result.attacks.reset_index(drop=True), expected, check_dtype=False)
     assert result.utility["ndcg10"].tolist() == pytest.approx([u["ndcg10"] for u in cli["utility"]], abs=0)
     assert result.inputs["train_rounds"] == 5 and result.inputs["clients"] == 1000  # the CLI's default

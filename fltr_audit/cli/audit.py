@@ -127,7 +127,11 @@ def attack_table(tables: dict[str, pd.DataFrame], averaging: str = "macro") -> p
     table["n_queries"] = grouped["n_queries"].sum().astype(int)  # over seeds and folds
     if "reference" in rows.columns:
         table["reference"] = grouped["reference"].any()
-    return table.reset_index()[TABLE_COLUMNS + [c for c in SCORE_COLUMNS if c in table.columns or c in group]]
+    extra = []
+    if "n_counterfactual" in rows.columns:
+        table["n_counterfactual"] = grouped["n_counterfactual"].first()
+        extra.append("n_counterfactual")
+    return table.reset_index()[TABLE_COLUMNS + [c for c in SCORE_COLUMNS if c in table.columns or c in group] + extra]
 
 
 def _print_attacks(table: pd.DataFrame) -> None:
