@@ -157,6 +157,8 @@ def lad_batched(y: np.ndarray, A: np.ndarray, steps: int = IRLS_STEPS) -> np.nda
     checks against scipy's HiGHS). Rows whose basis is singular (all-zero or duplicate
     regressors: empty slots, an all-zero global model) keep the reweighted fit, which gives
     all-zero regressors coefficient 0 and lets duplicates share, as the pseudo-inverse would.
+    With more regressors than observations (m > P: the cohort aggregate under secure
+    aggregation) no basis of m points exists and the reweighted fit is returned.
     """
     y = np.asarray(y, dtype=np.float64)
     A = np.asarray(A, dtype=np.float64)
@@ -165,7 +167,8 @@ def lad_batched(y: np.ndarray, A: np.ndarray, steps: int = IRLS_STEPS) -> np.nda
     out = np.empty((n, m))
     for s in range(0, n, rows):
         part = slice(s, s + rows)
-        out[part] = _lad_vertex(y[part], A[part], _irls(y[part], A[part], steps))
+        fit = _irls(y[part], A[part], steps)
+        out[part] = _lad_vertex(y[part], A[part], fit) if m <= P else fit
     return out
 
 

@@ -233,6 +233,20 @@ def test_lad_matches_linear_programming_oracle():
         assert res.fun * (1 - 1e-9) <= ours <= res.fun * (1 + 1e-9)
 
 
+def test_lad_with_more_regressors_than_observations_interpolates():
+    """Secure aggregation: the aggregate has more regressors (shown documents) than coordinates.
+    Any exact interpolation is an LAD optimum (objective 0), which the reweighted fit reaches."""
+    from attacks.olsr import lad_batched
+
+    rng = np.random.default_rng(11)
+    n, m, P = 2, 40, 12
+    A = rng.random((n, m, P))
+    y = rng.normal(size=(n, P))
+    coef = lad_batched(y, A)
+    residual = np.abs(y - np.einsum("nm,nmp->np", coef, A)).sum(axis=1)
+    assert np.all(residual <= 1e-3 * np.abs(y).sum(axis=1))
+
+
 def test_l1_variant_recovers_clicks_under_sparse_heavy_tailed_noise():
     """A few coordinates hit by large noise (one client's dp-distributed share): least squares
     misses clicks, least absolute deviations still recovers them exactly."""
