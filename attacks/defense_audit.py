@@ -442,9 +442,12 @@ def _audit_aggregator(stack: Any, agg_kind: str, *, claim: PrivacyClaim, inputs:
                       confidence: float, g: np.ndarray | None, kind: str, threat_model: str | None) -> AuditResult:
     """``audit_stack`` for a stack whose aggregator holds the protection: the released mean of a
     noisy aggregator (``noisy_aggregate_*``, test ``projection``) or a shuffled cohort
-    (``shuffle_*``, test ``shuffle-llr``: the exact likelihood ratio of the multiset); always the
-    server's view of the aggregate."""
+    (``shuffle_*``, test ``shuffle-llr``: the exact likelihood ratio of the multiset, at a cohort
+    of at least the shuffler's n when its claim is the amplified one); always the server's view
+    of the aggregate."""
     if agg_kind == "shuffle":
+        if getattr(stack.aggregator, "amplified", False):  # the amplified claim is for cohorts of at least n
+            cohort = max(cohort, int(stack.aggregator.n))
         if cohort < 2:
             raise FltrError(f"--cohort: a shuffled cohort needs at least 2 messages, got {cohort}")
         found = mechanism_statistic(stack, inputs, "message", cohort, g, kind)
