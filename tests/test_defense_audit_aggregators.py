@@ -18,7 +18,7 @@ from fltr_audit.cli.audit_defense import run_audit_defense
 
 def test_audit_defense_dp_fedavg_reaches_mu_at_cohort_one():
     """Worst case ||u|| = C against zero: N(0,1) vs N(1/z,1), so mu_lb approaches mu = 1/z."""
-    [row] = run_audit_defense("dp-fedavg(noise_multiplier=1,clip=1)", dim=46, trials=15_000,
+    [row] = run_audit_defense("dp-fedavg(noise_multiplier=1,clip=1)", dim=46, trials=20_000,
                               neighbours="worst-case", rounds=1, cohort=1, seed=0)
     assert row["test"] == "projection" and row["audited_scope"] == "aggregate"
     assert row["mu"] == pytest.approx(1.0)
