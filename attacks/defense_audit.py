@@ -444,7 +444,10 @@ def _audit_aggregator(stack: Any, agg_kind: str, *, claim: PrivacyClaim, inputs:
     noisy aggregator (``noisy_aggregate_*``, test ``projection``) or a shuffled cohort
     (``shuffle_*``, test ``shuffle-llr``: the exact likelihood ratio of the multiset, at a cohort
     of at least the shuffler's n when its claim is the amplified one); always the server's view
-    of the aggregate."""
+    of the aggregate. The neighbouring relation is the claim's: add/remove one user for the noisy
+    aggregators (natural neighbours: the larger of the two real updates against no update; two
+    real updates would be a replace-one pair, twice the sensitivity the claim covers), replace-one
+    for the shuffler (the target's input 0 or 1, the others all holding input 0)."""
     if agg_kind == "shuffle":
         if getattr(stack.aggregator, "amplified", False):  # the amplified claim is for cohorts of at least n
             cohort = max(cohort, int(stack.aggregator.n))
@@ -456,6 +459,9 @@ def _audit_aggregator(stack: Any, agg_kind: str, *, claim: PrivacyClaim, inputs:
         mech = shuffle_mechanism(stack, inputs, cohort, found[0], g, kind)
         statistic, name, model = shuffle_statistic, "shuffle-llr", "server (shuffled)"
     else:
+        if neighbours == "natural":  # add/remove neighbours: the larger real update against its absence
+            u = max(inputs, key=lambda v: float(np.linalg.norm(v)))
+            inputs = (np.zeros(len(u)), np.asarray(u, dtype=np.float64))
         mech = noisy_aggregate_mechanism(stack, inputs, cohort)
         statistic, name, model = noisy_aggregate_statistic(stack, inputs, cohort), "projection", \
             "server (aggregate only)"

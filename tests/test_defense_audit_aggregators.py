@@ -104,3 +104,14 @@ def test_privacy_spent_shuffle_pays_its_delta_per_round():
     assert got["epsilon_total"] == pytest.approx(acc.get_epsilon(delta - rounds * 1e-6), rel=1e-2)
     assert math.isinf(privacy_spent(stack, rounds, 1.0, 0.0)["epsilon_total"])
     assert math.isinf(privacy_spent(stack, rounds, 1.0, 4e-6)["epsilon_total"])
+
+
+def test_natural_neighbours_of_dp_fedavg_are_add_remove():
+    """Two real updates u and -u (both clipped to C) would be a replace-one pair with mu = 2/z;
+    the claim is add/remove, so the natural audit takes one real update against none and its
+    mu_lb stays below mu = 1/z while reaching most of it."""
+    stack = parse_defense("dp-fedavg(noise_multiplier=1,clip=1)")
+    u = np.random.default_rng(3).normal(size=46)
+    u *= 3.0 / np.linalg.norm(u)
+    r = audit_stack(stack, claim=stack.claim, inputs=(u, -u), neighbours="natural", trials=10_000, cohort=2, seed=4)
+    assert 0.8 * r.mu <= r.mu_lb <= r.mu
