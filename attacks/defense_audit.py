@@ -62,14 +62,30 @@ def noise_kind(defense: Any) -> str | None:
     return None
 
 
+def aggregator_kind(stack: Any) -> str | None:
+    """How the stack's aggregator protects users: ``central-gaussian`` (dp-fedavg: Gaussian noise
+    on the clipped sum), ``discrete-gaussian`` (ddgauss: distributed discrete Gaussian shares in a
+    modular sum), ``shuffle`` (an anonymous shuffler behind a local randomizer), or None (the
+    noise, if any, is in the client transforms)."""
+    agg = stack.aggregator
+    if hasattr(agg, "noise_multiplier") and hasattr(agg, "clip"):
+        return "discrete-gaussian" if hasattr(agg, "gamma") else "central-gaussian"
+    if getattr(agg, "covers_client_defenses", False) and hasattr(agg, "eps0"):
+        return "shuffle"
+    return None
+
+
 def noise_components(stack: Any) -> list[Any]:
     """The stack's client defenses that add noise, in order."""
     return [d for d in stack.client if noise_kind(d) is not None]
 
 
 def audited_component(stack: Any) -> Any:
-    """The noise component an audit of ``stack`` is built around (the last one); FltrError when
+    """The noise component an audit of ``stack`` is built around: a noisy aggregator (dp-fedavg,
+    ddgauss), else the last client noise (behind a shuffler: its local randomizer); FltrError when
     the stack adds no noise at all."""
+    if aggregator_kind(stack) in ("central-gaussian", "discrete-gaussian"):
+        return stack.aggregator
     found = noise_components(stack)
     if not found:
         raise FltrError(f"STACK: {stack.name!r} has nothing to audit (no noise mechanism; audit a stack with "
@@ -80,8 +96,14 @@ def audited_component(stack: Any) -> Any:
 def claimed_mu(stack: Any, rounds: int = 1) -> float:
     """Gaussian-DP mu of the stack's Gaussian mechanism over ``rounds`` rounds (sensitivity 2C over
     std sigma C, times sqrt(rounds): Dong, Roth & Su 2022, Cor. 3.3); NaN for other mechanisms."""
+    kind = aggregator_kind(stack)
+    if kind == "central-gaussian":  # sensitivity C (add/remove), std z C: mu = 1/z
+        return math.sqrt(rounds) / stack.aggregator.noise_multiplier
+    if kind == "discrete-gaussian":  # rho-zCDP is the Gaussian mechanism's curve at mu = sqrt(2 rho)
+        rho, xi = stack.aggregator.zcdp
+        return math.sqrt(2.0 * rho * rounds) if xi == 0 else float("nan")
     comps = noise_components(stack)
-    if len(comps) != 1 or noise_kind(comps[0]) != "gaussian":
+    if kind == "shuffle" or len(comps) != 1 or noise_kind(comps[0]) != "gaussian":
         return float("nan")
     comp = comps[0]
     return 2.0 * comp.clip / comp.std * math.sqrt(rounds)
@@ -91,6 +113,10 @@ def worst_case_inputs(stack: Any, dim: int) -> tuple[np.ndarray, np.ndarray]:
     """The two crafted inputs (updates, or metric values for rr) that maximise what the audited
     component's claim allows (module docstring)."""
     comp = audited_component(stack)
+    if comp is stack.aggregator:  # the target's update at the clip boundary against no update (add/remove)
+        e = np.zeros(dim)
+        e[0] = getattr(comp, "initial_clip", comp.clip)
+        return np.zeros(dim), e
     kind = noise_kind(comp)
     if kind == "rr":
         return np.array([comp.values[0]]), np.array([comp.values[-1]])
@@ -184,6 +210,82 @@ def aggregate_mechanism(stack: Any, inputs: tuple[np.ndarray, np.ndarray], cohor
         return out
 
     return mechanism
+
+
+def _clipped(update: np.ndarray, clip: float) -> np.ndarray:
+    norm = float(np.linalg.norm(update))
+    return update * min(1.0, clip / norm) if norm > 0 else update
+
+
+def noisy_aggregate_mechanism(stack: Any, inputs: tuple[np.ndarray, np.ndarray], cohort: int) -> Mechanism:
+    """The mean a noisy aggregator (dp-fedavg, ddgauss) releases for a fixed cohort of ``cohort``:
+    the target holding update ``inputs[which]``, the ``cohort - 1`` others zero updates (fixed
+    and known: the worst case), every member still adding its noise share; one aggregation per
+    trial, each by a fresh copy of the aggregator (adaptive clipping's clip starts where the
+    stack's does)."""
+    import copy
+
+    def mechanism(rng: np.random.Generator, n: int, which: int) -> np.ndarray:
+        rows = np.zeros((cohort, len(inputs[which])))
+        rows[0] = inputs[which]
+        msgs = Messages(vector=rows, vector_kind="update", n_interactions=np.ones(cohort, dtype=np.int64))
+        ids = np.arange(cohort)
+        return np.stack([copy.copy(stack.aggregator).aggregate(msgs, ids, rng).mean for _ in range(n)])
+
+    return mechanism
+
+
+def noisy_aggregate_statistic(stack: Any, inputs: tuple[np.ndarray, np.ndarray], cohort: int) -> Statistic:
+    """The Neyman-Pearson test of a Gaussian sum: the projection of the released sum ``m * mean``
+    (the others' known sum, zero, removed) on the clipped inputs' difference, in units of the
+    noise std z C: N(0, 1) against N(1/z, 1) at the worst case (||u|| = C against zero)."""
+    agg = stack.aggregator
+    clip = getattr(agg, "initial_clip", agg.clip)
+    c0, c1 = _clipped(np.asarray(inputs[0], dtype=np.float64), clip), _clipped(np.asarray(inputs[1], dtype=np.float64), clip)
+    diff = c1 - c0
+    direction = diff / max(float(np.linalg.norm(diff)), 1e-300)
+    std = agg.noise_multiplier * clip
+
+    def statistic(x: np.ndarray) -> np.ndarray:
+        return ((cohort * np.asarray(x, dtype=np.float64) - c0) @ direction) / std
+
+    return statistic
+
+
+def shuffle_mechanism(stack: Any, inputs: tuple[np.ndarray, np.ndarray], cohort: int, message_llr: Statistic,
+                      g: np.ndarray | None = None, kind: str = "update") -> Mechanism:
+    """The shuffled cohort the server receives (replace-one worst case): the target's local input
+    ``inputs[which]``, the ``cohort - 1`` others all holding ``inputs[0]``, each through the local
+    randomizer, then the stack's shuffler. Returned as the shuffled messages' log-likelihood
+    ratios ``log p1(y_i) / p0(y_i)`` (``message_llr``), in the shuffled order: every message
+    coordinate where the inputs agree has the same law under both, so the ratios are a
+    sufficient statistic of the multiset (the server's view) and keep the audit's memory small."""
+    single = message_mechanism(stack, inputs, cohort, g, kind)
+    rr = any(noise_kind(d) == "rr" for d in stack.client)
+
+    def mechanism(rng: np.random.Generator, n: int, which: int) -> np.ndarray:
+        ids = np.arange(cohort)
+        target, others = single(rng, n, which), single(rng, n * (cohort - 1), 0)
+        others = others.reshape(n, cohort - 1, *others.shape[1:])
+        shuffled = np.empty((n, cohort, *others.shape[2:]))
+        for t in range(n):
+            rows = np.concatenate([target[t:t + 1], others[t]])
+            fields = ({"metric": rows, "seed": np.zeros(cohort, dtype=np.uint64)} if rr
+                      else {"vector": rows, "vector_kind": "update"})
+            view = stack.aggregator.aggregate(Messages(n_interactions=np.ones(cohort, dtype=np.int64), **fields),
+                                              ids, rng).messages
+            shuffled[t] = view.metric if rr else view.vector
+        return np.asarray(message_llr(shuffled.reshape(n * cohort, -1))).reshape(n, cohort)
+
+    return mechanism
+
+
+def shuffle_statistic(llrs: np.ndarray) -> np.ndarray:
+    """The exact log-likelihood ratio of the shuffled multiset when the others hold input 0:
+    ``log sum_i p1(y_i) / p0(y_i)`` (up to the constant log n), from the per-message ratios."""
+    from scipy.special import logsumexp
+
+    return logsumexp(np.asarray(llrs, dtype=np.float64), axis=1)
 
 
 def laplace_statistic(a: np.ndarray, b: np.ndarray, scale: float) -> Statistic:
@@ -314,6 +416,11 @@ def audit_stack(stack: Any, *, claim: PrivacyClaim, inputs: tuple[np.ndarray, np
         raise FltrError(f"--test: unknown test {test!r} (choose from {', '.join(TESTS)})")
     if trials < min_trials:
         raise FltrError(f"--trials: need at least {min_trials} trials per input, got {trials}")
+    agg_kind = aggregator_kind(stack)
+    if agg_kind is not None:
+        return _audit_aggregator(stack, agg_kind, claim=claim, inputs=inputs, neighbours=neighbours, trials=trials,
+                                 rounds=rounds, cohort=cohort, seed=seed, test=test, confidence=confidence, g=g,
+                                 kind=kind, threat_model=threat_model)
     if scope == "aggregate":
         mech = aggregate_mechanism(stack, inputs, cohort, others, g, kind)
     else:
@@ -328,3 +435,39 @@ def audit_stack(stack: Any, *, claim: PrivacyClaim, inputs: tuple[np.ndarray, np
                  threat_model=threat_model or ("server (aggregate only)" if scope == "aggregate" else "server"),
                  mechanism_name=stack.name, attack_name=name, neighbours=neighbours, audited_scope=scope,
                  rounds=rounds, mu=claimed_mu(stack, rounds))
+
+
+def _audit_aggregator(stack: Any, agg_kind: str, *, claim: PrivacyClaim, inputs: tuple[np.ndarray, np.ndarray],
+                      neighbours: str, trials: int, rounds: int, cohort: int, seed: int, test: str,
+                      confidence: float, g: np.ndarray | None, kind: str, threat_model: str | None) -> AuditResult:
+    """``audit_stack`` for a stack whose aggregator holds the protection: the released mean of a
+    noisy aggregator (``noisy_aggregate_*``, test ``projection``) or a shuffled cohort
+    (``shuffle_*``, test ``shuffle-llr``: the exact likelihood ratio of the multiset, at a cohort
+    of at least the shuffler's n when its claim is the amplified one); always the server's view
+    of the aggregate. The neighbouring relation is the claim's: add/remove one user for the noisy
+    aggregators (natural neighbours: the larger of the two real updates against no update; two
+    real updates would be a replace-one pair, twice the sensitivity the claim covers), replace-one
+    for the shuffler (the target's input 0 or 1, the others all holding input 0)."""
+    if agg_kind == "shuffle":
+        if getattr(stack.aggregator, "amplified", False):  # the amplified claim is for cohorts of at least n
+            cohort = max(cohort, int(stack.aggregator.n))
+        if cohort < 2:
+            raise FltrError(f"--cohort: a shuffled cohort needs at least 2 messages, got {cohort}")
+        found = mechanism_statistic(stack, inputs, "message", cohort, g, kind)
+        if found is None:
+            raise FltrError(f"STACK: {stack.name!r}: the shuffle audit needs a single local randomizer")
+        mech = shuffle_mechanism(stack, inputs, cohort, found[0], g, kind)
+        statistic, name, model = shuffle_statistic, "shuffle-llr", "server (shuffled)"
+    else:
+        if neighbours == "natural":  # add/remove neighbours: the larger real update against its absence
+            u = max(inputs, key=lambda v: float(np.linalg.norm(v)))
+            inputs = (np.zeros(len(u)), np.asarray(u, dtype=np.float64))
+        mech = noisy_aggregate_mechanism(stack, inputs, cohort)
+        statistic, name, model = noisy_aggregate_statistic(stack, inputs, cohort), "projection", \
+            "server (aggregate only)"
+    if test == "learned":
+        statistic, name = learned_statistic(mech, np.random.default_rng([seed, 1]), min(LEARN_TRIALS, trials),
+                                            rounds), "learned-logistic"
+    return audit(mech, statistic, claim=claim, n_trials=trials, seed=seed, confidence=confidence,
+                 threat_model=threat_model or model, mechanism_name=stack.name, attack_name=name,
+                 neighbours=neighbours, audited_scope="aggregate", rounds=rounds, mu=claimed_mu(stack, rounds))

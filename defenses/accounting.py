@@ -15,7 +15,12 @@ makes the stack's claim over ``rounds`` rounds with Google's ``dp-accounting`` P
 
 Neighbouring relation: add/remove one user (the PLD default), with each event's sensitivity the
 claim's *replace-one* message sensitivity (Laplace: Delta, Gaussian: 2C) -- conservative, and the
-same epsilon per round as the defense's claim. Randomized response needs replace-one in
+same epsilon per round as the defense's claim. Aggregators: ``dp-fedavg``'s ``GaussianDpEvent``
+takes the path above; ``ddgauss``'s ``ZCDpEvent`` is not a PLD event and goes to dp-accounting's
+RDP accountant (without sampling amplification, which it does not support for zCDP: an upper
+bound when q < 1); ``shuffle`` declares its (eps, delta) claim as a binary randomized response
+plus ``dp_event_delta`` per round, so the accountant composes the event at the requested delta
+minus rounds x that delta (inf when nothing is left: no delta = 0 for an approximate claim). Randomized response needs replace-one in
 dp-accounting, which composes it round by round (its ``compose(event, count)`` ignores ``count``
 for this event in version 0.6) and cannot amplify it by sampling: with q < 1 it is composed
 over all rounds without amplification (an upper bound). ``delta`` = 0 with pure-DP events
@@ -38,13 +43,20 @@ rounds of ``dp-gaussian`` compose in ~4 s instead of ~40 s, with epsilon equal t
 six significant digits (284.3918 at q = 1, 6.4762 vs 6.4762 at q = 0.01; the discretization is pessimistic)."""
 
 
-def dp_event_of(stack: Any) -> Any:
-    """The ``dp_event()`` of the component that makes the stack's claim (None without one)."""
+def claim_component(stack: Any) -> Any:
+    """The component (client defense or aggregator) that makes the stack's claim and declares a
+    ``dp_event`` (None without one)."""
     claim = stack.claim
     for part in (*stack.client, stack.aggregator):
         if getattr(part, "claim", None) == claim and hasattr(part, "dp_event"):
-            return part.dp_event()
+            return part
     return None
+
+
+def dp_event_of(stack: Any) -> Any:
+    """The ``dp_event()`` of the component that makes the stack's claim (None without one)."""
+    part = claim_component(stack)
+    return None if part is None else part.dp_event()
 
 
 def _pure_epsilon(event: Any) -> float | None:
@@ -65,6 +77,14 @@ def compose_epsilon(event: Any, rounds: int, sampling_rate: float, delta: float)
     import dp_accounting as dpa
     from dp_accounting import pld
 
+    if isinstance(event, dpa.ZCDpEvent):  # not a PLD event: the RDP accountant composes its curve xi + rho alpha
+        from dp_accounting import rdp
+
+        if delta == 0.0:
+            return math.inf, "rdp (delta 0: no finite epsilon for a zCDP event)"
+        accountant = rdp.RdpAccountant()
+        accountant.compose(event, rounds)  # RDP has no Poisson amplification of zCDP: an upper bound for q < 1
+        return float(accountant.get_epsilon(delta)), "rdp" + (", no sampling amplification" if sampling_rate < 1 else "")
     pure = _pure_epsilon(event)
     rr = isinstance(event, dpa.RandomizedResponseDpEvent)
     if delta == 0.0:
@@ -108,8 +128,16 @@ def privacy_spent(stack: Any, rounds: int, sampling_rate: float = 1.0, delta: fl
     out = {"epsilon_per_round": float(claim.epsilon), "delta": float(claim.delta),
            "rounds_participated": float(rounds * sampling_rate), "sampling_rate": float(sampling_rate),
            "epsilon_total": math.inf, "delta_total": delta_total, "accountant": "none"}
-    event = dp_event_of(stack)
-    if event is None:
+    part = claim_component(stack)
+    if part is None:
         return out
+    event = part.dp_event()
+    event_delta = float(getattr(part, "dp_event_delta", 0.0))
+    if event_delta > 0.0:  # an (eps, delta) claim as a pure event: its delta is paid once per round (shuffle)
+        rest = delta_total - rounds * event_delta
+        if rest <= 0.0:
+            return {**out, "accountant": f"none (delta {delta_total:g} <= rounds x the per-round delta {event_delta:g})"}
+        epsilon, accountant = compose_epsilon(event, int(rounds), float(sampling_rate), rest)
+        return {**out, "epsilon_total": epsilon, "accountant": f"{accountant}, delta - rounds x {event_delta:g}"}
     epsilon, accountant = compose_epsilon(event, int(rounds), float(sampling_rate), delta_total)
     return {**out, "epsilon_total": epsilon, "accountant": accountant}

@@ -61,7 +61,7 @@ def run_audit_defense(stack_text: str, *, dim: int, trials: int, neighbours: str
     the cohort aggregate use at most ``aggregate_trials`` trials (each runs the defense on a whole
     cohort: dp-distributed draws its shares for the cohort it is applied to)."""
     from attacks.audit import NEIGHBOURS
-    from attacks.defense_audit import audit_stack, audited_component, noise_kind, worst_case_inputs
+    from attacks.defense_audit import aggregator_kind, audit_stack, audited_component, noise_kind, worst_case_inputs
     from defenses.stack import parse_defense
 
     if neighbours not in NEIGHBOURS:
@@ -83,8 +83,10 @@ def run_audit_defense(stack_text: str, *, dim: int, trials: int, neighbours: str
                   confidence=confidence)
     from fltr_audit.audit_run import hides_messages
 
+    in_aggregator = aggregator_kind(stack) is not None  # the aggregator's noise or shuffle is audited
     hides = kind != "rr" and hides_messages(stack, dim)
-    scopes = ["aggregate"] if hides else ["message"] + (["aggregate"] if kind == "gamma-share" and cohort > 1 else [])
+    scopes = ["aggregate"] if hides or in_aggregator else \
+        ["message"] + (["aggregate"] if kind == "gamma-share" and cohort > 1 else [])
     jobs: list[tuple[str, dict]] = []
     if kind == "rr" and neighbours == "natural":
         return [_rr_natural(stack, claim, trials, seed, confidence, rounds)]
@@ -99,7 +101,7 @@ def run_audit_defense(stack_text: str, *, dim: int, trials: int, neighbours: str
         jobs = [(scope, dict(inputs=_farthest_pair(pool), others=pool, g=g, kind=vector_kind)) for scope in scopes]
     rows = []
     for scope, extra in jobs:
-        if scope == "aggregate" and cohort < 2:
+        if scope == "aggregate" and cohort < 2 and not in_aggregator:
             continue
         start = time.perf_counter()
         n = min(trials, aggregate_trials) if scope == "aggregate" else trials
