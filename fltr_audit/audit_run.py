@@ -314,9 +314,20 @@ def _final_ndcg(config: dict, splits: Any, result: TrainResult) -> tuple[float, 
     return float(metrics.mean_ndcg(scores, splits.test, k=10)), float(metrics.mean_ndcg(scores, splits.test, k=5))
 
 
-def natural_messages(config: dict, splits: Any, base: TrainResult) -> tuple[np.ndarray, np.ndarray, str] | None:
-    """The undefended updates of the first ``AUDIT_POOL`` probe clients under the base model, the
-    global model and the vector kind (None for seed+metric messages)."""
+def natural_messages(config: dict, splits: Any, base: TrainResult
+                     ) -> tuple[np.ndarray, np.ndarray, str, tuple[np.ndarray, np.ndarray]] | None:
+    """Natural neighbours for the epsilon audit (None for seed+metric messages).
+
+    Returns the undefended updates of the first ``AUDIT_POOL`` probe clients under the base
+    model (the other cohort members of an aggregate audit), the global model, the vector kind
+    and the neighbouring pair: for FPDGD, one probe client's real message *with and without
+    one of its clicks* -- its local PDGD step replayed deterministically on the same shown
+    list with that click removed (``attacks.bayes.Bayes.replay``), the client and click whose
+    removal moves the message most; for messages that cannot be replayed (FedIPS updates), the
+    two probe messages farthest apart.
+    """
+    from attacks.bayes import Bayes
+
     algorithm = build_algorithm(config, splits, config["train_click_model"])
     data = splits.get(config["probe"]["split"])
     qpc = config["probe"]["queries_per_client"]
@@ -327,8 +338,28 @@ def natural_messages(config: dict, splits: Any, base: TrainResult) -> tuple[np.n
     if messages is None or messages.vector is None:
         return None
     g = np.asarray(base.params, dtype=np.float64)
-    return messages.updates(g), g, messages.vector_kind
+    pool = messages.updates(g)
+    replayable = algorithms.algorithm_spec(config["algo"]).message_kind == "weights"  # FPDGD's PDGD step
+    pair = _one_click_pair(Bayes(algorithm), batches[0]) if replayable else None
+    return pool, g, messages.vector_kind, pair if pair is not None else _farthest_pair(pool)
 
+
+def _one_click_pair(replayer: Any, batch: RoundBatch) -> tuple[np.ndarray, np.ndarray] | None:
+    """(without, with) one click: every probe client's clicks and each of its clicks removed,
+    replayed as the client's local step, vectorized over clients; the pair farthest apart in L2
+    (None when no client clicked)."""
+    clicks = np.asarray(batch.truth.clicks, dtype=bool)                  # (n, B, k)
+    n, B, k = clicks.shape
+    removed = np.repeat(clicks.reshape(n, 1, B * k), B * k + 1, axis=1)  # candidate 0: the real clicks
+    slots = np.arange(B * k)
+    removed[:, 1 + slots, slots] = False                                 # candidate 1 + j: click j removed
+    updates = replayer.replay(batch.view, removed.reshape(n, B * k + 1, B, k), np.arange(n))  # (n, 1 + B k, P)
+    moved = np.linalg.norm(updates[:, 1:] - updates[:, :1], axis=2)
+    moved[~clicks.reshape(n, B * k)] = -1.0                              # only removing a real click counts
+    i, j = np.unravel_index(np.argmax(moved), moved.shape)
+    if moved[i, j] <= 0:
+        return None
+    return updates[i, 1 + j], updates[i, 0]
 
 def hides_messages(stack: DefenseStack, dim: int) -> bool:
     """Whether the stack's aggregator shows the server only the aggregate."""
@@ -337,16 +368,15 @@ def hides_messages(stack: DefenseStack, dim: int) -> bool:
 
 
 def _audit_defense(config: dict, splits: Any, stack: DefenseStack, base: TrainResult) -> dict | None:
-    """Empirical epsilon of the stack on natural neighbours (None for seed+metric messages): two
-    probe clients' real undefended messages, the pair farthest apart among the first
-    ``AUDIT_POOL``, through the stack's client transforms -- one client's message, or, when the
+    """Empirical epsilon of the stack on natural neighbours (None for seed+metric messages): a
+    probe client's real undefended message with and without one click (``natural_messages``),
+    through the stack's client transforms -- one client's message, or, when the
     aggregator hides messages, the cohort mean with the other members drawn from the probe
     clients' messages -- scored by the stack's mechanism-aware test (``attacks.defense_audit``)."""
     found = natural_messages(config, splits, base)
     if found is None:
         return None
-    pool, g, kind = found
-    u0, u1 = _farthest_pair(pool)
+    pool, g, kind, (u0, u1) = found
     hides = hides_messages(stack, pool.shape[1])
     result = audit_stack(stack, claim=stack.claim, inputs=(u0, u1), neighbours="natural",
                          scope="aggregate" if hides else "message", trials=config.get("audit_trials", 10000),

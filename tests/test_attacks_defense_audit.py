@@ -200,3 +200,19 @@ def test_cli_json_rows_and_store(tmp_path, capsys):
     audits = load(store)["audits"]
     assert len(audits) == 2 and set(audits["neighbours"]) == {"worst-case"}
     assert audits["claim_verdict"].tolist() == [r["claim_verdict"] for r in rows]
+
+
+def test_natural_neighbours_are_one_message_with_and_without_one_click():
+    """The natural pair of an FPDGD audit: the replayed step with all of a probe client's clicks
+    equals that client's real undefended update, and the other input differs by one click."""
+    from fltr_audit import audit_run
+    from fltr_audit.campaign import expand, validate_spec
+
+    spec = validate_spec({"name": "t", "algorithm": {"rounds": 2, "clients": 100},
+                          "probe": {"click_models": ["informational"]}, "audit": {"attacks": ["olsr"]}})
+    config = expand(spec)[0].config
+    splits = audit_run.splits_of(config)
+    pool, g, kind, (u0, u1) = audit_run.natural_messages(config, splits, audit_run.trained(config))
+    assert kind == "weights"
+    assert np.min(np.abs(pool - u1[None, :]).max(axis=1)) < 1e-9 * max(1.0, np.abs(u1).max())
+    assert np.linalg.norm(u1 - u0) > 0

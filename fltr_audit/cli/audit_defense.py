@@ -94,11 +94,11 @@ def run_audit_defense(stack_text: str, *, dim: int, trials: int, neighbours: str
         inputs = worst_case_inputs(stack, dim)
         jobs = [(scope, dict(inputs=inputs)) for scope in scopes]
     else:
-        from fltr_audit.audit_run import _farthest_pair, natural_messages, splits_of, trained
+        from fltr_audit.audit_run import natural_messages, splits_of, trained
 
         config = natural_config(dim, cohort, seed)
-        pool, g, vector_kind = natural_messages(config, splits_of(config), trained(config))
-        jobs = [(scope, dict(inputs=_farthest_pair(pool), others=pool, g=g, kind=vector_kind)) for scope in scopes]
+        pool, g, vector_kind, pair = natural_messages(config, splits_of(config), trained(config))
+        jobs = [(scope, dict(inputs=pair, others=pool, g=g, kind=vector_kind)) for scope in scopes]
     rows = []
     for scope, extra in jobs:
         if scope == "aggregate" and cohort < 2 and not in_aggregator:
