@@ -345,11 +345,16 @@ def _finite(v) -> bool:
     return v is not None and pd.notna(v) and np.isfinite(v) and v < HUGE
 
 
+FLOOR = 1e-5  # rates drawn at the axis floor / ceiling on logit axes
+LOGIT_TICKS = [1e-4, 1e-2, 0.5, 1 - 1e-2, 1 - 1e-4]
+LOGIT_LABELS = ["0.0001", "0.01", "0.5", "0.99", "0.9999"]
+
+
 def audit_tradeoff(tables: dict[str, pd.DataFrame], table: pd.DataFrame | None = None) -> bytes | None:
     """Each pooled epsilon audit's (FPR, FNR) point, with its Clopper-Pearson upper corner, against
     the region the claim allows: the eps-DP trade-off boundary (:func:`reports.claims.dp_tradeoff`)
     and, for Gaussian mechanisms, the mu-GDP curve (:func:`reports.claims.gdp_tradeoff`); one panel
-    per defense, log-log axes."""
+    per defense, logit axes (both ends of each rate spread out)."""
     audits = tables.get("audits")
     if audits is None or audits.empty or not {"fp", "fn", "n0", "n1"} <= set(audits.columns):
         return None
@@ -366,37 +371,41 @@ def audit_tradeoff(tables: dict[str, pd.DataFrame], table: pd.DataFrame | None =
     axes = fig.subplots(rows, cols, squeeze=False, sharex=True, sharey=True)
     for ax in axes.ravel()[len(defenses):]:
         ax.set_visible(False)
-    grid = np.logspace(-5, 0, 400)
+    grid = np.concatenate([np.logspace(np.log10(FLOOR), -0.31, 300), 1 - np.logspace(-0.31, np.log10(FLOOR), 300)])
     kinds = list(dict.fromkeys(pooled.get("neighbours", pd.Series(["audit"])).fillna("audit")))
     markers = dict(zip(kinds, "osD^v"))
     for ax, defense in zip(axes.ravel(), defenses):
         sel = pooled[pooled["defense"] == defense]
         claim = sel.iloc[0]
         if _finite(claim["claimed_epsilon"]):
-            ax.plot(grid, np.maximum(dp_tradeoff(grid, claim["claimed_epsilon"], claim["claimed_delta"]), 1e-6),
+            ax.plot(grid, np.clip(dp_tradeoff(grid, claim["claimed_epsilon"], claim["claimed_delta"]), FLOOR, 1 - FLOOR),
                     color="0.2", linewidth=1.2, label="ε-DP boundary")
         mu = mus.get(defense, np.nan)
         if _finite(mu):
-            ax.plot(grid, np.maximum(gdp_tradeoff(grid, mu), 1e-6), color="C3", linestyle="--", linewidth=1.2,
+            ax.plot(grid, np.clip(gdp_tradeoff(grid, mu), FLOOR, 1 - FLOOR), color="C3", linestyle="--", linewidth=1.2,
                     label="μ-GDP curve")
         for j, (_, a) in enumerate(sel.iterrows()):
             kind = a.get("neighbours") if pd.notna(a.get("neighbours")) else "audit"
             level = 1.0 - (1.0 - a["confidence"]) / 2.0
-            x, y = max(a["fp"] / a["n0"], 1e-5), max(a["fn"] / a["n1"], 1e-6)
-            xu = float(clopper_pearson_upper(a["fp"], a["n0"], level))
-            yu = float(clopper_pearson_upper(a["fn"], a["n1"], level))
+            x, y, xu, yu = np.clip([a["fp"] / a["n0"], a["fn"] / a["n1"],
+                                    float(clopper_pearson_upper(a["fp"], a["n0"], level)),
+                                    float(clopper_pearson_upper(a["fn"], a["n1"], level))], FLOOR, 1 - FLOOR)
             color = f"C{j % 10}"
             ax.plot([x, xu], [y, yu], color=color, linewidth=0.8, alpha=0.7)
             ax.plot([xu], [yu], marker=markers[kind], color=color, markerfacecolor="white", markersize=6)
             ax.plot([x], [y], marker=markers[kind], color=color, markersize=6, linestyle="",
-                    label=_label(f"{kind}: {a.get('test', '')}", 30))
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.set_xlim(1e-5, 1.05)
-        ax.set_ylim(1e-6, 1.05)
+                    label=_label(f"{kind}: {a.get('test', '')}" + (" (message; claim covers aggregate)"
+                                 if a.get("claim_verdict") == "outside scope" else ""), 30))
+        ax.set_xscale("logit")
+        ax.set_yscale("logit")
+        ax.set_xlim(FLOOR, 1 - FLOOR)
+        ax.set_ylim(FLOOR, 1 - FLOOR)
+        ax.set_xticks(LOGIT_TICKS, LOGIT_LABELS, fontsize=8)
+        ax.set_yticks(LOGIT_TICKS, LOGIT_LABELS, fontsize=8)
+        ax.minorticks_off()
         ax.set_title(_label(defense, 40), fontsize=9)
-        ax.grid(alpha=0.3, which="both", linewidth=0.4)
-        ax.legend(fontsize=7, loc="lower left")
+        ax.grid(alpha=0.3, linewidth=0.4)
+        ax.legend(fontsize=7, loc="best")
     for ax in axes[-1]:
         ax.set_xlabel("FPR (input 0 called 1)")
     for ax in axes[:, 0]:
@@ -442,7 +451,7 @@ PLOTS = {  # name -> (title, caption: what to read from it, function)
                        "their 95 % Clopper-Pearson upper corner, which the bound uses) against the smallest FNR "
                        "the per-round claim allows at each FPR: the ε-DP boundary max(0, 1 - δ - e^ε FPR, "
                        "e^-ε (1 - δ - FPR)) (solid) and, for Gaussian mechanisms, the μ-GDP curve "
-                       "Φ(Φ^-1(1 - FPR) - μ) (dashed); log-log axes, zero counts drawn at the axis floor. "
+                       "Φ(Φ^-1(1 - FPR) - μ) (dashed); logit axes (0 and 1 stretched apart), zero counts drawn at the axis edge. "
                        "Read: a hollow corner below a curve violates that claim; a point far above it means "
                        "the claim is loose or the test weak.", audit_tradeoff),
 }
