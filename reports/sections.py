@@ -14,7 +14,8 @@ from reports.compare import CLAIM_CONTEXT
 from reports.claims import pooled_audits
 from reports.summary import verdict_sentences
 from reports.tables import (HEADERS, audit_table, claims_headers, claims_table, epsilon_section,
-                            leakage_pivot, ordered, runs_summary, strongest_per_metric, table_section)
+                            leakage_pivot, ordered, runs_summary, strongest_per_metric, strongest_wide,
+                            table_section)
 
 COMPARE_COLUMNS = ("defense", "data", "algo", "setting", "click_model", "threat_model", "attack", "n",
                    "auc", "auc_counterfactual", "leakage", "leakage_normalized", "advantage",
@@ -99,16 +100,14 @@ def strongest_section(r: Results) -> dict | None:
     frame = strongest_per_metric(r.table)
     if frame.empty:
         return None
-    frame = frame.rename(columns={"metric": "metric", "strongest": "strongest informed attack", "value": "its mean",
-                                  "bayes": "Bayes ceiling", "reference": "best reference"})
-    frame = ordered(frame, [c for c in frame.columns if c not in ("metric", "strongest informed attack", "its mean",
-                                                                  "Bayes ceiling", "best reference")])
-    return table_section("Strongest attack per metric", frame,
-                         "For each defense and metric, the informed attack with the largest mean over runs: "
-                         "no single attack is strongest on every metric. Bayes ceiling: the Bayes-posterior "
-                         "attack (bayes, else bayes-approx), the best any passive attack can do, where it ran; "
-                         "best reference: the strongest attack that does not read the message, for context.",
-                         keep=("defense", "metric", "strongest informed attack", "its mean"), group=("defense",))
+    wide = strongest_wide(frame)
+    keys = [c for c in wide.columns if c in ("defense", "data", "algo", "setting", "threat_model", "click_model")]
+    return table_section("Strongest attack per metric", ordered(wide, keys),
+                         "For each defense and metric, the informed attack with the largest mean over runs "
+                         "and that mean: no single attack is strongest on every metric. Bayes ceiling: the "
+                         "Bayes-posterior attack (bayes, else bayes-approx), the best any passive attack can "
+                         "do, where it ran; best reference: the strongest attack that does not read the "
+                         "message, for context.", keep=tuple(wide.columns), group=("defense",))
 
 
 def epsilon_table_section(r: Results) -> dict | None:

@@ -190,7 +190,7 @@ def audit_table(pooled: pd.DataFrame) -> pd.DataFrame:
 def _number(v, fmt: str = ".2f") -> str:
     if v is None or pd.isna(v):
         return ""
-    return "inf" if np.isinf(v) or v >= 1e300 else format(v, fmt)
+    return "inf" if np.isinf(v) or v >= 1e300 else "0" if v == 0 else format(v, fmt)
 
 
 def _span(values: pd.Series, fmt: str = ".2f") -> str:
@@ -229,7 +229,7 @@ def claims_table(audits: pd.DataFrame | None, keys: list[str]) -> pd.DataFrame:
         runs = audits[match]
         row = {k: top[k] for k in keys}
         row.update({"claim_verdict": top["claim_verdict"], "claimed_epsilon": _number(top["claimed_epsilon"]),
-                    "claimed_delta": _number(top["claimed_delta"], ".0e") if top["claimed_delta"] else "0",
+                    "claimed_delta": _number(top["claimed_delta"], ".0e"),
                     "claimed_scope": top["claimed_scope"]})
         for col in ("epsilon_total", "delta_total", "rounds_participated"):
             if col in runs:
@@ -242,7 +242,8 @@ def claims_table(audits: pd.DataFrame | None, keys: list[str]) -> pd.DataFrame:
                 continue
             h = hit.iloc[0]
             row.update({f"lb_{kind}": bound_text(h["epsilon_lb"], h["trial_limited"], h["n_trials"]),
-                        f"tightness_{kind}": _number(h["tightness"]),
+                        f"tightness_{kind}": "outside scope" if h["claim_verdict"] == "outside scope"
+                        else _number(h["tightness"]),
                         f"ceiling_{kind}": f"{_number(h['ceiling'])} ({int(h['n_trials']):,} trials)"})
         rows.append(row)
     return pd.DataFrame(rows)
@@ -301,3 +302,28 @@ def strongest_per_metric(table: pd.DataFrame) -> pd.DataFrame:
             rows.append(row)
     out = pd.DataFrame(rows)
     return out if (out["bayes"] != "").any() else out.drop(columns="bayes")
+
+
+def strongest_wide(long: pd.DataFrame) -> pd.DataFrame:
+    """:func:`strongest_per_metric` as one row per group: per metric "attack value"; the Bayes
+    ceilings and the best reference values joined "a / b / ..." in metric order (the reference
+    attack named once when the same one is best on every metric)."""
+    keys = [c for c in long.columns if c not in ("metric", "strongest", "value", "bayes", "reference")]
+    metrics = list(dict.fromkeys(long["metric"]))
+    rows = []
+    for group, sel in long.groupby(keys, sort=False, dropna=False):
+        sel = sel.set_index("metric").reindex(metrics)
+        row = dict(zip(keys, group if isinstance(group, tuple) else (group,)))
+        row.update({m: f"{sel.at[m, 'strongest']} {sel.at[m, 'value']}".strip() for m in metrics})
+        if "bayes" in sel:
+            row["Bayes ceiling"] = " / ".join(v or "–" for v in sel["bayes"].fillna(""))
+        refs = sel["reference"].fillna("")
+        names = {r.rsplit(" ", 1)[0] for r in refs if r}
+        if len(names) == 1:
+            row["best reference"] = f"{names.pop()}: " + " / ".join(r.rsplit(" ", 1)[-1] if r else "–" for r in refs)
+        else:
+            row["best reference"] = " / ".join(r or "–" for r in refs)
+        rows.append(row)
+    out = pd.DataFrame(rows)
+    return out.rename(columns={"Bayes ceiling": "Bayes ceiling (metrics in column order)",
+                               "best reference": "best reference (metrics in column order)"})

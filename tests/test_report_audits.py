@@ -11,7 +11,7 @@ from scipy import stats
 from reports import plots
 from reports.claims import _epsilon, dp_tradeoff, gdp_tradeoff
 from reports.render import render_report
-from reports.tables import claims_table, strongest_per_metric
+from reports.tables import claims_table, strongest_per_metric, strongest_wide
 from synthetic_results import DP, synthetic_tables
 
 FPR = np.linspace(0.0, 1.0, 101)
@@ -90,6 +90,14 @@ def test_strongest_attack_per_metric_picks_informed_attacks_and_shows_ceilings()
     assert "click_model" not in out.reset_index().columns  # one click model: not a key
 
 
+def test_strongest_attack_wide_has_one_row_per_defense():
+    wide = strongest_wide(strongest_per_metric(_frame())).set_index("defense")
+    assert list(wide.columns[:5]) == ["AUC", "TPR at FPR 1 %", "leakage (AUC)", "advantage", "F1"]
+    assert wide.loc["none", "AUC"] == "olsr 0.900" and wide.loc["none", "F1"] == "score 0.550"
+    assert wide.loc["none", "Bayes ceiling (metrics in column order)"] == "0.950 / 0.600 / 0.400 / 0.500 / 0.700"
+    assert wide.loc["none", "best reference (metrics in column order)"].startswith("guess-all: 0.500 / 0.010")
+
+
 def test_strongest_attack_without_bayes_has_no_ceiling_column():
     frame = _frame().query("attack != 'bayes'")
     assert "bayes" not in strongest_per_metric(frame).columns
@@ -139,6 +147,9 @@ def test_report_shows_the_additions_when_the_columns_exist(monkeypatch):
     assert "Epsilon claims over the run and audited bounds by neighbours" in names
     assert "audited ε (worst-case)" in html and "audited ε (natural)" in html and "ε over the run" in html
     assert "Strongest attack per metric" in files["report.md"]
+    strongest = html[html.index("<h2>Strongest attack per metric</h2>"):]
+    strongest = strongest[:strongest.index("<h2>", 5)]
+    assert "<th>TPR at FPR 1 %</th>" in strongest and "olsr 0." in strongest
 
 
 def test_report_skips_the_additions_cleanly_without_their_columns(monkeypatch):
