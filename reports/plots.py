@@ -363,7 +363,9 @@ def audit_tradeoff(tables: dict[str, pd.DataFrame], table: pd.DataFrame | None =
     if pooled.empty:
         return None
     pooled = pooled.assign(defense=series_label(pooled)) if "setting" in pooled else pooled
-    mus = audits.groupby("defense", sort=False)["mu"].max() if "mu" in audits else pd.Series(dtype=float)
+    # a defense's loosest (largest) claimed mu: drawn once per panel
+    mus = (audits.assign(mu=pd.to_numeric(audits["mu"], errors="coerce")).groupby("defense", sort=False)["mu"].max()
+           if "mu" in audits else pd.Series(dtype=float))
     defenses = list(dict.fromkeys(pooled["defense"]))
     cols = min(len(defenses), 3)
     rows = -(-len(defenses) // cols)

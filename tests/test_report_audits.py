@@ -166,3 +166,11 @@ def test_report_skips_the_additions_cleanly_without_their_columns(monkeypatch):
     assert "ε over the run" not in html  # no epsilon_total column: nothing claimed over the run
     bare = t["attacks"].drop(columns=["auc", "tpr_at_fpr_0_01", "leakage", "advantage", "f1"])
     assert strongest_per_metric(bare) .empty
+
+
+def test_audit_tradeoff_draws_gaussian_claims_and_skips_without_counts():
+    audits = _audits_with_worst_case()
+    audits = audits.assign(mu=np.where(audits["defense"] == DP, 1.5, None))  # stored NULLs come back as None
+    assert plots.audit_tradeoff({"audits": audits}).startswith(b"\x89PNG")
+    assert plots.audit_tradeoff({"audits": audits.drop(columns="fp")}) is None
+    assert plots.audit_tradeoff({}) is None
