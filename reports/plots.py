@@ -412,7 +412,7 @@ def audit_tradeoff(tables: dict[str, pd.DataFrame], table: pd.DataFrame | None =
         ax.set_xlabel("FPR (input 0 called 1)")
     for ax in axes[:, 0]:
         ax.set_ylabel("FNR (input 1 called 0)")
-    fig.suptitle("Epsilon audits against the trade-off the claim allows")
+    fig.suptitle("Epsilon audits against the trade-off the claim allows", y=1.03)
     return _png(fig)
 
 
