@@ -215,3 +215,17 @@ def claim_text(row) -> str:
     if verdict == "violated":
         return f"{claim}: violated, audited on {on}: {audited}{pooled}"
     return f"{claim}: consistent, audited on {on}: {audited} (tightness {row['tightness']:.2f}){pooled}"
+
+
+def dp_tradeoff(fpr, epsilon, delta=0.0) -> np.ndarray:
+    """Smallest FNR an (epsilon, delta)-DP mechanism allows at ``fpr`` (Kairouz et al. 2015;
+    Dong et al. 2022, eq. 5): ``max(0, 1 - delta - e^eps FPR, e^-eps (1 - delta - FPR))``."""
+    fpr = np.asarray(fpr, dtype=np.float64)
+    e = np.exp(np.minimum(epsilon, 700.0))
+    return np.maximum.reduce([np.zeros_like(fpr), 1.0 - delta - e * fpr, (1.0 - delta - fpr) / e])
+
+
+def gdp_tradeoff(fpr, mu) -> np.ndarray:
+    """Smallest FNR a mu-GDP mechanism allows at ``fpr`` (Dong et al. 2022, eq. 6):
+    ``Phi(Phi^-1(1 - FPR) - mu)``."""
+    return stats.norm.cdf(stats.norm.ppf(1.0 - np.asarray(fpr, dtype=np.float64)) - mu)

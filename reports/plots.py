@@ -18,6 +18,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import MaxNLocator
 
+from reports.claims import HUGE, clopper_pearson_upper, dp_tradeoff, gdp_tradeoff, pooled_audits
 from reports.compare import compare
 
 DPI = 110
@@ -340,6 +341,81 @@ def epsilon_vs_p(tables: dict[str, pd.DataFrame], table: pd.DataFrame | None = N
     return _png(fig)
 
 
+def _finite(v) -> bool:
+    return v is not None and pd.notna(v) and np.isfinite(v) and v < HUGE
+
+
+FLOOR = 1e-5  # rates drawn at the axis floor / ceiling on logit axes
+LOGIT_TICKS = [1e-4, 1e-2, 0.5, 1 - 1e-2, 1 - 1e-4]
+LOGIT_LABELS = ["0.0001", "0.01", "0.5", "0.99", "0.9999"]
+
+
+def audit_tradeoff(tables: dict[str, pd.DataFrame], table: pd.DataFrame | None = None) -> bytes | None:
+    """Each pooled epsilon audit's (FPR, FNR) point, with its Clopper-Pearson upper corner, against
+    the region the claim allows: the eps-DP trade-off boundary (:func:`reports.claims.dp_tradeoff`)
+    and, for Gaussian mechanisms, the mu-GDP curve (:func:`reports.claims.gdp_tradeoff`); one panel
+    per defense, logit axes (both ends of each rate spread out)."""
+    audits = tables.get("audits")
+    if audits is None or audits.empty or not {"fp", "fn", "n0", "n1"} <= set(audits.columns):
+        return None
+    audits = audits.dropna(subset=["fp", "fn", "n0", "n1"])
+    pooled = pooled_audits(audits, ["defense"])
+    if pooled.empty:
+        return None
+    pooled = pooled.assign(defense=series_label(pooled)) if "setting" in pooled else pooled
+    # a defense's loosest (largest) claimed mu: drawn once per panel
+    mus = (audits.assign(mu=pd.to_numeric(audits["mu"], errors="coerce")).groupby("defense", sort=False)["mu"].max()
+           if "mu" in audits else pd.Series(dtype=float))
+    defenses = list(dict.fromkeys(pooled["defense"]))
+    cols = min(len(defenses), 3)
+    rows = -(-len(defenses) // cols)
+    fig = Figure(figsize=(4.2 * cols, 3.9 * rows + 0.8))
+    axes = fig.subplots(rows, cols, squeeze=False, sharex=True, sharey=True)
+    for ax in axes.ravel()[len(defenses):]:
+        ax.set_visible(False)
+    grid = np.concatenate([np.logspace(np.log10(FLOOR), -0.31, 300), 1 - np.logspace(-0.31, np.log10(FLOOR), 300)])
+    kinds = list(dict.fromkeys(pooled.get("neighbours", pd.Series(["audit"])).fillna("audit")))
+    markers = dict(zip(kinds, "osD^v"))
+    for ax, defense in zip(axes.ravel(), defenses):
+        sel = pooled[pooled["defense"] == defense]
+        claim = sel.iloc[0]
+        if _finite(claim["claimed_epsilon"]):
+            ax.plot(grid, np.clip(dp_tradeoff(grid, claim["claimed_epsilon"], claim["claimed_delta"]), FLOOR, 1 - FLOOR),
+                    color="0.2", linewidth=1.2, label="ε-DP boundary")
+        mu = mus.get(defense, np.nan)
+        if _finite(mu):
+            ax.plot(grid, np.clip(gdp_tradeoff(grid, mu), FLOOR, 1 - FLOOR), color="C3", linestyle="--", linewidth=1.2,
+                    label="μ-GDP curve")
+        for j, (_, a) in enumerate(sel.iterrows()):
+            kind = a.get("neighbours") if pd.notna(a.get("neighbours")) else "audit"
+            level = 1.0 - (1.0 - a["confidence"]) / 2.0
+            x, y, xu, yu = np.clip([a["fp"] / a["n0"], a["fn"] / a["n1"],
+                                    float(clopper_pearson_upper(a["fp"], a["n0"], level)),
+                                    float(clopper_pearson_upper(a["fn"], a["n1"], level))], FLOOR, 1 - FLOOR)
+            color = f"C{j % 10}"
+            ax.plot([x, xu], [y, yu], color=color, linewidth=0.8, alpha=0.7)
+            ax.plot([xu], [yu], marker=markers[kind], color=color, markerfacecolor="white", markersize=6)
+            ax.plot([x], [y], marker=markers[kind], color=color, markersize=6, linestyle="",
+                    label=_label(f"{kind}: {a.get('test', '')}" + (" (message; claim covers aggregate)"
+                                 if a.get("claim_verdict") == "outside scope" else ""), 30))
+        ax.set_xscale("logit")
+        ax.set_yscale("logit")
+        ax.set_xlim(FLOOR, 1 - FLOOR)
+        ax.set_ylim(FLOOR, 1 - FLOOR)
+        ax.set_xticks(LOGIT_TICKS, LOGIT_LABELS, fontsize=8)
+        ax.set_yticks(LOGIT_TICKS, LOGIT_LABELS, fontsize=8)
+        ax.minorticks_off()
+        ax.set_title(_label(defense, 40), fontsize=9)
+        ax.grid(alpha=0.3, linewidth=0.4)
+        ax.legend(fontsize=7, loc="best")
+    for ax in axes[-1]:
+        ax.set_xlabel("FPR (input 0 called 1)")
+    for ax in axes[:, 0]:
+        ax.set_ylabel("FNR (input 1 called 0)")
+    fig.suptitle("Epsilon audits against the trade-off the claim allows", y=1.03)
+    return _png(fig)
+
+
 PLOTS = {  # name -> (title, caption: what to read from it, function)
     "frontier": ("Privacy-utility frontier",
                  "One marker per defense (colour) and click model (shape): x is the trained ranker's "
@@ -372,4 +448,12 @@ PLOTS = {  # name -> (title, caption: what to read from it, function)
                 "enumeration per click model (solid) and the theoretical bound (dashed). Read: pick p for "
                 "a target epsilon; a click model below the bound gets more privacy at that p than the "
                 "bound promises.", epsilon_vs_p),
+    "audit_tradeoff": ("Epsilon audits against the claimed trade-off",
+                       "Each pooled epsilon audit's error rates (filled: FPR = fp / n0, FNR = fn / n1; hollow: "
+                       "their 95 % Clopper-Pearson upper corner, which the bound uses) against the smallest FNR "
+                       "the per-round claim allows at each FPR: the ε-DP boundary max(0, 1 - δ - e^ε FPR, "
+                       "e^-ε (1 - δ - FPR)) (solid) and, for Gaussian mechanisms, the μ-GDP curve "
+                       "Φ(Φ^-1(1 - FPR) - μ) (dashed); logit axes (0 and 1 stretched apart), zero counts drawn at the axis edge. "
+                       "Read: a hollow corner below a curve violates that claim; a point far above it means "
+                       "the claim is loose or the test weak.", audit_tradeoff),
 }

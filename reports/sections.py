@@ -13,7 +13,8 @@ import pandas as pd
 from reports.compare import CLAIM_CONTEXT
 from reports.claims import pooled_audits
 from reports.summary import verdict_sentences
-from reports.tables import (audit_table, epsilon_section, leakage_pivot, ordered, runs_summary,
+from reports.tables import (HEADERS, audit_table, claims_headers, claims_table, epsilon_section,
+                            leakage_pivot, ordered, runs_summary, strongest_per_metric, strongest_wide,
                             table_section)
 
 COMPARE_COLUMNS = ("defense", "data", "algo", "setting", "click_model", "threat_model", "attack", "n",
@@ -76,6 +77,39 @@ def audit_section(r: Results) -> dict | None:
                          "not a measurement of the mechanism. inf: no finite claim or estimate.")
 
 
+def claims_section(r: Results) -> dict | None:
+    audits = r.tables.get("audits")
+    keys = ["defense"] + [k for k in CLAIM_CONTEXT if audits is not None and k in audits.columns]
+    frame = claims_table(audits, keys)
+    if frame.empty:
+        return None
+    section = table_section("Epsilon claims over the run and audited bounds by neighbours", frame,
+                            "Per defense: the claimed ε of one round and the claim composed over the "
+                            "training run (ε at δ, for the rounds a client takes part in), next to the "
+                            "audited lower bound for worst-case and natural neighbours, each pooled over runs "
+                            "(summed error counts, Bonferroni over the audits of a kind). Tightness: bound / "
+                            "claim per round. Trial ceiling: the largest bound the trial count can show; a bound "
+                            "printed with 'limit of N trials' sits at it and is not a measurement.")
+    headers = {**HEADERS, **claims_headers(frame.columns)}
+    inverse = {HEADERS.get(c, c): headers.get(c, c) for c in frame.columns}
+    return {**section, "columns": [inverse.get(c, c) for c in section["columns"]],
+            "constants": [(inverse.get(k, k), v) for k, v in section["constants"]]}
+
+
+def strongest_section(r: Results) -> dict | None:
+    frame = strongest_per_metric(r.table)
+    if frame.empty:
+        return None
+    wide = strongest_wide(frame)
+    keys = [c for c in wide.columns if c in ("defense", "data", "algo", "setting", "threat_model", "click_model")]
+    return table_section("Strongest attack per metric", ordered(wide, keys),
+                         "For each defense and metric, the informed attack with the largest mean over runs "
+                         "and that mean: no single attack is strongest on every metric. Bayes ceiling: the "
+                         "Bayes-posterior attack (bayes, else bayes-approx), the best any passive attack can "
+                         "do, where it ran; best reference: the strongest attack that does not read the "
+                         "message, for context.", keep=tuple(wide.columns), group=("defense",))
+
+
 def epsilon_table_section(r: Results) -> dict | None:
     return epsilon_section(r.tables.get("epsilon"))
 
@@ -86,5 +120,6 @@ def runs_sections(r: Results) -> list[dict]:
             for title, frame in (("Runs", counts), ("Failed runs", failed)) if not frame.empty]
 
 
-SECTIONS = (leakage_section, comparison_section, verdict_section, audit_section, epsilon_table_section,
+SECTIONS = (leakage_section, comparison_section, strongest_section, verdict_section, audit_section, claims_section,
+            epsilon_table_section,
             runs_sections)

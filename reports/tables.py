@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from reports.claims import bound_text
+import numpy as np
+
+from reports.claims import bound_text, claim_summary, pooled_audits
 from reports.compare import ci_text, with_ci
 
 HEADERS = {  # column name -> table header
@@ -183,3 +185,145 @@ def audit_table(pooled: pd.DataFrame) -> pd.DataFrame:
                          "epsilon_lb", "tightness", "epsilon_point", "attack", "test", "neighbours", "runs",
                          "n_trials", "fp", "fn") if c in out.columns]
     return out[first].rename(columns={"attack": "audit_attack", "runs": "runs_pooled"})
+
+
+def _number(v, fmt: str = ".2f") -> str:
+    if v is None or pd.isna(v):
+        return ""
+    return "inf" if np.isinf(v) or v >= 1e300 else "0" if v == 0 else format(v, fmt)
+
+
+def _span(values: pd.Series, fmt: str = ".2f") -> str:
+    """One value, or the range ``a–b`` when runs differ."""
+    values = values.dropna()
+    if values.empty:
+        return ""
+    low, high = _number(values.min(), fmt), _number(values.max(), fmt)
+    return low if low == high else f"{low}–{high}"
+
+
+NEIGHBOURS = ("worst-case", "natural")
+
+
+def claims_table(audits: pd.DataFrame | None, keys: list[str]) -> pd.DataFrame:
+    """One row per ``keys`` group: the claim per round and composed over the run
+    (``epsilon_total`` at ``delta_total``, rounds participated), and per neighbour kind the
+    pooled audited bound (:func:`reports.claims.claim_summary`, trial limits named), its
+    tightness (bound / claim) and the trial ceiling (largest bound the trial count can show)."""
+    pooled = pooled_audits(audits, keys)
+    if pooled.empty:
+        return pd.DataFrame()
+    keys = [k for k in keys if k in pooled.columns]
+    audits = audits.assign(neighbours=audits["neighbours"].fillna("audited")) if "neighbours" in audits \
+        else audits.assign(neighbours="audited")
+    pooled = pooled.assign(neighbours=pooled["neighbours"].fillna("audited")) if "neighbours" in pooled \
+        else pooled.assign(neighbours="audited")
+    overall = claim_summary(pooled, keys)
+    per = claim_summary(pooled, keys + ["neighbours"])
+    kinds = [k for k in NEIGHBOURS if k in set(per["neighbours"])] + \
+        [k for k in dict.fromkeys(per["neighbours"]) if k not in NEIGHBOURS]
+    rows = []
+    for _, top in overall.iterrows():
+        match = np.logical_and.reduce([audits[k].astype(str) == str(top[k]) for k in keys]) if keys else \
+            np.ones(len(audits), bool)
+        runs = audits[match]
+        row = {k: top[k] for k in keys}
+        row.update({"claim_verdict": top["claim_verdict"], "claimed_epsilon": _number(top["claimed_epsilon"]),
+                    "claimed_delta": _number(top["claimed_delta"], ".0e"),
+                    "claimed_scope": top["claimed_scope"]})
+        for col in ("epsilon_total", "delta_total", "rounds_participated"):
+            if col in runs:
+                row[col] = _span(runs[col], {"delta_total": ".0e", "rounds_participated": ".0f"}.get(col, ".2f"))
+        sel = per[np.logical_and.reduce([per[k].astype(str) == str(top[k]) for k in keys])] if keys else per
+        for kind in kinds:
+            hit = sel[sel["neighbours"] == kind]
+            if hit.empty:
+                row.update({f"lb_{kind}": "not audited", f"tightness_{kind}": "", f"ceiling_{kind}": ""})
+                continue
+            h = hit.iloc[0]
+            row.update({f"lb_{kind}": bound_text(h["epsilon_lb"], h["trial_limited"], h["n_trials"]),
+                        f"tightness_{kind}": "outside scope" if h["claim_verdict"] == "outside scope"
+                        else _number(h["tightness"]),
+                        f"ceiling_{kind}": f"{_number(h['ceiling'])} ({int(h['n_trials']):,} trials)"})
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+CLAIM_HEADERS = {"claimed_epsilon": "claimed ε per round", "claimed_delta": "claimed δ",
+                 "epsilon_total": "ε over the run", "delta_total": "at δ", "rounds_participated": "rounds participated"}
+
+
+def claims_headers(columns) -> dict:
+    """Table headers of :func:`claims_table` columns (the neighbour kind in each)."""
+    out = {}
+    for c in columns:
+        for prefix, name in (("lb_", "audited ε ({})"), ("tightness_", "tightness ({})"),
+                             ("ceiling_", "trial ceiling ({})")):
+            if c.startswith(prefix):
+                out[c] = name.format(c[len(prefix):])
+    return {**CLAIM_HEADERS, **out}
+
+
+STRENGTH_METRICS = {"auc": "AUC", "tpr_at_fpr_0_01": "TPR at FPR 1 %", "leakage": "leakage (AUC)",
+                    "advantage": "advantage", "f1": "F1"}
+BAYES = ("bayes", "bayes-approx")  # the Bayes posterior: the passive attacks' ceiling, not a contender
+
+
+def strongest_per_metric(table: pd.DataFrame) -> pd.DataFrame:
+    """Per defense (and data, algorithm, setting, threat model, click model where the table holds
+    several) and metric: the informed attack with the largest mean, the Bayes attack's value
+    (``bayes``, else ``bayes-approx``) and the best reference attack's. No single attack is
+    crowned: each metric names its own."""
+    metrics = [m for m in STRENGTH_METRICS if m in table.columns and table[m].notna().any()]
+    if table.empty or not metrics or "attack" not in table.columns:
+        return pd.DataFrame()
+    keys = ["defense"] + [c for c in ("data", "algo", "setting", "threat_model", "click_model")
+                          if c in table.columns and table[c].nunique(dropna=False) > 1]
+    reference = table["reference"].astype(bool) if "reference" in table else pd.Series(False, index=table.index)
+    bayes = table["attack"].isin(BAYES)
+    rows = []
+    for group, sel in table.groupby(keys, sort=False, dropna=False):
+        group = group if isinstance(group, tuple) else (group,)
+        for m in metrics:
+            vals = sel[m]
+            informed = vals[~reference[sel.index] & ~bayes[sel.index]].dropna()
+            refs = vals[reference[sel.index]].dropna()
+            ceiling = [vals[sel["attack"] == b].dropna() for b in BAYES]
+            ceiling = next((c for c in ceiling if not c.empty), pd.Series(dtype=float))
+            row = dict(zip(keys, group), metric=STRENGTH_METRICS[m])
+            if informed.empty:
+                row.update(strongest="", value="")
+            else:
+                best = informed.idxmax()
+                row.update(strongest=sel.at[best, "attack"], value=_number(informed[best], ".3f"))
+            row["bayes"] = _number(ceiling.max(), ".3f") if not ceiling.empty else ""
+            row["reference"] = (f"{sel.at[refs.idxmax(), 'attack']} {_number(refs.max(), '.3f')}"
+                                if not refs.empty else "")
+            rows.append(row)
+    out = pd.DataFrame(rows)
+    return out if (out["bayes"] != "").any() else out.drop(columns="bayes")
+
+
+def strongest_wide(long: pd.DataFrame) -> pd.DataFrame:
+    """:func:`strongest_per_metric` as one row per group: per metric "attack value"; the Bayes
+    ceilings and the best reference values joined "a / b / ..." in metric order (the reference
+    attack named once when the same one is best on every metric)."""
+    keys = [c for c in long.columns if c not in ("metric", "strongest", "value", "bayes", "reference")]
+    metrics = list(dict.fromkeys(long["metric"]))
+    rows = []
+    for group, sel in long.groupby(keys, sort=False, dropna=False):
+        sel = sel.set_index("metric").reindex(metrics)
+        row = dict(zip(keys, group if isinstance(group, tuple) else (group,)))
+        row.update({m: f"{sel.at[m, 'strongest']} {sel.at[m, 'value']}".strip() for m in metrics})
+        if "bayes" in sel:
+            row["Bayes ceiling"] = " / ".join(v or "–" for v in sel["bayes"].fillna(""))
+        refs = sel["reference"].fillna("")
+        names = {r.rsplit(" ", 1)[0] for r in refs if r}
+        if len(names) == 1:
+            row["best reference"] = f"{names.pop()}: " + " / ".join(r.rsplit(" ", 1)[-1] if r else "–" for r in refs)
+        else:
+            row["best reference"] = " / ".join(r or "–" for r in refs)
+        rows.append(row)
+    out = pd.DataFrame(rows)
+    return out.rename(columns={"Bayes ceiling": "Bayes ceiling (metrics in column order)",
+                               "best reference": "best reference (metrics in column order)"})
