@@ -108,7 +108,9 @@ def compose_epsilon(event: Any, rounds: int, sampling_rate: float, delta: float)
 
 def privacy_spent(stack: Any, rounds: int, sampling_rate: float = 1.0, delta: float | None = None) -> dict:
     """The privacy one user spends over ``rounds`` rounds of ``stack`` at participation rate
-    ``sampling_rate`` (cohort / population), at ``delta`` (default: the claim's delta).
+    ``sampling_rate`` (cohort / population), at ``delta`` (default: the claim's delta; for a
+    claim whose event pays its delta once per round, the shuffler's, ``2 x rounds x`` that delta:
+    half paid by the rounds, half left to the composition).
 
     Returns
     -------
@@ -122,17 +124,19 @@ def privacy_spent(stack: Any, rounds: int, sampling_rate: float = 1.0, delta: fl
     if not 0.0 < sampling_rate <= 1.0:
         raise FltrError(f"--population: the sampling rate cohort / population must lie in (0, 1], got {sampling_rate}")
     claim = stack.claim
-    delta_total = claim.delta if delta is None else float(delta)
+    part = claim_component(stack)
+    event_delta = float(getattr(part, "dp_event_delta", 0.0)) if part is not None else 0.0
+    if delta is None:
+        delta = 2 * rounds * event_delta if event_delta > 0.0 else claim.delta
+    delta_total = float(delta)
     if not 0.0 <= delta_total < 1.0:
         raise FltrError(f"--delta: must lie in [0, 1), got {delta_total}")
     out = {"epsilon_per_round": float(claim.epsilon), "delta": float(claim.delta),
            "rounds_participated": float(rounds * sampling_rate), "sampling_rate": float(sampling_rate),
            "epsilon_total": math.inf, "delta_total": delta_total, "accountant": "none"}
-    part = claim_component(stack)
     if part is None:
         return out
     event = part.dp_event()
-    event_delta = float(getattr(part, "dp_event_delta", 0.0))
     if event_delta > 0.0:  # an (eps, delta) claim as a pure event: its delta is paid once per round (shuffle)
         rest = delta_total - rounds * event_delta
         if rest <= 0.0:

@@ -104,6 +104,10 @@ def test_privacy_spent_shuffle_pays_its_delta_per_round():
     assert got["epsilon_total"] == pytest.approx(acc.get_epsilon(delta - rounds * 1e-6), rel=1e-2)
     assert math.isinf(privacy_spent(stack, rounds, 1.0, 0.0)["epsilon_total"])
     assert math.isinf(privacy_spent(stack, rounds, 1.0, 4e-6)["epsilon_total"])
+    # without a delta: 2 x rounds x the per-round delta, half of it left to the composition
+    default = privacy_spent(stack, rounds)
+    assert default["delta_total"] == pytest.approx(2 * rounds * 1e-6)
+    assert default["epsilon_total"] == pytest.approx(acc.get_epsilon(rounds * 1e-6), rel=1e-2)
 
 
 def test_natural_neighbours_of_dp_fedavg_are_add_remove():
