@@ -17,7 +17,7 @@ Schema (``schema_version`` 1; every data table also has ``run_key`` and ``extra`
     attacks(algo TEXT, data TEXT, fold INTEGER, seed INTEGER, click_model TEXT,
             defense TEXT, threat_model TEXT, attack TEXT, averaging TEXT, accuracy REAL,
             precision REAL, recall REAL, f1 REAL, auc REAL, n_queries INTEGER,
-            probe_cohort INTEGER, reference INTEGER (0/1), auc_counterfactual REAL,
+            probe_cohort INTEGER, reference BOOLEAN, auc_counterfactual REAL,
             leakage REAL, leakage_normalized REAL, advantage REAL,
             advantage_counterfactual REAL, tpr_at_fpr_0_01 REAL, tpr_at_fpr_0_001 REAL,
             n_counterfactual INTEGER)
@@ -72,6 +72,7 @@ import numpy as np
 import pandas as pd
 
 from fltr_audit.errors import FltrError
+from fltr_audit.records import RECORDS, columns
 
 SCHEMA_VERSION = "1"
 BUSY_TIMEOUT_MS = 60_000
@@ -82,37 +83,8 @@ RUN_COLUMNS: dict[str, str] = {
     "seed": "INTEGER", "seconds": "REAL", "finished_at": "TEXT", "error": "TEXT",
 }
 
-TABLES: dict[str, dict[str, str]] = {
-    "curves": {"defense": "TEXT", "round": "INTEGER", "offline_ndcg10": "REAL",
-               "online_ndcg": "REAL", "shown_ndcg": "REAL"},
-    "attacks": {"algo": "TEXT", "data": "TEXT", "fold": "INTEGER", "seed": "INTEGER",
-                "click_model": "TEXT", "defense": "TEXT", "threat_model": "TEXT",
-                "attack": "TEXT", "averaging": "TEXT", "accuracy": "REAL", "precision": "REAL",
-                "recall": "REAL", "f1": "REAL", "auc": "REAL", "n_queries": "INTEGER",
-                "probe_cohort": "INTEGER", "reference": "BOOLEAN", "auc_counterfactual": "REAL",
-                "leakage": "REAL", "leakage_normalized": "REAL", "advantage": "REAL",
-                "advantage_counterfactual": "REAL", "tpr_at_fpr_0_01": "REAL", "tpr_at_fpr_0_001": "REAL",
-                "n_counterfactual": "INTEGER"},
-    "per_query": {"click_model": "TEXT", "defense": "TEXT", "attack": "TEXT",
-                  "client": "INTEGER", "query": "INTEGER", "n_shown": "INTEGER",
-                  "n_clicked": "INTEGER", "tp": "INTEGER", "fp": "INTEGER", "tn": "INTEGER",
-                  "fn": "INTEGER", "precision": "REAL", "recall": "REAL", "auc": "REAL",
-                  "auc_counterfactual": "REAL", "advantage": "REAL", "advantage_counterfactual": "REAL"},
-    "audits": {"algo": "TEXT", "defense": "TEXT", "mechanism": "TEXT", "attack": "TEXT",
-               "threat_model": "TEXT", "claimed_epsilon": "REAL", "claimed_delta": "REAL",
-               "claimed_scope": "TEXT", "epsilon_point": "REAL", "epsilon_lb": "REAL",
-               "confidence": "REAL", "n_trials": "INTEGER", "fpr": "REAL", "fnr": "REAL",
-               "neighbours": "TEXT", "audited_scope": "TEXT", "test": "TEXT", "fp": "INTEGER",
-               "fn": "INTEGER", "n0": "INTEGER", "n1": "INTEGER", "ceiling": "REAL",
-               "trial_limited": "BOOLEAN", "mu": "REAL", "mu_lb": "REAL", "rounds": "INTEGER",
-               "claim_verdict": "TEXT", "tightness": "REAL", "epsilon_total": "REAL",
-               "delta_total": "REAL", "rounds_participated": "REAL"},
-    "utility": {"algo": "TEXT", "data": "TEXT", "fold": "INTEGER", "seed": "INTEGER",
-                "click_model": "TEXT", "defense": "TEXT", "ndcg10": "REAL",
-                "ndcg10_delta": "REAL"},
-    "epsilon": {"click_model": "TEXT", "levels": "INTEGER", "length": "INTEGER", "p": "REAL",
-                "epsilon": "REAL", "theoretical": "REAL"},
-}
+# One schema: the columns of each data table are the fields of its record (fltr_audit/records.py).
+TABLES: dict[str, dict[str, str]] = {name: columns(record) for name, record in RECORDS.items()}
 
 
 def _ddl() -> str:

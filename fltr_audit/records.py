@@ -1,0 +1,154 @@
+"""Typed records: one frozen dataclass per stored row kind, the single schema of the store.
+
+Rows are still produced as dicts / DataFrames; these classes declare their columns. A
+field's SQL type follows its annotation (``str`` TEXT, ``int`` INTEGER, ``float`` REAL,
+``bool`` BOOLEAN); :func:`columns` gives the ``{column: sql type}`` mapping the store's
+``TABLES`` is derived from (see ``docs/store.md``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import typing
+
+SQL_TYPES: dict[type, str] = {str: "TEXT", int: "INTEGER", float: "REAL", bool: "BOOLEAN"}
+
+
+@dataclasses.dataclass(frozen=True)
+class CurveRecord:
+    """One round of a defense's learning curve (table ``curves``)."""
+
+    defense: str
+    round: int
+    offline_ndcg10: float
+    online_ndcg: float
+    shown_ndcg: float
+
+
+@dataclasses.dataclass(frozen=True)
+class AttackRecord:
+    """One attack's score against one (click model, defense) cell (table ``attacks``)."""
+
+    algo: str
+    data: str
+    fold: int
+    seed: int
+    click_model: str
+    defense: str
+    threat_model: str
+    attack: str
+    averaging: str
+    accuracy: float
+    precision: float
+    recall: float
+    f1: float
+    auc: float
+    n_queries: int
+    probe_cohort: int
+    reference: bool
+    auc_counterfactual: float
+    leakage: float
+    leakage_normalized: float
+    advantage: float
+    advantage_counterfactual: float
+    tpr_at_fpr_0_01: float
+    tpr_at_fpr_0_001: float
+    n_counterfactual: int
+
+
+@dataclasses.dataclass(frozen=True)
+class PerQueryRecord:
+    """One attack's score on one (client, query) list (table ``per_query``)."""
+
+    click_model: str
+    defense: str
+    attack: str
+    client: int
+    query: int
+    n_shown: int
+    n_clicked: int
+    tp: int
+    fp: int
+    tn: int
+    fn: int
+    precision: float
+    recall: float
+    auc: float
+    auc_counterfactual: float
+    advantage: float
+    advantage_counterfactual: float
+
+
+@dataclasses.dataclass(frozen=True)
+class AuditRecord:
+    """One empirical epsilon audit of a mechanism against its claim (table ``audits``)."""
+
+    algo: str
+    defense: str
+    mechanism: str
+    attack: str
+    threat_model: str
+    claimed_epsilon: float
+    claimed_delta: float
+    claimed_scope: str
+    epsilon_point: float
+    epsilon_lb: float
+    confidence: float
+    n_trials: int
+    fpr: float
+    fnr: float
+    neighbours: str
+    audited_scope: str
+    test: str
+    fp: int
+    fn: int
+    n0: int
+    n1: int
+    ceiling: float
+    trial_limited: bool
+    mu: float
+    mu_lb: float
+    rounds: int
+    claim_verdict: str
+    tightness: float
+    epsilon_total: float
+    delta_total: float
+    rounds_participated: float
+
+
+@dataclasses.dataclass(frozen=True)
+class UtilityRecord:
+    """Final nDCG@10 of one (click model, defense) training (table ``utility``)."""
+
+    algo: str
+    data: str
+    fold: int
+    seed: int
+    click_model: str
+    defense: str
+    ndcg10: float
+    ndcg10_delta: float
+
+
+@dataclasses.dataclass(frozen=True)
+class EpsilonRecord:
+    """Click-model epsilon of one (model, levels, list length, p) (table ``epsilon``)."""
+
+    click_model: str
+    levels: int
+    length: int
+    p: float
+    epsilon: float
+    theoretical: float
+
+
+RECORDS: dict[str, type] = {
+    "curves": CurveRecord, "attacks": AttackRecord, "per_query": PerQueryRecord,
+    "audits": AuditRecord, "utility": UtilityRecord, "epsilon": EpsilonRecord,
+}
+
+
+def columns(record: type) -> dict[str, str]:
+    """``{column: SQL type}`` of a record class, in field order."""
+    hints = typing.get_type_hints(record)
+    return {field.name: SQL_TYPES[hints[field.name]] for field in dataclasses.fields(record)}
