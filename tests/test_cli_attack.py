@@ -40,3 +40,16 @@ def test_attack_accepts_the_run_folder(tmp_path, capsys):
     assert json.loads(capsys.readouterr().out) == direct and len(direct) == 2
     assert main(["attack", str(out), "--attack", "olsr", "--quiet"]) == 0
     assert "olsr" in capsys.readouterr().out
+
+
+def test_attack_scores_the_lists_audit_scores_by_default(tmp_path, capsys):
+    """By default `attack` keeps what `audit` keeps: full lists (k shown documents) with a click."""
+    out = _recorded_run(tmp_path, capsys, 2, "2")
+    assert main(["attack", str(out), "--attack", "olsr", "--json", "--quiet"]) == 0
+    default = json.loads(capsys.readouterr().out)
+    assert main(["attack", str(out), "--attack", "olsr", "--min-shown", "10", "--require-click", "--json",
+                 "--quiet"]) == 0
+    assert json.loads(capsys.readouterr().out) == default
+    assert main(["attack", str(out), "--attack", "olsr", "--min-shown", "0", "--all-lists", "--json", "--quiet"]) == 0
+    every = json.loads(capsys.readouterr().out)
+    assert every[0]["n_queries"] > default[0]["n_queries"]

@@ -15,8 +15,11 @@ from fltr_audit.cli.common import check_at_least, emit_json, parse_list, print_t
 def attack(
     recording: Path = typer.Argument(..., help="Run folder of `train ... --record-rounds` (or its recording/ folder)."),
     attacks: str = typer.Option("olsr,score,prob,distance,random3", "--attack", help="Comma-separated attacks."),
-    min_shown: int = typer.Option(0, "--min-shown", help="Score only lists with at least this many documents."),
-    require_click: bool = typer.Option(False, "--require-click/--all-lists", help="Score only lists with a click."),
+    min_shown: int = typer.Option(None, "--min-shown",
+                                  help="Score only lists with at least this many documents (default: a full "
+                                       "list, as `audit` scores)."),
+    require_click: bool = typer.Option(True, "--require-click/--all-lists",
+                                       help="Score only lists with a click (as `audit`)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the random baselines."),
     json_out: bool = typer.Option(False, "--json", help="Print the records as JSON."),
     quiet: bool = typer.Option(False, "--quiet", help="No progress bar."),
@@ -26,7 +29,8 @@ def attack(
     from attacks.scoring import score_guess, summarize
     from fltr_audit.interceptors import load_recording
 
-    check_at_least({"--min-shown": min_shown}, 0)
+    if min_shown is not None:
+        check_at_least({"--min-shown": min_shown}, 0)
     if (recording / "recording").is_dir():  # pointed at the run folder: attack its recording
         recording = recording / "recording"
     names = parse_list(attacks, "--attack")
@@ -36,8 +40,10 @@ def attack(
     with progress(len(batches), "attacking rounds", quiet or json_out) as bar:
         for batch in batches:
             threat = batch.view.threat_model + (" (aggregate only)" if batch.view.messages is None else "")
+            full = batch.view.interactions.shown.shape[-1] if batch.view.interactions is not None else 0
             for name, attack_obj in built.items():
-                per_query = score_guess(attack_obj.guess(batch.view), batch, min_shown=min_shown,
+                per_query = score_guess(attack_obj.guess(batch.view), batch,
+                                        min_shown=full if min_shown is None else min_shown,
                                         require_click=require_click)
                 macro = summarize(per_query)[0]
                 rows.append({"round": batch.view.round, "threat_model": threat, "attack": name, **macro})
