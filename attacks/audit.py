@@ -47,6 +47,7 @@ from scipy.special import ndtri
 from fltr_audit.errors import FltrError
 from fltr_audit.interfaces import ClientDefense, PrivacyClaim
 from fltr_audit.messages import Messages
+from fltr_audit.records import AuditMeasurement
 
 Mechanism = Callable[[np.random.Generator, int, int], np.ndarray]
 """``mechanism(rng, n_trials, which)``: ``n_trials`` outputs on input ``which`` (0 or 1),
@@ -76,35 +77,11 @@ def claim_verdict(claimed_epsilon: float, claimed_scope: str, audited_scope: str
 
 
 @dataclass(frozen=True)
-class AuditResult:
-    """One empirical audit: the columns of the ``audits`` table (docs/store.md)."""
+class AuditResult(AuditMeasurement):
+    """One empirical audit: the measured columns of the ``audits`` table
+    (``fltr_audit.records.AuditMeasurement``) and the distinguishing test's decision
+    ``threshold`` and ``direction`` (+1: flag the statistic above the threshold, -1: below)."""
 
-    mechanism: str
-    attack: str
-    threat_model: str
-    claimed_epsilon: float
-    claimed_delta: float
-    claimed_scope: str
-    epsilon_point: float
-    epsilon_lb: float
-    confidence: float
-    n_trials: int
-    fpr: float
-    fnr: float
-    neighbours: str
-    audited_scope: str
-    test: str
-    fp: int
-    fn: int
-    n0: int
-    n1: int
-    ceiling: float
-    trial_limited: bool
-    mu: float
-    mu_lb: float
-    rounds: int
-    claim_verdict: str
-    tightness: float
     threshold: float
     direction: int
 

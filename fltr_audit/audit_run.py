@@ -35,6 +35,7 @@ one campaign that differ only by defense train the base model once per worker.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from functools import lru_cache
 from typing import Any
@@ -58,16 +59,15 @@ from fltr_audit.interfaces import Algorithm
 from fltr_audit.messages import Messages, RoundBatch
 from fltr_audit.probe import probe
 from fltr_audit.randomness import stream
+from fltr_audit.records import AuditMeasurement
 from fltr_audit.rankers import make_ranker
 
 AUDIT_POOL = 50
 DEFAULT_COUNTERFACTUAL = 20
 TRAINING_KEYS = ("data", "fold", "normalization", "queries", "algo", "rounds", "clients", "queries_per_client",
                  "ranker", "train_click_model", "params", "seed", "population")
-AUDIT_COLUMNS = ("mechanism", "attack", "threat_model", "claimed_epsilon", "claimed_delta", "claimed_scope",
-                 "epsilon_point", "epsilon_lb", "confidence", "n_trials", "fpr", "fnr", "neighbours", "audited_scope",
-                 "test", "fp", "fn", "n0", "n1", "ceiling", "trial_limited", "mu", "mu_lb", "rounds", "claim_verdict",
-                 "tightness")
+AUDIT_COLUMNS = tuple(f.name for f in dataclasses.fields(AuditMeasurement))
+"""The measured columns of an ``audits`` row (the run's algorithm and defense lead, its privacy trails)."""
 
 
 def build_algorithm(config: dict, splits: Any, click_model: str) -> Algorithm:

@@ -1,6 +1,7 @@
 """Typed records: one frozen dataclass per stored row kind, the single schema of the store.
 
-Rows are still produced as dicts / DataFrames; these classes declare their columns. A
+Rows are produced as dicts / DataFrames; these classes declare their columns (rows that share
+columns share a base class: ``Cell``, ``AuditedRun``, ``AuditMeasurement``, ``RunPrivacy``). A
 field's SQL type follows its annotation (``str`` TEXT, ``int`` INTEGER, ``float`` REAL,
 ``bool`` BOOLEAN); :func:`columns` gives the ``{column: sql type}`` mapping the store's
 ``TABLES`` is derived from (see ``docs/store.md``).
@@ -26,8 +27,9 @@ class CurveRecord:
 
 
 @dataclasses.dataclass(frozen=True)
-class AttackRecord:
-    """One attack's score against one (click model, defense) cell (table ``attacks``)."""
+class Cell:
+    """The (algorithm, data, fold, seed, click model, defense) cell a row belongs to: the
+    leading columns of ``attacks`` and ``utility``."""
 
     algo: str
     data: str
@@ -35,6 +37,12 @@ class AttackRecord:
     seed: int
     click_model: str
     defense: str
+
+
+@dataclasses.dataclass(frozen=True)
+class AttackRecord(Cell):
+    """One attack's score against one (click model, defense) cell (table ``attacks``)."""
+
     threat_model: str
     attack: str
     averaging: str
@@ -80,11 +88,10 @@ class PerQueryRecord:
 
 
 @dataclasses.dataclass(frozen=True)
-class AuditRecord:
-    """One empirical epsilon audit of a mechanism against its claim (table ``audits``)."""
+class AuditMeasurement:
+    """What one empirical epsilon audit of a mechanism measures (``attacks.audit.audit``
+    returns it, with its decision threshold and direction): the middle columns of ``audits``."""
 
-    algo: str
-    defense: str
     mechanism: str
     attack: str
     threat_model: str
@@ -111,21 +118,37 @@ class AuditRecord:
     rounds: int
     claim_verdict: str
     tightness: float
+
+
+@dataclasses.dataclass(frozen=True)
+class AuditedRun:
+    """The run an audit belongs to: the leading columns of ``audits``."""
+
+    algo: str
+    defense: str
+
+
+@dataclasses.dataclass(frozen=True)
+class RunPrivacy:
+    """The defense's claim composed over the run's rounds (``defenses.accounting.privacy_spent``):
+    the trailing columns of ``audits``."""
+
     epsilon_total: float
     delta_total: float
     rounds_participated: float
 
 
 @dataclasses.dataclass(frozen=True)
-class UtilityRecord:
+class AuditRecord(RunPrivacy, AuditMeasurement, AuditedRun):
+    """One empirical epsilon audit of a mechanism against its claim (table ``audits``); the
+    columns are ``AuditedRun``'s, ``AuditMeasurement``'s, then ``RunPrivacy``'s (dataclass
+    fields follow the bases from last to first)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class UtilityRecord(Cell):
     """Final nDCG@10 of one (click model, defense) training (table ``utility``)."""
 
-    algo: str
-    data: str
-    fold: int
-    seed: int
-    click_model: str
-    defense: str
     ndcg10: float
     ndcg10_delta: float
 

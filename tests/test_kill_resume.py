@@ -20,32 +20,12 @@ import pytest
 
 from fltr_audit.campaign import expand, load_spec, run_campaign
 from fltr_audit.store import ResultsStore, load
+from tests.test_campaign_run import TINY
 
 REPO = Path(__file__).resolve().parents[1]
 
-SPEC = """
-name = "kill-resume"
-seeds = [0, 1, 2, 3, 4, 5, 6]
-
-[data]
-spec = ["synthetic:mq2008?queries=60"]
-
-[algorithm]
-name = "fpdgd"
-rounds = [2]
-clients = [20]
-queries_per_client = [2]
-
-[probe]
-click_models = ["perfect"]
-cohort = [8]
-min_shown = 5
-
-[audit]
-defenses = ["none", "secagg"]
-attacks = ["olsr", "random3"]
-trials = 200
-"""
+SPEC = TINY.replace('name = "tiny"', 'name = "kill-resume"').replace("seeds = [0, 1]", "seeds = [0, 1, 2, 3, 4, 5, 6]")
+"""``test_campaign_run``'s tiny campaign with seven seeds: enough runs to kill the campaign in the middle."""
 
 
 def _children(pid: int) -> set[int]:

@@ -69,9 +69,18 @@ def test_an_annotation_without_an_sql_type_is_refused():
         records.columns(Bad)
 
 
-def test_audit_run_columns_are_audit_record_fields_in_order():
+def test_audit_record_is_run_then_measurement_then_privacy():
+    def names(record):
+        return [f.name for f in dataclasses.fields(record)]
+
+    assert names(records.AuditRecord) == (names(records.AuditedRun) + names(records.AuditMeasurement)
+                                          + names(records.RunPrivacy))
+
+
+def test_an_audit_result_carries_every_measured_column():
+    from attacks.audit import AuditResult
     from fltr_audit.audit_run import AUDIT_COLUMNS
 
-    fields = [f.name for f in dataclasses.fields(records.AuditRecord)]
-    start = fields.index(AUDIT_COLUMNS[0])
-    assert tuple(fields[start:start + len(AUDIT_COLUMNS)]) == AUDIT_COLUMNS
+    measured = [f.name for f in dataclasses.fields(AuditResult)]
+    assert tuple(measured[:len(AUDIT_COLUMNS)]) == AUDIT_COLUMNS
+    assert measured[len(AUDIT_COLUMNS):] == ["threshold", "direction"]
