@@ -51,6 +51,17 @@ def _png(fig: Figure) -> bytes:
     return buf.getvalue()
 
 
+def _panels(n: int, height: float, margin: float) -> tuple[Figure, np.ndarray]:
+    """A figure of ``n`` panels with shared axes, three per row (rows x 3 axes, the unused hidden)."""
+    cols = min(n, 3)
+    rows = -(-n // cols)
+    fig = Figure(figsize=(4.2 * cols, height * rows + margin))
+    axes = fig.subplots(rows, cols, squeeze=False, sharex=True, sharey=True)
+    for ax in axes.ravel()[n:]:
+        ax.set_visible(False)
+    return fig, axes
+
+
 def series_label(frame: pd.DataFrame) -> pd.Series:
     """The defense, prefixed by the data set, algorithm and setting where the table holds
     several of them (so that one plot series never mixes two algorithms)."""
@@ -147,12 +158,7 @@ def roc_curves(tables: dict[str, pd.DataFrame], table: pd.DataFrame | None = Non
         return None
     defenses = list(pooled["defense"])
     clicks = list(dict.fromkeys(table["click_model"])) if "click_model" in table else [None]
-    cols = min(len(defenses), 3)
-    rows = -(-len(defenses) // cols)
-    fig = Figure(figsize=(4.2 * cols, 3.8 * rows + 0.6))
-    axes = fig.subplots(rows, cols, squeeze=False, sharex=True, sharey=True)
-    for ax in axes.ravel()[len(defenses):]:
-        ax.set_visible(False)
+    fig, axes = _panels(len(defenses), 3.8, 0.6)
     for ax, (_, best) in zip(axes.ravel(), pooled.iterrows()):
         for i, click in enumerate(clicks):
             color = f"C{i % 10}"
@@ -367,12 +373,7 @@ def audit_tradeoff(tables: dict[str, pd.DataFrame], table: pd.DataFrame | None =
     mus = (audits.assign(mu=pd.to_numeric(audits["mu"], errors="coerce")).groupby("defense", sort=False)["mu"].max()
            if "mu" in audits else pd.Series(dtype=float))
     defenses = list(dict.fromkeys(pooled["defense"]))
-    cols = min(len(defenses), 3)
-    rows = -(-len(defenses) // cols)
-    fig = Figure(figsize=(4.2 * cols, 3.9 * rows + 0.8))
-    axes = fig.subplots(rows, cols, squeeze=False, sharex=True, sharey=True)
-    for ax in axes.ravel()[len(defenses):]:
-        ax.set_visible(False)
+    fig, axes = _panels(len(defenses), 3.9, 0.8)
     grid = np.concatenate([np.logspace(np.log10(FLOOR), -0.31, 300), 1 - np.logspace(-0.31, np.log10(FLOOR), 300)])
     kinds = list(dict.fromkeys(pooled.get("neighbours", pd.Series(["audit"])).fillna("audit")))
     markers = dict(zip(kinds, "osD^v"))
