@@ -308,9 +308,8 @@ def parse_defense(text: str) -> DefenseStack:
         except FltrError as exc:
             raise FltrError(f"{where}: {str(exc).removeprefix(aggregator.name + ': ')}") from None
     stack = DefenseStack(client=tuple(client), aggregator=aggregator or FedAvg(), name="+".join(tokens))
-    if deprecated:
-        warnings.warn(f"{where}: {'; '.join(deprecated)} (canonical name {stack.name})", FltrDeprecation,
-                      stacklevel=2)
+    if deprecated:  # warned from this one line, so Python's default filter shows each message once
+        warnings.warn(f"{where}: {'; '.join(deprecated)} (canonical name {stack.name})", FltrDeprecation)
     return stack
 
 
