@@ -124,9 +124,9 @@ def worst_case_inputs(stack: Any, dim: int) -> tuple[np.ndarray, np.ndarray]:
     if kind == "gaussian":
         e[0] = comp.clip
     elif kind == "laplace" and comp.norm == "l1":
-        e[0] = comp.delta / 2
+        e[0] = comp.sensitivity / 2
     else:  # L2-clipped: dp-local-laplace(norm=l2), dp-distributed
-        e[:] = comp.delta / 2 / math.sqrt(dim)
+        e[:] = comp.sensitivity / 2 / math.sqrt(dim)
     return -e, e
 
 

@@ -41,7 +41,7 @@ def require_vector(messages: Messages, defense: str) -> None:
 
 
 class Clip:
-    """``clip(delta, of)``: clip each client's weights (FPDGD Algorithm 3: theta <- theta *
+    """``clip(sensitivity, of)``: clip each client's weights (FPDGD Algorithm 3: theta <- theta *
     min(1, Delta / (2 ||theta||))) or its update theta_c - theta_global to L2 norm Delta/2,
     so that any two clipped messages differ by at most Delta. Claims nothing on its own."""
 
@@ -49,13 +49,13 @@ class Clip:
 
     claim = PrivacyClaim()
 
-    def __init__(self, delta: float = 5.0, of: str = "weights", name: str = "clip"):
-        self.delta, self.of, self.name = float(delta), of, name
+    def __init__(self, sensitivity: float = 5.0, of: str = "weights", name: str = "clip"):
+        self.sensitivity, self.of, self.name = float(sensitivity), of, name
 
     def apply(self, messages: Messages, global_params: np.ndarray, rng: np.random.Generator) -> Messages:
         require_vector(messages, self.name)
         if self.of == "weights":
-            clipped = clip_rows(messages.weights(global_params), self.delta / 2)
+            clipped = clip_rows(messages.weights(global_params), self.sensitivity / 2)
             return messages.with_weights(clipped, global_params)
-        clipped = clip_rows(messages.updates(global_params), self.delta / 2)
+        clipped = clip_rows(messages.updates(global_params), self.sensitivity / 2)
         return messages.with_updates(clipped, global_params)

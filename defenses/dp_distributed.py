@@ -17,7 +17,7 @@ def gamma_difference_noise(n: int, lam: float, shape: tuple[int, ...], rng: np.r
 
 
 class DistributedLaplace:
-    """``dp-distributed(eps, delta)``: each client clips its weights to L2 norm Delta/2 (Eq. 13)
+    """``dp-distributed(eps, sensitivity)``: each client clips its weights to L2 norm Delta/2 (Eq. 13)
     and adds, per coordinate, a Gamma-difference share (Eq. 15-16) with lambda = Delta/eps and
     n = the cohort size, so that only the sum over all n clients carries Laplace(lambda) noise.
 
@@ -34,25 +34,25 @@ class DistributedLaplace:
 
     privatizes = "vector"
 
-    def __init__(self, eps: float = 4.5, delta: float = 5.0, name: str = "dp-distributed"):
-        self.eps, self.delta, self.name = float(eps), float(delta), name
-        check_noise_scale(name, "Delta/eps", self.delta / self.eps)
+    def __init__(self, eps: float = 4.5, sensitivity: float = 5.0, name: str = "dp-distributed"):
+        self.eps, self.sensitivity, self.name = float(eps), float(sensitivity), name
+        check_noise_scale(name, "Delta/eps", self.sensitivity / self.eps)
         self.claim = PrivacyClaim(epsilon=self.eps, delta=0.0, scope="aggregate")
 
     @property
     def scale(self) -> float:
         """lambda = Delta / epsilon."""
-        return self.delta / self.eps
+        return self.sensitivity / self.eps
 
     def dp_event(self):
         """One round of the aggregate (the claim's scope): ``LaplaceDpEvent`` with noise multiplier
         lambda / Delta = 1 / eps."""
         import dp_accounting
 
-        return dp_accounting.LaplaceDpEvent(self.scale / self.delta)
+        return dp_accounting.LaplaceDpEvent(self.scale / self.sensitivity)
 
     def apply(self, messages: Messages, global_params: np.ndarray, rng: np.random.Generator) -> Messages:
         require_vector(messages, self.name)
-        weights = clip_rows(messages.weights(global_params), self.delta / 2)
+        weights = clip_rows(messages.weights(global_params), self.sensitivity / 2)
         noise = gamma_difference_noise(messages.n_clients, self.scale, weights.shape, rng)
         return messages.with_weights(weights + noise, global_params)

@@ -10,7 +10,7 @@ from fltr_audit.messages import Messages
 
 
 class LocalLaplace:
-    """``dp-local-laplace(eps, delta, norm)``: clip each update theta_c - theta_global to norm
+    """``dp-local-laplace(eps, sensitivity, norm)``: clip each update theta_c - theta_global to norm
     Delta/2, then add Laplace(0, Delta/eps) to every coordinate. Claim: eps, scope ``message``.
 
     With ``norm=l1`` (default) any two clipped updates differ by at most Delta in L1, the
@@ -21,25 +21,25 @@ class LocalLaplace:
 
     privatizes = "vector"
 
-    def __init__(self, eps: float = 4.5, delta: float = 5.0, norm: str = "l1", name: str = "dp-local-laplace"):
-        self.eps, self.delta, self.norm, self.name = float(eps), float(delta), norm, name
-        check_noise_scale(name, "Delta/eps", self.delta / self.eps)
+    def __init__(self, eps: float = 4.5, sensitivity: float = 5.0, norm: str = "l1", name: str = "dp-local-laplace"):
+        self.eps, self.sensitivity, self.norm, self.name = float(eps), float(sensitivity), norm, name
+        check_noise_scale(name, "Delta/eps", self.sensitivity / self.eps)
         self.claim = PrivacyClaim(epsilon=self.eps, delta=0.0, scope="message")
 
     @property
     def scale(self) -> float:
         """The Laplace scale Delta / epsilon."""
-        return self.delta / self.eps
+        return self.sensitivity / self.eps
 
     def dp_event(self):
         """One round: ``LaplaceDpEvent`` with noise multiplier scale / sensitivity = 1 / eps (the
         claimed L1 sensitivity Delta; understated for ``norm=l2``, as the claim is)."""
         import dp_accounting
 
-        return dp_accounting.LaplaceDpEvent(self.scale / self.delta)
+        return dp_accounting.LaplaceDpEvent(self.scale / self.sensitivity)
 
     def apply(self, messages: Messages, global_params: np.ndarray, rng: np.random.Generator) -> Messages:
         require_vector(messages, self.name)
-        update = clip_rows(messages.updates(global_params), self.delta / 2, self.norm)
+        update = clip_rows(messages.updates(global_params), self.sensitivity / 2, self.norm)
         noisy = update + rng.laplace(0.0, self.scale, size=update.shape)
         return messages.with_updates(noisy, global_params)

@@ -1,17 +1,21 @@
-"""Defense stacks written as strings, e.g. ``clip(delta=5)+dp-distributed(eps=4.5)+secagg``.
+"""Defense stacks written as strings, e.g. ``clip(sensitivity=5)+dp-distributed(eps=4.5)+secagg``.
 
 Grammar: ``none`` or components joined by ``+``; a component is ``name`` or
 ``name(key=value,...)``; a list value is written ``[a,b,c]``. Client defenses apply in the
 order written; a secure-aggregation component, if any, comes last. The canonical name always
-writes a component's key parameter (clip's delta, the noise level eps / sigma / p), drops other
-parameters equal to their default and formats numbers with ``%.12g``, so equal stacks get
+writes a component's key parameter (clip's sensitivity, the noise level eps / sigma / p), drops
+other parameters equal to their default and formats numbers with ``%.12g``, so equal stacks get
 equal names. A noise defense without its own sensitivity takes it from the nearest ``clip``
-before it (``dp-distributed``/``dp-local-laplace``: delta; ``dp-gaussian``: clip = delta/2).
+before it (``dp-distributed``/``dp-local-laplace``: sensitivity; ``dp-gaussian``: clip =
+sensitivity/2). ``delta`` is the deprecated alias of ``sensitivity`` (clip, dp-distributed,
+dp-local-laplace): it parses to the same stack and warns (``FltrDeprecation``), so that
+``delta`` elsewhere means the DP delta only.
 """
 
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -26,7 +30,7 @@ from defenses.secagg import IdealSecAgg
 from defenses.secagg_protocol import SecAggProtocol
 from defenses.shuffle import Shuffle
 from fltr_audit.aggregation import FedAvg
-from fltr_audit.errors import FltrError
+from fltr_audit.errors import FltrDeprecation, FltrError
 from fltr_audit.interfaces import Aggregator, ClientDefense, PrivacyClaim, Role
 
 
@@ -41,8 +45,9 @@ def _fmt(value: Any) -> str:
 @dataclass(frozen=True)
 class Param:
     """One parameter: its type (``float``, ``int``, ``choice``, ``values``), default, a check
-    returning an error text or None, where a default is inherited from a preceding clip, and
-    whether it is a ``key`` parameter, always written in the canonical name."""
+    returning an error text or None, where a default is inherited from a preceding clip,
+    whether it is a ``key`` parameter, always written in the canonical name, and a deprecated
+    ``alias`` still accepted (with a warning) in place of ``name``."""
 
     name: str
     kind: str
@@ -52,6 +57,7 @@ class Param:
     choices: tuple[str, ...] = ()
     inherit: Callable[[Clip], Any] | None = None
     key: bool = False
+    alias: str | None = None
 
 
 @dataclass(frozen=True)
@@ -88,23 +94,25 @@ def _bits(v: int) -> str | None:
 
 
 _EPS = Param("eps", "float", 4.5, "privacy budget epsilon", _positive, key=True)
-_DELTA = Param("delta", "float", 5.0, "sensitivity Delta (clip to Delta/2)", _positive, inherit=lambda c: c.delta)
+_SENSITIVITY = Param("sensitivity", "float", 5.0, "sensitivity Delta (clip to Delta/2)", _positive,
+                     inherit=lambda c: c.sensitivity, alias="delta")
 
 SPECS: dict[str, Spec] = {s.name: s for s in (
     Spec("clip", "client", Clip,
-         (Param("delta", "float", 5.0, "sensitivity Delta: clip to L2 norm Delta/2", _positive, key=True),
+         (Param("sensitivity", "float", 5.0, "sensitivity Delta: clip to L2 norm Delta/2", _positive, key=True,
+                alias="delta"),
           Param("of", "choice", "weights", "clip the local weights (FPDGD Alg. 3) or the update", choices=TARGETS)),
          "L2 clipping of the weights or of the update", "none"),
-    Spec("dp-distributed", "client", DistributedLaplace, (_EPS, _DELTA),
+    Spec("dp-distributed", "client", DistributedLaplace, (_EPS, _SENSITIVITY),
          "FPDGD Alg. 3: clip weights to Delta/2, add Gamma(1/n, Delta/eps) differences; the cohort sum is Laplace",
          "epsilon = eps, scope aggregate (as published)"),
     Spec("dp-local-laplace", "client", LocalLaplace,
-         (_EPS, _DELTA, Param("norm", "choice", "l1", "clip norm (l2: the published variant)", choices=NORMS)),
+         (_EPS, _SENSITIVITY, Param("norm", "choice", "l1", "clip norm (l2: the published variant)", choices=NORMS)),
          "clip the update to norm Delta/2, add Laplace(Delta/eps) per coordinate",
          "epsilon = eps, scope message"),
     Spec("dp-gaussian", "client", Gaussian,
          (Param("sigma", "float", 1.0, "noise multiplier (std = sigma * clip)", _positive, key=True),
-          Param("clip", "float", 1.0, "L2 clip norm C of the update", _positive, inherit=lambda c: c.delta / 2),
+          Param("clip", "float", 1.0, "L2 clip norm C of the update", _positive, inherit=lambda c: c.sensitivity / 2),
           Param("dp_delta", "float", 1e-5, "delta of the (epsilon, delta) claim", _unit_open)),
          "clip the update to L2 norm C, add N(0, (sigma C)^2) per coordinate",
          "epsilon from the analytic Gaussian mechanism (sensitivity 2C), delta = dp_delta, scope message"),
@@ -128,7 +136,7 @@ SPECS: dict[str, Spec] = {s.name: s for s in (
     Spec("dp-fedavg", "aggregator", DPFedAvg,
          (Param("noise_multiplier", "float", 1.0, "z: the sum's noise std is z * clip", _positive, key=True),
           Param("clip", "float", 1.0, "L2 clip norm C of each update (the initial one when adaptive)", _positive,
-                inherit=lambda c: c.delta / 2),
+                inherit=lambda c: c.sensitivity / 2),
           Param("dp_delta", "float", 1e-5, "delta of the (epsilon, delta) claim", _unit_open),
           Param("quantile", "float", 0.0, "adaptive clipping: target quantile of update norms (0: fixed clip)", _rate),
           Param("lr", "float", 0.2, "adaptive clipping: learning rate of the geometric clip update", _positive),
@@ -139,7 +147,7 @@ SPECS: dict[str, Spec] = {s.name: s for s in (
          "Gaussian mechanism, sensitivity C, std z C: epsilon at dp_delta per round, scope aggregate"),
     Spec("ddgauss", "aggregator", DDGauss,
          (Param("noise_multiplier", "float", 1.0, "z: the sum's noise std is z * clip", _positive, key=True),
-          Param("clip", "float", 1.0, "L2 clip norm C of each update", _positive, inherit=lambda c: c.delta / 2),
+          Param("clip", "float", 1.0, "L2 clip norm C of each update", _positive, inherit=lambda c: c.sensitivity / 2),
           Param("bits", "int", 20, "modular secure aggregation in Z_(2^bits)", lambda v: None if 2 <= v <= 62
                 else "must lie in 2..62"),
           Param("n", "int", 1000, "cohort size the scale and the claim are computed for", lambda v: None if v >= 1
@@ -200,7 +208,8 @@ def _split(text: str, sep: str) -> list[str]:
     return [p.strip() for p in parts]
 
 
-def _convert(param: Param, raw: str, where: str) -> Any:
+def _convert(param: Param, raw: str, where: str, written: str) -> Any:
+    """``raw`` as the parameter's type; errors name the parameter as ``written`` (name or alias)."""
     try:
         if param.kind == "float":
             value = float(raw)
@@ -214,16 +223,18 @@ def _convert(param: Param, raw: str, where: str) -> Any:
             value = raw
     except ValueError:
         kind = "list of numbers such as [0,0.5,1]" if param.kind == "values" else param.kind
-        raise FltrError(f"{where}: parameter {param.name}={raw!r} is not a valid {kind}") from None
+        raise FltrError(f"{where}: parameter {written}={raw!r} is not a valid {kind}") from None
     if param.kind == "choice" and value not in param.choices:
-        raise FltrError(f"{where}: parameter {param.name}={raw!r} must be one of {', '.join(param.choices)}")
+        raise FltrError(f"{where}: parameter {written}={raw!r} must be one of {', '.join(param.choices)}")
     problem = param.check(value) if param.kind in ("float", "int") else None
     if problem:
-        raise FltrError(f"{where}: parameter {param.name}={raw} {problem}")
+        raise FltrError(f"{where}: parameter {written}={raw} {problem}")
     return value
 
 
-def _component(token: str, text: str) -> tuple[Spec, dict[str, Any]]:
+def _component(token: str, text: str) -> tuple[Spec, dict[str, Any], list[tuple[str, str]]]:
+    """The spec of one component, its given parameters (by name) and the deprecated aliases
+    used, as (alias, name) pairs."""
     where = f"defense {text!r}"
     head, _, rest = token.partition("(")
     head = head.strip()
@@ -237,16 +248,23 @@ def _component(token: str, text: str) -> tuple[Spec, dict[str, Any]]:
     if spec is None:
         raise FltrError(f"{where}: unknown defense {head!r} (choose from none, {', '.join(SPECS)})")
     params = {p.name: p for p in spec.params}
+    aliases = {p.alias: p.name for p in spec.params if p.alias}
     given: dict[str, Any] = {}
+    spelled: dict[str, str] = {}  # parameter name -> as written (its name or its alias)
     for item in _split(rest[:-1], ",") if rest[:-1].strip() else []:
-        key, eq, raw = item.partition("=")
-        key = key.strip()
+        written, eq, raw = item.partition("=")
+        written = written.strip()
+        key = aliases.get(written, written)
         if not eq or key not in params:
-            raise FltrError(f"{where}: {head} has no parameter {key!r} (parameters: {', '.join(params)})")
+            raise FltrError(f"{where}: {head} has no parameter {written!r} (parameters: {', '.join(params)})")
+        if key in given and spelled[key] != written:
+            raise FltrError(f"{where}: {head} parameter {key!r} given twice (as {key!r} and as its deprecated "
+                            f"alias {params[key].alias!r}); give {key!r} only")
         if key in given:
             raise FltrError(f"{where}: {head} parameter {key!r} given twice")
-        given[key] = _convert(params[key], raw.strip(), where)
-    return spec, given
+        spelled[key] = written
+        given[key] = _convert(params[key], raw.strip(), where, written)
+    return spec, given, [(w, k) for k, w in spelled.items() if w != k]
 
 
 def parse_defense(text: str) -> DefenseStack:
@@ -259,12 +277,14 @@ def parse_defense(text: str) -> DefenseStack:
     aggregator: Any = None
     tokens: list[str] = []
     last_clip: Clip | None = None
+    deprecated: list[str] = []
     for raw in _split(text, "+"):
         if raw == "none":
             raise FltrError(f"{where}: 'none' cannot be combined with other defenses")
         if aggregator is not None:
             raise FltrError(f"{where}: {tokens[-1]} must come last, and only one aggregator is allowed")
-        spec, given = _component(raw, text)
+        spec, given, aliases = _component(raw, text)
+        deprecated += [f"{spec.name} parameter {alias!r} is deprecated: write {name!r}" for alias, name in aliases]
         values, shown = {}, []
         for p in spec.params:
             default = p.inherit(last_clip) if p.inherit and last_clip is not None else p.default
@@ -287,7 +307,10 @@ def parse_defense(text: str) -> DefenseStack:
             aggregator = aggregator.after(tuple(client))
         except FltrError as exc:
             raise FltrError(f"{where}: {str(exc).removeprefix(aggregator.name + ': ')}") from None
-    return DefenseStack(client=tuple(client), aggregator=aggregator or FedAvg(), name="+".join(tokens))
+    stack = DefenseStack(client=tuple(client), aggregator=aggregator or FedAvg(), name="+".join(tokens))
+    if deprecated:  # warned from this one line, so Python's default filter shows each message once
+        warnings.warn(f"{where}: {'; '.join(deprecated)} (canonical name {stack.name})", FltrDeprecation)
+    return stack
 
 
 def list_defenses() -> list[dict]:
@@ -301,7 +324,8 @@ def list_defenses() -> list[dict]:
             "parameters": [{"name": p.name, "default": "maxrr" if p.default is MAXRR_VALUES else _fmt(p.default),
                             "help": p.help,
                             **({"choices": list(p.choices)} if p.choices else {}),
-                            **({"inherits": "from a preceding clip"} if p.inherit else {})} for p in spec.params],
+                            **({"inherits": "from a preceding clip"} if p.inherit else {}),
+                            **({"deprecated_alias": p.alias} if p.alias else {})} for p in spec.params],
             "default_claim": {"epsilon": claim.epsilon, "delta": claim.delta, "scope": claim.scope},
         })
     return rows

@@ -285,16 +285,16 @@ def noise_model(stack: DefenseStack) -> Any:
     noise: dict = {}
     for d in stack.client:
         if isinstance(d, Clip):
-            clips.append(ClipStep(d.delta / 2, d.of, "l2"))
+            clips.append(ClipStep(d.sensitivity / 2, d.of, "l2"))
             continue
         if noise:
             raise FltrError(f"--attack bayes: defense {stack.name!r} stacks two noise mechanisms; "
                             "bayes has a likelihood for one")
         if isinstance(d, DistributedLaplace):
-            clips.append(ClipStep(d.delta / 2, "weights", "l2"))
+            clips.append(ClipStep(d.sensitivity / 2, "weights", "l2"))
             noise = {"kind": "gamma-difference", "scale": d.scale}
         elif isinstance(d, LocalLaplace):
-            clips.append(ClipStep(d.delta / 2, "update", d.norm))
+            clips.append(ClipStep(d.sensitivity / 2, "update", d.norm))
             noise = {"kind": "laplace", "scale": d.scale}
         elif isinstance(d, Gaussian):
             clips.append(ClipStep(d.clip, "update", "l2"))

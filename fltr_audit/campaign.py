@@ -30,7 +30,7 @@ A campaign file has these tables (every key optional except ``name``)::
     manipulation = "isolate"             # server-malicious: isolate | inconsistent
 
     [audit]
-    defenses = ["none", "clip(delta=5)+dp-distributed(eps=4.5)", "secagg"]
+    defenses = ["none", "clip(sensitivity=5)+dp-distributed(eps=4.5)", "secagg"]
     attacks = ["olsr", "score", "prob", "distance", "random3", "random4"]
     epsilon_audit = true
     trials = 10000                       # per input of the empirical epsilon audit

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from defenses.stack import parse_defense
 from fltr_audit.campaign_spec import as_list
+from fltr_audit.defense_spelling import legacy_spelling
 from fltr_audit.errors import FltrError
 
 
@@ -26,8 +27,15 @@ class Run:
 
 
 def run_key(config: dict) -> str:
-    """SHA-256 of the canonical JSON of ``config`` without its campaign name (16 hex digits)."""
+    """SHA-256 of the canonical JSON of ``config`` without its campaign name (16 hex digits).
+
+    Key compatibility rule: the defense name is hashed in its legacy spelling
+    (``clip(sensitivity=5)`` as ``clip(delta=5)``, :mod:`fltr_audit.defense_spelling`), so runs
+    keep the keys they had before the parameter was renamed and existing stores resume.
+    """
     body = {k: v for k, v in config.items() if k != "campaign"}
+    if isinstance(body.get("defense"), str):
+        body["defense"] = legacy_spelling(body["defense"])
     text = json.dumps(body, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 

@@ -1,4 +1,5 @@
-"""The one exception type for bad input; the CLI turns it into a one-line error, exit code 2."""
+"""The one exception type for bad input (the CLI turns it into a one-line error, exit code 2)
+and the one warning type for deprecated input that still works (one line on stderr)."""
 
 
 class FltrError(ValueError):
@@ -12,3 +13,12 @@ class FltrError(ValueError):
 class RunsFailed(RuntimeError):
     """Runs of a campaign or audit failed; the message gives the count and the first cause
     in one line. The CLI prints it and exits with code 1."""
+
+
+class FltrDeprecation(FutureWarning):
+    """A deprecated spelling that still works, e.g. ``clip(delta=5)`` for ``clip(sensitivity=5)``.
+
+    A ``FutureWarning``, so Python shows it by default (it is about what a user wrote); the
+    message names the input and its replacement in one line, which the CLI prints once on
+    stderr after ``fltr-audit: warning:``.
+    """

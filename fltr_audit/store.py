@@ -54,6 +54,12 @@ this host) is no longer running, or when the lease expires (an owner on another 
 
 Semantics: re-recording a run whose key is ``done`` is a no-op; recording a run whose key
 ``failed`` replaces the failure row; a failure is never recorded over a done run.
+
+Defense names: a store written before the sensitivity rename spells ``clip(delta=5)``,
+``dp-distributed(eps=4.5,delta=3)``, ...; :func:`load` and :meth:`ResultsStore.status` read every
+``defense`` (the tables' column and the runs' configs) in the current spelling
+(``clip(sensitivity=5)``, :mod:`fltr_audit.defense_spelling`), so old and new rows of one
+defense group together. The file is not rewritten, and run keys are unchanged.
 """
 
 from __future__ import annotations
@@ -71,6 +77,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from fltr_audit.defense_spelling import current_spelling
 from fltr_audit.errors import FltrError
 from fltr_audit.records import RECORDS, columns
 
@@ -362,7 +369,7 @@ class ResultsStore:
         finally:
             conn.close()
         configs = [json.loads(r[3]) if r[3] else {} for r in rows]
-        rows = [(*r[:3], c.get("algo"), c.get("defense"), *r[4:]) for r, c in zip(rows, configs)]
+        rows = [(*r[:3], c.get("algo"), _current(c.get("defense")), *r[4:]) for r, c in zip(rows, configs)]
         cols = ["run_key", "campaign", "status", "algo", "defense", "seed", "seconds", "finished_at", "error"]
         frame = pd.DataFrame.from_records(rows, columns=cols)
         return _coerce(frame, {"seed": "INTEGER", "seconds": "REAL"})
@@ -420,12 +427,29 @@ def _coerce(frame: pd.DataFrame, types: Mapping[str, str]) -> pd.DataFrame:
     return frame
 
 
+def _current(defense: Any) -> Any:
+    """A stored defense name in the current spelling (other values unchanged)."""
+    return current_spelling(defense) if isinstance(defense, str) else defense
+
+
+def _current_config(text: Any) -> Any:
+    """A stored config (JSON text) whose defense is in the current spelling."""
+    if not isinstance(text, str) or "delta=" not in text:
+        return text
+    config = json.loads(text)
+    if not isinstance(config, dict) or _current(config.get("defense")) == config.get("defense"):
+        return text
+    return json.dumps({**config, "defense": _current(config["defense"])}, sort_keys=True)
+
+
 def _read_table(conn: sqlite3.Connection, name: str) -> pd.DataFrame:
     schema = TABLES[name]
     cols = ["run_key", *schema]
     quoted = ", ".join(f'"{c}"' for c in cols)
     rows = conn.execute(f"SELECT {quoted}, extra FROM {name} ORDER BY rowid").fetchall()
     frame = _coerce(pd.DataFrame.from_records([r[:-1] for r in rows], columns=cols), schema)
+    if "defense" in frame.columns:
+        frame["defense"] = frame["defense"].map(_current)
     extras = [json.loads(r[-1]) if r[-1] is not None else {} for r in rows]
     if any(extras):
         extra_frame = pd.DataFrame.from_records(extras, index=frame.index)
@@ -447,6 +471,7 @@ def load(path: str | Path) -> dict[str, pd.DataFrame]:
         rows = conn.execute(f"SELECT {', '.join(RUN_COLUMNS)} FROM runs ORDER BY rowid").fetchall()
         out = {"runs": _coerce(pd.DataFrame.from_records(rows, columns=list(RUN_COLUMNS)),
                                {"seed": "INTEGER", "seconds": "REAL"})}
+        out["runs"]["config"] = out["runs"]["config"].map(_current_config)
         for name in TABLES:
             out[name] = _read_table(conn, name)
     except sqlite3.DatabaseError as exc:

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-DP = "clip(delta=5)+dp-distributed(eps=4.5)"
+DP = "clip(sensitivity=5)+dp-distributed(eps=4.5)"
 DEFENSES = ("none", DP, "secagg")
 CLICK_MODELS = ("perfect", "informational")
 SEEDS = (1, 2, 3)

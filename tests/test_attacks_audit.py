@@ -104,12 +104,12 @@ def test_audit_of_real_defenses_on_one_message():
     x = rng.random(P) * 0.02                          # one more clicked document's (scaled) features
     u0 = rng.normal(0, 0.02, P)
     u1 = u0 + x
-    dist = DistributedLaplace(eps=4.5, delta=5.0)
+    dist = DistributedLaplace(eps=4.5, sensitivity=5.0)
     r = audit(defense_mechanism(dist, (u0, u1), g, cohort_size=1000), vote_statistic(u0, u1),
               claim=dist.claim, n_trials=4000, seed=1)
     assert r.claimed_scope == "aggregate" and r.claim_verdict == "outside scope"
     assert r.epsilon_lb > 4.5 and r.fpr == 0 and r.fnr == 0
-    local = LocalLaplace(eps=4.5, delta=5.0)
+    local = LocalLaplace(eps=4.5, sensitivity=5.0)
     r2 = audit(defense_mechanism(local, (u0, u1), g), projection_statistic(u0, u1), claim=local.claim,
                n_trials=4000, seed=1)
     assert r2.claim_verdict == "consistent" and r2.epsilon_lb <= 4.5

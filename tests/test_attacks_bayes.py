@@ -100,7 +100,7 @@ def test_cascade_prior_matches_recursion_and_sums_to_one():
 def test_bayes_equals_brute_force_under_laplace_noise(ranker):
     from defenses.dp_local import LocalLaplace
 
-    defense = LocalLaplace(eps=4.5, delta=5.0, norm="l2")
+    defense = LocalLaplace(eps=4.5, sensitivity=5.0, norm="l2")
     algo, batch = _round(ranker, defenses=(defense,))
     noise = NoiseModel("laplace", defense.scale, (ClipStep(2.5, "update", "l2"),))
 
@@ -146,7 +146,7 @@ def test_bayes_without_noise_recovers_every_click_olsr_recovers():
 def test_bayes_auc_never_below_olsr_under_laplace_noise(seed, eps):
     from defenses.dp_local import LocalLaplace
 
-    defense = LocalLaplace(eps=eps, delta=5.0)
+    defense = LocalLaplace(eps=eps, sensitivity=5.0)
     algo, batch = _round(k=10, n=150, F=46, seed=seed, defenses=(defense,), scale=0.3)
     noise = NoiseModel("laplace", defense.scale, (ClipStep(2.5, "update", "l1"),))
     auc = {}

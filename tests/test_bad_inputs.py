@@ -132,14 +132,15 @@ def test_letor_split_folder_names_the_split_file(run_bad):
 
 DEFENSE_CASES = [
     ("gaussian-sigma-tiny", "dp-gaussian(sigma=1e-300)", "sigma"),
-    ("clip-huge-dp-tiny", "clip(delta=1e308)+dp-distributed(eps=1e-308)", "dp-distributed"),
-    ("laplace-eps-tiny", "clip(delta=1)+dp-local-laplace(eps=1e-320)", "eps"),
+    ("clip-huge-dp-tiny", "clip(sensitivity=1e308)+dp-distributed(eps=1e-308)", "dp-distributed"),
+    ("laplace-eps-tiny", "clip(sensitivity=1)+dp-local-laplace(eps=1e-320)", "eps"),
     ("eps-nan", "dp-distributed(eps=nan)", "eps"),
     ("eps-inf", "dp-distributed(eps=inf)", "eps"),
     ("eps-negative", "dp-distributed(eps=-1)", "eps"),
     ("unknown-defense", "blur", "blur"),
     ("unknown-parameter", "clip(size=3)", "size"),
-    ("not-a-number", "clip(delta=big)", "delta"),
+    ("not-a-number", "clip(sensitivity=big)", "sensitivity"),
+    ("alias-not-a-number", "clip(delta=big)", "delta='big'"),
     ("threshold-one", "secagg-protocol(threshold=1)", "threshold"),
     ("threshold-makes-t-1", "secagg-protocol(threshold=0.01)", "threshold"),
     ("bits-8", "secagg-protocol(bits=8)", "bits"),
@@ -147,8 +148,9 @@ DEFENSE_CASES = [
     ("drop-one", "secagg(drop=1)", "drop"),
     ("none-plus", "none+clip", "none"),
     ("aggregator-not-last", "secagg+clip", "secagg"),
-    ("parameter-twice", "clip(delta=1,delta=2)", "twice"),
-    ("malformed", "clip(delta=1", "malformed"),
+    ("parameter-twice", "clip(sensitivity=1,sensitivity=2)", "twice"),
+    ("parameter-and-its-alias", "clip(delta=1,sensitivity=2)", "deprecated alias 'delta'"),
+    ("malformed", "clip(sensitivity=1", "malformed"),
     ("rr-p-too-small", "rr(p=0.01)", "p"),
     ("gaussian-dp-delta-one", "dp-gaussian(dp_delta=1)", "dp_delta"),
     ("range-inf", "secagg-protocol(range=inf)", "range"),
@@ -219,8 +221,8 @@ CAMPAIGN_CASES = [
     ("rounds-huge", _campaign("rounds = [1]", f"rounds = [{10**12}]"), "algorithm.rounds"),
     ("clients-huge", _campaign("clients = [5]", f"clients = [{10**9}]"), "algorithm.clients"),
     ("grid-too-large", _campaign("seeds = [0]", f"seeds = {list(range(200))}\n")
-     .replace('defenses = ["none"]', 'defenses = ["none", "secagg", "clip", "clip(delta=1)", "clip(delta=2)", '
-                                     '"clip(delta=3)"]'), "grid"),
+     .replace('defenses = ["none"]', 'defenses = ["none", "secagg", "clip", "clip(sensitivity=1)", '
+                                     '"clip(sensitivity=2)", "clip(sensitivity=3)"]'), "grid"),
     ("missing-data-path", _campaign("synthetic:mq2008?queries=30", "no/such/folder"), "data.spec"),
     ("bad-defense", _campaign('defenses = ["none"]', 'defenses = ["dp-gaussian(sigma=0)"]'), "audit.defenses"),
     ("bad-split", _campaign("cohort = [4]", 'cohort = [4]\nsplit = ["holdout"]'), "probe.split"),

@@ -39,7 +39,7 @@ def test_audit_json_records(capsys):
 def test_audit_console_tables_fit_100_columns(capsys):
     code = main(["audit", "--data", "synthetic:mq2008?queries=80", "--train-rounds", "2", "--clients", "20",
                  "--queries-per-client", "2", "--attack", "olsr,random3", "--click-model", "perfect",
-                 "--defense", "none", "--defense", "clip(delta=5)+dp-distributed(eps=4.5)", "--probe-cohort", "10",
+                 "--defense", "none", "--defense", "clip(sensitivity=5)+dp-distributed(eps=4.5)", "--probe-cohort", "10",
                  "--min-shown", "5", "--trials", "200", "--quiet"])
     assert code == 0
     text = capsys.readouterr().out

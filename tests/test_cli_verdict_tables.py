@@ -7,7 +7,7 @@ from synthetic_results import DP, synthetic_tables
 
 
 def test_wrap_name_breaks_at_joints_and_keeps_every_character():
-    assert wrap_name(DP, 18) == "clip(delta=5)\n+dp-distributed\n(eps=4.5)"
+    assert wrap_name(DP, 19) == "clip(sensitivity=5)\n+dp-distributed\n(eps=4.5)"
     assert wrap_name(DP).replace("\n", "") == DP and wrap_name("secagg") == "secagg"
 
 

@@ -36,11 +36,11 @@ def test_clip_rows_bounds_norms_and_keeps_direction(norm, order):
 def test_clip_weights_is_fpdgd_eq13_on_both_message_kinds():
     g = np.random.default_rng(2).normal(0, 3, 6)
     w = _messages(50, 6)
-    clipped = Clip(delta=5).apply(w, g, np.random.default_rng(0)).vector
+    clipped = Clip(sensitivity=5).apply(w, g, np.random.default_rng(0)).vector
     norms = np.linalg.norm(w.vector, axis=1)
     np.testing.assert_allclose(clipped, w.vector * np.minimum(1, 5 / (2 * norms))[:, None])  # Eq. 13
     u = w.replace(vector=w.vector - g, vector_kind="update")  # the same clients, FedIPS kind
-    out = Clip(delta=5).apply(u, g, np.random.default_rng(0))
+    out = Clip(sensitivity=5).apply(u, g, np.random.default_rng(0))
     assert out.vector_kind == "update"
     np.testing.assert_allclose(out.vector + g, clipped)
 
@@ -48,7 +48,7 @@ def test_clip_weights_is_fpdgd_eq13_on_both_message_kinds():
 def test_clip_update_bounds_the_update():
     g = np.full(6, 4.0)
     m = _messages(50, 6)
-    out = Clip(delta=3, of="update").apply(m, g, np.random.default_rng(0))
+    out = Clip(sensitivity=3, of="update").apply(m, g, np.random.default_rng(0))
     assert np.all(np.linalg.norm(out.vector - g, axis=1) <= 1.5 + 1e-12)
 
 
@@ -94,31 +94,31 @@ def test_single_share_is_practically_zero_for_a_large_cohort():
 
 
 def test_dp_distributed_clips_weights_and_the_cohort_noise_sums_to_laplace():
-    n, P, delta, eps = 40, 3000, 5.0, 4.5
+    n, P, sens, eps = 40, 3000, 5.0, 4.5
     m = _messages(n, P, scale=1.0)
     g = np.zeros(P)
-    d = DistributedLaplace(eps=eps, delta=delta)
+    d = DistributedLaplace(eps=eps, sensitivity=sens)
     out = d.apply(m, g, np.random.default_rng(6))
-    noise = out.vector - clip_rows(m.vector, delta / 2)
-    assert d.claim.scope == "aggregate" and d.claim.epsilon == eps and d.scale == delta / eps
+    noise = out.vector - clip_rows(m.vector, sens / 2)
+    assert d.claim.scope == "aggregate" and d.claim.epsilon == eps and d.scale == sens / eps
     # n = messages.n_clients shares per coordinate: their sum over the cohort is Laplace(Delta/eps)
-    assert stats.kstest(noise.sum(axis=0), stats.laplace(scale=delta / eps).cdf).pvalue > 0.01
+    assert stats.kstest(noise.sum(axis=0), stats.laplace(scale=sens / eps).cdf).pvalue > 0.01
 
 
 # --- local Laplace and Gaussian ---------------------------------------------------------
 
 @pytest.mark.parametrize("kind", ["weights", "update"])
 @pytest.mark.parametrize("norm, order", [("l1", 1), ("l2", 2)])
-def test_local_laplace_clips_update_and_has_scale_delta_over_eps(kind, norm, order):
-    n, P, delta, eps = 400, 20, 3.0, 1.5
+def test_local_laplace_clips_update_and_has_scale_sensitivity_over_eps(kind, norm, order):
+    n, P, sens, eps = 400, 20, 3.0, 1.5
     m = _messages(n, P, kind=kind)
     g = np.random.default_rng(7).normal(0, 1, P)
-    d = LocalLaplace(eps=eps, delta=delta, norm=norm)
+    d = LocalLaplace(eps=eps, sensitivity=sens, norm=norm)
     out = d.apply(m, g, np.random.default_rng(8))
-    clipped = clip_rows(m.updates(g), delta / 2, norm)
-    assert np.all(np.linalg.norm(clipped, ord=order, axis=1) <= delta / 2 + 1e-9)
+    clipped = clip_rows(m.updates(g), sens / 2, norm)
+    assert np.all(np.linalg.norm(clipped, ord=order, axis=1) <= sens / 2 + 1e-9)
     noise = out.updates(g) - clipped
-    assert stats.kstest(noise.ravel(), stats.laplace(scale=delta / eps).cdf).pvalue > 0.01
+    assert stats.kstest(noise.ravel(), stats.laplace(scale=sens / eps).cdf).pvalue > 0.01
     assert d.claim.scope == "message" and d.claim.epsilon == eps
 
 

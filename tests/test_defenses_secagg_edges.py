@@ -61,9 +61,9 @@ def test_weight_column_that_would_wrap_the_ring_is_refused():
 
 
 @pytest.mark.parametrize("text, culprit", [
-    ("clip(delta=1e308)+dp-distributed(eps=1e-308)", "delta=1e308"),
-    ("clip(delta=1e50)+dp-distributed(eps=1e-50)", "Delta/eps"),
-    ("dp-local-laplace(eps=1e-20,delta=1)", "Delta/eps"),
+    ("clip(sensitivity=1e308)+dp-distributed(eps=1e-308)", "sensitivity=1e308"),
+    ("clip(sensitivity=1e50)+dp-distributed(eps=1e-50)", "Delta/eps"),
+    ("dp-local-laplace(eps=1e-20,sensitivity=1)", "Delta/eps"),
     ("dp-gaussian(sigma=1e20)", "sigma*clip"),
     ("dp-gaussian(sigma=1e-300)", "sigma=1e-300"),
 ])

@@ -142,7 +142,7 @@ def test_dp_event_is_the_claimed_epsilon_and_composes_with_the_delta_left_out():
 
 @pytest.mark.parametrize("text, fragment", [
     ("shuffle", "needs a pure local randomizer before it (dp-local-laplace, rr); there is nothing before it"),
-    ("clip+shuffle", "clip(delta=5) is not one"),
+    ("clip+shuffle", "clip(sensitivity=5) is not one"),
     ("dp-distributed(eps=4)+shuffle", "dp-distributed(eps=4) is not one"),
     ("dp-gaussian(sigma=1)+shuffle", "dp-gaussian(sigma=1) is not one"),
     ("dp-local-laplace+shuffle(n=1)", "parameter n=1 must be at least 2"),

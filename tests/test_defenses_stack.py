@@ -1,6 +1,8 @@
-"""Defense stacks: parsing, canonical names, inherited sensitivities, claims, the CLI."""
+"""Defense stacks: parsing, canonical names, inherited sensitivities, the deprecated ``delta``
+alias of ``sensitivity``, claims, the CLI."""
 
 import json
+import warnings
 
 import numpy as np
 import pytest
@@ -15,7 +17,7 @@ from defenses.secagg_protocol import SecAggProtocol
 from defenses.stack import list_defenses, parse_defense
 from fltr_audit.aggregation import FedAvg
 from fltr_audit.cli import main
-from fltr_audit.errors import FltrError
+from fltr_audit.errors import FltrDeprecation, FltrError
 
 
 def test_none_is_the_empty_stack_with_fedavg():
@@ -26,18 +28,20 @@ def test_none_is_the_empty_stack_with_fedavg():
 
 
 def test_published_fpdgd_stack():
-    s = parse_defense("clip(delta=5)+dp-distributed(eps=4.5)+secagg")
+    s = parse_defense("clip(sensitivity=5)+dp-distributed(eps=4.5)+secagg")
     assert [type(d) for d in s.client] == [Clip, DistributedLaplace]
     assert isinstance(s.aggregator, IdealSecAgg)
-    assert s.name == "clip(delta=5)+dp-distributed(eps=4.5)+secagg"
+    assert s.name == "clip(sensitivity=5)+dp-distributed(eps=4.5)+secagg"
     assert (s.claim.epsilon, s.claim.scope) == (4.5, "aggregate")
 
 
 @pytest.mark.parametrize("text, canonical", [
-    ("clip+dp-distributed", "clip(delta=5)+dp-distributed(eps=4.5)"),
-    ("clip(delta=5.0, of=weights) + dp-distributed(eps=4.50, delta=5)", "clip(delta=5)+dp-distributed(eps=4.5)"),
-    ("clip(delta=3)+dp-distributed(eps=2.3,delta=3)", "clip(delta=3)+dp-distributed(eps=2.3)"),
-    ("clip(delta=3)+dp-distributed(eps=2.3,delta=5)", "clip(delta=3)+dp-distributed(eps=2.3,delta=5)"),
+    ("clip+dp-distributed", "clip(sensitivity=5)+dp-distributed(eps=4.5)"),
+    ("clip(sensitivity=5.0, of=weights) + dp-distributed(eps=4.50, sensitivity=5)",
+     "clip(sensitivity=5)+dp-distributed(eps=4.5)"),
+    ("clip(sensitivity=3)+dp-distributed(eps=2.3,sensitivity=3)", "clip(sensitivity=3)+dp-distributed(eps=2.3)"),
+    ("clip(sensitivity=3)+dp-distributed(eps=2.3,sensitivity=5)",
+     "clip(sensitivity=3)+dp-distributed(eps=2.3,sensitivity=5)"),
     ("dp-local-laplace(norm=l2)", "dp-local-laplace(eps=4.5,norm=l2)"),
     ("rr(p=0.9,values=[1,0,0.5])", "rr(p=0.9,values=[0,0.5,1])"),
     ("secagg-protocol(k=20,drop=0.1)", "secagg-protocol(drop=0.1,k=20)"),
@@ -49,17 +53,18 @@ def test_canonical_names_are_stable(text, canonical):
 
 
 def test_noise_defenses_inherit_the_sensitivity_of_a_preceding_clip():
-    s = parse_defense("clip(delta=3)+dp-distributed(eps=1.2)")
-    assert s.client[1].delta == 3 and s.client[1].scale == pytest.approx(2.5)
-    assert parse_defense("dp-distributed(eps=1.2)").client[0].delta == 5  # the default without a clip
-    assert parse_defense("clip(delta=4)+dp-gaussian(sigma=2)").client[1].clip == 2.0
-    assert parse_defense("clip(delta=4)+dp-local-laplace(eps=1)").client[1].delta == 4
+    s = parse_defense("clip(sensitivity=3)+dp-distributed(eps=1.2)")
+    assert s.client[1].sensitivity == 3 and s.client[1].scale == pytest.approx(2.5)
+    assert parse_defense("dp-distributed(eps=1.2)").client[0].sensitivity == 5  # the default without a clip
+    assert parse_defense("clip(sensitivity=4)+dp-gaussian(sigma=2)").client[1].clip == 2.0
+    assert parse_defense("clip(sensitivity=4)+dp-local-laplace(eps=1)").client[1].sensitivity == 4
 
 
 def test_built_objects_carry_their_parameters():
-    s = parse_defense("clip(delta=2,of=update)+dp-gaussian(sigma=3,clip=0.5,dp_delta=1e-6)+secagg-protocol(k=4,bits=32)")
+    s = parse_defense("clip(sensitivity=2,of=update)+dp-gaussian(sigma=3,clip=0.5,dp_delta=1e-6)"
+                      "+secagg-protocol(k=4,bits=32)")
     clip, gauss = s.client
-    assert (clip.delta, clip.of) == (2, "update")
+    assert (clip.sensitivity, clip.of) == (2, "update")
     assert isinstance(gauss, Gaussian) and (gauss.sigma, gauss.clip, gauss.dp_delta) == (3, 0.5, 1e-6)
     assert isinstance(s.aggregator, SecAggProtocol) and (s.aggregator.k, s.aggregator.bits) == (4, 32)
     assert s.claim == gauss.claim  # the message-scope claim wins over the aggregate's no-DP claim
@@ -75,11 +80,16 @@ def test_stack_claim_takes_the_strongest_message_claim():
 @pytest.mark.parametrize("text, pattern", [
     ("foo", r"defense 'foo': unknown defense 'foo'"),
     ("clip(x=1)", r"defense 'clip\(x=1\)': clip has no parameter 'x'"),
-    ("clip(delta=-1)", r"delta=-1 must be a positive number"),
-    ("clip(delta=abc)", r"'abc' is not a valid float"),
+    ("clip(sensitivity=-1)", r"sensitivity=-1 must be a positive number"),
+    ("clip(delta=-1)", r"delta=-1 must be a positive number"),  # the deprecated alias, named as written
+    ("clip(sensitivity=abc)", r"'abc' is not a valid float"),
     ("clip(of=grad)", r"must be one of weights, update"),
-    ("clip(delta=1", r"malformed component"),
+    ("clip(sensitivity=1", r"malformed component"),
+    ("clip(sensitivity=1,sensitivity=2)", r"given twice"),
     ("clip(delta=1,delta=2)", r"given twice"),
+    ("clip(delta=1,sensitivity=1)", r"clip parameter 'sensitivity' given twice \(as 'sensitivity' and as its "
+                                    r"deprecated alias 'delta'\)"),
+    ("clip+dp-local-laplace(sensitivity=2,delta=2)", r"dp-local-laplace parameter 'sensitivity' given twice"),
     ("secagg+clip", r"secagg must come last"),
     ("secagg+secagg-protocol", r"only one aggregator"),
     ("none+clip", r"'none' cannot be combined"),
@@ -102,7 +112,8 @@ def test_list_defenses_covers_every_defense():
     assert rows["shuffle"]["default_claim"]["scope"] == "none"  # its claim rests on the randomizer before it
     assert rows["dp-distributed"]["default_claim"] == {"epsilon": 4.5, "delta": 0.0, "scope": "aggregate"}
     assert rows["rr"]["default_claim"]["epsilon"] == pytest.approx(np.log(0.9 * 10 / 0.1))
-    assert [p["name"] for p in rows["clip"]["parameters"]] == ["delta", "of"]
+    assert [p["name"] for p in rows["clip"]["parameters"]] == ["sensitivity", "of"]
+    assert rows["clip"]["parameters"][0]["deprecated_alias"] == "delta"
     assert rows["secagg-protocol"]["role"] == "aggregator"
 
 

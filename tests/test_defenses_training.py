@@ -1,4 +1,4 @@
-"""FPDGD still learns under the published defense clip(delta=5)+dp-distributed(eps=4.5)."""
+"""FPDGD still learns under the published defense clip(sensitivity=5)+dp-distributed(eps=4.5)."""
 
 import numpy as np
 import pytest
@@ -35,8 +35,8 @@ def test_fpdgd_learns_under_clip_and_distributed_dp():
     splits = fold_split(generate("mq2008", queries=784, seed=0), 1)
     untrained = metrics.mean_ndcg(np.zeros(splits.test.n_docs), splits.test, 10)
     plain = _final_ndcg("none", splits)
-    private = _final_ndcg("clip(delta=5)+dp-distributed(eps=4.5)", splits)
-    drowned = _final_ndcg("clip(delta=5)+dp-distributed(eps=0.05)", splits)
+    private = _final_ndcg("clip(sensitivity=5)+dp-distributed(eps=4.5)", splits)
+    drowned = _final_ndcg("clip(sensitivity=5)+dp-distributed(eps=0.05)", splits)
     assert plain > untrained + 0.2
     assert private >= plain - MARGIN
     assert private > untrained + 0.2

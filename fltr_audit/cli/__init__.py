@@ -2,13 +2,16 @@
 attacks and reports together. ``main`` turns every failure into one line on stderr and a
 non-zero exit code: 2 for bad input (``FltrError``, bad options, unreadable or unwritable
 files), 1 for runs that failed (``RunsFailed``) and for internal errors (the traceback with
-``FLTR_AUDIT_DEBUG=1``), 130 when interrupted."""
+``FLTR_AUDIT_DEBUG=1``), 130 when interrupted. A deprecated input that still works
+(``FltrDeprecation``) is one line on stderr, each distinct message once per command."""
 
 from __future__ import annotations
 
 import os
 import signal
 import sys
+import warnings
+from contextlib import contextmanager
 
 import typer
 
@@ -36,7 +39,7 @@ from fltr_audit.cli import (  # noqa: F401  (each module registers its commands)
     train_fedips,
     train_foltr_es,
 )
-from fltr_audit.errors import FltrError, RunsFailed
+from fltr_audit.errors import FltrDeprecation, FltrError, RunsFailed
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -47,7 +50,8 @@ def main(argv: list[str] | None = None) -> int:
     if argv is None:
         signal.signal(signal.SIGTERM, _interrupt)
     try:
-        code = app(args=argv, standalone_mode=False)
+        with _deprecations_as_lines():
+            code = app(args=argv, standalone_mode=False)
     except FltrError as exc:
         return _fail(f"fltr-audit: error: {_one_line(exc)}", 2, argv)
     except RunsFailed as exc:
@@ -80,6 +84,27 @@ def main(argv: list[str] | None = None) -> int:
     if code == 130:  # typer turns KeyboardInterrupt (and so SIGTERM) into exit code 130
         return _fail("fltr-audit: interrupted", 130, argv)
     return _exit(code if isinstance(code, int) else 0, argv)
+
+
+@contextmanager
+def _deprecations_as_lines():
+    """Within the command, print each distinct ``FltrDeprecation`` once, as ``fltr-audit:
+    warning: ...`` on stderr (not Python's two-line warning with the source line); other
+    warnings go to the previous handler."""
+    shown: set[str] = set()
+    with warnings.catch_warnings():
+        previous = warnings.showwarning
+        warnings.simplefilter("always", FltrDeprecation)
+
+        def show(message, category, filename, lineno, file=None, line=None) -> None:
+            if not issubclass(category, FltrDeprecation):
+                previous(message, category, filename, lineno, file, line)
+            elif _one_line(message) not in shown:
+                shown.add(_one_line(message))
+                print(f"fltr-audit: warning: {_one_line(message)}", file=sys.stderr)
+
+        warnings.showwarning = show
+        yield
 
 
 def _one_line(exc: object) -> str:

@@ -24,7 +24,7 @@ def list_command(json_out: bool = typer.Option(False, "--json", help="Print JSON
     if json_out:
         emit_json(rows)
         return
-    print_table("Defenses (combine with '+', e.g. clip(delta=5)+dp-distributed(eps=4.5)+secagg)", [
+    print_table("Defenses (combine with '+', e.g. clip(sensitivity=5)+dp-distributed(eps=4.5)+secagg)", [
         {"name": row["name"], "role": row["role"],
          "parameters (default)": ", ".join(f"{p['name']}={p['default']}" for p in row["parameters"]),
          "claimed guarantee": row["guarantee"]} for row in rows], min_width=120)

@@ -97,7 +97,7 @@ def _train_command(algorithm: str):
         seed: int = typer.Option(0, "--seed", help="Run seed."),
         out: Path = typer.Option(..., "--out", help="Output directory (created; must not hold files)."),
         defense: str = typer.Option("none", "--defense",
-                                    help="Defense stack, e.g. clip(delta=5)+dp-distributed(eps=4.5)."),
+                                    help="Defense stack, e.g. clip(sensitivity=5)+dp-distributed(eps=4.5)."),
         record_rounds: Optional[str] = typer.Option(None, "--record-rounds",
                                                     help="Rounds to record for attacks: 1,50,100 or every:10."),
         eval_every: int = typer.Option(1, "--eval-every", help="Offline evaluation every K rounds (and the last)."),

@@ -99,7 +99,7 @@ def _fedips_command(algorithm: str):
         lr_local: float = typer.Option(0.001, "--lr-local", help="eta_l, client SGD step."),
         lr_global: float = typer.Option(1.0, "--lr-global", help="eta_g, server step on the mean update."),
         propensity: str = typer.Option("true", "--propensity", help="true | estimated (EM, FedIPS §5); fedips only."),
-        defense: str = typer.Option("none", "--defense", help="Defense stack, e.g. clip(delta=5)+secagg."),
+        defense: str = typer.Option("none", "--defense", help="Defense stack, e.g. clip(sensitivity=5)+secagg."),
         seed: int = typer.Option(0, "--seed", help="Run seed (also the user population and f_0's sample)."),
         out: Path = typer.Option(..., "--out", help="Output directory (created; must not hold files)."),
         logging_fraction: float = typer.Option(0.01, "--logging-fraction", help="Share of training queries f_0 learns from."),
