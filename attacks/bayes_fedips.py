@@ -35,7 +35,7 @@ b with N > r, top to bottom -- a log the process can produce for N, but not nece
 client's. The hinge of Eq. 4 is piecewise linear, so another order gives another update only
 when a hinge changes activity within the pass (rare at eta_l = 1e-3; on MQ2008 Fold 1's 157
 probe messages of the audit's pre-trained FedIPS, 152 replay to 1e-10 from their true counts
-and gamma_u, 5 differ by 10-32 %) or, else, by float rounding; the replay is not exact in
+and gamma_u, 5 differ by 3-32 %) or, else, by float rounding; the replay is not exact in
 general and the guess is named ``bayes-approx``. Candidates sharing their first clicks share
 that part of the replay (``prefix_tree``). The replayed updates go through the defense's
 clipping and noise density as in ``attacks.bayes`` (``_loglik_full``: exact-match test,
