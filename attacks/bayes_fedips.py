@@ -64,7 +64,6 @@ GAMMA_NODES = 9
 """Quadrature nodes of gamma_u."""
 CHUNK_ELEMENTS = 1 << 23
 """Replayed (message x gamma x candidate) rows times K x F materialized at once."""
-ALGORITHMS = ("fedips", "fedavg")
 _NEEDS = ("click_model", "policy", "lr_local", "m", "propensity", "click_step")
 
 
