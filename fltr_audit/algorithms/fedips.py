@@ -251,9 +251,8 @@ class FedIPS:
             pos = np.where(has, log.click_pos[:, j], 0)
             valid = log.shown[rows, slot] >= 0  # (n, K)
             x = lists[queries[rows, slot]]  # (n, K, F)
-            _, coef = hinge_coefficients(self._score(w, x), valid, pos)
             step = np.where(has, self.lr_local / prop[rows, pos], 0.0)
-            w -= step[:, None] * self._vjp(w, x, coef)
+            w = self.click_step(w, x, valid, pos, step)
         batch = log.shown.shape[1]
         messages = Messages(
             n_interactions=np.full(n, batch, dtype=np.int64),
@@ -278,6 +277,14 @@ class FedIPS:
         if view.aggregate is None:
             raise ValueError("FedIPS needs the aggregate of the cohort's update vectors")
         return params + self.lr_global * view.aggregate, state
+
+    def click_step(self, w: np.ndarray, x: np.ndarray, valid: np.ndarray, pos: np.ndarray,
+                   step: np.ndarray) -> np.ndarray:
+        """One click's SGD step of the pass (Eq. 4 and 7), ``w - step * grad h_{q,d}(w)`` for models
+        w (n, P) on lists x (n, K, F) with the click at ``pos`` (n,) and ``step`` = eta_l / p_u(i)
+        (n,); ``client_step`` and the attacks that replay it (``attacks.bayes_fedips``) share it."""
+        _, coef = hinge_coefficients(self._score(w, x), valid, pos)
+        return w - step[:, None] * self._vjp(w, x, coef)
 
     # -- helpers --------------------------------------------------------------------------
     def _score(self, w: np.ndarray, x: np.ndarray) -> np.ndarray:
