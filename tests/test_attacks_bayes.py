@@ -275,3 +275,120 @@ def test_bayes_scores_are_finite_when_an_update_is_zero():
     zero = view.messages.replace(vector=np.broadcast_to(view.global_params, view.messages.vector.shape).copy())
     guess = Bayes(algo).guess(__import__("dataclasses").replace(view, messages=zero))
     assert np.isfinite(guess.score[view.interactions.mask]).all()
+
+
+def _replay_loop(algo, view, i, config):
+    """The raw update of message i for click vectors ``config`` (B, k): the client's B PDGD steps
+    by a plain loop (log-denominators summed over the query's unplaced candidates one by one)."""
+    g = np.asarray(view.global_params, dtype=np.float64)
+    docs, inter = view.documents, view.interactions
+    w = g.copy()
+    for b in range(config.shape[0]):
+        q, shown = inter.queries[i, b], inter.shown[i, b]
+        ok = shown >= 0
+        rows = np.arange(docs.query_ptr[q], docs.query_ptr[q + 1])
+        scores = algo.ranker.score(w, docs.features[rows])
+        placed = []
+        log_dens = []
+        for pos in range(len(shown) + 1):
+            rest = [s for r, s in zip(rows, scores) if r not in placed]
+            log_dens.append(np.logaddexp.reduce(rest) if rest else -np.inf)
+            if pos < len(shown) and ok[pos]:
+                placed.append(shown[pos])
+        s_scores = np.array([scores[r - rows[0]] if o else -np.inf for r, o in zip(shown, ok)])
+        coef = pair_weights(s_scores[None], np.array(log_dens)[None], config[b][None], ok[None])[0]
+        X = docs.features[np.maximum(shown, 0)]
+        X[~ok] = 0.0
+        w = w + algo.lr * algo.ranker.vjp(w, X, coef)
+    return w - g
+
+
+def _joint_brute_force(algo, view, loglik_of):
+    """Log posteriors (n, 2^(Bk)) and click configurations (2^(Bk), B, k) of every joint click
+    configuration of every message, by loops (click-model prior per list by recursion)."""
+    n, B, k = view.interactions.shown.shape
+    observed = view.messages.updates(view.global_params)
+    configs = np.array(list(itertools.product([False, True], repeat=B * k))).reshape(-1, B, k)
+    post = np.full((n, len(configs)), -np.inf)
+    for i in range(n):
+        shown = view.interactions.shown[i]
+        labels = np.where(shown >= 0, view.documents.labels[np.maximum(shown, 0)], -1)
+        for e, c in enumerate(configs):
+            p = np.prod([_ccm_prob(algo.click_model, labels[b], c[b]) for b in range(B)])
+            if p > 0:
+                post[i, e] = np.log(p) + loglik_of(_replay_loop(algo, view, i, c), observed[i])
+    return post, configs
+
+
+def _exact_loglik(u, v):
+    return -((v - u) ** 2).sum() / (2 * (1e-10 * np.linalg.norm(v)) ** 2)
+
+
+@pytest.mark.parametrize("ranker", ["linear", "mlp"])
+def test_bayes_two_lists_enumerated_equals_joint_brute_force_under_laplace_noise(ranker):
+    """B = 2, k = 4: 2^8 joint configurations <= MAX_JOINT, enumerated exactly (named bayes)."""
+    from defenses.dp_local import LocalLaplace
+
+    defense = LocalLaplace(eps=4.5, delta=5.0, norm="l2")
+    algo, batch = _round(ranker, k=4, n=5, B=2, defenses=(defense,), seed=3)
+    noise = NoiseModel("laplace", defense.scale, (ClipStep(2.5, "update", "l2"),))
+
+    def loglik(u, v):
+        norm = np.linalg.norm(u)
+        u = u * min(1.0, 2.5 / norm) if norm > 0 else u
+        return stats.laplace.logpdf(v - u, scale=defense.scale).sum()
+
+    guess = Bayes(algo, noise).guess(batch.view)
+    assert guess.attack == "bayes"
+    post, configs = _joint_brute_force(algo, batch.view, loglik)
+    weight = np.exp(post - post.max(1, keepdims=True))
+    expected = np.einsum("ne,ebk->nbk", weight, configs) / weight.sum(1)[:, None, None]
+    mask = batch.view.interactions.mask
+    np.testing.assert_allclose(guess.score[mask], expected[mask], atol=1e-9)
+
+
+@pytest.mark.parametrize("max_joint", [30, 20])
+def test_bayes_approx_map_equals_joint_brute_force_map_without_noise(monkeypatch, max_joint):
+    """Forced onto the approximate path (30: joint prefix search of 5^2; 20: the beam), B = 2,
+    k = 4: its decisions are the brute-force MAP over all 2^8 joint configurations."""
+    import attacks.bayes as bayes
+
+    monkeypatch.setattr(bayes, "MAX_JOINT", max_joint)
+    algo, batch = _round(k=4, n=8, B=2, F=46, seed=5, click="informational")
+    guess = Bayes(algo).guess(batch.view)
+    assert guess.attack == "bayes-approx"
+    post, configs = _joint_brute_force(algo, batch.view, lambda u, v: _exact_loglik(u, v))
+    mask = batch.view.interactions.mask
+    map_config = configs[np.argmax(post, axis=1)] & mask
+    np.testing.assert_array_equal(guess.decision, map_config)
+    np.testing.assert_array_equal(map_config, batch.truth.clicks & mask)
+
+
+def _perfect_olsr_lists(olsr_score, clicks, mask):
+    """Per list: every clicked shown slot has a higher OLSR score than every unclicked shown one."""
+    s = np.where(mask, olsr_score, np.nan)
+    lowest_click = np.nanmin(np.where(clicks & mask, s, np.inf), axis=-1)
+    highest_other = np.nanmax(np.where(~clicks & mask, s, -np.inf), axis=-1)
+    return lowest_click > highest_other
+
+
+@pytest.mark.parametrize("B,k,seed", [(3, 10, 0), (4, 6, 1), (4, 10, 2)])
+def test_bayes_approx_without_noise_recovers_clicks_where_olsr_ranks_each_list_perfectly(B, k, seed):
+    from sklearn.metrics import roc_auc_score
+
+    algo, batch = _round(k=k, n=12 if k == 10 and B == 4 else 24, B=B, F=46, seed=seed, click="informational",
+                         scale=0.3)
+    view = batch.view
+    bayes, olsr = Bayes(algo).guess(view), OLSR().guess(view)
+    assert bayes.attack == "bayes-approx"
+    clicks, mask = batch.truth.clicks, view.interactions.mask
+    perfect = _perfect_olsr_lists(olsr.score, clicks, mask).all(axis=1)
+    assert perfect.sum() >= 3
+    exact = ((bayes.decision == clicks) | ~mask).all(axis=(1, 2))
+    assert exact[perfect].all()
+    auc = {"bayes": [], "olsr": []}
+    for i, b in zip(*np.nonzero(((clicks & mask).any(-1)) & ((~clicks & mask).any(-1)))):
+        m = mask[i, b]
+        for name, guess in (("bayes", bayes), ("olsr", olsr)):
+            auc[name].append(roc_auc_score(clicks[i, b][m], guess.score[i, b][m]))
+    assert np.mean(auc["bayes"]) >= np.mean(auc["olsr"]), (np.mean(auc["bayes"]), np.mean(auc["olsr"]))
