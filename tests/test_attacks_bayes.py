@@ -392,3 +392,90 @@ def test_bayes_approx_without_noise_recovers_clicks_where_olsr_ranks_each_list_p
         for name, guess in (("bayes", bayes), ("olsr", olsr)):
             auc[name].append(roc_auc_score(clicks[i, b][m], guess.score[i, b][m]))
     assert np.mean(auc["bayes"]) >= np.mean(auc["olsr"]), (np.mean(auc["bayes"]), np.mean(auc["olsr"]))
+
+
+def _isolated_errors(aggregator, members, trials, P, seed, norm=0.0):
+    """What the attacked update carries besides the target's clipped update, over ``trials``
+    rounds of ``members`` clients: target first with a random update of L2 norm ``norm`` (0: zero),
+    the others zero; the update read as ``client_updates`` reads an isolated target,
+    ``members * (aggregate - g)``."""
+    from defenses.dp_fedavg import clip_updates
+    from fltr_audit.messages import Messages
+
+    rng = np.random.default_rng(seed)
+    g = rng.normal(size=P)
+    errors = []
+    for _ in range(trials):
+        u = np.zeros((members, P))
+        if norm:
+            d = rng.normal(size=P)
+            u[0] = norm * d / np.linalg.norm(d)
+        msgs = Messages(n_interactions=np.ones(members, dtype=np.int64), vector=g + u)
+        agg = aggregator.aggregate(msgs, np.arange(members), rng, global_params=g)
+        errors.append(members * (agg.mean - g) - clip_updates(u[:1], aggregator.clip)[0])
+    return np.concatenate(errors)
+
+
+@pytest.mark.parametrize("text,members", [("dp-fedavg(noise_multiplier=0.7,clip=1.3)", 1),
+                                          ("dp-fedavg(noise_multiplier=2,clip=0.5)", 20),
+                                          ("ddgauss(noise_multiplier=1,clip=1)", 1),
+                                          ("ddgauss(noise_multiplier=1,clip=1)", 100)])
+def test_aggregator_noise_std_equals_the_defenses_noise_on_zero_updates(text, members):
+    from defenses.stack import parse_defense
+    from fltr_audit.audit_run import noise_model
+
+    stack = parse_defense(text)
+    nm = noise_model(stack, members=members)
+    assert nm.kind == "gaussian" and nm.clips == (ClipStep(stack.aggregator.clip, "update", "l2"),)
+    P = 64 if "ddgauss" in text else 400
+    errors = _isolated_errors(stack.aggregator, members, 20_000 // P, P, seed=11)
+    # 20,000 samples: the sample std's relative standard error is about 0.5 %
+    assert errors.std() == pytest.approx(nm.scale, rel=0.03)
+    assert abs(errors.mean()) < 4 * nm.scale / np.sqrt(errors.size)
+
+
+def test_ddgauss_noise_std_includes_rounding_and_the_discrete_variance():
+    """A coarse ring (7 bits, one client): rounding is about a fifth of the error's variance, and
+    the discrete Gaussian's variance is summed over the integers (checked against the sampler)."""
+    from defenses.ddgauss import DDGauss, discrete_gaussian
+    from fltr_audit.audit_run import ddgauss_noise_std, discrete_gaussian_variance
+
+    rng = np.random.default_rng(2)
+    samples = discrete_gaussian(0.3, (200_000,), rng)
+    assert samples.var() == pytest.approx(discrete_gaussian_variance(0.3), rel=0.02)
+    assert abs(discrete_gaussian_variance(0.3) - 0.3) > 0.05 * 0.3                 # not sigma^2 at this width
+    defense = DDGauss(noise_multiplier=0.01, clip=1.0, bits=7, n=1, dim=64)
+    std = ddgauss_noise_std(defense, 1)
+    without_rounding = defense.gamma * np.sqrt(discrete_gaussian_variance(defense.local_sigma(1) ** 2))
+    assert std > 1.08 * without_rounding
+    errors = _isolated_errors(defense, 1, 20_000 // 64, 64, seed=3, norm=0.9)
+    assert errors.std() == pytest.approx(std, rel=0.03)
+
+
+@pytest.mark.parametrize("defense", ["dp-fedavg(noise_multiplier=1,clip=1)", "ddgauss(noise_multiplier=0.1)"])
+def test_bayes_audit_under_aggregator_noise_at_probe_cohort_one_beats_olsr(defense):
+    from fltr_audit.audit_run import run_audit
+
+    config = {"data": "synthetic:mq2008?queries=600", "fold": 1, "normalization": "zscore", "queries": None,
+              "algo": "fpdgd", "rounds": 2, "clients": 20, "queries_per_client": 2, "ranker": "linear",
+              "train_click_model": "perfect", "params": {},
+              "probe": {"split": "vali", "click_models": ["navigational", "informational"], "cohort": 1,
+                        "queries_per_client": 1, "min_shown": 10, "require_click": True, "counterfactual": 5},
+              "defense": defense, "attacks": ["bayes", "olsr"], "epsilon_audit": False, "audit_trials": 100,
+              "seed": 0}
+    rows = run_audit(config)["attacks"]
+    rows = rows[rows["averaging"] == "macro"].set_index(["click_model", "attack"])["auc"]
+    for model in ("navigational", "informational"):
+        assert rows[(model, "bayes")] >= rows[(model, "olsr")], rows
+
+
+def test_noise_model_refuses_shuffle_and_adaptive_clipping():
+    from defenses.stack import parse_defense
+    from fltr_audit.audit_run import noise_model
+
+    with pytest.raises(FltrError, match="--attack bayes: .*cannot link a message"):
+        noise_model(parse_defense("dp-local-laplace(eps=4.5)+shuffle"))
+    with pytest.raises(FltrError, match="--attack bayes: .*quantile"):
+        noise_model(parse_defense("dp-fedavg(quantile=0.5)"))
+    with pytest.raises(FltrError, match="two noise mechanisms"):
+        noise_model(parse_defense("dp-local-laplace(eps=4.5)+dp-fedavg"))
