@@ -479,3 +479,31 @@ def test_noise_model_refuses_shuffle_and_adaptive_clipping():
         noise_model(parse_defense("dp-fedavg(quantile=0.5)"))
     with pytest.raises(FltrError, match="two noise mechanisms"):
         noise_model(parse_defense("dp-local-laplace(eps=4.5)+dp-fedavg"))
+
+
+def test_bayes_under_server_malicious_isolation_with_dp_fedavg_and_a_global_model_beyond_the_clip():
+    """The aggregator clips each member's *update* (the engine passes it the served model), so
+    isolation leaves the target's clipped update plus N(0, (z C)^2): bayes beats OLSR."""
+    from attacks.view import client_updates
+    from defenses.dp_fedavg import clip_updates
+    from defenses.stack import parse_defense
+    from fltr_audit.audit_run import noise_model
+    from fltr_audit.malicious import malicious_probe
+
+    rng = np.random.default_rng(8)
+    data = _data(40, (11, 14), 46, rng)
+    algo = FPDGD(make_ranker("linear", 46), cascade_model("informational", 3), lr=0.1, k=10)
+    g = 3.0 * rng.normal(size=46) / np.sqrt(46)                                   # ||g|| about 3 > C = 1
+    stack = parse_defense("dp-fedavg(noise_multiplier=0.3,clip=1)")
+    rounds = malicious_probe(algo, g, data, seed=0, cohort_size=5, aggregator=stack.aggregator)
+    errors = []
+    for r in rounds:
+        isolated, _ = client_updates(r.batch.view, "bayes")
+        raw = Bayes(algo).replay(r.batch.view, r.batch.truth.clicks[:, None], np.arange(1))[0, 0]
+        errors.append(isolated[0] - clip_updates(raw[None], 1.0)[0])
+    assert np.concatenate(errors).std() == pytest.approx(0.3, rel=0.05)            # z C: noise and nothing else
+    auc = {}
+    for attack in (Bayes(algo, noise_model(stack, members=5)), OLSR()):
+        rows = [score_guess(attack.guess(r.batch.view), r.batch, min_shown=10, require_click=True) for r in rounds]
+        auc[attack.name] = np.nanmean(np.concatenate([x["auc"].to_numpy() for x in rows]))
+    assert auc["bayes"] > auc["olsr"] and auc["bayes"] > 0.75, auc
