@@ -67,7 +67,7 @@ refused.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 from scipy.special import expit
@@ -559,8 +559,8 @@ class Bayes:
         return total
 
     def _several_lists(self, view: ServerView, updates: np.ndarray) -> np.ndarray:
-        """Approximate posterior click marginals (n, B, k) of messages with B > 1 lists (module
-        docstring, ``bayes-approx``), in chunks of messages."""
+        """Posterior click marginals (n, B, k) of messages with B > 1 lists, exact or approximate
+        (module docstring: ``bayes`` / ``bayes-approx``), in chunks of messages."""
         from attacks.olsr import OLSR
 
         inter = view.interactions
@@ -580,12 +580,12 @@ class Bayes:
         marg = np.empty((n, B, k))
         for s in range(0, n, step):
             idx = np.arange(s, min(n, s + step))
-            marg[idx] = self._approx_posterior(view, updates[idx], idx, rank[idx], olsr_idx[idx], mask[idx], prior[idx])
+            marg[idx] = self._posterior_chunk(view, updates[idx], idx, rank[idx], olsr_idx[idx], mask[idx], prior[idx])
         if exhaustive(B, k):
             return marg
         return (1.0 - TIE) * marg + TIE * (1.0 - rank / k)                               # ties: OLSR's order
 
-    def _approx_posterior(self, view: ServerView, observed: np.ndarray, messages: np.ndarray, rank: np.ndarray,
+    def _posterior_chunk(self, view: ServerView, observed: np.ndarray, messages: np.ndarray, rank: np.ndarray,
                           olsr_idx: np.ndarray, mask: np.ndarray, prior: np.ndarray) -> np.ndarray:
         """Posterior marginals (m, B, k) over every configuration evaluated for messages
         ``messages``: all 2^(Bk) when ``exhaustive`` (exact), else the OLSR-prefix search, then
@@ -627,7 +627,7 @@ class Bayes:
             before = state.copy()
             for b in range(B):
                 choices = [np.broadcast_to(vectors & mask[:, b, None, :], (m, len(vectors), k)) if c == b
-                           else (state[:, c, None, None] & bits > 0) for c in range(B)]
+                           else ((state[:, c, None, None] & bits) > 0) for c in range(B)]
                 cand = np.repeat(state[:, None, :], len(vectors), axis=1)
                 cand[:, :, b] = np.arange(len(vectors))
                 ll = loglik(self.replay_product(view, choices, messages))
@@ -639,7 +639,8 @@ class Bayes:
         return _marginals(np.concatenate(seen_idx, 1), np.concatenate(seen_post, 1), k)
 
     def _prefix_beam(self, view: ServerView, messages: np.ndarray, prefix_idx: np.ndarray, shown: np.ndarray,
-                     olsr_idx: np.ndarray, score: Any) -> tuple[np.ndarray, np.ndarray]:
+                     olsr_idx: np.ndarray, score: Callable[[np.ndarray, np.ndarray], np.ndarray]
+                     ) -> tuple[np.ndarray, np.ndarray]:
         """The OLSR-prefix search when (k+1)^B exceeds ``MAX_JOINT``: a beam over the lists in
         order. Each of the ``BEAM`` kept partial configurations (lists before b) is extended by
         the k + 1 prefixes of list b and completed by OLSR's own decisions on the lists after b;
