@@ -509,13 +509,17 @@ class Bayes:
         return out
 
     # -- FPDGD, several lists per message: prefix search + coordinate ascent ----------------
-    def _pdgd_step(self, view: ServerView, messages: np.ndarray, b: int, w: np.ndarray, clicks: np.ndarray
-                   ) -> np.ndarray:
-        """List ``b``'s PDGD step (Eq. 5-6, times the learning rate) from each of S models
-        ``w`` (m, S, P) for each of E click vectors ``clicks`` (m, S, E, k): (m, S, E, P). The
-        ranking geometry depends on the model only, so it is computed once per model."""
+    def _pdgd_step(self, view: ServerView, messages: np.ndarray, b: int, w: np.ndarray, clicks: np.ndarray,
+                   per_model: bool = False) -> np.ndarray:
+        """List ``b``'s PDGD step (Eq. 5-6, times the learning rate) from each of S models ``w``
+        (m, S, P): for each of the E click vectors ``clicks`` (m, E, k), (m, S, E, P); with
+        ``per_model``, for model s's own click vector ``clicks[:, s]`` (m, S, k), (m, S, 1, P).
+        One click vector per model: ``fpdgd.pair_weights`` (only the pairs that vector needs).
+        Several: every pair's weight once per model (``pairwise_weights``), each vector's
+        coefficients their signed sums (``pair_sign_tensor``), one batched GEMM."""
         ranker, docs, inter = view.ranker, view.documents, view.interactions
-        m, S, E, k = clicks.shape
+        m, S = w.shape[:2]
+        k = clicks.shape[-1]
         shown = inter.shown[messages, b]
         mask = shown >= 0
         rows, valid, positions = self._query_candidates(view, inter.queries[messages, b], shown)
@@ -523,11 +527,18 @@ class Bayes:
         D = rows.shape[1]
         shown_scores, log_dens = ranking_geometry(scores.reshape(m * S, D), np.repeat(valid, S, axis=0),
                                                   np.repeat(positions, S, axis=0))
-        coef = pair_weights(np.repeat(shown_scores, E, axis=0), np.repeat(log_dens, E, axis=0),
-                            clicks.reshape(m * S * E, k), np.repeat(mask, S * E, axis=0)).reshape(m, S * E, k)
+        if per_model or clicks.shape[1] == 1:
+            own = np.broadcast_to(clicks, (m, S, k)).reshape(m * S, k)
+            coef = pair_weights(shown_scores, log_dens, own, np.repeat(mask, S, axis=0)).reshape(m, S, 1, k)
+        else:
+            W = pairwise_weights(shown_scores, log_dens, np.repeat(mask, S, axis=0)).reshape(m, S, k, k)
+            T = np.moveaxis(pair_sign_tensor(clicks.reshape(-1, k)).reshape(k, k, m, -1), 2, 0)   # (m, k, k, E)
+            coef = np.moveaxis(np.swapaxes(W, 1, 2) @ T, 1, 3)                             # (m, S, E, k)
+        E = coef.shape[2]
         X = docs.features[np.maximum(shown, 0)]
         X[~mask] = 0.0
-        step = self.algorithm.lr * _vjp_many(ranker, np.repeat(w, E, axis=1), X, coef)
+        models = np.repeat(w, E, axis=1) if ranker.name != "linear" else w[:, :1]       # linear: J = X
+        step = self.algorithm.lr * _vjp_many(ranker, models, X, coef.reshape(m, S * E, k))
         return step.reshape(m, S, E, -1)
 
     def replay(self, view: ServerView, clicks: np.ndarray, messages: np.ndarray) -> np.ndarray:
@@ -539,7 +550,7 @@ class Bayes:
         total = np.zeros((m, C, len(g)))
         for b in range(B):
             current = g + total if local else np.broadcast_to(g, total.shape)
-            total += self._pdgd_step(view, messages, b, current, clicks[:, :, b, None])[:, :, 0]
+            total += self._pdgd_step(view, messages, b, current, clicks[:, :, b], per_model=True)[:, :, 0]
         return total
 
     def replay_product(self, view: ServerView, choices: list[np.ndarray], messages: np.ndarray) -> np.ndarray:
@@ -554,8 +565,7 @@ class Bayes:
         for b, choice in enumerate(choices):
             S, E = total.shape[1], choice.shape[1]
             current = g + total if local else np.broadcast_to(g, total.shape)
-            clicks = np.broadcast_to(choice[:, None], (m, S, E, choice.shape[-1]))
-            total = (total[:, :, None, :] + self._pdgd_step(view, messages, b, current, clicks)).reshape(m, S * E, -1)
+            total = (total[:, :, None, :] + self._pdgd_step(view, messages, b, current, choice)).reshape(m, S * E, -1)
         return total
 
     def _several_lists(self, view: ServerView, updates: np.ndarray) -> np.ndarray:
