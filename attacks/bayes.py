@@ -47,7 +47,8 @@ is enumerated and the posterior is exact (named ``bayes``). Otherwise (named ``b
    (j = 0 .. shown), every joint combination ((k+1)^B, 14,641 for B = 4, k = 10) replayed and
    weighed by likelihood times prior; above ``MAX_JOINT`` a beam over the lists instead
    (``_prefix_beam``: ``BEAM`` partial configurations, each extended by the next list's
-   prefixes and completed by OLSR's decisions on the later lists);
+   prefixes, ranked by the fit of the message off the later lists' span -- exact for the
+   linear ranker -- and evaluated completed by OLSR's decisions on the later lists);
 2. *coordinate ascent* from the best of them: list by list, all 2^k click vectors with the
    other lists fixed, the list's conditional MAP kept, ``SWEEPS`` sweeps or a fixed point;
 3. scores = posterior marginals normalized over *every* distinct configuration evaluated in
@@ -628,7 +629,7 @@ class Bayes:
             u = self.replay_product(view, [prefixes[:, b] for b in range(B)], messages)
             post = np.where((j[None] <= shown[:, None, :]).all(-1), joint_prior(config) + loglik(u), -np.inf)
         else:
-            config, post = self._prefix_beam(view, messages, prefix_idx, shown, olsr_idx,
+            config, post = self._prefix_beam(view, messages, observed, prefix_idx, shown, olsr_idx, prior,
                                              lambda c, u: joint_prior(c) + loglik(u))
         seen_idx, seen_post = [config], [post]
         best = np.argmax(post, axis=1)
@@ -648,19 +649,21 @@ class Bayes:
                 break
         return _marginals(np.concatenate(seen_idx, 1), np.concatenate(seen_post, 1), k)
 
-    def _prefix_beam(self, view: ServerView, messages: np.ndarray, prefix_idx: np.ndarray, shown: np.ndarray,
-                     olsr_idx: np.ndarray, score: Callable[[np.ndarray, np.ndarray], np.ndarray]
-                     ) -> tuple[np.ndarray, np.ndarray]:
+    def _prefix_beam(self, view: ServerView, messages: np.ndarray, observed: np.ndarray, prefix_idx: np.ndarray,
+                     shown: np.ndarray, olsr_idx: np.ndarray, prior: np.ndarray,
+                     score: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
         """The OLSR-prefix search when (k+1)^B exceeds ``MAX_JOINT``: a beam over the lists in
         order. Each of the ``BEAM`` kept partial configurations (lists before b) is extended by
-        the k + 1 prefixes of list b and completed by OLSR's own decisions on the lists after b;
-        these are replayed and scored (``score`` of the (m, E, B) vector indices and their raw
-        updates) and the ``BEAM`` best extensions kept. Returns every configuration evaluated
-        (m, E, B) and its log posterior (m, E)."""
+        the k + 1 prefixes of list b. Every extension, completed by OLSR's decisions on the lists
+        after b, is replayed and scored (``score`` of the (m, E, B) vector indices and raw updates)
+        and joins the evaluated set; the ``BEAM`` kept are the best by ``_partial_fit`` (the
+        message's residual off the later lists' span), which the unknown later lists cannot
+        distort. Returns every configuration evaluated (m, E, B) and its log posterior (m, E)."""
         m, B, k1 = prefix_idx.shape
         k = k1 - 1
         partial = np.zeros((m, 1, 0), dtype=np.int64)
         seen_idx, seen_post = [], []
+        rows = np.arange(m)[:, None]
         for b in range(B):
             S = partial.shape[1]
             ext = np.concatenate([np.repeat(partial, k1, axis=1),
@@ -671,9 +674,46 @@ class Bayes:
             post = np.where(valid, score(full, u), -np.inf)
             seen_idx.append(full)
             seen_post.append(post)
-            keep = np.argsort(-post, axis=1, kind="stable")[:, :BEAM]
+            if b == B - 1:
+                break
+            early = self.replay(view, (ext[..., None] >> np.arange(k)) & 1 == 1, messages)
+            fit = sum(prior[rows, c, ext[:, :, c]] for c in range(b + 1)) + self._partial_fit(view, messages, b, early,
+                                                                                             observed)
+            keep = np.argsort(-np.where(valid, fit, -np.inf), axis=1, kind="stable")[:, :BEAM]
             partial = np.take_along_axis(ext, keep[:, :, None], axis=1)
         return np.concatenate(seen_idx, 1), np.concatenate(seen_post, 1)
+
+    def _partial_fit(self, view: ServerView, messages: np.ndarray, b: int, early: np.ndarray, observed: np.ndarray
+                     ) -> np.ndarray:
+        """Gaussian log-fit (m, E) of partial configurations of lists 0..b, raw updates ``early``
+        (m, E, P): the residual ``observed - early`` projected off the span of the later lists'
+        shown documents' score gradients at the global model and of the global model itself.
+        For the linear ranker every later PDGD step lies in that span whatever the clicks, so the
+        true partial configuration leaves only the projected noise; the clipping scale is a free
+        factor (fitted by least squares) when the client clips. The noise std is the noise
+        model's (Laplace and Gamma differences by their std, exact match by its width)."""
+        g = np.asarray(view.global_params, dtype=np.float64)
+        later = view.interactions.shown[messages, b + 1:].reshape(len(messages), -1)
+        X = view.documents.features[np.maximum(later, 0)]
+        X[later < 0] = 0.0
+        A = np.concatenate([view.ranker.grad(g, X), np.broadcast_to(g, (len(messages), 1, len(g)))], axis=1)
+        U, sv, _ = np.linalg.svd(np.swapaxes(A, 1, 2), full_matrices=False)             # (m, P, r)
+        U = U * (sv > 1e-10 * np.maximum(sv.max(-1, keepdims=True), 1e-300))[:, None, :]
+
+        def off_span(x: np.ndarray) -> np.ndarray:                                      # x (m, ..., P)
+            flat = x.reshape(len(x), -1, x.shape[-1])
+            return (flat - (flat @ U) @ np.swapaxes(U, 1, 2)).reshape(x.shape)
+
+        y, Z = off_span(observed), off_span(early)
+        if self.noise.clips:
+            zz = (Z * Z).sum(-1)
+            scale = np.where(zz > 0, np.einsum("mep,mp->me", Z, y) / np.where(zz > 0, zz, 1.0), 1.0)
+            Z = Z * scale[..., None]
+        r = y[:, None, :] - Z
+        std = {"laplace": np.sqrt(2.0), "gamma-difference": np.sqrt(2.0 / self._cohort(view))}.get(self.noise.kind)
+        sigma = self.noise.scale * std if std is not None else _gaussian_std(self.noise, observed)
+        sigma = np.broadcast_to(sigma, (len(observed),))[:, None]
+        return -(r * r).sum(-1) / (2 * sigma * sigma)
 
     # -- FOLtR-ES metric messages: exact per interaction ----------------------------------
     def _guess_metric(self, view: ServerView) -> Guess:

@@ -372,12 +372,13 @@ def _perfect_olsr_lists(olsr_score, clicks, mask):
     return lowest_click > highest_other
 
 
-@pytest.mark.parametrize("B,k,seed", [(3, 10, 0), (4, 6, 1), (4, 10, 2)])
-def test_bayes_approx_without_noise_recovers_clicks_where_olsr_ranks_each_list_perfectly(B, k, seed):
+@pytest.mark.parametrize("B,k,seed,n", [(3, 10, 0, 24), (4, 6, 1, 24), (4, 10, 2, 12), (5, 10, 3, 10)])
+def test_bayes_approx_without_noise_recovers_clicks_where_olsr_ranks_each_list_perfectly(B, k, seed, n):
+    """B = 5, k = 10: 11^5 prefix combinations exceed MAX_JOINT, so the beam is what is tested
+    (a round where a beam ranked by OLSR-completed configurations lost a perfectly ranked message)."""
     from sklearn.metrics import roc_auc_score
 
-    algo, batch = _round(k=k, n=12 if k == 10 and B == 4 else 24, B=B, F=46, seed=seed, click="informational",
-                         scale=0.3)
+    algo, batch = _round(k=k, n=n, B=B, F=46, seed=seed, click="informational", scale=0.3)
     view = batch.view
     bayes, olsr = Bayes(algo).guess(view), OLSR().guess(view)
     assert bayes.attack == "bayes-approx"
