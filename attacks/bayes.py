@@ -38,17 +38,37 @@ per-message pair weights ``W[a, b] = rho_ab sigma(d) sigma(-d)`` (``pairwise_wei
 every candidate is evaluated in the k-dimensional coefficient space (Gram matrices) when
 clipping is L2 and the noise Gaussian or absent, and in parameter space otherwise.
 Messages with B > 1 lists: the lists' steps depend on each other (each starts from the
-weights the previous one left), exact enumeration is out of reach; coordinate ascent over
-the lists (each list's candidates replayed through the whole sequence with the other lists'
-click vectors fixed), started from OLSR's decisions, scores = the last sweep's conditional
-marginals. That guess is approximate and named ``bayes-approx``. FOLtR-ES: exact, per
-interaction. FedIPS and secure aggregation over more than one client are refused.
+weights the previous one left), so a candidate is a joint configuration of B click vectors,
+replayed through the whole sequence (``replay_product``: a tree, list b's step computed once
+per distinct model the earlier lists leave). When 2^(Bk) <= ``MAX_JOINT`` every configuration
+is enumerated and the posterior is exact (named ``bayes``). Otherwise (named ``bayes-approx``):
+
+1. *prefix search*: per list the k + 1 click sets "the top j shown documents by OLSR's score"
+   (j = 0 .. shown), every joint combination ((k+1)^B, 14,641 for B = 4, k = 10) replayed and
+   weighed by likelihood times prior; above ``MAX_JOINT`` a beam over the lists instead
+   (``_prefix_beam``: ``BEAM`` partial configurations, each extended by the next list's
+   prefixes, ranked by the fit of the message off the later lists' span -- exact for the
+   linear ranker -- and evaluated completed by OLSR's decisions on the later lists);
+2. *coordinate ascent* from the best of them: list by list, all 2^k click vectors with the
+   other lists fixed, the list's conditional MAP kept, ``SWEEPS`` sweeps or a fixed point;
+3. scores = posterior marginals normalized over *every* distinct configuration evaluated in
+   1 and 2, ties between equal marginals broken by OLSR's within-list order (weight ``TIE``).
+
+Within one list the prefix set's marginals never reverse OLSR's order, so the scores differ
+from OLSR's ranking only where a configuration off the prefixes explains the message better;
+when OLSR ranks every list of a message perfectly the truth is among the prefixes and, without
+noise, it is the posterior's point mass. (Not used: the shown lists of later queries are the
+deterministic ranking under the weights the earlier clicks left, which a candidate could also
+be checked against.)
+
+FOLtR-ES: exact, per interaction. FedIPS and secure aggregation over more than one client are
+refused.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 from scipy.special import expit
@@ -71,6 +91,14 @@ CHUNK_ELEMENTS = 1 << 22
 """Candidate-by-parameter elements materialized at once on the parameter-space path."""
 SWEEPS = 4
 """Coordinate-ascent sweeps over the lists of a B > 1 message (stops early at a fixed point)."""
+MAX_JOINT = 20_000
+"""Largest joint OLSR-prefix search, (k+1)^B configurations per message (11^4 = 14,641);
+beyond it a beam over the lists (``BEAM``)."""
+BEAM = 64
+"""Partial configurations kept per list by the beam that replaces a joint search over MAX_JOINT."""
+TIE = 1e-9
+"""Weight of OLSR's within-list order in the bayes-approx scores: it breaks ties between equal
+posterior marginals (a point-mass posterior makes them 0 or 1) and nothing else."""
 
 
 @dataclass(frozen=True)
@@ -426,8 +454,8 @@ class Bayes:
             score = self._single_list(view, updates)[:, None, :]
             name = self.name
         else:
-            score = self._coordinate_ascent(view, updates)
-            name = self.name + "-approx"
+            score = self._several_lists(view, updates)
+            name = self.name if exhaustive(shown.shape[1], k) else self.name + "-approx"
         mask = shown >= 0
         return Guess(attack=name, score=np.where(mask, score, np.nan), decision=(score > 0.5) & mask)
 
@@ -484,66 +512,211 @@ class Bayes:
             out[part] = posterior_marginals(prior[part], loglik, vectors)
         return out
 
-    # -- FPDGD, several lists per message: coordinate ascent --------------------------------
+    # -- FPDGD, several lists per message: prefix search + coordinate ascent ----------------
+    def _pdgd_step(self, view: ServerView, messages: np.ndarray, b: int, w: np.ndarray, clicks: np.ndarray,
+                   per_model: bool = False) -> np.ndarray:
+        """List ``b``'s PDGD step (Eq. 5-6, times the learning rate) from each of S models ``w``
+        (m, S, P): for each of the E click vectors ``clicks`` (m, E, k), (m, S, E, P); with
+        ``per_model``, for model s's own click vector ``clicks[:, s]`` (m, S, k), (m, S, 1, P).
+        One click vector per model: ``fpdgd.pair_weights`` (only the pairs that vector needs).
+        Several: every pair's weight once per model (``pairwise_weights``), each vector's
+        coefficients their signed sums (``pair_sign_tensor``), one batched GEMM."""
+        ranker, docs, inter = view.ranker, view.documents, view.interactions
+        m, S = w.shape[:2]
+        k = clicks.shape[-1]
+        shown = inter.shown[messages, b]
+        mask = shown >= 0
+        rows, valid, positions = self._query_candidates(view, inter.queries[messages, b], shown)
+        scores = np.where(valid[:, None, :], _score_many(ranker, w, docs.features[np.maximum(rows, 0)]), -np.inf)
+        D = rows.shape[1]
+        shown_scores, log_dens = ranking_geometry(scores.reshape(m * S, D), np.repeat(valid, S, axis=0),
+                                                  np.repeat(positions, S, axis=0))
+        if per_model or clicks.shape[1] == 1:
+            own = np.broadcast_to(clicks, (m, S, k)).reshape(m * S, k)
+            coef = pair_weights(shown_scores, log_dens, own, np.repeat(mask, S, axis=0)).reshape(m, S, 1, k)
+        else:
+            W = pairwise_weights(shown_scores, log_dens, np.repeat(mask, S, axis=0)).reshape(m, S, k, k)
+            T = np.moveaxis(pair_sign_tensor(clicks.reshape(-1, k)).reshape(k, k, m, -1), 2, 0)   # (m, k, k, E)
+            coef = np.moveaxis(np.swapaxes(W, 1, 2) @ T, 1, 3)                             # (m, S, E, k)
+        E = coef.shape[2]
+        X = docs.features[np.maximum(shown, 0)]
+        X[~mask] = 0.0
+        models = np.repeat(w, E, axis=1) if ranker.name != "linear" else w[:, :1]       # linear: J = X
+        step = self.algorithm.lr * _vjp_many(ranker, models, X, coef.reshape(m, S * E, k))
+        return step.reshape(m, S, E, -1)
+
     def replay(self, view: ServerView, clicks: np.ndarray, messages: np.ndarray) -> np.ndarray:
         """The raw updates (m, C, P) of messages ``messages`` (m,) for candidate click
         configurations ``clicks`` (m, C, B, k): the client's B sequential PDGD steps (Alg. 1)."""
-        ranker, docs = view.ranker, view.documents
-        g = np.asarray(view.global_params, dtype=np.float64)
-        inter = view.interactions
         m, C, B, k = clicks.shape
+        g = np.asarray(view.global_params, dtype=np.float64)
         local = getattr(self.algorithm, "local_updates", True)
-        w = np.broadcast_to(g, (m, C, len(g))).copy()
-        total = np.zeros_like(w)
+        total = np.zeros((m, C, len(g)))
         for b in range(B):
-            shown = inter.shown[messages, b]
-            mask = shown >= 0
-            rows, valid, positions = self._query_candidates(view, inter.queries[messages, b], shown)
-            Xc = docs.features[np.maximum(rows, 0)]                           # (m, D, F)
-            current = w if local else np.broadcast_to(g, w.shape)
-            scores = np.where(valid[:, None, :], _score_many(ranker, current, Xc), -np.inf)   # (m, C, D)
-            D = rows.shape[1]
-            shown_scores, log_dens = ranking_geometry(scores.reshape(m * C, D), np.repeat(valid, C, axis=0),
-                                                      np.repeat(positions, C, axis=0))
-            coef = pair_weights(shown_scores, log_dens, clicks[:, :, b].reshape(m * C, k),
-                                np.repeat(mask, C, axis=0)).reshape(m, C, k)
-            X = docs.features[np.maximum(shown, 0)]
-            X[~mask] = 0.0
-            step = self.algorithm.lr * _vjp_many(ranker, current, X, coef)
-            total += step
-            w += step
+            current = g + total if local else np.broadcast_to(g, total.shape)
+            total += self._pdgd_step(view, messages, b, current, clicks[:, :, b], per_model=True)[:, :, 0]
         return total
 
-    def _coordinate_ascent(self, view: ServerView, updates: np.ndarray) -> np.ndarray:
+    def replay_product(self, view: ServerView, choices: list[np.ndarray], messages: np.ndarray) -> np.ndarray:
+        """The raw updates (m, C_0 ... C_(B-1), P) of every configuration of the Cartesian product
+        of per-list click vectors ``choices[b]`` (m, C_b, k), list 0 varying slowest (C order).
+        Replayed as a tree: list b's step is computed once per distinct model its prefix of
+        lists leaves, so the cost is about that of the last list, not B times the product."""
+        g = np.asarray(view.global_params, dtype=np.float64)
+        local = getattr(self.algorithm, "local_updates", True)
+        m = len(messages)
+        total = np.zeros((m, 1, len(g)))
+        for b, choice in enumerate(choices):
+            S, E = total.shape[1], choice.shape[1]
+            current = g + total if local else np.broadcast_to(g, total.shape)
+            total = (total[:, :, None, :] + self._pdgd_step(view, messages, b, current, choice)).reshape(m, S * E, -1)
+        return total
+
+    def _several_lists(self, view: ServerView, updates: np.ndarray) -> np.ndarray:
+        """Posterior click marginals (n, B, k) of messages with B > 1 lists, exact or approximate
+        (module docstring: ``bayes`` / ``bayes-approx``), in chunks of messages."""
         from attacks.olsr import OLSR
 
         inter = view.interactions
         n, B, k = inter.shown.shape
         mask = inter.shown >= 0
-        g = np.asarray(view.global_params, dtype=np.float64)
-        state = OLSR().guess(view).decision & mask                            # (n, B, k)
-        labels = self._labels(view, inter.shown)
+        olsr_guess = OLSR().guess(view)
+        olsr = np.where(mask, np.nan_to_num(olsr_guess.score, nan=-np.inf, posinf=np.finfo(float).max,
+                                            neginf=-np.finfo(float).max), -np.inf)
+        olsr_idx = ((olsr_guess.decision & mask) * (1 << np.arange(k))).sum(-1)        # (n, B) vector indices
+        rank = np.argsort(np.argsort(-olsr, axis=-1, kind="stable"), axis=-1)            # 0 = OLSR's top slot
         vectors = click_vectors(k)
-        priors = [log_prior(self.prior, self.algorithm.click_model, labels[:, b], vectors) for b in range(B)]
-        marg = state.astype(np.float64)
-        C = len(vectors)
-        step = max(1, CHUNK_ELEMENTS // (C * max(len(g), 1)) // 2)
+        labels = self._labels(view, inter.shown)
+        prior = np.stack([log_prior(self.prior, self.algorithm.click_model, labels[:, b], vectors)
+                          for b in range(B)], axis=1)                                   # (n, B, 2^k)
+        widest = 2 ** (B * k) if exhaustive(B, k) else max(min((k + 1) ** B, MAX_JOINT), BEAM * (k + 1), 2**k)
+        step = max(1, CHUNK_ELEMENTS // (widest * max(len(view.global_params), 1)))
+        marg = np.empty((n, B, k))
+        for s in range(0, n, step):
+            idx = np.arange(s, min(n, s + step))
+            marg[idx] = self._posterior_chunk(view, updates[idx], idx, rank[idx], olsr_idx[idx], mask[idx], prior[idx])
+        if exhaustive(B, k):
+            return marg
+        return (1.0 - TIE) * marg + TIE * (1.0 - rank / k)                               # ties: OLSR's order
+
+    def _posterior_chunk(self, view: ServerView, observed: np.ndarray, messages: np.ndarray, rank: np.ndarray,
+                          olsr_idx: np.ndarray, mask: np.ndarray, prior: np.ndarray) -> np.ndarray:
+        """Posterior marginals (m, B, k) over every configuration evaluated for messages
+        ``messages``: all 2^(Bk) when ``exhaustive`` (exact), else the OLSR-prefix search, then
+        coordinate ascent from its best."""
+        m, B, k = mask.shape
+        g = np.asarray(view.global_params, dtype=np.float64)
+        cohort = self._cohort(view)
+        bits = 1 << np.arange(k)
+        shown = mask.sum(-1)                                                             # (m, B)
+        prefixes = (rank[:, :, None, :] < np.arange(k + 1)[:, None]) & mask[:, :, None, :]   # (m, B, k+1, k)
+        prefix_idx = (prefixes * bits).sum(-1)                                           # (m, B, k+1)
+        rows = np.arange(m)[:, None]
+
+        def joint_prior(config: np.ndarray) -> np.ndarray:                              # config (m, E, B)
+            return sum(prior[rows, b, config[:, :, b]] for b in range(B))
+
+        def loglik(u: np.ndarray) -> np.ndarray:
+            return _loglik_full(self.noise, g, u, observed, cohort)
+
+        vectors = click_vectors(k)
+        if exhaustive(B, k):
+            config = np.broadcast_to(np.stack(np.unravel_index(np.arange(2 ** (B * k)), (2**k,) * B), axis=-1),
+                                     (m, 2 ** (B * k), B))
+            u = self.replay_product(view, [np.broadcast_to(vectors & mask[:, b, None, :], (m, 2**k, k))
+                                           for b in range(B)], messages)
+            return _marginals(config, joint_prior(config) + loglik(u), k)
+        if (k + 1) ** B <= MAX_JOINT:
+            j = np.stack(np.unravel_index(np.arange((k + 1) ** B), (k + 1,) * B), axis=-1)   # (E, B)
+            config = np.stack([prefix_idx[:, b, j[:, b]] for b in range(B)], axis=-1)       # (m, E, B)
+            u = self.replay_product(view, [prefixes[:, b] for b in range(B)], messages)
+            post = np.where((j[None] <= shown[:, None, :]).all(-1), joint_prior(config) + loglik(u), -np.inf)
+        else:
+            config, post = self._prefix_beam(view, messages, observed, prefix_idx, shown, olsr_idx, prior,
+                                             lambda c, u: joint_prior(c) + loglik(u))
+        seen_idx, seen_post = [config], [post]
+        best = np.argmax(post, axis=1)
+        state = config[np.arange(m), best]                                               # (m, B) vector indices
         for _ in range(SWEEPS):
             before = state.copy()
             for b in range(B):
-                for s in range(0, n, step):
-                    idx = np.arange(s, min(n, s + step))
-                    config = np.repeat(state[idx][:, None], C, axis=1)         # (m, C, B, k)
-                    config[:, :, b] = vectors[None, :, :] & mask[idx, b][:, None, :]
-                    u = self.replay(view, config, idx)
-                    loglik = _loglik_full(self.noise, g, u, updates[idx], self._cohort(view))
-                    logpost = priors[b][idx] + loglik
-                    best = np.argmax(logpost, axis=1)
-                    state[idx, b] = vectors[best] & mask[idx, b]
-                    marg[idx, b] = posterior_marginals(priors[b][idx], loglik, vectors)
+                choices = [np.broadcast_to(vectors & mask[:, b, None, :], (m, len(vectors), k)) if c == b
+                           else ((state[:, c, None, None] & bits) > 0) for c in range(B)]
+                cand = np.repeat(state[:, None, :], len(vectors), axis=1)
+                cand[:, :, b] = np.arange(len(vectors))
+                ll = loglik(self.replay_product(view, choices, messages))
+                state[:, b] = np.argmax(prior[:, b] + ll, axis=1)                      # the list's conditional MAP
+                seen_idx.append(cand)
+                seen_post.append(joint_prior(cand) + ll)
             if np.array_equal(before, state):
                 break
-        return marg
+        return _marginals(np.concatenate(seen_idx, 1), np.concatenate(seen_post, 1), k)
+
+    def _prefix_beam(self, view: ServerView, messages: np.ndarray, observed: np.ndarray, prefix_idx: np.ndarray,
+                     shown: np.ndarray, olsr_idx: np.ndarray, prior: np.ndarray,
+                     score: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        """The OLSR-prefix search when (k+1)^B exceeds ``MAX_JOINT``: a beam over the lists in
+        order. Each of the ``BEAM`` kept partial configurations (lists before b) is extended by
+        the k + 1 prefixes of list b. Every extension, completed by OLSR's decisions on the lists
+        after b, is replayed and scored (``score`` of the (m, E, B) vector indices and raw updates)
+        and joins the evaluated set; the ``BEAM`` kept are the best by ``_partial_fit`` (the
+        message's residual off the later lists' span), which the unknown later lists cannot
+        distort. Returns every configuration evaluated (m, E, B) and its log posterior (m, E)."""
+        m, B, k1 = prefix_idx.shape
+        k = k1 - 1
+        partial = np.zeros((m, 1, 0), dtype=np.int64)
+        seen_idx, seen_post = [], []
+        rows = np.arange(m)[:, None]
+        for b in range(B):
+            S = partial.shape[1]
+            ext = np.concatenate([np.repeat(partial, k1, axis=1),
+                                  np.tile(prefix_idx[:, b], (1, S))[:, :, None]], axis=2)   # (m, S (k+1), b+1)
+            full = np.concatenate([ext, np.broadcast_to(olsr_idx[:, None, b + 1:], (m, S * k1, B - b - 1))], axis=2)
+            u = self.replay(view, (full[..., None] >> np.arange(k)) & 1 == 1, messages)
+            valid = np.tile(np.arange(k1), S)[None, :] <= shown[:, b, None]
+            post = np.where(valid, score(full, u), -np.inf)
+            seen_idx.append(full)
+            seen_post.append(post)
+            if b == B - 1:
+                break
+            early = self.replay(view, (ext[..., None] >> np.arange(k)) & 1 == 1, messages)
+            fit = sum(prior[rows, c, ext[:, :, c]] for c in range(b + 1)) + self._partial_fit(view, messages, b, early,
+                                                                                             observed)
+            keep = np.argsort(-np.where(valid, fit, -np.inf), axis=1, kind="stable")[:, :BEAM]
+            partial = np.take_along_axis(ext, keep[:, :, None], axis=1)
+        return np.concatenate(seen_idx, 1), np.concatenate(seen_post, 1)
+
+    def _partial_fit(self, view: ServerView, messages: np.ndarray, b: int, early: np.ndarray, observed: np.ndarray
+                     ) -> np.ndarray:
+        """Gaussian log-fit (m, E) of partial configurations of lists 0..b, raw updates ``early``
+        (m, E, P): the residual ``observed - early`` projected off the span of the later lists'
+        shown documents' score gradients at the global model and of the global model itself.
+        For the linear ranker every later PDGD step lies in that span whatever the clicks, so the
+        true partial configuration leaves only the projected noise; the clipping scale is a free
+        factor (fitted by least squares) when the client clips. The noise std is the noise
+        model's (Laplace and Gamma differences by their std, exact match by its width)."""
+        g = np.asarray(view.global_params, dtype=np.float64)
+        later = view.interactions.shown[messages, b + 1:].reshape(len(messages), -1)
+        X = view.documents.features[np.maximum(later, 0)]
+        X[later < 0] = 0.0
+        A = np.concatenate([view.ranker.grad(g, X), np.broadcast_to(g, (len(messages), 1, len(g)))], axis=1)
+        U, sv, _ = np.linalg.svd(np.swapaxes(A, 1, 2), full_matrices=False)             # (m, P, r)
+        U = U * (sv > 1e-10 * np.maximum(sv.max(-1, keepdims=True), 1e-300))[:, None, :]
+
+        def off_span(x: np.ndarray) -> np.ndarray:                                      # x (m, ..., P)
+            flat = x.reshape(len(x), -1, x.shape[-1])
+            return (flat - (flat @ U) @ np.swapaxes(U, 1, 2)).reshape(x.shape)
+
+        y, Z = off_span(observed), off_span(early)
+        if self.noise.clips:
+            zz = (Z * Z).sum(-1)
+            scale = np.where(zz > 0, np.einsum("mep,mp->me", Z, y) / np.where(zz > 0, zz, 1.0), 1.0)
+            Z = Z * scale[..., None]
+        r = y[:, None, :] - Z
+        std = {"laplace": np.sqrt(2.0), "gamma-difference": np.sqrt(2.0 / self._cohort(view))}.get(self.noise.kind)
+        sigma = self.noise.scale * std if std is not None else _gaussian_std(self.noise, observed)
+        sigma = np.broadcast_to(sigma, (len(observed),))[:, None]
+        return -(r * r).sum(-1) / (2 * sigma * sigma)
 
     # -- FOLtR-ES metric messages: exact per interaction ----------------------------------
     def _guess_metric(self, view: ServerView) -> Guess:
@@ -583,6 +756,27 @@ def _loglik_full(noise: NoiseModel, g: np.ndarray, u: np.ndarray, observed: np.n
         return -(r * r).sum(-1) / (2 * std * std)
     floor = GAMMA_FLOOR * np.maximum(np.abs(observed + g).max(-1), 1e-300)[:, None, None]
     return _coordinate_loglik(noise, r, cohort, floor)
+
+
+def exhaustive(B: int, k: int) -> bool:
+    """Whether messages of B lists of k slots are enumerated exactly (2^(Bk) <= MAX_JOINT)."""
+    return 2 ** (B * k) <= MAX_JOINT
+
+
+def _marginals(config: np.ndarray, logpost: np.ndarray, k: int) -> np.ndarray:
+    """Posterior click marginals (m, B, k) normalized over the distinct evaluated configurations
+    ``config`` (m, E, B) (per-list click-vector indices; repeats counted once) with log
+    posteriors ``logpost`` (m, E)."""
+    m, E, B = config.shape
+    order = np.lexsort(tuple(config[:, :, b] for b in range(B)), axis=-1)
+    config = np.take_along_axis(config, order[:, :, None], axis=1)
+    logpost = np.take_along_axis(logpost, order, axis=1)
+    repeat = np.zeros((m, E), dtype=bool)
+    repeat[:, 1:] = (config[:, 1:] == config[:, :-1]).all(-1)
+    logpost = np.where(repeat, -np.inf, logpost)
+    weight = np.exp(logpost - logpost.max(axis=1, keepdims=True))
+    clicks = ((config[..., None] >> np.arange(k)) & 1).astype(np.float64)              # (m, E, B, k)
+    return np.einsum("me,mebk->mbk", weight, clicks) / weight.sum(axis=1)[:, None, None]
 
 
 def _score_many(ranker: Any, params: np.ndarray, X: np.ndarray) -> np.ndarray:

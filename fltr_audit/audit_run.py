@@ -267,19 +267,38 @@ def _attack_params(name: str, config: dict, algorithm: Any) -> dict:
     seed, the public algorithm, its list length, the defense stack's noise model."""
     available = {"seed": probe_seed(config), "algorithm": algorithm, "k": algorithm.k}
     if "noise" in attack_spec(name).needs:
-        available["noise"] = noise_model(parse_defense(config["defense"]))
+        isolated = config.get("threat_model", "server") == "server-malicious"
+        available["noise"] = noise_model(parse_defense(config["defense"]),
+                                         members=int(config["probe"]["cohort"]) if isolated else 1)
     return needed(name, available)
 
 
-def noise_model(stack: DefenseStack) -> Any:
+def noise_model(stack: DefenseStack, members: int = 1) -> Any:
     """The ``attacks.bayes.NoiseModel`` of a defense stack: its clipping steps in order and its
-    one noise mechanism (FltrError naming the defense when ``bayes`` has no likelihood for it)."""
+    one noise mechanism (FltrError naming the defense when ``bayes`` has no likelihood for it).
+
+    The aggregators that add noise are mapped for the one case ``bayes`` attacks an aggregate:
+    the target's update alone in it (a probe cohort of one, or ``server-malicious`` isolation,
+    where ``attacks.view.client_updates`` multiplies the mean by the cohort's n and subtracts
+    the others' zero updates), of ``members`` clients in all. Then the attacked update is the
+    clipped update plus the noise on the cohort's *sum*:
+
+    * ``dp-fedavg``: clip ``C`` (L2, of the update) and N(0, (z C)^2) per coordinate
+      (``z`` = ``update_multiplier``); adaptive clipping is refused (the clip moves every round);
+    * ``ddgauss``: clip ``C``, then a Gaussian approximation (``ddgauss_noise_std``).
+
+    ``shuffle`` is refused: the server gets the messages without senders and cannot link one to
+    the list it was shown on.
+    """
     from attacks.bayes import ClipStep, NoiseModel
     from defenses.clipping import Clip
+    from defenses.ddgauss import DDGauss
     from defenses.dp_distributed import DistributedLaplace
+    from defenses.dp_fedavg import DPFedAvg
     from defenses.dp_gaussian import Gaussian
     from defenses.dp_local import LocalLaplace
     from defenses.randomized_response import RandomizedResponse
+    from defenses.shuffle import Shuffle
 
     clips: list = []
     noise: dict = {}
@@ -303,8 +322,54 @@ def noise_model(stack: DefenseStack) -> Any:
             noise = {"kind": "rr", "scale": d.p, "values": tuple(float(v) for v in d.values)}
         else:
             raise FltrError(f"--attack bayes: no likelihood for defense {d.name!r} (supported: clip, "
-                            "dp-local-laplace, dp-gaussian, dp-distributed, rr, secagg)")
+                            "dp-local-laplace, dp-gaussian, dp-distributed, rr, secagg, dp-fedavg, ddgauss)")
+    agg = stack.aggregator
+    if isinstance(agg, Shuffle):
+        raise FltrError(f"--attack bayes: defense {stack.name!r} shuffles the messages, so the server cannot "
+                        "link a message to the list it was shown on")
+    if isinstance(agg, (DPFedAvg, DDGauss)):
+        if noise:
+            raise FltrError(f"--attack bayes: defense {stack.name!r} stacks two noise mechanisms; "
+                            "bayes has a likelihood for one")
+        if isinstance(agg, DPFedAvg) and agg.adaptive:
+            raise FltrError(f"--attack bayes: defense {stack.name!r} adapts its clip norm every round "
+                            "(quantile > 0); bayes needs the fixed clip (quantile=0)")
+        clips.append(ClipStep(agg.clip, "update", "l2"))
+        std = agg.update_multiplier * agg.clip if isinstance(agg, DPFedAvg) else ddgauss_noise_std(agg, members)
+        noise = {"kind": "gaussian", "scale": std}
     return NoiseModel(clips=tuple(clips), defense=stack.name, **noise)
+
+
+def ddgauss_noise_std(defense: Any, members: int) -> float:
+    """Per-coordinate std of what ``ddgauss`` adds to one client's clipped update when that
+    update is alone in the modular sum of ``members`` clients (the others' updates zero), in
+    update units -- a Gaussian approximation of the decoded error (Kairouz et al. 2021, Alg. 2).
+
+    In the rotated, scaled domain the error is the sum of the members' discrete Gaussian
+    shares N_Z(0, sigma_l^2), sigma_l = ``local_sigma(members)`` (variance summed exactly over
+    the integers, ``discrete_gaussian_variance``), plus the target's randomized-rounding error,
+    variance f (1 - f) per coordinate with f the fractional part, taken as its mean 1/6 over
+    uniform f (the others' zero vectors round exactly; the norm conditioning and ring wrap-around,
+    probability ``wrap_probability``, are ignored). The server undoes the scale (times gamma)
+    and the orthonormal sign-flip + Walsh-Hadamard rotation: the i.i.d. shares stay
+    uncorrelated with equal variance; the rounding errors, independent but of unequal
+    variances, become weakly correlated coordinates whose variances are their mean -- treated
+    as independent (their share of the variance is gamma^2 / 6 against members gamma^2
+    sigma_l^2, negligible unless the ring is small). Each decoded coordinate mixes all dim
+    rotated ones, so a Gaussian of this variance is the likelihood.
+    """
+    shares = members * discrete_gaussian_variance(defense.local_sigma(members) ** 2)
+    return float(defense.gamma * np.sqrt(shares + 1.0 / 6.0))
+
+
+def discrete_gaussian_variance(sigma2: float) -> float:
+    """Variance of N_Z(0, sigma2), P(y) proportional to exp(-y^2 / (2 sigma2)) on the integers,
+    summed over |y| <= 40 sigma + 10 (equal to sigma2 to double precision from sigma2 >= 16)."""
+    if sigma2 >= 16.0:
+        return float(sigma2)
+    y = np.arange(-int(40 * np.sqrt(sigma2)) - 10, int(40 * np.sqrt(sigma2)) + 11, dtype=np.float64)
+    p = np.exp(-y * y / (2.0 * sigma2))
+    return float((p * y * y).sum() / p.sum())
 
 
 def _final_ndcg(config: dict, splits: Any, result: TrainResult) -> tuple[float, float]:

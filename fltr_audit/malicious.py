@@ -138,7 +138,8 @@ def malicious_probe(algorithm: Any, params: np.ndarray, data: Dataset, *, seed: 
             rng = stream(seed, "malicious-defense", r)
             for defense in client_defenses:
                 messages = defense.apply(messages, served, rng)
-            agg = aggregator.aggregate(messages, members, stream(seed, "malicious-aggregate", r))
+            extra = {"global_params": params} if getattr(aggregator, "reads_global_model", False) else {}
+            agg = aggregator.aggregate(messages, members, stream(seed, "malicious-aggregate", r), **extra)
             shown_target = Interactions(queries=q[:1], shown=out.interactions.shown[:1])
             view = ServerView(
                 round=r, threat_model="server-malicious", global_params=params.copy(), ranker=algorithm.ranker,

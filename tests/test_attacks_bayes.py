@@ -275,3 +275,236 @@ def test_bayes_scores_are_finite_when_an_update_is_zero():
     zero = view.messages.replace(vector=np.broadcast_to(view.global_params, view.messages.vector.shape).copy())
     guess = Bayes(algo).guess(__import__("dataclasses").replace(view, messages=zero))
     assert np.isfinite(guess.score[view.interactions.mask]).all()
+
+
+def _replay_loop(algo, view, i, config):
+    """The raw update of message i for click vectors ``config`` (B, k): the client's B PDGD steps
+    by a plain loop (log-denominators summed over the query's unplaced candidates one by one)."""
+    g = np.asarray(view.global_params, dtype=np.float64)
+    docs, inter = view.documents, view.interactions
+    w = g.copy()
+    for b in range(config.shape[0]):
+        q, shown = inter.queries[i, b], inter.shown[i, b]
+        ok = shown >= 0
+        rows = np.arange(docs.query_ptr[q], docs.query_ptr[q + 1])
+        scores = algo.ranker.score(w, docs.features[rows])
+        placed = []
+        log_dens = []
+        for pos in range(len(shown) + 1):
+            rest = [s for r, s in zip(rows, scores) if r not in placed]
+            log_dens.append(np.logaddexp.reduce(rest) if rest else -np.inf)
+            if pos < len(shown) and ok[pos]:
+                placed.append(shown[pos])
+        s_scores = np.array([scores[r - rows[0]] if o else -np.inf for r, o in zip(shown, ok)])
+        coef = pair_weights(s_scores[None], np.array(log_dens)[None], config[b][None], ok[None])[0]
+        X = docs.features[np.maximum(shown, 0)]
+        X[~ok] = 0.0
+        w = w + algo.lr * algo.ranker.vjp(w, X, coef)
+    return w - g
+
+
+def _joint_brute_force(algo, view, loglik_of):
+    """Log posteriors (n, 2^(Bk)) and click configurations (2^(Bk), B, k) of every joint click
+    configuration of every message, by loops (click-model prior per list by recursion)."""
+    n, B, k = view.interactions.shown.shape
+    observed = view.messages.updates(view.global_params)
+    configs = np.array(list(itertools.product([False, True], repeat=B * k))).reshape(-1, B, k)
+    post = np.full((n, len(configs)), -np.inf)
+    for i in range(n):
+        shown = view.interactions.shown[i]
+        labels = np.where(shown >= 0, view.documents.labels[np.maximum(shown, 0)], -1)
+        for e, c in enumerate(configs):
+            p = np.prod([_ccm_prob(algo.click_model, labels[b], c[b]) for b in range(B)])
+            if p > 0:
+                post[i, e] = np.log(p) + loglik_of(_replay_loop(algo, view, i, c), observed[i])
+    return post, configs
+
+
+def _exact_loglik(u, v):
+    return -((v - u) ** 2).sum() / (2 * (1e-10 * np.linalg.norm(v)) ** 2)
+
+
+@pytest.mark.parametrize("ranker", ["linear", "mlp"])
+def test_bayes_two_lists_enumerated_equals_joint_brute_force_under_laplace_noise(ranker):
+    """B = 2, k = 4: 2^8 joint configurations <= MAX_JOINT, enumerated exactly (named bayes)."""
+    from defenses.dp_local import LocalLaplace
+
+    defense = LocalLaplace(eps=4.5, delta=5.0, norm="l2")
+    algo, batch = _round(ranker, k=4, n=5, B=2, defenses=(defense,), seed=3)
+    noise = NoiseModel("laplace", defense.scale, (ClipStep(2.5, "update", "l2"),))
+
+    def loglik(u, v):
+        norm = np.linalg.norm(u)
+        u = u * min(1.0, 2.5 / norm) if norm > 0 else u
+        return stats.laplace.logpdf(v - u, scale=defense.scale).sum()
+
+    guess = Bayes(algo, noise).guess(batch.view)
+    assert guess.attack == "bayes"
+    post, configs = _joint_brute_force(algo, batch.view, loglik)
+    weight = np.exp(post - post.max(1, keepdims=True))
+    expected = np.einsum("ne,ebk->nbk", weight, configs) / weight.sum(1)[:, None, None]
+    mask = batch.view.interactions.mask
+    np.testing.assert_allclose(guess.score[mask], expected[mask], atol=1e-9)
+
+
+@pytest.mark.parametrize("max_joint", [30, 20])
+def test_bayes_approx_map_equals_joint_brute_force_map_without_noise(monkeypatch, max_joint):
+    """Forced onto the approximate path (30: joint prefix search of 5^2; 20: the beam), B = 2,
+    k = 4: its decisions are the brute-force MAP over all 2^8 joint configurations."""
+    import attacks.bayes as bayes
+
+    monkeypatch.setattr(bayes, "MAX_JOINT", max_joint)
+    algo, batch = _round(k=4, n=8, B=2, F=46, seed=5, click="informational")
+    guess = Bayes(algo).guess(batch.view)
+    assert guess.attack == "bayes-approx"
+    post, configs = _joint_brute_force(algo, batch.view, lambda u, v: _exact_loglik(u, v))
+    mask = batch.view.interactions.mask
+    map_config = configs[np.argmax(post, axis=1)] & mask
+    np.testing.assert_array_equal(guess.decision, map_config)
+    np.testing.assert_array_equal(map_config, batch.truth.clicks & mask)
+
+
+def _perfect_olsr_lists(olsr_score, clicks, mask):
+    """Per list: every clicked shown slot has a higher OLSR score than every unclicked shown one."""
+    s = np.where(mask, olsr_score, np.nan)
+    lowest_click = np.nanmin(np.where(clicks & mask, s, np.inf), axis=-1)
+    highest_other = np.nanmax(np.where(~clicks & mask, s, -np.inf), axis=-1)
+    return lowest_click > highest_other
+
+
+@pytest.mark.parametrize("B,k,seed,n", [(3, 10, 0, 24), (4, 6, 1, 24), (4, 10, 2, 12), (5, 10, 3, 10)])
+def test_bayes_approx_without_noise_recovers_clicks_where_olsr_ranks_each_list_perfectly(B, k, seed, n):
+    """B = 5, k = 10: 11^5 prefix combinations exceed MAX_JOINT, so the beam is what is tested
+    (a round where a beam ranked by OLSR-completed configurations lost a perfectly ranked message)."""
+    from sklearn.metrics import roc_auc_score
+
+    algo, batch = _round(k=k, n=n, B=B, F=46, seed=seed, click="informational", scale=0.3)
+    view = batch.view
+    bayes, olsr = Bayes(algo).guess(view), OLSR().guess(view)
+    assert bayes.attack == "bayes-approx"
+    clicks, mask = batch.truth.clicks, view.interactions.mask
+    perfect = _perfect_olsr_lists(olsr.score, clicks, mask).all(axis=1)
+    assert perfect.sum() >= 3
+    exact = ((bayes.decision == clicks) | ~mask).all(axis=(1, 2))
+    assert exact[perfect].all()
+    auc = {"bayes": [], "olsr": []}
+    for i, b in zip(*np.nonzero(((clicks & mask).any(-1)) & ((~clicks & mask).any(-1)))):
+        m = mask[i, b]
+        for name, guess in (("bayes", bayes), ("olsr", olsr)):
+            auc[name].append(roc_auc_score(clicks[i, b][m], guess.score[i, b][m]))
+    assert np.mean(auc["bayes"]) >= np.mean(auc["olsr"]), (np.mean(auc["bayes"]), np.mean(auc["olsr"]))
+
+
+def _isolated_errors(aggregator, members, trials, P, seed, norm=0.0):
+    """What the attacked update carries besides the target's clipped update, over ``trials``
+    rounds of ``members`` clients: target first with a random update of L2 norm ``norm`` (0: zero),
+    the others zero; the update read as ``client_updates`` reads an isolated target,
+    ``members * (aggregate - g)``."""
+    from defenses.dp_fedavg import clip_updates
+    from fltr_audit.messages import Messages
+
+    rng = np.random.default_rng(seed)
+    g = rng.normal(size=P)
+    errors = []
+    for _ in range(trials):
+        u = np.zeros((members, P))
+        if norm:
+            d = rng.normal(size=P)
+            u[0] = norm * d / np.linalg.norm(d)
+        msgs = Messages(n_interactions=np.ones(members, dtype=np.int64), vector=g + u)
+        agg = aggregator.aggregate(msgs, np.arange(members), rng, global_params=g)
+        errors.append(members * (agg.mean - g) - clip_updates(u[:1], aggregator.clip)[0])
+    return np.concatenate(errors)
+
+
+@pytest.mark.parametrize("text,members", [("dp-fedavg(noise_multiplier=0.7,clip=1.3)", 1),
+                                          ("dp-fedavg(noise_multiplier=2,clip=0.5)", 20),
+                                          ("ddgauss(noise_multiplier=1,clip=1)", 1),
+                                          ("ddgauss(noise_multiplier=1,clip=1)", 100)])
+def test_aggregator_noise_std_equals_the_defenses_noise_on_zero_updates(text, members):
+    from defenses.stack import parse_defense
+    from fltr_audit.audit_run import noise_model
+
+    stack = parse_defense(text)
+    nm = noise_model(stack, members=members)
+    assert nm.kind == "gaussian" and nm.clips == (ClipStep(stack.aggregator.clip, "update", "l2"),)
+    P = 64 if "ddgauss" in text else 400
+    errors = _isolated_errors(stack.aggregator, members, 20_000 // P, P, seed=11)
+    # 20,000 samples: the sample std's relative standard error is about 0.5 %
+    assert errors.std() == pytest.approx(nm.scale, rel=0.03)
+    assert abs(errors.mean()) < 4 * nm.scale / np.sqrt(errors.size)
+
+
+def test_ddgauss_noise_std_includes_rounding_and_the_discrete_variance():
+    """A coarse ring (7 bits, one client): rounding is about a fifth of the error's variance, and
+    the discrete Gaussian's variance is summed over the integers (checked against the sampler)."""
+    from defenses.ddgauss import DDGauss, discrete_gaussian
+    from fltr_audit.audit_run import ddgauss_noise_std, discrete_gaussian_variance
+
+    rng = np.random.default_rng(2)
+    samples = discrete_gaussian(0.3, (200_000,), rng)
+    assert samples.var() == pytest.approx(discrete_gaussian_variance(0.3), rel=0.02)
+    assert abs(discrete_gaussian_variance(0.3) - 0.3) > 0.05 * 0.3                 # not sigma^2 at this width
+    defense = DDGauss(noise_multiplier=0.01, clip=1.0, bits=7, n=1, dim=64)
+    std = ddgauss_noise_std(defense, 1)
+    without_rounding = defense.gamma * np.sqrt(discrete_gaussian_variance(defense.local_sigma(1) ** 2))
+    assert std > 1.08 * without_rounding
+    errors = _isolated_errors(defense, 1, 20_000 // 64, 64, seed=3, norm=0.9)
+    assert errors.std() == pytest.approx(std, rel=0.03)
+
+
+@pytest.mark.parametrize("defense", ["dp-fedavg(noise_multiplier=1,clip=1)", "ddgauss(noise_multiplier=0.1)"])
+def test_bayes_audit_under_aggregator_noise_at_probe_cohort_one_beats_olsr(defense):
+    from fltr_audit.audit_run import run_audit
+
+    config = {"data": "synthetic:mq2008?queries=600", "fold": 1, "normalization": "zscore", "queries": None,
+              "algo": "fpdgd", "rounds": 2, "clients": 20, "queries_per_client": 2, "ranker": "linear",
+              "train_click_model": "perfect", "params": {},
+              "probe": {"split": "vali", "click_models": ["navigational", "informational"], "cohort": 1,
+                        "queries_per_client": 1, "min_shown": 10, "require_click": True, "counterfactual": 5},
+              "defense": defense, "attacks": ["bayes", "olsr"], "epsilon_audit": False, "audit_trials": 100,
+              "seed": 0}
+    rows = run_audit(config)["attacks"]
+    rows = rows[rows["averaging"] == "macro"].set_index(["click_model", "attack"])["auc"]
+    for model in ("navigational", "informational"):
+        assert rows[(model, "bayes")] >= rows[(model, "olsr")], rows
+
+
+def test_noise_model_refuses_shuffle_and_adaptive_clipping():
+    from defenses.stack import parse_defense
+    from fltr_audit.audit_run import noise_model
+
+    with pytest.raises(FltrError, match="--attack bayes: .*cannot link a message"):
+        noise_model(parse_defense("dp-local-laplace(eps=4.5)+shuffle"))
+    with pytest.raises(FltrError, match="--attack bayes: .*quantile"):
+        noise_model(parse_defense("dp-fedavg(quantile=0.5)"))
+    with pytest.raises(FltrError, match="two noise mechanisms"):
+        noise_model(parse_defense("dp-local-laplace(eps=4.5)+dp-fedavg"))
+
+
+def test_bayes_under_server_malicious_isolation_with_dp_fedavg_and_a_global_model_beyond_the_clip():
+    """The aggregator clips each member's *update* (the engine passes it the served model), so
+    isolation leaves the target's clipped update plus N(0, (z C)^2): bayes beats OLSR."""
+    from attacks.view import client_updates
+    from defenses.dp_fedavg import clip_updates
+    from defenses.stack import parse_defense
+    from fltr_audit.audit_run import noise_model
+    from fltr_audit.malicious import malicious_probe
+
+    rng = np.random.default_rng(8)
+    data = _data(40, (11, 14), 46, rng)
+    algo = FPDGD(make_ranker("linear", 46), cascade_model("informational", 3), lr=0.1, k=10)
+    g = 3.0 * rng.normal(size=46) / np.sqrt(46)                                   # ||g|| about 3 > C = 1
+    stack = parse_defense("dp-fedavg(noise_multiplier=0.3,clip=1)")
+    rounds = malicious_probe(algo, g, data, seed=0, cohort_size=5, aggregator=stack.aggregator)
+    errors = []
+    for r in rounds:
+        isolated, _ = client_updates(r.batch.view, "bayes")
+        raw = Bayes(algo).replay(r.batch.view, r.batch.truth.clicks[:, None], np.arange(1))[0, 0]
+        errors.append(isolated[0] - clip_updates(raw[None], 1.0)[0])
+    assert np.concatenate(errors).std() == pytest.approx(0.3, rel=0.05)            # z C: noise and nothing else
+    auc = {}
+    for attack in (Bayes(algo, noise_model(stack, members=5)), OLSR()):
+        rows = [score_guess(attack.guess(r.batch.view), r.batch, min_shown=10, require_click=True) for r in rounds]
+        auc[attack.name] = np.nanmean(np.concatenate([x["auc"].to_numpy() for x in rows]))
+    assert auc["bayes"] > auc["olsr"] and auc["bayes"] > 0.75, auc
