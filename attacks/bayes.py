@@ -5,7 +5,9 @@ global model, the shown lists and their documents, the public algorithm (PDGD's 
 rate, the click model) and the defense's noise model (``NoiseModel``), so for every shown
 list it can enumerate the click vectors the click model allows, replay the client's local
 step for each deterministically, and weigh each by ``prior(c) * p(message | c)``. The guess
-scores are the posterior click marginals; decisions are the marginals above 0.5.
+scores are the posterior click log-odds (``posterior_log_odds``: expit of a score is the
+posterior marginal, and unlike the marginal it does not round to exactly 0 or 1 when the
+posterior is nearly a point mass); decisions are the marginals above 0.5 (log-odds above 0).
 
 Prior (``prior=``):
 
@@ -51,10 +53,10 @@ is enumerated and the posterior is exact (named ``bayes``). Otherwise (named ``b
    linear ranker -- and evaluated completed by OLSR's decisions on the later lists);
 2. *coordinate ascent* from the best of them: list by list, all 2^k click vectors with the
    other lists fixed, the list's conditional MAP kept, ``SWEEPS`` sweeps or a fixed point;
-3. scores = posterior marginals normalized over *every* distinct configuration evaluated in
-   1 and 2, ties between equal marginals broken by OLSR's within-list order (weight ``TIE``).
+3. scores = posterior log-odds normalized over *every* distinct configuration evaluated in
+   1 and 2, exact ties broken by OLSR's within-list order (weight ``TIE``).
 
-Within one list the prefix set's marginals never reverse OLSR's order, so the scores differ
+Within one list the prefix set's posterior never reverses OLSR's order, so the scores differ
 from OLSR's ranking only where a configuration off the prefixes explains the message better;
 when OLSR ranks every list of a message perfectly the truth is among the prefixes and, without
 noise, it is the posterior's point mass. (Not used: the shown lists of later queries are the
@@ -71,7 +73,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
-from scipy.special import expit
+from scipy.special import expit, logsumexp
 
 from attacks.view import client_updates, require_shown
 from fltr_audit import plackett_luce
@@ -97,8 +99,8 @@ beyond it a beam over the lists (``BEAM``)."""
 BEAM = 64
 """Partial configurations kept per list by the beam that replaces a joint search over MAX_JOINT."""
 TIE = 1e-9
-"""Weight of OLSR's within-list order in the bayes-approx scores: it breaks ties between equal
-posterior marginals (a point-mass posterior makes them 0 or 1) and nothing else."""
+"""Weight of OLSR's within-list order in the bayes-approx scores: it breaks exact ties between
+posterior log-odds (e.g. slots no evaluated configuration clicks) and nothing else."""
 
 
 @dataclass(frozen=True)
@@ -389,14 +391,28 @@ def _gram_loglik(noise: NoiseModel, g: np.ndarray, J: np.ndarray, W: np.ndarray,
     return -np.maximum(rr, 0.0) / (2 * std * std)
 
 
-def posterior_marginals(logprior: np.ndarray, loglik: np.ndarray, vectors: np.ndarray) -> np.ndarray:
-    """Posterior click marginals (n, k) from log prior and log likelihood (n, C): the
-    normalizer and the k numerators in one product with ``[vectors | 1]``."""
-    logpost = logprior + loglik
-    logpost -= logpost.max(axis=-1, keepdims=True)
-    np.exp(logpost, out=logpost)
-    both = logpost @ np.concatenate([vectors, np.ones((len(vectors), 1), dtype=bool)], axis=1).astype(np.float64)
-    return both[:, :-1] / both[:, -1:]
+LOG_ODDS_BOUND = 1e300
+"""|log-odds| of a click the posterior rules out (or in) entirely: finite, so scores stay finite."""
+
+
+def posterior_log_odds(logpost: np.ndarray, events: np.ndarray) -> np.ndarray:
+    """Posterior log-odds ``log P(e_j | message) - log P(not e_j | message)`` (n, k) of events
+    ``events`` (C, k) (bool: candidate c makes e_j true, e.g. clicks position j) from the
+    unnormalized log posteriors ``logpost`` (n, C) of the C candidates.
+
+    Each side is a log-sum-exp shifted by its own maximum, so a near point mass -- the
+    noise-free posterior -- keeps its order (how far the best alternative falls behind)
+    instead of rounding to a marginal of exactly 0 or 1, which would tie every confident slot
+    at the low false-positive rates TPR at 1 % FPR is read at. ``expit`` of it is the
+    posterior marginal; it is > 0 exactly where the marginal is > 0.5."""
+    events = np.asarray(events, dtype=bool)
+    out = np.empty((len(logpost), events.shape[1]))
+    with np.errstate(invalid="ignore"):
+        for j in range(events.shape[1]):
+            on = logsumexp(logpost[:, events[:, j]], axis=1) if events[:, j].any() else -np.inf
+            off = logsumexp(logpost[:, ~events[:, j]], axis=1) if (~events[:, j]).any() else -np.inf
+            out[:, j] = np.nan_to_num(on - off, nan=0.0, posinf=LOG_ODDS_BOUND, neginf=-LOG_ODDS_BOUND)
+    return np.clip(out, -LOG_ODDS_BOUND, LOG_ODDS_BOUND)
 
 
 class Bayes:
@@ -457,7 +473,7 @@ class Bayes:
             score = self._several_lists(view, updates)
             name = self.name if exhaustive(shown.shape[1], k) else self.name + "-approx"
         mask = shown >= 0
-        return Guess(attack=name, score=np.where(mask, score, np.nan), decision=(score > 0.5) & mask)
+        return Guess(attack=name, score=np.where(mask, score, np.nan), decision=(score > 0) & mask)
 
     # -- shared pieces ----------------------------------------------------------------------
     def _cohort(self, view: ServerView) -> int:
@@ -509,7 +525,7 @@ class Bayes:
             J[~mask[part]] = 0.0
             loglik = single_list_loglik(self.noise, g, J, W[part], T, updates[part], self.algorithm.lr,
                                         self._cohort(view))
-            out[part] = posterior_marginals(prior[part], loglik, vectors)
+            out[part] = posterior_log_odds(prior[part] + loglik, vectors)
         return out
 
     # -- FPDGD, several lists per message: prefix search + coordinate ascent ----------------
@@ -573,7 +589,7 @@ class Bayes:
         return total
 
     def _several_lists(self, view: ServerView, updates: np.ndarray) -> np.ndarray:
-        """Posterior click marginals (n, B, k) of messages with B > 1 lists, exact or approximate
+        """Posterior click log-odds (n, B, k) of messages with B > 1 lists, exact or approximate
         (module docstring: ``bayes`` / ``bayes-approx``), in chunks of messages."""
         from attacks.olsr import OLSR
 
@@ -591,17 +607,17 @@ class Bayes:
                           for b in range(B)], axis=1)                                   # (n, B, 2^k)
         widest = 2 ** (B * k) if exhaustive(B, k) else max(min((k + 1) ** B, MAX_JOINT), BEAM * (k + 1), 2**k)
         step = max(1, CHUNK_ELEMENTS // (widest * max(len(view.global_params), 1)))
-        marg = np.empty((n, B, k))
+        odds = np.empty((n, B, k))
         for s in range(0, n, step):
             idx = np.arange(s, min(n, s + step))
-            marg[idx] = self._posterior_chunk(view, updates[idx], idx, rank[idx], olsr_idx[idx], mask[idx], prior[idx])
+            odds[idx] = self._posterior_chunk(view, updates[idx], idx, rank[idx], olsr_idx[idx], mask[idx], prior[idx])
         if exhaustive(B, k):
-            return marg
-        return (1.0 - TIE) * marg + TIE * (1.0 - rank / k)                               # ties: OLSR's order
+            return odds
+        return odds + TIE * (1.0 - rank / k)                                             # ties: OLSR's order
 
     def _posterior_chunk(self, view: ServerView, observed: np.ndarray, messages: np.ndarray, rank: np.ndarray,
                           olsr_idx: np.ndarray, mask: np.ndarray, prior: np.ndarray) -> np.ndarray:
-        """Posterior marginals (m, B, k) over every configuration evaluated for messages
+        """Posterior click log-odds (m, B, k) over every configuration evaluated for messages
         ``messages``: all 2^(Bk) when ``exhaustive`` (exact), else the OLSR-prefix search, then
         coordinate ascent from its best."""
         m, B, k = mask.shape
@@ -625,7 +641,7 @@ class Bayes:
                                      (m, 2 ** (B * k), B))
             u = self.replay_product(view, [np.broadcast_to(vectors & mask[:, b, None, :], (m, 2**k, k))
                                            for b in range(B)], messages)
-            return _marginals(config, joint_prior(config) + loglik(u), k)
+            return _log_odds(config, joint_prior(config) + loglik(u), k)
         if (k + 1) ** B <= MAX_JOINT:
             j = np.stack(np.unravel_index(np.arange((k + 1) ** B), (k + 1,) * B), axis=-1)   # (E, B)
             config = np.stack([prefix_idx[:, b, j[:, b]] for b in range(B)], axis=-1)       # (m, E, B)
@@ -650,7 +666,7 @@ class Bayes:
                 seen_post.append(joint_prior(cand) + ll)
             if np.array_equal(before, state):
                 break
-        return _marginals(np.concatenate(seen_idx, 1), np.concatenate(seen_post, 1), k)
+        return _log_odds(np.concatenate(seen_idx, 1), np.concatenate(seen_post, 1), k)
 
     def _prefix_beam(self, view: ServerView, messages: np.ndarray, observed: np.ndarray, prefix_idx: np.ndarray,
                      shown: np.ndarray, olsr_idx: np.ndarray, prior: np.ndarray,
@@ -741,9 +757,9 @@ class Bayes:
         logpost = prior + loglik
         if np.isneginf(logpost).all(axis=1).any():      # a value no candidate explains: fall back to the prior
             logpost = np.where(np.isneginf(logpost).all(axis=1, keepdims=True), prior, logpost)
-        marg = posterior_marginals(logpost, np.zeros_like(logpost), vectors).reshape(n, B, k)
+        odds = posterior_log_odds(logpost, vectors).reshape(n, B, k)
         mask = shown >= 0
-        return Guess(attack=self.name, score=np.where(mask, marg, np.nan), decision=(marg > 0.5) & mask)
+        return Guess(attack=self.name, score=np.where(mask, odds, np.nan), decision=(odds > 0) & mask)
 
 
 def _loglik_full(noise: NoiseModel, g: np.ndarray, u: np.ndarray, observed: np.ndarray, cohort: int) -> np.ndarray:
@@ -763,10 +779,10 @@ def exhaustive(B: int, k: int) -> bool:
     return 2 ** (B * k) <= MAX_JOINT
 
 
-def _marginals(config: np.ndarray, logpost: np.ndarray, k: int) -> np.ndarray:
-    """Posterior click marginals (m, B, k) normalized over the distinct evaluated configurations
+def _log_odds(config: np.ndarray, logpost: np.ndarray, k: int) -> np.ndarray:
+    """Posterior click log-odds (m, B, k) normalized over the distinct evaluated configurations
     ``config`` (m, E, B) (per-list click-vector indices; repeats counted once) with log
-    posteriors ``logpost`` (m, E)."""
+    posteriors ``logpost`` (m, E) (``posterior_log_odds`` per list position)."""
     m, E, B = config.shape
     order = np.lexsort(tuple(config[:, :, b] for b in range(B)), axis=-1)
     config = np.take_along_axis(config, order[:, :, None], axis=1)
@@ -774,9 +790,12 @@ def _marginals(config: np.ndarray, logpost: np.ndarray, k: int) -> np.ndarray:
     repeat = np.zeros((m, E), dtype=bool)
     repeat[:, 1:] = (config[:, 1:] == config[:, :-1]).all(-1)
     logpost = np.where(repeat, -np.inf, logpost)
-    weight = np.exp(logpost - logpost.max(axis=1, keepdims=True))
-    clicks = ((config[..., None] >> np.arange(k)) & 1).astype(np.float64)              # (m, E, B, k)
-    return np.einsum("me,mebk->mbk", weight, clicks) / weight.sum(axis=1)[:, None, None]
+    clicks = (config[..., None] >> np.arange(k)) & 1 == 1                                # (m, E, B, k)
+    with np.errstate(invalid="ignore"):
+        on = logsumexp(np.where(clicks, logpost[:, :, None, None], -np.inf), axis=1)
+        off = logsumexp(np.where(clicks, -np.inf, logpost[:, :, None, None]), axis=1)
+    odds = np.nan_to_num(on - off, nan=0.0, posinf=LOG_ODDS_BOUND, neginf=-LOG_ODDS_BOUND)
+    return np.clip(odds, -LOG_ODDS_BOUND, LOG_ODDS_BOUND)
 
 
 def _score_many(ranker: Any, params: np.ndarray, X: np.ndarray) -> np.ndarray:

@@ -7,7 +7,8 @@ every count matrix N (B x K non-negative integers summing to m: C(m + BK - 1, BK
 candidates, 1001 for the probe's B = 1, K = 5, m = 10; more than ``MAX_CANDIDATES`` are
 refused) jointly with the client's position bias gamma_u on a quadrature grid, weighs each
 pair by ``prior(N | gamma) p(message | N, gamma)``, and scores each slot by the posterior
-``P(N_slot >= 1 | message)``; decisions are those marginals above 0.5. The client is assumed
+``P(N_slot >= 1 | message)`` as log-odds (``attacks.bayes.posterior_log_odds``); decisions are
+those marginals above 0.5. The client is assumed
 to have collected its m clicks (n_c = m): the session cap (``max_sessions``, 100 by default)
 is not modelled -- a client that reaches it sends fewer clicks, which no candidate explains.
 
@@ -40,7 +41,8 @@ general and the guess is named ``bayes-approx``. Candidates sharing their first 
 that part of the replay (``prefix_tree``). The replayed updates go through the defense's
 clipping and noise density as in ``attacks.bayes`` (``_loglik_full``: exact-match test,
 Laplace, Gaussian, Gamma-difference); without noise the posterior is a point mass on the
-nearest candidate, so its scores are 0 or 1.
+nearest candidate: its marginals are 0 or 1, its log-odds still ordered by how far the
+next candidate falls behind.
 """
 
 from __future__ import annotations
@@ -52,7 +54,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from attacks.bayes import NoiseModel, _loglik_full, click_vectors, posterior_marginals
+from attacks.bayes import NoiseModel, _loglik_full, click_vectors, posterior_log_odds
 from attacks.view import client_updates, require_shown, shown_features
 from fltr_audit.errors import FltrError
 from fltr_audit.messages import Guess, ServerView
@@ -264,11 +266,10 @@ class BayesFedIPS:
             u = replay(self.algorithm, g, X[part], valid[part], tree, steps)
             loglik = _loglik_full(self.noise, g, u, updates[part], cohort).reshape(-1, E, C)
             loglik = np.broadcast_to(loglik, (len(loglik), G, C))
-            out[part] = posterior_marginals(log_prior[part].reshape(-1, G * C) - np.log(G),
-                                            loglik.reshape(-1, G * C), clicked)
+            out[part] = posterior_log_odds(log_prior[part].reshape(-1, G * C) + loglik.reshape(-1, G * C), clicked)
         score = out.reshape(n, B, K)
         mask = shown >= 0
-        return Guess(attack=NAME, score=np.where(mask, score, np.nan), decision=(score > 0.5) & mask)
+        return Guess(attack=NAME, score=np.where(mask, score, np.nan), decision=(score > 0) & mask)
 
     def _log_prior(self, view: ServerView, shown: np.ndarray, counts: np.ndarray) -> np.ndarray:
         """log P(N | gamma node) (n, G, C): ``session_count_log_prior`` once per distinct row of

@@ -6,8 +6,9 @@ import itertools
 import numpy as np
 import pytest
 from scipy import stats
+from scipy.special import expit
 
-from attacks.bayes import Bayes, ClipStep, NoiseModel, cascade_log_prior, click_vectors
+from attacks.bayes import LOG_ODDS_BOUND, Bayes, ClipStep, NoiseModel, cascade_log_prior, click_vectors
 from attacks.olsr import OLSR
 from attacks.scoring import score_guess
 from fltr_audit.algorithms.fpdgd import FPDGD, cohort_rankings, pair_weights
@@ -110,7 +111,7 @@ def test_bayes_equals_brute_force_under_laplace_noise(ranker):
         return stats.laplace.logpdf(v - u, scale=defense.scale).sum()
 
     guess = Bayes(algo, noise).guess(batch.view)
-    np.testing.assert_allclose(guess.score[:, 0], _brute_force(algo, batch.view, loglik), atol=1e-9)
+    np.testing.assert_allclose(expit(guess.score)[:, 0], _brute_force(algo, batch.view, loglik), atol=1e-9)
 
 
 def test_bayes_equals_brute_force_under_gaussian_noise_uniform_prior():
@@ -126,7 +127,7 @@ def test_bayes_equals_brute_force_under_gaussian_noise_uniform_prior():
         return stats.norm.logpdf(v - u, scale=defense.std).sum()
 
     guess = Bayes(algo, noise, prior="uniform").guess(batch.view)
-    np.testing.assert_allclose(guess.score[:, 0], _brute_force(algo, batch.view, loglik, "uniform"), atol=1e-9)
+    np.testing.assert_allclose(expit(guess.score)[:, 0], _brute_force(algo, batch.view, loglik, "uniform"), atol=1e-9)
 
 
 def test_bayes_without_noise_recovers_every_click_olsr_recovers():
@@ -186,7 +187,7 @@ def test_noise_model_of_defense_stacks():
     from defenses.stack import parse_defense
     from fltr_audit.audit_run import noise_model
 
-    nm = noise_model(parse_defense("clip(delta=5)+dp-distributed(eps=4.5)"))
+    nm = noise_model(parse_defense("clip(sensitivity=5)+dp-distributed(eps=4.5)"))
     assert nm.kind == "gamma-difference" and nm.scale == pytest.approx(5 / 4.5)
     assert nm.clips == (ClipStep(2.5, "weights", "l2"), ClipStep(2.5, "weights", "l2"))
     nm = noise_model(parse_defense("dp-gaussian(sigma=1,clip=1)"))
@@ -204,7 +205,7 @@ def test_bayes_equals_brute_force_under_dp_distributed_share_and_weight_clip():
     from defenses.stack import parse_defense
     from fltr_audit.audit_run import noise_model
 
-    stack = parse_defense("clip(delta=1)+dp-distributed(eps=4.5)")
+    stack = parse_defense("clip(sensitivity=1)+dp-distributed(eps=4.5)")
     algo, batch = _round(defenses=stack.client, scale=0.5)
     noise = noise_model(stack)
     a, lam = 1.0 / len(batch.view.participants), stack.client[1].scale
@@ -218,7 +219,7 @@ def test_bayes_equals_brute_force_under_dp_distributed_share_and_weight_clip():
         return ((2 * a - 1) * np.log(x) - x / lam).sum()
 
     guess = Bayes(algo, noise).guess(batch.view)
-    np.testing.assert_allclose(guess.score[:, 0], _brute_force(algo, batch.view, loglik), atol=1e-9)
+    np.testing.assert_allclose(expit(guess.score)[:, 0], _brute_force(algo, batch.view, loglik), atol=1e-9)
     assert isinstance(stack.client[1], DistributedLaplace)
 
 
@@ -266,7 +267,7 @@ def test_bayes_foltr_metric_equals_brute_force_under_rr():
             cands.append(c)
         post = np.array(post)
         expected = (post[:, None] * np.array(cands)).sum(0) / post.sum()
-        np.testing.assert_allclose(guess.score[i, 0][shown >= 0], expected[shown >= 0], atol=1e-12)
+        np.testing.assert_allclose(expit(guess.score)[i, 0][shown >= 0], expected[shown >= 0], atol=1e-12)
 
 
 def test_bayes_scores_are_finite_when_an_update_is_zero():
@@ -329,7 +330,7 @@ def test_bayes_two_lists_enumerated_equals_joint_brute_force_under_laplace_noise
     """B = 2, k = 4: 2^8 joint configurations <= MAX_JOINT, enumerated exactly (named bayes)."""
     from defenses.dp_local import LocalLaplace
 
-    defense = LocalLaplace(eps=4.5, delta=5.0, norm="l2")
+    defense = LocalLaplace(eps=4.5, sensitivity=5.0, norm="l2")
     algo, batch = _round(ranker, k=4, n=5, B=2, defenses=(defense,), seed=3)
     noise = NoiseModel("laplace", defense.scale, (ClipStep(2.5, "update", "l2"),))
 
@@ -344,7 +345,7 @@ def test_bayes_two_lists_enumerated_equals_joint_brute_force_under_laplace_noise
     weight = np.exp(post - post.max(1, keepdims=True))
     expected = np.einsum("ne,ebk->nbk", weight, configs) / weight.sum(1)[:, None, None]
     mask = batch.view.interactions.mask
-    np.testing.assert_allclose(guess.score[mask], expected[mask], atol=1e-9)
+    np.testing.assert_allclose(expit(guess.score)[mask], expected[mask], atol=1e-9)
 
 
 @pytest.mark.parametrize("max_joint", [30, 20])
@@ -508,3 +509,21 @@ def test_bayes_under_server_malicious_isolation_with_dp_fedavg_and_a_global_mode
         rows = [score_guess(attack.guess(r.batch.view), r.batch, min_shown=10, require_click=True) for r in rounds]
         auc[attack.name] = np.nanmean(np.concatenate([x["auc"].to_numpy() for x in rows]))
     assert auc["bayes"] > auc["olsr"] and auc["bayes"] > 0.75, auc
+
+
+def test_posterior_log_odds_is_the_marginal_and_keeps_near_point_masses_apart():
+    """expit(log-odds) equals the marginal computed directly; where the marginal rounds to
+    exactly 1 the log-odds is the analytic gap to the best alternative."""
+    from attacks.bayes import posterior_log_odds
+
+    rng = np.random.default_rng(5)
+    vectors = click_vectors(3)
+    logpost = rng.normal(size=(6, 8))
+    post = np.exp(logpost) / np.exp(logpost).sum(1, keepdims=True)
+    np.testing.assert_allclose(expit(posterior_log_odds(logpost, vectors)), post @ vectors, atol=1e-12)
+    sharp = np.full((2, 8), -np.inf)
+    sharp[:, 0b011] = 0.0                                               # the point mass: positions 0 and 1
+    sharp[0, 0b001], sharp[1, 0b001] = -1000.0, -2000.0                 # runner-up drops position 1
+    odds = posterior_log_odds(sharp, vectors)
+    np.testing.assert_allclose(odds[:, 1], [1000.0, 2000.0])
+    assert (odds[:, 0] == LOG_ODDS_BOUND).all() and (odds[:, 2] == -LOG_ODDS_BOUND).all()

@@ -8,6 +8,7 @@ import itertools
 import numpy as np
 import pytest
 from scipy import stats
+from scipy.special import expit
 
 from attacks.bayes import Bayes
 from attacks.bayes_fedips import BayesFedIPS, canonical_order, count_matrices, session_count_log_prior
@@ -176,7 +177,7 @@ def test_posterior_equals_brute_force(B, K, propensity, prior, defense):
     guess = attack.guess(batch.view)
     mask = batch.view.interactions.shown >= 0
     assert guess.attack == "bayes-approx"
-    np.testing.assert_allclose(np.where(mask, guess.score, 0.0), np.where(mask, expected, 0.0), atol=1e-6)
+    np.testing.assert_allclose(np.where(mask, expit(guess.score), 0.0), np.where(mask, expected, 0.0), atol=1e-6)
     assert 0.02 < expected[mask].mean() < 0.98                          # the posterior is not degenerate
 
 
