@@ -52,8 +52,9 @@ SPECS: tuple[AttackSpec, ...] = (
                "olsr guessing only coefficients with a significant one-sided t-test"),
     AttackSpec("olsr-l1", lambda **p: OLSR(loss="l1", **p), False, (), "olsr with least absolute deviations"),
     AttackSpec("bayes", lambda algorithm=None, noise=None, **p: Bayes(algorithm, noise, **p), False,
-               ("algorithm", "noise"), "exact Bayes posterior of the clicks: replays the local step for every "
-               "click vector, weighs it by the defense's noise density (approximate, bayes-approx, when B > 1)"),
+               ("algorithm", "noise"), "Bayes posterior of the clicks: replays the local step for every "
+               "click vector (FedIPS: every count matrix), weighs it by the defense's noise density; "
+               "reported as bayes-approx where it searches (B k > 14) or replays in a canonical order (FedIPS)"),
     AttackSpec("score", lambda **p: Heuristic("score", **p), False, (), "score change f'(d) - f(d) (Pham)"),
     AttackSpec("prob", lambda **p: Heuristic("prob", **p), False, (), "softmax probability change (Pham)"),
     AttackSpec("distance", _distance(False), False, ("k",), "pairwise score-distance count (Pham)"),

@@ -10,7 +10,7 @@ import typer
 
 from fltr_audit.algorithms.registry import algorithm_names
 from fltr_audit.cli.app import app
-from fltr_audit.cli.common import emit_json, parse_list, progress
+from fltr_audit.cli.common import emit_json, parse_list, print_table, progress
 from fltr_audit.cli.compare import checked_min_effect, min_effect_option
 from fltr_audit.errors import FltrError, RunsFailed
 
@@ -239,11 +239,13 @@ def audit(
     _print_attacks(table)
     print_verdicts(v, min_effect)
     if len(cost):
-        typer.echo("\nserver-malicious: what the manipulation costs the other members (mean nDCG@10 of their "
-                   "shown lists in the probed round):")
-        typer.echo(cost.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+        print_table("server-malicious: what the manipulation costs the other members (mean nDCG@10 of their "
+                    "shown lists in the probed round)",
+                    [{"clicks": r.click_model, "defense": r.defense, "manipulation": r.manipulation,
+                      "honest": float(r.others_ndcg_honest), "served": float(r.others_ndcg_served),
+                      "cost": float(r.others_ndcg_cost)} for r in cost.itertuples()])
     if len(utility):
-        typer.echo("\nutility (offline nDCG@10 on test, queries without relevant documents left out):")
-        cols = ["defense", "ndcg10", "ndcg10_delta"]
-        typer.echo(utility.groupby("defense", sort=False)[cols[1:]].mean().reset_index()
-                   .to_string(index=False, float_format=lambda v: f"{v:+.3f}" if v < 0 else f"{v:.3f}"))
+        mean = utility.groupby("defense", sort=False)[["ndcg10", "ndcg10_delta"]].mean().reset_index()
+        print_table("Utility: offline nDCG@10 on test (queries without relevant documents left out)",
+                    [{"defense": r.defense, "nDCG@10": float(r.ndcg10), "ΔnDCG@10": float(r.ndcg10_delta)}
+                     for r in mean.itertuples()])
