@@ -426,9 +426,8 @@ class Bayes:
     noise : NoiseModel
         The defense stack's noise model (built by the composition root); default: none.
     prior : {"click-model", "uniform"}
+        The prior over click vectors; with ``"uniform"`` the attack is named ``bayes-uniform``.
     """
-
-    name = "bayes"
 
     def __init__(self, algorithm: Any = None, noise: NoiseModel | None = None, prior: str = "click-model"):
         if prior not in PRIORS:
@@ -436,6 +435,7 @@ class Bayes:
         self.algorithm = algorithm
         self.noise = noise if noise is not None else NoiseModel()
         self.prior = prior
+        self.name = "bayes" if prior == "click-model" else "bayes-uniform"
 
     # -- entry point ------------------------------------------------------------------------
     def guess(self, view: ServerView) -> Guess:

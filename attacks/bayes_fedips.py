@@ -59,7 +59,6 @@ from attacks.view import client_updates, require_shown, shown_features
 from fltr_audit.errors import FltrError
 from fltr_audit.messages import Guess, ServerView
 
-NAME = "bayes-approx"
 MAX_CANDIDATES = 20_000
 """Largest number of count matrices enumerated per message."""
 GAMMA_NODES = 9
@@ -206,8 +205,6 @@ class BayesFedIPS:
         Quadrature nodes of gamma_u.
     """
 
-    name = "bayes"
-
     def __init__(self, algorithm: Any, noise: NoiseModel | None = None, prior: str = "click-model",
                  gamma_nodes: int = GAMMA_NODES) -> None:
         missing = [a for a in _NEEDS if not hasattr(algorithm, a)]
@@ -224,6 +221,7 @@ class BayesFedIPS:
         self.algorithm = algorithm
         self.noise = noise if noise is not None else NoiseModel()
         self.prior = prior
+        self.name = "bayes" if prior == "click-model" else "bayes-uniform"
         self.gammas = gamma_grid(algorithm.click_model, int(gamma_nodes))
 
     def guess(self, view: ServerView) -> Guess:
@@ -269,7 +267,7 @@ class BayesFedIPS:
             out[part] = posterior_log_odds(log_prior[part].reshape(-1, G * C) + loglik.reshape(-1, G * C), clicked)
         score = out.reshape(n, B, K)
         mask = shown >= 0
-        return Guess(attack=NAME, score=np.where(mask, score, np.nan), decision=(score > 0) & mask)
+        return Guess(attack=self.name + "-approx", score=np.where(mask, score, np.nan), decision=(score > 0) & mask)
 
     def _log_prior(self, view: ServerView, shown: np.ndarray, counts: np.ndarray) -> np.ndarray:
         """log P(N | gamma node) (n, G, C): ``session_count_log_prior`` once per distinct row of

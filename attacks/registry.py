@@ -55,6 +55,9 @@ SPECS: tuple[AttackSpec, ...] = (
                ("algorithm", "noise"), "Bayes posterior of the clicks: replays the local step for every "
                "click vector (FedIPS: every count matrix), weighs it by the defense's noise density; "
                "reported as bayes-approx where it searches (B k > 14) or replays in a canonical order (FedIPS)"),
+    AttackSpec("bayes-uniform", lambda algorithm=None, noise=None, **p: Bayes(algorithm, noise, prior="uniform", **p),
+               False, ("algorithm", "noise"), "bayes with a uniform prior over the click vectors: what the message "
+               "alone tells (no labels, no click-model rates)"),
     AttackSpec("score", lambda **p: Heuristic("score", **p), False, (), "score change f'(d) - f(d) (Pham)"),
     AttackSpec("prob", lambda **p: Heuristic("prob", **p), False, (), "softmax probability change (Pham)"),
     AttackSpec("distance", _distance(False), False, ("k",), "pairwise score-distance count (Pham)"),
@@ -136,7 +139,8 @@ def make_attack(name: str, **params: Any) -> Attack:
     ``olsr`` / ``olsr-t`` / ``olsr-l1``: ``target`` ("update" | "weights"), ``global_regressor``
     (default True); ``olsr-t`` also ``alpha`` (default 0.05); ``distance``: ``k`` (threshold
     k // 2, default 5) or ``threshold``; ``random3`` / ``random4``: ``seed``; ``prior``: ``m``;
-    ``bayes``: ``algorithm``, ``noise`` (an ``attacks.bayes.NoiseModel``), ``prior``.
+    ``bayes``: ``algorithm``, ``noise`` (an ``attacks.bayes.NoiseModel``), ``prior``;
+    ``bayes-uniform``: ``algorithm``, ``noise``.
     FltrError naming ``--attack`` for an unknown name or parameter.
     """
     factory = attack_spec(name).factory

@@ -155,7 +155,8 @@ def run_audit(config: dict) -> dict[str, pd.DataFrame]:
             per_query = pd.concat([e.per_query for e in scored], ignore_index=True)
             slots = Slots.concat([e.slots for e in scored])
             threat = threat_label(batches[0].view)
-            label = guesses[0].attack if guesses and name == "bayes" else name   # bayes-approx when B > 1
+            refined = guesses and guesses[0].attack.startswith(name)
+            label = guesses[0].attack if refined else name            # e.g. bayes-approx where bayes searches
             reference = attack_spec(name).reference
             for row in summarize(per_query, slots=slots):
                 attack_rows.append({**context, "click_model": click_model, "defense": stack.name,

@@ -10,6 +10,7 @@ from scipy.special import expit
 
 from attacks.bayes import LOG_ODDS_BOUND, Bayes, ClipStep, NoiseModel, cascade_log_prior, click_vectors
 from attacks.olsr import OLSR
+from attacks.registry import make_attack
 from attacks.scoring import score_guess
 from fltr_audit.algorithms.fpdgd import FPDGD, cohort_rankings, pair_weights
 from fltr_audit.clicks import cascade_model
@@ -126,7 +127,8 @@ def test_bayes_equals_brute_force_under_gaussian_noise_uniform_prior():
         u = u * min(1.0, 1.0 / norm) if norm > 0 else u
         return stats.norm.logpdf(v - u, scale=defense.std).sum()
 
-    guess = Bayes(algo, noise, prior="uniform").guess(batch.view)
+    guess = make_attack("bayes-uniform", algorithm=algo, noise=noise).guess(batch.view)
+    assert guess.attack == "bayes-uniform"
     np.testing.assert_allclose(expit(guess.score)[:, 0], _brute_force(algo, batch.view, loglik, "uniform"), atol=1e-9)
 
 
