@@ -17,6 +17,7 @@ from fltr_audit.defense_spelling import RENAMED_COMPONENTS, current_spelling, le
 from fltr_audit.errors import FltrDeprecation
 from fltr_audit.messages import Messages
 from fltr_audit.store import ResultsStore, load
+from tests.test_bad_inputs import CAMPAIGN_BASE
 
 # (written with the deprecated alias, its canonical name)
 ALIASED = [
@@ -130,24 +131,10 @@ def test_a_store_written_with_the_legacy_spelling_reads_back_in_the_current_one(
     assert store.status()["defense"].tolist() == [new, new, other, new]
 
 
-TINY_CAMPAIGN = """\
-name = "alias"
-seeds = [0]
-[data]
-spec = ["synthetic:mq2008?queries=30"]
-[algorithm]
-name = ["fpdgd"]
-rounds = [1]
-clients = [5]
-[probe]
-click_models = ["perfect"]
-cohort = [4]
-[audit]
-defenses = ["DEFENSE"]
-attacks = ["random3"]
-epsilon_audit = false
-trials = 100
-"""
+TINY_CAMPAIGN = (CAMPAIGN_BASE.replace('name = "bad"', 'name = "alias"')
+                 .replace('defenses = ["none"]', 'defenses = ["DEFENSE"]')
+                 .replace("trials = 100", "epsilon_audit = false\ntrials = 100"))
+"""``test_bad_inputs``' one-run campaign, its defense a placeholder, without the epsilon audit."""
 
 
 def test_cli_prints_the_deprecation_once_as_one_line_and_resumes_across_spellings(tmp_path, capsys, monkeypatch):
