@@ -104,10 +104,12 @@ def strongest_section(r: Results) -> dict | None:
     keys = [c for c in wide.columns if c in ("defense", "data", "algo", "setting", "threat_model", "click_model")]
     return table_section("Strongest attack per metric", ordered(wide, keys),
                          "For each defense and metric, the informed attack with the largest mean over runs "
-                         "and that mean: no single attack is strongest on every metric. Bayes ceiling: the "
-                         "Bayes-posterior attack (bayes, else bayes-approx), the best any passive attack can "
-                         "do, where it ran; best reference: the strongest attack that does not read the "
-                         "message, for context.", keep=tuple(wide.columns), group=("defense",))
+                         "and that mean: no single attack is strongest on every metric. Bayes posterior: "
+                         "the best of the Bayes attacks (bayes, bayes-uniform, -approx where they search), "
+                         "where they ran -- the AUC ceiling of passive attacks under the click and noise "
+                         "model they assume, not a ceiling on leakage (the click-model prior also predicts "
+                         "the counterfactual clicks); best reference: the strongest attack that does not "
+                         "read the message, for context.", keep=tuple(wide.columns), group=("defense",))
 
 
 def epsilon_table_section(r: Results) -> dict | None:

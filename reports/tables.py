@@ -266,14 +266,16 @@ def claims_headers(columns) -> dict:
 
 STRENGTH_METRICS = {"auc": "AUC", "tpr_at_fpr_0_01": "TPR at FPR 1 %", "leakage": "leakage (AUC)",
                     "advantage": "advantage", "f1": "F1"}
-BAYES = ("bayes", "bayes-approx")  # the Bayes posterior: the passive attacks' ceiling, not a contender
+BAYES = ("bayes", "bayes-approx", "bayes-uniform", "bayes-uniform-approx")
+"""The Bayes-posterior attacks (``attacks.bayes``): the AUC ceiling of passive attacks under the model they assume."""
 
 
 def strongest_per_metric(table: pd.DataFrame) -> pd.DataFrame:
     """Per defense (and data, algorithm, setting, threat model, click model where the table holds
-    several) and metric: the informed attack with the largest mean, the Bayes attack's value
-    (``bayes``, else ``bayes-approx``) and the best reference attack's. No single attack is
-    crowned: each metric names its own."""
+    several) and metric: the informed attack with the largest mean (the Bayes attacks compete
+    too), the best Bayes-posterior value (``BAYES``) and the best reference attack's. No single
+    attack is crowned: each metric names its own. The Bayes column is a ceiling on AUC, not on
+    leakage: its click-model prior also predicts the counterfactual clicks."""
     metrics = [m for m in STRENGTH_METRICS if m in table.columns and table[m].notna().any()]
     if table.empty or not metrics or "attack" not in table.columns:
         return pd.DataFrame()
@@ -286,17 +288,16 @@ def strongest_per_metric(table: pd.DataFrame) -> pd.DataFrame:
         group = group if isinstance(group, tuple) else (group,)
         for m in metrics:
             vals = sel[m]
-            informed = vals[~reference[sel.index] & ~bayes[sel.index]].dropna()
+            informed = vals[~reference[sel.index]].dropna()
             refs = vals[reference[sel.index]].dropna()
-            ceiling = [vals[sel["attack"] == b].dropna() for b in BAYES]
-            ceiling = next((c for c in ceiling if not c.empty), pd.Series(dtype=float))
+            posterior = vals[bayes[sel.index]].dropna()
             row = dict(zip(keys, group), metric=STRENGTH_METRICS[m])
             if informed.empty:
                 row.update(strongest="", value="")
             else:
                 best = informed.idxmax()
                 row.update(strongest=sel.at[best, "attack"], value=_number(informed[best], ".3f"))
-            row["bayes"] = _number(ceiling.max(), ".3f") if not ceiling.empty else ""
+            row["bayes"] = _number(posterior.max(), ".3f") if not posterior.empty else ""
             row["reference"] = (f"{sel.at[refs.idxmax(), 'attack']} {_number(refs.max(), '.3f')}"
                                 if not refs.empty else "")
             rows.append(row)
@@ -306,7 +307,7 @@ def strongest_per_metric(table: pd.DataFrame) -> pd.DataFrame:
 
 def strongest_wide(long: pd.DataFrame) -> pd.DataFrame:
     """:func:`strongest_per_metric` as one row per group: per metric "attack value"; the Bayes
-    ceilings and the best reference values joined "a / b / ..." in metric order (the reference
+    posterior's and the best reference values joined "a / b / ..." in metric order (the reference
     attack named once when the same one is best on every metric)."""
     keys = [c for c in long.columns if c not in ("metric", "strongest", "value", "bayes", "reference")]
     metrics = list(dict.fromkeys(long["metric"]))
@@ -316,7 +317,7 @@ def strongest_wide(long: pd.DataFrame) -> pd.DataFrame:
         row = dict(zip(keys, group if isinstance(group, tuple) else (group,)))
         row.update({m: f"{sel.at[m, 'strongest']} {sel.at[m, 'value']}".strip() for m in metrics})
         if "bayes" in sel:
-            row["Bayes ceiling"] = " / ".join(v or "–" for v in sel["bayes"].fillna(""))
+            row["Bayes posterior"] = " / ".join(v or "–" for v in sel["bayes"].fillna(""))
         refs = sel["reference"].fillna("")
         names = {r.rsplit(" ", 1)[0] for r in refs if r}
         if len(names) == 1:
@@ -325,5 +326,5 @@ def strongest_wide(long: pd.DataFrame) -> pd.DataFrame:
             row["best reference"] = " / ".join(r or "–" for r in refs)
         rows.append(row)
     out = pd.DataFrame(rows)
-    return out.rename(columns={"Bayes ceiling": "Bayes ceiling (metrics in column order)",
+    return out.rename(columns={"Bayes posterior": "Bayes posterior (metrics in column order)",
                                "best reference": "best reference (metrics in column order)"})
