@@ -393,6 +393,8 @@ def _gram_loglik(noise: NoiseModel, g: np.ndarray, J: np.ndarray, W: np.ndarray,
 
 LOG_ODDS_BOUND = 1e300
 """|log-odds| of a click the posterior rules out (or in) entirely: finite, so scores stay finite."""
+UNDERFLOW = 1e-300
+"""A side's probability mass below this (relative to the best candidate) is recomputed from its best term."""
 
 
 def posterior_log_odds(logpost: np.ndarray, events: np.ndarray) -> np.ndarray:
@@ -400,19 +402,32 @@ def posterior_log_odds(logpost: np.ndarray, events: np.ndarray) -> np.ndarray:
     ``events`` (C, k) (bool: candidate c makes e_j true, e.g. clicks position j) from the
     unnormalized log posteriors ``logpost`` (n, C) of the C candidates.
 
-    Each side is a log-sum-exp shifted by its own maximum, so a near point mass -- the
-    noise-free posterior -- keeps its order (how far the best alternative falls behind)
-    instead of rounding to a marginal of exactly 0 or 1, which would tie every confident slot
-    at the low false-positive rates TPR at 1 % FPR is read at. ``expit`` of it is the
-    posterior marginal; it is > 0 exactly where the marginal is > 0.5."""
+    Both sides' masses come from one product of ``exp(logpost - max)`` with ``[events | ~events]``.
+    Where a side's mass underflows -- its best candidate is more than ~690 nats behind the
+    overall best, as in the noise-free exact-match posterior -- its log-mass is its best term
+    (off by at most log C), so a near point mass keeps its order (how far the best alternative
+    falls behind) instead of rounding to a marginal of exactly 0 or 1, which would tie every
+    confident slot at the low false-positive rates TPR at 1 % FPR is read at. ``expit`` of the
+    result is the posterior marginal; it is > 0 exactly where the marginal is > 0.5."""
     events = np.asarray(events, dtype=bool)
-    out = np.empty((len(logpost), events.shape[1]))
+    top = logpost.max(axis=1, keepdims=True)
+    top = np.where(np.isfinite(top), top, 0.0)
+    k = events.shape[1]
+    mass = np.exp(logpost - top) @ np.concatenate([events, ~events], axis=1).astype(np.float64)   # (n, 2k)
+    with np.errstate(divide="ignore"):
+        log_mass = np.log(mass)
+    lost = mass < UNDERFLOW
+    rows = np.flatnonzero(lost.any(axis=1))
+    both = np.concatenate([events, ~events], axis=1)
+    step = max(1, CHUNK_ELEMENTS // (logpost.shape[1] * 2 * k))
+    for s in range(0, len(rows), step):
+        r = rows[s:s + step]
+        best = np.where(both[None], logpost[r][:, :, None], -np.inf).max(axis=1) - top[r]     # (m, 2k)
+        log_mass[r] = np.where(lost[r], best, log_mass[r])
     with np.errstate(invalid="ignore"):
-        for j in range(events.shape[1]):
-            on = logsumexp(logpost[:, events[:, j]], axis=1) if events[:, j].any() else -np.inf
-            off = logsumexp(logpost[:, ~events[:, j]], axis=1) if (~events[:, j]).any() else -np.inf
-            out[:, j] = np.nan_to_num(on - off, nan=0.0, posinf=LOG_ODDS_BOUND, neginf=-LOG_ODDS_BOUND)
-    return np.clip(out, -LOG_ODDS_BOUND, LOG_ODDS_BOUND)
+        odds = log_mass[:, :k] - log_mass[:, k:]
+    odds = np.nan_to_num(odds, nan=0.0, posinf=LOG_ODDS_BOUND, neginf=-LOG_ODDS_BOUND)
+    return np.clip(odds, -LOG_ODDS_BOUND, LOG_ODDS_BOUND)
 
 
 class Bayes:
