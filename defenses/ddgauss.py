@@ -271,3 +271,35 @@ class DDGauss:
         return Aggregate(mean=mean + g if messages.vector_kind == "weights" else mean,
                          participants=np.asarray(participants), dropouts=np.empty(0, dtype=np.int64),
                          messages=None, stats=stats)
+
+
+def decoded_noise_std(defense: DDGauss, members: int) -> float:
+    """Per-coordinate std of what ``ddgauss`` adds to one client's clipped update when that
+    update is alone in the modular sum of ``members`` clients (the others' updates zero), in
+    update units -- a Gaussian approximation of the decoded error (Kairouz et al. 2021, Alg. 2).
+
+    In the rotated, scaled domain the error is the sum of the members' discrete Gaussian
+    shares N_Z(0, sigma_l^2), sigma_l = ``local_sigma(members)`` (variance summed exactly over
+    the integers, ``discrete_gaussian_variance``), plus the target's randomized-rounding error,
+    variance f (1 - f) per coordinate with f the fractional part, taken as its mean 1/6 over
+    uniform f (the others' zero vectors round exactly; the norm conditioning and ring wrap-around,
+    probability ``wrap_probability``, are ignored). The server undoes the scale (times gamma)
+    and the orthonormal sign-flip + Walsh-Hadamard rotation: the i.i.d. shares stay
+    uncorrelated with equal variance; the rounding errors, independent but of unequal
+    variances, become weakly correlated coordinates whose variances are their mean -- treated
+    as independent (their share of the variance is gamma^2 / 6 against members gamma^2
+    sigma_l^2, negligible unless the ring is small). Each decoded coordinate mixes all dim
+    rotated ones, so a Gaussian of this variance is the likelihood.
+    """
+    shares = members * discrete_gaussian_variance(defense.local_sigma(members) ** 2)
+    return float(defense.gamma * np.sqrt(shares + 1.0 / 6.0))
+
+
+def discrete_gaussian_variance(sigma2: float) -> float:
+    """Variance of N_Z(0, sigma2), P(y) proportional to exp(-y^2 / (2 sigma2)) on the integers,
+    summed over |y| <= 40 sigma + 10 (equal to sigma2 to double precision from sigma2 >= 16)."""
+    if sigma2 >= 16.0:
+        return float(sigma2)
+    y = np.arange(-int(40 * np.sqrt(sigma2)) - 10, int(40 * np.sqrt(sigma2)) + 11, dtype=np.float64)
+    p = np.exp(-y * y / (2.0 * sigma2))
+    return float((p * y * y).sum() / p.sum())

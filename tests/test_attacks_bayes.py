@@ -442,14 +442,14 @@ def test_ddgauss_noise_std_includes_rounding_and_the_discrete_variance():
     """A coarse ring (7 bits, one client): rounding is about a fifth of the error's variance, and
     the discrete Gaussian's variance is summed over the integers (checked against the sampler)."""
     from defenses.ddgauss import DDGauss, discrete_gaussian
-    from fltr_audit.audit_run import ddgauss_noise_std, discrete_gaussian_variance
+    from defenses.ddgauss import decoded_noise_std, discrete_gaussian_variance
 
     rng = np.random.default_rng(2)
     samples = discrete_gaussian(0.3, (200_000,), rng)
     assert samples.var() == pytest.approx(discrete_gaussian_variance(0.3), rel=0.02)
     assert abs(discrete_gaussian_variance(0.3) - 0.3) > 0.05 * 0.3                 # not sigma^2 at this width
     defense = DDGauss(noise_multiplier=0.01, clip=1.0, bits=7, n=1, dim=64)
-    std = ddgauss_noise_std(defense, 1)
+    std = decoded_noise_std(defense, 1)
     without_rounding = defense.gamma * np.sqrt(discrete_gaussian_variance(defense.local_sigma(1) ** 2))
     assert std > 1.08 * without_rounding
     errors = _isolated_errors(defense, 1, 20_000 // 64, 64, seed=3, norm=0.9)
