@@ -162,7 +162,7 @@ def run_audit(config: dict) -> dict[str, pd.DataFrame]:
                 attack_rows.append({**context, "click_model": click_model, "defense": stack.name,
                                     "threat_model": threat, "attack": label, "reference": reference,
                                     "probe_cohort": probe_cfg["cohort"], **row, **manipulation})
-            query_rows.append(per_query.assign(click_model=click_model, defense=stack.name, attack=name))
+            query_rows.append(per_query.assign(click_model=click_model, defense=stack.name, attack=label))
 
     tables = {
         "utility": utility,

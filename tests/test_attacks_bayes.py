@@ -4,6 +4,7 @@ every click OLSR recovers without noise, is never below OLSR's AUC under Laplace
 import itertools
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy import stats
 from scipy.special import expit
@@ -529,3 +530,22 @@ def test_posterior_log_odds_is_the_marginal_and_keeps_near_point_masses_apart():
     odds = posterior_log_odds(sharp, vectors)
     np.testing.assert_allclose(odds[:, 1], [1000.0, 2000.0])
     assert (odds[:, 0] == LOG_ODDS_BOUND).all() and (odds[:, 2] == -LOG_ODDS_BOUND).all()
+
+
+def test_a_refined_attack_name_reaches_the_per_list_rows_and_the_leakage_test():
+    """bayes on two lists per message reports itself as bayes-approx: the per-list rows carry the
+    same name, so the leakage verdict tests it per list (not on the run means alone)."""
+    from fltr_audit.audit_run import run_audit
+    from reports.leakage import leakage_table
+
+    config = {"data": "synthetic:mq2008?queries=200", "fold": 1, "normalization": "zscore", "queries": None,
+              "algo": "fpdgd", "rounds": 2, "clients": 20, "queries_per_client": 2, "ranker": "linear",
+              "train_click_model": "perfect", "params": {},
+              "probe": {"split": "vali", "click_models": ["navigational"], "cohort": 100,
+                        "queries_per_client": 2, "min_shown": 10, "require_click": True, "counterfactual": 3},
+              "defense": "none", "attacks": ["bayes"], "epsilon_audit": False, "audit_trials": 100, "seed": 0}
+    tables = run_audit(config)
+    assert set(tables["attacks"]["attack"]) == set(tables["per_query"]["attack"]) == {"bayes-approx"}
+    tables = {name: frame.assign(run_key="r") for name, frame in tables.items() if isinstance(frame, pd.DataFrame)}
+    leak = leakage_table(tables, ["defense", "click_model"])
+    assert (leak["basis"] == "per list").all(), leak[["attack", "basis"]]
