@@ -9,6 +9,8 @@ from importlib import metadata
 
 import pandas as pd
 
+from reports.tables import BAYES
+
 REPORT_PACKAGES = ("fltr-audit", "numpy", "scipy", "pandas", "statsmodels", "scikit-learn",
                    "matplotlib", "jinja2")
 ZERO_DIVISION = {
@@ -17,6 +19,18 @@ ZERO_DIVISION = {
     "skip": "Policy \"skip\": a query where a metric is undefined (no guess, no click) is left "
             "out of that metric's macro mean.",
 }
+
+
+BAYES_METHOD = ("bayes: the Bayes posterior of each shown list's clicks given the message. Every click vector "
+                "the click model allows (FedIPS: every count matrix of the client's logged clicks) is replayed "
+                "through the client's local step and weighed by the defense's noise density times a prior; "
+                "the score is the posterior log-odds of a click, the guess the clicks with posterior above "
+                "0.5. Its prior is the click model on the documents' labels, which also predicts the "
+                "counterfactual clicks: it is the AUC ceiling of passive attacks under the click and noise "
+                "model it assumes, not a ceiling on leakage. bayes-uniform: the same posterior under a "
+                "uniform prior (what the message alone tells). -approx: a search (several lists per message "
+                "beyond 2^14 joint click vectors: OLSR-ranked prefixes, then coordinate ascent) or a replay "
+                "in one canonical click order (FedIPS).")
 
 
 def default_methods(min_effect: float) -> dict[str, str]:
@@ -78,6 +92,8 @@ def methods(tables: dict[str, pd.DataFrame], extra: dict | None, min_effect: flo
     folds = sorted({str(f) for f in attacks.get("fold", pd.Series(dtype=object)).dropna().unique()})
     if data:
         items["Data"] = f"{', '.join(data)}" + (f"; folds {', '.join(folds)}" if folds else "")
+    if attacks.get("attack", pd.Series(dtype=object)).isin(BAYES).any():
+        items["Bayes attacks"] = BAYES_METHOD
     zd = sorted({str(z) for z in attacks.get("zero_division", pd.Series(dtype=object)).dropna()}) or ["0"]
     items["Zero division"] = " ".join(f"{ZERO_DIVISION.get(z, f'policy {z!r} (as recorded)')}" for z in zd) + (
         " Macro averaging: mean over queries (as Pham); micro: pooled counts.")

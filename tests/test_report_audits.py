@@ -177,3 +177,12 @@ def test_audit_tradeoff_draws_gaussian_claims_and_skips_without_counts():
     assert plots.audit_tradeoff({"audits": audits}).startswith(b"\x89PNG")
     assert plots.audit_tradeoff({"audits": audits.drop(columns="fp")}) is None
     assert plots.audit_tradeoff({}) is None
+
+
+def test_methods_explain_the_bayes_attacks_only_where_they_ran():
+    from reports.methods import methods
+
+    with_bayes = dict(methods({"attacks": _frame()}, None, 0.02))
+    assert "not a ceiling on leakage" in with_bayes["Bayes attacks"]
+    without = dict(methods({"attacks": _frame().query("~attack.str.startswith('bayes')")}, None, 0.02))
+    assert "Bayes attacks" not in without
