@@ -64,9 +64,14 @@ def verdict_section(r: Results) -> dict | None:
                     "claim verdict with the pooled audit (see Methods)."}
 
 
+def _claim_keys(audits: pd.DataFrame | None) -> list[str]:
+    """What an audit row is pooled by: the defense and the claim context columns it has."""
+    return ["defense"] + [k for k in CLAIM_CONTEXT if audits is not None and k in audits.columns]
+
+
 def audit_section(r: Results) -> dict | None:
     audits = r.tables.get("audits")
-    keys = ["defense"] + [k for k in CLAIM_CONTEXT if audits is not None and k in audits.columns]
+    keys = _claim_keys(audits)
     pooled = pooled_audits(audits, keys)
     if pooled.empty:
         return None
@@ -79,7 +84,7 @@ def audit_section(r: Results) -> dict | None:
 
 def claims_section(r: Results) -> dict | None:
     audits = r.tables.get("audits")
-    keys = ["defense"] + [k for k in CLAIM_CONTEXT if audits is not None and k in audits.columns]
+    keys = _claim_keys(audits)
     frame = claims_table(audits, keys)
     if frame.empty:
         return None
