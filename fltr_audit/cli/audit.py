@@ -108,7 +108,7 @@ def run_spec(spec: dict, store: Path | None, quiet: bool) -> dict[str, pd.DataFr
             return {name: t[t["run_key"].isin(keys)] if "run_key" in t else t for name, t in tables.items()}
         collected: dict[str, list[pd.DataFrame]] = {}
         for run in runs:
-            result = execute_run({**run.config, "run_key": run.key})
+            result = execute_run(run.spec)
             for name, table in result["tables"].items():
                 collected.setdefault(name, []).append(table.assign(run_key=run.key))
             bar.advance()
