@@ -53,6 +53,14 @@ def audit_defaults() -> dict[str, Any]:
     return defaults
 
 
+def api_names() -> dict[str, str]:
+    """The run spec's parameters as :func:`audit`'s keywords: what a Python caller typed."""
+    from fltr_audit.cli.audit import SPEC_PARAMETERS
+
+    keyword = {v: k for k, v in PLURAL.items()}
+    return {spec: keyword.get(name, name) for spec, name in SPEC_PARAMETERS.items()}
+
+
 @dataclass(frozen=True)
 class AuditResult:
     """The result of :func:`audit` or :func:`campaign`: its inputs and the result tables.
@@ -202,7 +210,7 @@ def audit(**options: Any) -> AuditResult:
         command["click_model"] = DEFAULT_CLICK_MODELS  # the algorithm's family
     store = command.pop("store", None)
     command.pop("min_effect", None)  # a verdict option, not part of the runs
-    spec = spec_from_options(**command)
+    spec = spec_from_options(**command, names=api_names())
     return AuditResult(inputs=resolved, spec=spec, tables=_run(spec, store))
 
 

@@ -43,30 +43,42 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from fltr_audit.constraints import Constraint, InstanceOf, Interval, Options, ParameterError, check
 from fltr_audit.defense_spelling import legacy_spelling
 from fltr_audit.errors import FltrError
 
 _MISSING = dataclasses.MISSING
 
 
-def setting(default: Any = _MISSING, *, key: str | None = None, nested: bool | None = None) -> Any:
-    """A setting always written to the run config, under ``key`` (default: the field name).
+def setting(default: Any = _MISSING, *, key: str | None = None, nested: bool | None = None,
+            constraints: tuple[Constraint, ...] = ()) -> Any:
+    """A setting always written to the run config, under ``key`` (default: the field name),
+    valid when it satisfies any of ``constraints`` (``fltr_audit.constraints``; none: anything).
 
     ``nested`` overrides the section's place (``ProbeSettings`` writes inside ``"probe"``)."""
-    return field(default=default, metadata={"key": key, "nested": nested, "optional": False})
+    return field(default=default, metadata={"key": key, "nested": nested, "optional": False,
+                                            "constraints": constraints})
 
 
-def optional(default: Any, *, key: str | None = None, nested: bool = False) -> Any:
+def optional(default: Any, *, key: str | None = None, nested: bool = False,
+             constraints: tuple[Constraint, ...] = ()) -> Any:
     """A setting written to the run config only when it differs from ``default`` (so adding it
     leaves existing run keys unchanged); at the top level unless ``nested``."""
-    return field(default=default, metadata={"key": key, "nested": nested, "optional": True})
+    return field(default=default, metadata={"key": key, "nested": nested, "optional": True,
+                                            "constraints": constraints})
 
 
 class _Section:
-    """A part of the run spec; ``NESTED`` names the run-config table its settings sit in
-    (None: the top level)."""
+    """A part of the run spec, called ``NAME``; ``NESTED`` names the run-config table its
+    settings sit in (None: the top level). Every setting is checked against its constraints
+    when the section is built: ParameterError names it as ``NAME.field``."""
 
+    NAME = ""
     NESTED: str | None = None
+
+    def __post_init__(self) -> None:
+        for f in dataclasses.fields(self):
+            check(f"{self.NAME}.{f.name}", getattr(self, f.name), f.metadata.get("constraints", ()))
 
     def _items(self) -> list[tuple[str, bool, Any]]:
         """(JSON key, nested?, JSON value) of every setting to write."""
@@ -103,6 +115,18 @@ def _json_value(value: Any) -> Any:
     return list(value) if isinstance(value, tuple) else value
 
 
+# The engine's own tuples (pinned equal by tests/test_run_spec.py), written here so that reading
+# a spec imports no numpy or pandas.
+NORMALIZATIONS = ("none", "query-minmax", "zscore", "auto")
+RANKERS = ("linear", "mlp")
+SPLITS = ("train", "vali", "test")
+THREAT_MODELS = ("server", "server-blind", "server-malicious")
+MANIPULATIONS = ("isolate", "inconsistent")
+MAX_SEED = 2**63 - 1
+BUDGET = {"clients": 1_000_000, "queries_per_client": 10_000, "rounds": 1_000_000}
+_POSITIVE = (Interval(int, 1, None),)
+
+
 def _frozen_params(params: Mapping[str, Any] | tuple | None) -> tuple[tuple[str, Any], ...]:
     if params is None:
         return ()
@@ -114,10 +138,12 @@ def _frozen_params(params: Mapping[str, Any] | tuple | None) -> tuple[tuple[str,
 class DataSettings(_Section):
     """The data set (path or ``synthetic:PROFILE``), its fold, feature normalization and query cap."""
 
-    spec: str = setting(key="data")
-    fold: int = setting()
-    normalization: str = setting("none")
-    queries: int | None = setting(None)
+    NAME = "data"
+
+    spec: str = setting(key="data", constraints=(InstanceOf(str),))
+    fold: int = setting(constraints=(Interval(int, 1, 5),))
+    normalization: str = setting("none", constraints=(Options(NORMALIZATIONS),))
+    queries: int | None = setting(None, constraints=(*_POSITIVE, None))
 
 
 @dataclass(frozen=True)
@@ -125,17 +151,23 @@ class AlgorithmSettings(_Section):
     """The federated algorithm a run trains and probes, with its training budget; ``params`` are
     the algorithm's own keywords as sorted (name, value) pairs (``kwargs()`` as a dict)."""
 
-    name: str = setting(key="algo")
-    rounds: int = setting()
-    clients: int = setting()
-    queries_per_client: int = setting()
-    ranker: str = setting("linear")
-    train_click_model: str = setting("perfect")
+    NAME = "algorithm"
+
+    name: str = setting(key="algo", constraints=(InstanceOf(str),))
+    rounds: int = setting(constraints=(Interval(int, 1, BUDGET["rounds"]),))
+    clients: int = setting(constraints=(Interval(int, 1, BUDGET["clients"]),))
+    queries_per_client: int = setting(constraints=(Interval(int, 1, BUDGET["queries_per_client"]),))
+    ranker: str = setting("linear", constraints=(Options(RANKERS),))
+    train_click_model: str = setting("perfect", constraints=(InstanceOf(str),))
     params: tuple[tuple[str, Any], ...] = setting(())
-    population: int | None = optional(None)
+    population: int | None = optional(None, constraints=(*_POSITIVE, None))
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "params", _frozen_params(self.params))
+        super().__post_init__()
+        if self.population is not None and self.population < self.clients:
+            raise ParameterError("algorithm.population", f"must be at least the cohort of {self.clients} clients "
+                                 f"drawn from it each round, got {self.population}")
 
     def kwargs(self) -> dict[str, Any]:
         """The algorithm's own parameters as keywords."""
@@ -151,30 +183,33 @@ class ProbeSettings(_Section):
     counterfactual draws per list, and the server's threat model (``manipulation`` only for
     ``server-malicious``, where it defaults to ``isolate``)."""
 
-    NESTED = "probe"
+    NAME = NESTED = "probe"
 
-    split: str = setting("vali")
+    split: str = setting("vali", constraints=(Options(SPLITS),))
     click_models: tuple[str, ...] = setting(("perfect", "navigational", "informational"))
-    cohort: int = setting(100)
-    queries_per_client: int = setting(1)
-    min_shown: int = setting(10)
-    require_click: bool = setting(True)
-    counterfactual: int = setting(20)
-    threat_model: str = optional("server")
-    manipulation: str | None = optional(None)
+    cohort: int = setting(100, constraints=_POSITIVE)
+    queries_per_client: int = setting(1, constraints=_POSITIVE)
+    min_shown: int = setting(10, constraints=(Interval(int, 0, None),))
+    require_click: bool = setting(True, constraints=(InstanceOf(bool),))
+    counterfactual: int = setting(20, constraints=_POSITIVE)
+    threat_model: str = optional("server", constraints=(Options(THREAT_MODELS),))
+    manipulation: str | None = optional(None, constraints=(Options(MANIPULATIONS), None))
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "click_models", tuple(self.click_models))
         malicious = self.threat_model == "server-malicious"
         object.__setattr__(self, "manipulation", (self.manipulation or "isolate") if malicious else None)
+        super().__post_init__()
 
 
 @dataclass(frozen=True)
 class AuditSettings(_Section):
     """Whether the defense's claim is audited empirically, and the trials per input."""
 
-    epsilon_audit: bool = setting(True)
-    trials: int = setting(10000, key="audit_trials")
+    NAME = "audit"
+
+    epsilon_audit: bool = setting(True, constraints=(InstanceOf(bool),))
+    trials: int = setting(10000, key="audit_trials", constraints=(Interval(int, 4, None),))
 
 
 SECTIONS = ("data", "algorithm", "probe", "audit")
@@ -194,6 +229,7 @@ class RunSpec:
     campaign: str | None = None
 
     def __post_init__(self) -> None:
+        check("seed", self.seed, SEED)
         if isinstance(self.defense, str):
             from defenses.stack import parse_defense
 
@@ -248,6 +284,22 @@ class RunSpec:
 
     def __reduce__(self) -> tuple:
         return (RunSpec.from_json, (self.to_json(),))
+
+
+SEED = (Interval(int, 0, MAX_SEED),)
+
+
+def setting_constraints(section: type, name: str) -> tuple[Constraint, ...]:
+    """The constraints a section declares on its setting ``name`` (``seed``: on the run's seed)."""
+    if section is RunSpec and name == "seed":
+        return SEED
+    return next(f.metadata.get("constraints", ()) for f in dataclasses.fields(section) if f.name == name)
+
+
+def check_setting(section: type, name: str, value: Any) -> None:
+    """ParameterError naming ``SECTION.name`` (or ``seed``) unless ``value`` fits the setting."""
+    where = "seed" if section is RunSpec else f"{section.NAME}.{name}"
+    check(where, value, setting_constraints(section, name))
 
 
 def as_run_spec(config: RunSpec | Mapping[str, Any]) -> RunSpec:

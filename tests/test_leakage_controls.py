@@ -113,8 +113,8 @@ def test_registry_specs():
         attack_spec("nope")
 
 
-def test_counterfactual_option_must_be_positive():
-    with pytest.raises(FltrError, match="--counterfactual"):
+def test_counterfactual_setting_must_be_positive():
+    with pytest.raises(FltrError, match="probe.counterfactual: must be an integer >= 1, got 0"):
         run_audit(config("none", queries=300, counterfactual=0))
 
 

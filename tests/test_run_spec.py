@@ -109,3 +109,50 @@ def test_a_new_optional_setting_keeps_the_key_until_it_is_set():
     assert same.to_json() == run.to_json() and same.key() == run.key()
     changed = run.replace(audit=Extended(run.audit.epsilon_audit, run.audit.trials, "worst-case"))
     assert changed.to_json()["neighbours"] == "worst-case" and changed.key() != run.key()
+
+
+def test_the_spec_s_literal_choices_are_the_engine_s():
+    from fltr_audit import run_spec
+    from fltr_audit.data.normalize import NORMALIZATIONS
+    from fltr_audit.federation import BUDGET_LIMITS
+    from fltr_audit.malicious import MANIPULATIONS
+    from fltr_audit.messages import SHUFFLED, THREAT_MODELS
+    from fltr_audit.randomness import MAX_SEED
+    from fltr_audit.rankers import RANKERS
+
+    assert run_spec.NORMALIZATIONS == NORMALIZATIONS + ("auto",) and run_spec.RANKERS == RANKERS
+    assert run_spec.THREAT_MODELS == tuple(t for t in THREAT_MODELS if t != SHUFFLED)  # a view's label, not chosen
+    assert run_spec.MANIPULATIONS == MANIPULATIONS
+    assert run_spec.MAX_SEED == MAX_SEED
+    assert run_spec.BUDGET == {k.removeprefix("--").replace("-", "_"): v for k, v in BUDGET_LIMITS.items()
+                               if k != "--eval-every"}
+
+
+def test_engine_errors_name_the_parameter_and_each_door_names_what_its_user_typed(capsys):
+    from fltr_audit.cli import main
+    from fltr_audit.run_spec import DataSettings
+
+    with pytest.raises(FltrError, match=r"^data\.fold: must be an integer in \[1, 5\], got 9$"):
+        DataSettings(spec="synthetic:mq2008", fold=9)
+    with pytest.raises(FltrError, match=r"^campaign: key 'probe\.cohort': must be an integer >= 1, got 0$"):
+        validate_spec({"name": "x", "probe": {"cohort": [0]}})
+    with pytest.raises(FltrError, match=r"^c\.toml: key 'data\.folds': must be an integer in \[1, 5\], got 6$"):
+        validate_spec({"name": "x", "data": {"folds": [1, 6]}}, source="c.toml")
+    assert main(["audit", "--probe-cohort", "0", "--quiet"]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == ["fltr-audit: error: --probe-cohort: must be an integer >= 1, got 0"]
+    import fltr_audit
+
+    with pytest.raises(FltrError, match=r"^probe_cohort: must be an integer >= 1, got 0$"):
+        fltr_audit.audit(probe_cohort=0)
+    with pytest.raises(FltrError, match=r"^train_rounds: must be an integer in \[1, 1,000,000\], got 0$"):
+        fltr_audit.audit(train_rounds=0)
+
+
+def test_a_mistyped_algorithm_parameter_fails_at_the_door():
+    with pytest.raises(FltrError, match=r"key 'algorithm\.params\.lrr': algorithm 'fpdgd': no such parameter "
+                                        r"\(parameters: k, lr\)"):
+        validate_spec({"name": "x", "algorithm": {"params": {"lrr": 0.1}}})
+    with pytest.raises(FltrError, match=r"key 'algorithm\.params\.gamma': algorithm 'fedips': must be a number >= 0"):
+        validate_spec({"name": "x", "algorithm": {"name": "fedips", "train_click_model": "pbm",
+                                                  "params": {"gamma": [0.5, -1.0]}},
+                       "probe": {"click_models": ["pbm"]}})

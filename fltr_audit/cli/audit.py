@@ -21,12 +21,26 @@ SCORE_COLUMNS = ["reference", "auc", "auc_counterfactual", "leakage", "leakage_n
                  "advantage_counterfactual", "tpr_at_fpr_0_01", "tpr_at_fpr_0_001"]  # where the rows have them
 
 
+SPEC_PARAMETERS = {
+    "data.spec": "data", "data.fold": "fold", "data.normalization": "normalization", "algorithm.name": "algo",
+    "algorithm.rounds": "train_rounds", "algorithm.clients": "clients", "algorithm.queries_per_client": "queries_per_client",
+    "algorithm.ranker": "ranker", "algorithm.population": "population", "probe.split": "split",
+    "probe.click_models": "click_model", "probe.cohort": "probe_cohort", "probe.queries_per_client": "probe_queries",
+    "probe.min_shown": "min_shown", "probe.require_click": "require_click", "probe.counterfactual": "counterfactual",
+    "probe.threat_model": "threat_model", "probe.manipulation": "manipulation", "audit.trials": "trials",
+    "audit.epsilon_audit": "epsilon_audit", "seed": "seed",
+}
+"""The run spec's parameters (``fltr_audit.run_spec``) as this command's parameters, once."""
+OPTION_NAMES = {spec: "--" + name.replace("_", "-") for spec, name in SPEC_PARAMETERS.items()}
+"""The run spec's parameters as this command's options: what a CLI user typed."""
+
+
 def audit_spec(*, algo: str, data: str, folds: list[int], rounds: int, clients: int, queries_per_client: int,
                attacks: list[str], defenses: list[str], click_models: list[str], split: str, seeds: list[int],
                cohort: int, probe_queries: int, normalization: str, ranker: str, min_shown: int,
                require_click: bool, epsilon_audit: bool, trials: int = 10000, counterfactual: int = 20,
                name: str = "audit", population: int | None = None, threat_model: str = "server",
-               manipulation: str = "isolate") -> dict:
+               manipulation: str = "isolate", names: dict[str, str] | None = None) -> dict:
     """A campaign spec (fltr_audit.campaign) for the audit command's options."""
     from fltr_audit.algorithms.registry import algorithm_spec
     from fltr_audit.campaign import validate_spec
@@ -48,6 +62,7 @@ def audit_spec(*, algo: str, data: str, folds: list[int], rounds: int, clients: 
             "audit": {"defenses": defenses, "attacks": attacks, "epsilon_audit": epsilon_audit, "trials": trials},
         },
         source="audit options",
+        names=OPTION_NAMES if names is None else names,
     )
 
 
@@ -71,13 +86,12 @@ def spec_from_options(*, algo: str, data: str, fold: list[int], train_rounds: in
                       seed: list[int], probe_cohort: int, probe_queries: int, normalization: str, ranker: str,
                       min_shown: int | None, require_click: bool, epsilon_audit: bool, trials: int,
                       counterfactual: int = 20, population: int | None = None, threat_model: str = "server",
-                      manipulation: str = "isolate") -> dict:
+                      manipulation: str = "isolate", names: dict[str, str] | None = None) -> dict:
     """The campaign spec of the ``audit`` command's options (named as its parameters); the
-    Python API (``fltr_audit.audit``) builds its runs through this too, so both give the same numbers."""
+    Python API (``fltr_audit.audit``) builds its runs through this too, so both give the same numbers.
+    ``names``: how errors name the run spec's parameters (default: this command's options)."""
     from fltr_audit.federation import check_population
 
-    if counterfactual < 1:
-        raise FltrError(f"--counterfactual: must be at least 1, got {counterfactual}")
     check_population(population, clients)
     attacks, models, min_shown = algorithm_defaults(algo, attack, click_model, min_shown)
     return audit_spec(algo=algo, data=data, folds=list(fold), rounds=train_rounds, clients=clients,
@@ -86,7 +100,7 @@ def spec_from_options(*, algo: str, data: str, fold: list[int], train_rounds: in
                       probe_queries=probe_queries, normalization=normalization, ranker=ranker,
                       min_shown=min_shown, require_click=require_click, epsilon_audit=epsilon_audit,
                       trials=trials, counterfactual=counterfactual, population=population,
-                      threat_model=threat_model, manipulation=manipulation)
+                      threat_model=threat_model, manipulation=manipulation, names=names)
 
 
 def run_spec(spec: dict, store: Path | None, quiet: bool) -> dict[str, pd.DataFrame]:
