@@ -12,7 +12,7 @@ from fltr_audit.algorithms.registry import algorithm_names
 from fltr_audit.cli.app import app
 from fltr_audit.cli.common import emit_json, parse_list, print_table, progress
 from fltr_audit.cli.compare import checked_min_effect, min_effect_option
-from fltr_audit.errors import FltrError, RunsFailed
+from fltr_audit.errors import RunsFailed
 
 DEFAULT_CLICK_MODELS = "perfect,navigational,informational"
 TABLE_COLUMNS = ["attack", "click_model", "defense", "threat_model", "accuracy", "precision", "recall", "f1",
