@@ -214,7 +214,7 @@ def audit(**options: Any) -> AuditResult:
     return AuditResult(inputs=resolved, spec=spec, tables=_run(spec, store))
 
 
-def campaign(path_or_dict: str | Path | Mapping[str, Any], store: str | Path | None = None) -> AuditResult:
+def audit_campaign(path_or_dict: str | Path | Mapping[str, Any], store: str | Path | None = None) -> AuditResult:
     """Run a campaign (a TOML file, or the same tables as a dict; see ``fltr_audit.campaign``).
 
     Without ``store`` the runs are computed in this process and kept in memory; with a store
@@ -228,7 +228,7 @@ def campaign(path_or_dict: str | Path | Mapping[str, Any], store: str | Path | N
     elif isinstance(path_or_dict, (str, Path)):
         spec = load_spec(path_or_dict)
     else:
-        raise FltrError(f"fltr_audit.campaign: expected a TOML path or a dict, not {type(path_or_dict).__name__}")
+        raise FltrError(f"fltr_audit.audit_campaign: expected a TOML path or a dict, not {type(path_or_dict).__name__}")
     return AuditResult(inputs=spec, spec=spec, tables=_run(spec, store))
 
 
@@ -281,5 +281,5 @@ def register_algorithm(spec: AlgorithmSpec) -> None:
     _register_algorithm(spec)
 
 
-__all__ = ["AlgorithmSpec", "AuditResult", "audit", "audit_defaults", "campaign", "register_algorithm",
+__all__ = ["AlgorithmSpec", "AuditResult", "audit", "audit_campaign", "audit_defaults", "register_algorithm",
            "register_attack", "register_defense"]

@@ -27,7 +27,7 @@ def environment() -> dict:
     import sklearn
     import statsmodels
 
-    from fltr_audit import __version__
+    from fltr_audit._version import __version__
 
     return {
         "fltr_audit": __version__,

@@ -138,15 +138,15 @@ def test_campaign_from_a_dict_returns_the_same_result_object(tmp_path):
             "algorithm": {"rounds": 2, "clients": 40, "queries_per_client": 2},
             "probe": {"click_models": ["perfect"], "cohort": 20, "min_shown": 5},
             "audit": {"attacks": ["olsr"], "epsilon_audit": False}}
-    memory = fltr_audit.campaign(spec)
-    stored = fltr_audit.campaign(spec, store=tmp_path / "runs.sqlite")
+    memory = fltr_audit.audit_campaign(spec)
+    stored = fltr_audit.audit_campaign(spec, store=tmp_path / "runs.sqlite")
     assert isinstance(memory, fltr_audit.AuditResult)
     pd.testing.assert_frame_equal(memory.attacks, stored.attacks.reset_index(drop=True), check_dtype=False)
     from fltr_audit.store import ResultsStore
 
     status = ResultsStore(tmp_path / "runs.sqlite").status()  # `campaign status` shows algorithm and defense
     assert status[["status", "algo", "defense"]].values.tolist() == [["done", "fpdgd", "none"]]
-    from fltr_audit.campaign import expand  # the module stays importable beside the callable
+    from fltr_audit.campaign import expand
 
     assert len(expand(memory.spec)) == 1
 

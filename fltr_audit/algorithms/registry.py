@@ -10,6 +10,7 @@ here instead of branching on their names; ``register_algorithm`` (also through t
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any, Callable, Literal
 
@@ -210,8 +211,10 @@ def algorithm_spec(name: str, option: str = "--algo", auditable: bool = False) -
     if spec is None:
         loaded = plugins.load(plugins.ALGORITHMS, name)
         if loaded is not None:
-            spec = register_algorithm(loaded() if callable(loaded) and not isinstance(loaded, AlgorithmSpec)
-                                      else loaded)
+            spec = loaded() if callable(loaded) and not isinstance(loaded, AlgorithmSpec) else loaded
+            if isinstance(spec, AlgorithmSpec) and not spec.distribution:
+                spec = dataclasses.replace(spec, distribution=plugins.installed(plugins.ALGORITHMS).get(name, ""))
+            spec = register_algorithm(spec)
     choices = [s.name for s in _REGISTRY.values() if s.auditable or not auditable]
     if spec is None or spec.name not in choices:
         raise FltrError(f"{option}: unknown algorithm {name!r} (choose from {', '.join(choices)})")
@@ -224,7 +227,7 @@ def algorithm_names(auditable: bool = False) -> tuple[str, ...]:
 
 
 def algorithm_specs() -> tuple[AlgorithmSpec, ...]:
-    """Every registered spec, built-ins first."""
+    """Every registered spec, built-ins first (installed plug-ins once looked up by name)."""
     return tuple(_REGISTRY.values())
 
 

@@ -41,6 +41,8 @@ from fltr_audit.cli import (  # noqa: F401  (each module registers its commands)
 )
 from fltr_audit.errors import FltrDeprecation, FltrError, RunsFailed
 
+train.register_train_commands()  # after the algorithms' own train commands
+
 
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; return the exit code (0 ok, 1 failed runs, 2 bad input, 130 interrupted).
