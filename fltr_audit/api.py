@@ -111,6 +111,42 @@ class AuditResult:
             return pd.DataFrame()
         return verdicts(dict(self.tables), min_effect=self._min_effect())
 
+    @property
+    def roc(self) -> pd.DataFrame:
+        """ROC points per attack x click model x defense: the runs' ``roc`` table (FPR, TPR per
+        curve, real and counterfactual clicks) where they stored one, else the TPR at FPR 0.1 %
+        and 1 % of the attack rows (``curve`` "real")."""
+        if not self._table("roc").empty:
+            return self._table("roc")
+        attacks = self.attacks
+        points = [(0.001, "tpr_at_fpr_0_001"), (0.01, "tpr_at_fpr_0_01")]
+        if attacks.empty or not any(col in attacks for _, col in points):
+            return pd.DataFrame(columns=["attack", "click_model", "defense", "curve", "fpr", "tpr"])
+        keys = ["attack", "click_model", "defense"]
+        return pd.concat([attacks[keys].assign(curve="real", fpr=fpr, tpr=attacks[col])
+                          for fpr, col in points if col in attacks], ignore_index=True)
+
+    def summary(self, file: Any = None) -> str:
+        """The two verdicts per defense -- leakage verdict and claim verdict, nDCG beside them --
+        as the ``audit`` command prints them; printed (to ``file``, default stdout) and returned."""
+        import io
+        import sys
+
+        from rich.console import Console
+
+        from fltr_audit.cli import verdict_tables
+
+        buffer = io.StringIO()
+        verdicts = self.verdicts
+        if verdicts.empty:
+            text = "no verdicts: the runs have no attack rows"
+        else:
+            verdict_tables.print_verdicts(verdicts, self._min_effect(),
+                                          console=Console(file=buffer, width=verdict_tables.WIDTH))
+            text = buffer.getvalue().rstrip("\n")
+        print(text, file=file or sys.stdout)
+        return text
+
     def _min_effect(self) -> float:
         from reports.compare import MIN_EFFECT
 

@@ -163,3 +163,20 @@ def test_example_script_registers_and_audits():
                          env=env, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert "quantize(step=0.5)" in out.stdout and "dot" in out.stdout
+
+
+def test_summary_prints_both_verdict_tables_as_the_console_does_and_roc_is_a_dataframe(capsys):
+    from fltr_audit.cli import main
+
+    result = fltr_audit.audit(attacks=["olsr", "random3"], defenses=["none", "secagg"], **SMALL)
+    text = result.summary()
+    assert capsys.readouterr().out.rstrip("\n") == text
+    assert main(["audit", "--data", SMALL["data"], "--train-rounds", "2", "--clients", "40", "--queries-per-client",
+                 "2", "--click-model", "perfect", "--probe-cohort", "20", "--min-shown", "5", "--trials", "200",
+                 "--attack", "olsr,random3", "--defense", "none", "--defense", "secagg", "--quiet"]) == 0
+    console = capsys.readouterr().out
+    assert text in console                     # the same two tables, character for character
+    assert "Leakage verdict" in text and "Claim verdict" in text and "secagg" in text
+    roc = result.roc
+    assert isinstance(roc, pd.DataFrame) and set(roc["attack"]) == {"olsr", "random3"}
+    assert {"fpr", "tpr", "curve"} <= set(roc.columns) and isinstance(result.verdicts, pd.DataFrame)
