@@ -23,6 +23,7 @@ except ImportError:  # pragma: no cover - typer releases built on the click pack
 
 from fltr_audit.cli.app import app
 from fltr_audit.cli.quick import COMMAND_MODULES, quick
+from fltr_audit.cli.spelling import normalize
 from fltr_audit.errors import FltrDeprecation, FltrError, RunsFailed
 
 _registered = False
@@ -53,7 +54,8 @@ def main(argv: list[str] | None = None) -> int:
         signal.signal(signal.SIGTERM, _interrupt)
     try:
         with _deprecations_as_lines():
-            code = app(args=argv, standalone_mode=False)
+            args = normalize(typer.main.get_command(app), sys.argv[1:] if argv is None else list(argv))
+            code = app(args=args, standalone_mode=False)
     except FltrError as exc:
         return _fail(f"fltr-audit: error: {_one_line(exc)}", 2, argv)
     except RunsFailed as exc:

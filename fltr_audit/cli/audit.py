@@ -192,7 +192,7 @@ def audit(
     clients: int = typer.Option(1000, "--clients", help="Clients per training round."),
     queries_per_client: int = typer.Option(4, "--queries-per-client", help="Queries per client per round (B)."),
     attack: str = typer.Option("", "--attack", help="Comma-separated attacks (default: the algorithm's set)."),
-    defense: List[str] = typer.Option(["none"], "--defense", help="Defense stack; repeat for several."),
+    defense: List[str] = typer.Option(["none"], "--defense", help="Defense stack(s); repeat or comma-separate."),
     click_model: str = typer.Option(DEFAULT_CLICK_MODELS, "--click-model",
                                     help="Comma-separated click models for the probe (FedIPS: pbm)."),
     split: str = typer.Option("vali", "--split", help="Probe split (Pham: vali)."),
