@@ -200,8 +200,8 @@ def _check_values(spec: dict, source: str, names: Mapping[str, str] | None = Non
                 raise FltrError(f"{source}: click model {model!r} in 'probe.click_models' or "
                                 f"'algorithm.train_click_model' does not fit algorithm {name!r} "
                                 f"({'pbm only' if family == 'pbm' else 'its users click by a cascade model'})")
-    _check_each(spec["audit"]["defenses"], parse_defense, "audit.defenses", source)
-    _check_each(spec["audit"]["attacks"], make_attack, "audit.attacks", source)
+    _check_each(spec["audit"]["defenses"], parse_defense, "defense", source, names)
+    _check_each(spec["audit"]["attacks"], make_attack, "attacks", source, names)
     _check_threat_models(spec, source)
 
 
@@ -252,13 +252,22 @@ def _check_params(algo: dict, source: str) -> None:
                     raise FltrError(f"{source}: key '{exc.parameter}': algorithm {name!r}: {exc.problem}") from None
 
 
-def _check_each(values: Any, build: Callable[[str], Any], key: str, source: str) -> None:
-    """Build every named object once so that a bad name fails before any run, naming the key."""
+_LIST_KEYS = {"defense": "audit.defenses", "attacks": "audit.attacks"}
+"""The run spec's name lists as campaign keys."""
+
+
+def _check_each(values: Any, build: Callable[[str], Any], parameter: str, source: str,
+                names: Mapping[str, str] | None = None) -> None:
+    """Build every named object once so that a bad name fails before any run, naming the campaign
+    key (or, with a door's ``names``, its option or keyword) once."""
     for value in as_list(values):
         try:
             build(value)
         except FltrError as exc:
-            raise FltrError(f"{source}: key '{key}': {exc}") from None
+            problem = str(exc).removeprefix("--attack: ")  # the registry's own wording names the CLI option
+            if names is None:
+                raise FltrError(f"{source}: key '{_LIST_KEYS[parameter]}': {problem}") from None
+            raise FltrError(f"{names.get(parameter, parameter)}: {problem}") from None
 
 
 def as_list(value: Any) -> list:
