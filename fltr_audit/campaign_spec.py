@@ -207,13 +207,13 @@ def _check_values(spec: dict, source: str, names: Mapping[str, str] | None = Non
 
 def _check_threat_models(spec: dict, source: str) -> None:
     """server-malicious only with an algorithm it supports."""
-    from fltr_audit.malicious import SUPPORTED
+    from fltr_audit.algorithms.registry import manipulable_names
 
     if "server-malicious" in as_list(spec["probe"]["threat_model"]):
         for name in as_list(spec["algorithm"]["name"]):
-            if name not in SUPPORTED:
-                raise FltrError(f"{source}: --threat-model server-malicious: supported for {', '.join(SUPPORTED)} "
-                                f"(vector messages of PDGD steps), not {name}")
+            if not algorithm_spec(name, auditable=True).server_manipulable:
+                raise FltrError(f"{source}: --threat-model server-malicious: supported for "
+                                f"{', '.join(manipulable_names())} (vector messages of PDGD steps), not {name}")
 
 
 def _check_data_spec(data: str, queries: int | None, source: str) -> None:
