@@ -371,3 +371,14 @@ def test_the_sum_of_n_extreme_values_never_wraps(bits, n, bound):
     x = np.tile(np.array([bound, -bound]), (n, 1))
     got = codec.decode(_ring_sum(codec, x, rng))
     np.testing.assert_allclose(got, [n * bound, -n * bound], atol=n * codec.resolution + 1e-9 * n * bound)
+
+
+@pytest.mark.parametrize("make", [lambda: LocalLaplace(eps=1e-11, sensitivity=1.0),
+                                  lambda: DistributedLaplace(eps=1e-11, sensitivity=1.0),
+                                  lambda: Gaussian(sigma=1e6, clip=1e5)])
+def test_a_noise_scale_above_the_cap_is_refused(make):
+    """Delta/eps = 1e11 (sigma C = 1e11) exceeds MAX_NOISE_SCALE = 1e10: refused by name."""
+    from fltr_audit.errors import FltrError
+
+    with pytest.raises(FltrError, match="noise scale"):
+        make()
