@@ -382,3 +382,83 @@ def test_a_noise_scale_above_the_cap_is_refused(make):
 
     with pytest.raises(FltrError, match="noise scale"):
         make()
+
+
+def test_claims_of_the_noise_defenses():
+    """Pure eps at delta 0 with the scope each defense protects (a claim with delta > 0 or the wrong
+    scope would change every verdict and the accountant)."""
+    assert LocalLaplace(eps=1.5, sensitivity=2.0).claim == PrivacyClaim(epsilon=1.5, delta=0.0, scope="message")
+    assert DistributedLaplace(eps=1.5, sensitivity=2.0).claim == PrivacyClaim(epsilon=1.5, delta=0.0,
+                                                                               scope="aggregate")
+    rr = RandomizedResponse(p=0.8, values=(0.0, 1.0))
+    assert rr.claim.epsilon == pytest.approx(math.log(0.8 / 0.2), rel=1e-12)
+    assert (rr.claim.delta, rr.claim.scope) == (0.0, "message")
+
+
+@pytest.mark.parametrize("sigma,clip,delta", [(1.0, 2.0, 1e-5), (0.7, 0.5, 1e-3)])
+def test_gaussian_claim_is_the_analytic_gaussian_epsilon_for_sensitivity_2c(sigma, clip, delta):
+    """The claim's epsilon solves Phi(D/(2s) - e s/D) - e^e Phi(-D/(2s) - e s/D) = delta for D = 2C,
+    s = sigma C (Balle & Wang 2018, Thm. 8), by scipy's normal law and brentq."""
+    D, s = 2 * clip, sigma * clip
+
+    def gdelta(e):
+        return stats.norm.cdf(D / (2 * s) - e * s / D) - math.exp(e) * stats.norm.cdf(-D / (2 * s) - e * s / D)
+
+    want = optimize.brentq(lambda e: gdelta(e) - delta, 0.0, 100.0, xtol=1e-12)
+    claim = Gaussian(sigma=sigma, clip=clip, dp_delta=delta).claim
+    assert claim.epsilon == pytest.approx(want, rel=1e-7) and claim.delta == delta and claim.scope == "message"
+
+
+@pytest.mark.parametrize("rounds", [1, 10])
+def test_zcdp_composition_lies_between_the_exact_gaussian_and_the_classic_conversion(rounds):
+    """rho-zCDP composed K times is (K rho)-zCDP; at delta its epsilon is at most the classic
+    conversion min_a (K rho a + ln(1/delta)/(a - 1)) and at least the exact epsilon of the Gaussian
+    mechanism with mu = sqrt(2 K rho) (which is exactly K rho-zCDP); delta 0 gives inf."""
+    import dp_accounting as dpa
+
+    rho, delta = 0.05, 1e-6
+    got, accountant = compose_epsilon(dpa.ZCDpEvent(rho), rounds, 1.0, delta)
+    r = rounds * rho
+    classic = min(r * a + math.log(1 / delta) / (a - 1) for a in np.linspace(1.001, 2000, 200000))
+    mu = math.sqrt(2 * r)
+
+    def gdelta(e):
+        return stats.norm.cdf(mu / 2 - e / mu) - math.exp(e) * stats.norm.cdf(-mu / 2 - e / mu)
+
+    exact = optimize.brentq(lambda e: gdelta(e) - delta, 0.0, 100.0)
+    assert exact <= got <= classic + 1e-9 and accountant.startswith("rdp")
+    assert math.isinf(compose_epsilon(dpa.ZCDpEvent(rho), rounds, 1.0, 0.0)[0])
+
+
+def test_randomized_response_over_two_values_and_the_bit_packing():
+    from defenses.randomized_response import pack_bits, unpack_bits
+    from fltr_audit.errors import FltrError
+
+    RandomizedResponse(p=0.9, values=(0.0, 1.0))                     # the binary domain is allowed
+    with pytest.raises(FltrError):
+        RandomizedResponse(p=0.9, values=(1.0,))
+    bits = np.array(list(itertools.product([0, 1], repeat=4)), dtype=bool)
+    codes = pack_bits(bits)
+    assert sorted(codes.tolist()) == list(range(16))
+    assert codes.tolist() == [sum(int(b) << i for i, b in enumerate(row)) for row in bits]
+    np.testing.assert_array_equal(unpack_bits(codes, 4), bits)
+
+
+@pytest.mark.parametrize("bits,n,bound", [(32, 1024, 256.0), (24, 16, 4.0), (40, 2, 1.0), (16, 8, 2.0)])
+def test_fixed_point_scale_is_the_finest_whose_n_fold_sum_fits(bits, n, bound):
+    """At powers of two the headroom is exact: n bound 2^frac fits in the signed ring (< 2^(bits-1)),
+    n bound 2^(frac+1) does not -- one bit less headroom wraps, one bit more wastes precision."""
+    codec = FixedPoint.for_cohort(n, bound, bits)
+    assert n * bound * 2.0 ** codec.frac < 2.0 ** (bits - 1) <= n * bound * 2.0 ** (codec.frac + 1)
+
+
+@pytest.mark.parametrize("kwargs,option", [({"n_trials": 3}, "--trials"), ({"confidence": 1.0}, "--confidence"),
+                                           ({"confidence": 0.0}, "--confidence"), ({"rounds": 0}, "--rounds"),
+                                           ({"neighbours": "nearby"}, "--neighbours")])
+def test_audit_refuses_bad_parameters_by_option(kwargs, option):
+    from fltr_audit.errors import FltrError
+
+    with pytest.raises(FltrError, match=option):
+        audit(lambda rng, n, w: rng.random(n) + w, lambda x: x, claim=PrivacyClaim(), **{"n_trials": 100, **kwargs})
+    audit(lambda rng, n, w: rng.random(n) + w, lambda x: x, claim=PrivacyClaim(), n_trials=4, rounds=1,
+          confidence=0.5, neighbours="worst-case")                      # the edges themselves are accepted
