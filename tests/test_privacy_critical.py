@@ -462,3 +462,10 @@ def test_audit_refuses_bad_parameters_by_option(kwargs, option):
         audit(lambda rng, n, w: rng.random(n) + w, lambda x: x, claim=PrivacyClaim(), **{"n_trials": 100, **kwargs})
     audit(lambda rng, n, w: rng.random(n) + w, lambda x: x, claim=PrivacyClaim(), n_trials=4, rounds=1,
           confidence=0.5, neighbours="worst-case")                      # the edges themselves are accepted
+
+
+def test_a_gaussian_sigma_whose_epsilon_overflows_is_refused():
+    from fltr_audit.errors import FltrError
+
+    with pytest.raises(FltrError, match="too small"):
+        Gaussian(sigma=1e-200)

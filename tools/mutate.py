@@ -25,6 +25,7 @@ import ast
 import json
 import os
 import random
+import re
 import shutil
 import signal
 import sys
@@ -149,12 +150,12 @@ def load_config(path: Path) -> list[dict]:
 
 
 def load_equivalent(path: Path) -> dict[str, str]:
-    """``id  # reason`` per line."""
+    """``id  # reason`` per line (ids contain ``#``: the reason starts at the first whitespace + ``#``)."""
     out = {}
     if path.is_file():
         for line in path.read_text().splitlines():
             if line.strip() and not line.startswith("#"):
-                key, _, reason = line.partition("#")
+                key, reason = (re.split(r"\s+#\s*", line, maxsplit=1) + [""])[:2]
                 out[key.strip()] = reason.strip()
     return out
 
@@ -212,12 +213,13 @@ def run(args: argparse.Namespace) -> int:
     rng = random.Random(args.seed)
     plan = []
     for t in targets:
-        mutants = [m for m in enumerate_mutants(t["module"], root) if m.id not in equivalent]
-        if args.ids:
-            wanted = set(Path(args.ids).read_text().split())
-            mutants = [m for m in mutants if m.id in wanted]
-        if args.sample and len(mutants) > args.sample:
+        mutants = enumerate_mutants(t["module"], root)
+        if args.sample and len(mutants) > args.sample:  # drawn before equivalents are dropped: a stable sample
             mutants = sorted(rng.sample(mutants, args.sample), key=lambda m: m.index)
+        mutants = [m for m in mutants if m.id not in equivalent]
+        if args.ids:
+            wanted = set(Path(args.ids).read_text().split("\n"))
+            mutants = [m for m in mutants if m.id in wanted]
         plan.append((t, mutants))
     if args.list:
         for t, mutants in plan:
