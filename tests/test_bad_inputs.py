@@ -416,10 +416,35 @@ def test_campaign_store_path(run_bad, problem):
         parent = work / "ro"
         parent.mkdir()
         parent.chmod(0o555)
-        if os.access(parent, os.W_OK):
-            pytest.skip("running as a user who can write into read-only folders")
         store = parent / "s.sqlite"
+        if os.access(parent, os.W_OK):  # root writes into 0o555 folders: make the folder truly read-only
+            _run_under_a_read_only_mount(parent, ["campaign", "run", spec, "--store", store, "--workers", 1,
+                                                  "--quiet"], str(store.name))
+            return
     run_bad(["campaign", "run", spec, "--store", store, "--workers", 1, "--quiet"], str(store.name))
+
+
+def _run_under_a_read_only_mount(folder: Path, argv: list, culprit: str) -> None:
+    """Run the CLI in a user + mount namespace (``unshare -rm``) where ``folder`` is bind-mounted
+    read-only, so that even root gets EROFS there; the bad-input contract: exit 2, one stderr line
+    naming the culprit, no traceback, nothing written into the folder."""
+    import shutil
+    import subprocess
+    import sys
+
+    if shutil.which("unshare") is None or subprocess.run(["unshare", "-rm", "true"]).returncode != 0:
+        pytest.skip("running as root without user namespaces (unshare -rm): a read-only folder cannot be made")
+    script = ('mount --bind "$1" "$1" && mount -o remount,bind,ro "$1" && shift && exec "$@"')
+    cmd = ["unshare", "-rm", "sh", "-c", script, "sh", str(folder), sys.executable, "-m", "fltr_audit",
+           *[str(a) for a in argv]]
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1]) + os.pathsep
+           + os.environ.get("PYTHONPATH", "")}
+    done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert done.returncode == 2, f"exit {done.returncode}, stderr: {done.stderr}"
+    assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
+    assert culprit in lines[0], lines[0]
+    assert list(folder.iterdir()) == []
 
 
 def test_demo_out_under_a_file(run_bad):

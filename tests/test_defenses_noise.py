@@ -108,15 +108,16 @@ def test_dp_distributed_clips_weights_and_the_cohort_noise_sums_to_laplace():
 # --- local Laplace and Gaussian ---------------------------------------------------------
 
 @pytest.mark.parametrize("kind", ["weights", "update"])
-@pytest.mark.parametrize("norm, order", [("l1", 1), ("l2", 2)])
-def test_local_laplace_clips_update_and_has_scale_sensitivity_over_eps(kind, norm, order):
+@pytest.mark.parametrize("norm", ["l1", "l2"])
+def test_local_laplace_clips_update_and_has_scale_sensitivity_over_eps(kind, norm):
     n, P, sens, eps = 400, 20, 3.0, 1.5
     m = _messages(n, P, kind=kind)
     g = np.random.default_rng(7).normal(0, 1, P)
     d = LocalLaplace(eps=eps, sensitivity=sens, norm=norm)
     out = d.apply(m, g, np.random.default_rng(8))
+    # the clip centre and the noise scale are measured on the defense's output, with the power to see a
+    # factor 2, in tests/test_privacy_critical.py; here: the noise left around the clipped update is Laplace
     clipped = clip_rows(m.updates(g), sens / 2, norm)
-    assert np.all(np.linalg.norm(clipped, ord=order, axis=1) <= sens / 2 + 1e-9)
     noise = out.updates(g) - clipped
     assert stats.kstest(noise.ravel(), stats.laplace(scale=sens / eps).cdf).pvalue > 0.01
     assert d.claim.scope == "message" and d.claim.epsilon == eps

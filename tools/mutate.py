@@ -1,0 +1,295 @@
+"""A small AST mutation tester for the privacy-critical modules (issue 22).
+
+Each mutant changes one node of one module: a comparison operator flipped (< <=, > >=, == !=,
+< >), an arithmetic operator swapped (+ -, * /, // /, ** *), a numeric constant changed (+1, x2; not parameter defaults),
+a boolean operator swapped (and or), a ``not`` or unary minus dropped, an ``if`` branch dropped
+(its test made ``False``) or an ``else`` branch dropped. The runner copies the repository once to
+a temporary folder, writes one mutant at a time there, and runs the module's tests in a forked
+child (heavy third-party imports done once, in the parent) with a timeout; a mutant is *killed*
+when a test fails (or the run times out), else it *survives*.
+
+What to mutate and which tests run is data (``tools/mutation.toml``): ``[[target]]`` tables with
+``module`` and ``tests``; ``tools/mutation_equivalent.txt`` lists the mutants (by id) that are
+equivalent, each with the reason, and they are never run.
+
+    python tools/mutate.py [--config tools/mutation.toml] [--module defenses/dp_local.py]
+                           [--sample 30 --seed 0] [--timeout 60] [--root .] [--list] [--json out.json]
+
+Exit 0 when no mutant outside the equivalent list survived, 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import os
+import random
+import re
+import shutil
+import signal
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib
+
+HERE = Path(__file__).resolve().parent
+COMPARE_SWAPS = {ast.Lt: (ast.LtE, ast.Gt), ast.LtE: (ast.Lt,), ast.Gt: (ast.GtE, ast.Lt), ast.GtE: (ast.Gt,),
+                 ast.Eq: (ast.NotEq,), ast.NotEq: (ast.Eq,), ast.Is: (ast.IsNot,), ast.IsNot: (ast.Is,),
+                 ast.In: (ast.NotIn,), ast.NotIn: (ast.In,)}
+BINOP_SWAPS = {ast.Add: (ast.Sub,), ast.Sub: (ast.Add,), ast.Mult: (ast.Div,), ast.Div: (ast.Mult,),
+               ast.FloorDiv: (ast.Div,), ast.Pow: (ast.Mult,), ast.Mod: (ast.FloorDiv,),
+               ast.LShift: (ast.RShift,), ast.RShift: (ast.LShift,), ast.BitAnd: (ast.BitOr,)}
+
+
+@dataclass(frozen=True)
+class Mutant:
+    module: str
+    index: int       # position of the node in the module's ast.walk order
+    line: int
+    kind: str        # e.g. "Lt->LtE", "const 2->3", "drop-if", "drop-else"
+
+    @property
+    def id(self) -> str:
+        return f"{self.module}:{self.line}:{self.kind}#{self.index}"
+
+
+def _skipped_nodes(tree: ast.AST) -> set[int]:
+    """Docstrings, and default values of parameters (a default is a user-facing choice, e.g. a
+    paper's epsilon, not privacy arithmetic; the tests pass their parameters explicitly)."""
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.arguments):
+            for default in [*node.defaults, *[d for d in node.kw_defaults if d is not None]]:
+                out.update(id(n) for n in ast.walk(default))
+        if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                out.add(id(first.value))
+    return out
+
+
+def _options(node: ast.AST) -> list[str]:
+    """The mutations possible at one node (each a ``kind`` string)."""
+    if isinstance(node, ast.Compare) and len(node.ops) == 1:
+        return [f"{type(node.ops[0]).__name__}->{t.__name__}" for t in COMPARE_SWAPS.get(type(node.ops[0]), ())]
+    if isinstance(node, ast.BinOp):
+        return [f"{type(node.op).__name__}->{t.__name__}" for t in BINOP_SWAPS.get(type(node.op), ())]
+    if isinstance(node, ast.AugAssign):
+        return [f"aug {type(node.op).__name__}->{t.__name__}" for t in BINOP_SWAPS.get(type(node.op), ())]
+    if isinstance(node, ast.BoolOp):
+        return ["And->Or" if isinstance(node.op, ast.And) else "Or->And"]
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.Not, ast.USub)):
+        return [f"drop {type(node.op).__name__}"]
+    if isinstance(node, ast.Constant) and type(node.value) in (int, float):
+        v = node.value
+        return [f"const {v!r}->{v + 1!r}", f"const {v!r}->{v * 2!r}"] if v != 0 else [f"const {v!r}->1"]
+    if isinstance(node, ast.Constant) and type(node.value) is bool:
+        return [f"const {node.value}->{not node.value}"]
+    if isinstance(node, ast.If):
+        return ["drop-if"] + (["drop-else"] if node.orelse else [])
+    return []
+
+
+def enumerate_mutants(module: str, root: Path) -> list[Mutant]:
+    tree = ast.parse((root / module).read_text())
+    skip = _skipped_nodes(tree)
+    out = []
+    for index, node in enumerate(ast.walk(tree)):
+        if id(node) in skip:
+            continue
+        for kind in _options(node):
+            out.append(Mutant(module, index, getattr(node, "lineno", 0), kind))
+    return out
+
+
+def mutated_source(mutant: Mutant, root: Path) -> str:
+    tree = ast.parse((root / mutant.module).read_text())
+    node = list(ast.walk(tree))[mutant.index]
+    kind = mutant.kind
+    if isinstance(node, ast.Compare):
+        node.ops = [getattr(ast, kind.split("->")[1])()]
+    elif isinstance(node, (ast.BinOp, ast.AugAssign)):
+        node.op = getattr(ast, kind.split("->")[1])()
+    elif isinstance(node, ast.BoolOp):
+        node.op = ast.Or() if isinstance(node.op, ast.And) else ast.And()
+    elif isinstance(node, ast.UnaryOp):
+        _replace(tree, node, node.operand)
+    elif isinstance(node, ast.Constant):
+        v = node.value
+        node.value = (not v) if type(v) is bool else (1 if v == 0 else (v + 1 if kind.endswith(repr(v + 1)) else v * 2))
+    elif isinstance(node, ast.If):
+        if kind == "drop-if":
+            node.test = ast.Constant(False)
+        else:
+            node.orelse = []
+    return ast.unparse(ast.fix_missing_locations(tree))
+
+
+def _replace(tree: ast.AST, old: ast.AST, new: ast.AST) -> None:
+    for parent in ast.walk(tree):
+        for field, value in ast.iter_fields(parent):
+            if value is old:
+                setattr(parent, field, new)
+                return
+            if isinstance(value, list):
+                for i, item in enumerate(value):
+                    if item is old:
+                        value[i] = new
+                        return
+
+
+def load_config(path: Path) -> list[dict]:
+    return tomllib.loads(path.read_text())["target"]
+
+
+def load_equivalent(path: Path) -> dict[str, str]:
+    """``id  # reason`` per line (ids contain ``#``: the reason starts at the first whitespace + ``#``)."""
+    out = {}
+    if path.is_file():
+        for line in path.read_text().splitlines():
+            if line.strip() and not line.startswith("#"):
+                key, reason = (re.split(r"\s+#\s*", line, maxsplit=1) + [""])[:2]
+                out[key.strip()] = reason.strip()
+    return out
+
+
+def _preload() -> None:
+    """Third-party imports done once in the parent, so every forked child starts warm."""
+    import numpy  # noqa: F401
+    import pandas  # noqa: F401
+    import pytest  # noqa: F401
+    import scipy.optimize  # noqa: F401
+    import scipy.special  # noqa: F401
+    import scipy.stats  # noqa: F401
+    try:
+        import dp_accounting  # noqa: F401
+        import dp_accounting.pld  # noqa: F401
+        import dp_accounting.rdp  # noqa: F401
+    except ImportError:
+        pass
+
+
+def _run_tests(copy_root: Path, tests: list[str], timeout: float) -> str:
+    """'killed' | 'survived' | 'timeout' | 'error' for the tests in a forked child."""
+    pid = os.fork()
+    if pid == 0:  # child
+        try:
+            os.chdir(copy_root)
+            sys.path.insert(0, str(copy_root))
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, 1)
+            os.dup2(devnull, 2)
+            import pytest
+            code = pytest.main(["-x", "-q", "-p", "no:cacheprovider", "-m", "not slow", *tests])
+            os._exit(int(code))
+        except BaseException:
+            os._exit(99)
+    deadline = time.monotonic() + timeout
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            code = os.waitstatus_to_exitcode(status)
+            return {0: "survived", 1: "killed"}.get(code, "error")
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            return "timeout"
+        time.sleep(0.02)
+
+
+def run(args: argparse.Namespace) -> int:
+    root = Path(args.root).resolve()
+    targets = load_config(Path(args.config))
+    if args.module:
+        targets = [t for t in targets if t["module"] in args.module]
+    equivalent = load_equivalent(Path(args.equivalent))
+    rng = random.Random(args.seed)
+    plan = []
+    for t in targets:
+        mutants = enumerate_mutants(t["module"], root)
+        if args.sample and len(mutants) > args.sample:  # drawn before equivalents are dropped: a stable sample
+            mutants = sorted(rng.sample(mutants, args.sample), key=lambda m: m.index)
+        mutants = [m for m in mutants if m.id not in equivalent]
+        if args.ids:
+            wanted = set(Path(args.ids).read_text().split("\n"))
+            mutants = [m for m in mutants if m.id in wanted]
+        plan.append((t, mutants))
+    if args.list:
+        for t, mutants in plan:
+            for m in mutants:
+                print(m.id)
+        return 0
+    sys.dont_write_bytecode = True
+    _preload()
+    results = []
+    with tempfile.TemporaryDirectory(prefix="mutate-") as tmp:
+        copy_root = Path(tmp) / "repo"
+        shutil.copytree(root, copy_root, ignore=shutil.ignore_patterns(".git", ".venv", "__pycache__", "*.pyc",
+                                                                        ".pytest_cache", "*.egg-info"))
+        for t, mutants in plan:
+            tests = list(t["tests"])
+            if not mutants:
+                continue
+            baseline = "survived" if args.skip_baseline else _run_tests(copy_root, tests, args.timeout * 4)
+            if baseline != "survived":
+                print(f"{t['module']}: the unmutated tests do not pass ({baseline}); skipped", file=sys.stderr)
+                results.append({"module": t["module"], "id": "(baseline)", "outcome": "baseline " + baseline})
+                continue
+            path = copy_root / t["module"]
+            original = path.read_text()
+            for m in mutants:
+                path.write_text(mutated_source(m, root))
+                started = time.monotonic()
+                outcome = _run_tests(copy_root, tests, args.timeout)
+                path.write_text(original)
+                results.append({**asdict(m), "id": m.id, "outcome": outcome,
+                                "seconds": round(time.monotonic() - started, 2)})
+                if args.verbose:
+                    print(f"{outcome:9s} {m.id}", flush=True)
+    summary = {}
+    for r in results:
+        s = summary.setdefault(r["module"], {"mutants": 0, "killed": 0, "survived": []})
+        if r["id"] == "(baseline)":
+            s["baseline"] = r["outcome"]
+            continue
+        s["mutants"] += 1
+        if r["outcome"] in ("killed", "timeout"):
+            s["killed"] += 1
+        else:
+            s["survived"].append(f"{r['id']} ({r['outcome']})")
+    for module, s in summary.items():
+        score = s["killed"] / s["mutants"] if s["mutants"] else float("nan")
+        print(f"{module}: {s['killed']}/{s['mutants']} killed ({score:.0%})")
+        for sv in s["survived"]:
+            print(f"    survived: {sv}")
+    if args.json:
+        Path(args.json).write_text(json.dumps({"summary": summary, "results": results}, indent=1))
+    return 1 if any(s["survived"] or s.get("baseline") for s in summary.values()) else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--config", default=str(HERE / "mutation.toml"))
+    p.add_argument("--equivalent", default=str(HERE / "mutation_equivalent.txt"))
+    p.add_argument("--root", default=str(HERE.parent))
+    p.add_argument("--module", action="append", help="only this module (repeatable)")
+    p.add_argument("--sample", type=int, default=0, help="at most this many mutants per module (seeded)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--timeout", type=float, default=60.0, help="seconds per mutant")
+    p.add_argument("--ids", help="only the mutants whose ids this file lists (whitespace-separated)")
+    p.add_argument("--skip-baseline", action="store_true", help="do not first check the unmutated tests pass")
+    p.add_argument("--list", action="store_true", help="list the mutant ids and stop")
+    p.add_argument("--json", help="write all outcomes here")
+    p.add_argument("-v", "--verbose", action="store_true")
+    return run(p.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
