@@ -71,9 +71,9 @@ def status(
     """List the runs of a store: done, failed and pending."""
     from fltr_audit.store import ResultsStore
 
-    if not store.is_file():
+    if not store.is_file() and not store.is_symlink():
         raise FltrError(f"--store: {store} does not exist")
-    table = ResultsStore(store).status()
+    table = ResultsStore(store, readonly=True).status()
     if json_out:
         emit_json(table.to_dict(orient="records"))
         return
