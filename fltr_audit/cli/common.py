@@ -117,7 +117,10 @@ def atomic_out_dir(out: Path) -> Iterator[Path]:
     out = Path(out)
     check_out_dir(out)
     with temporary_dir(out, option="--out") as tmp:
-        yield tmp
+        try:
+            yield tmp
+        except OSError as exc:  # a full disk while writing: name the output, not the temporary folder
+            raise FltrError(f"--out: {out}: cannot write ({exc.strerror or exc})") from None
         umask = os.umask(0)
         os.umask(umask)
         try:

@@ -57,7 +57,7 @@ def run_train(algorithm: str, *, data: str, fold: int, click_model: str, clients
     check_population(population, clients)
     check_threat_model(threat_model)
     if record_rounds is not None:
-        parse_rounds(record_rounds)  # bad input fails before any data is loaded
+        parse_rounds(record_rounds, rounds)  # bad input fails before any data is loaded
     normalization = resolve_normalization(algorithm, normalization)
     splits = load_splits(data, fold, normalization=normalization)
     eval_data = splits.get(eval_split)
