@@ -157,6 +157,7 @@ def _connect(path: Path, *, readonly: bool = False, init: bool = False) -> sqlit
     FltrError naming the store; nothing is written before those checks."""
     if path.is_symlink():
         raise FltrError(f"--store {path}: a symbolic link (links are never followed)")
+    conn = None
     try:
         if readonly:
             mode = "immutable=1" if _read_only_fs(path) else "mode=ro"  # no -shm can be made there
@@ -170,6 +171,8 @@ def _connect(path: Path, *, readonly: bool = False, init: bool = False) -> sqlit
         version = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() \
             if "meta" in tables else None
     except sqlite3.DatabaseError as exc:
+        if conn is not None:
+            conn.close()
         raise _unusable(path, exc, "open") from None
     try:
         _check_ours(path, tables, version[0] if version else None, readonly)
