@@ -254,7 +254,8 @@ def test_campaign_file(run_bad, case, content, culprit):
     path.write_bytes(content if isinstance(content, bytes) else content.encode())
     store = run_bad.work / "s.sqlite"
     line = run_bad(["campaign", "run", path, "--store", store, "--workers", 1, "--quiet"], culprit)
-    assert "bad.toml" in line
+    if case != "grid-too-large":  # that one names the campaign and --max-runs
+        assert "bad.toml" in line
     assert not store.exists(), "a rejected campaign must not create its store"
 
 
