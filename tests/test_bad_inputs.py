@@ -657,3 +657,84 @@ def test_an_internal_error_is_one_line_with_exit_1(tmp_path, monkeypatch, capsys
     code = main(["data", "info", "synthetic:mq2008"])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 1 and len(err) == 1 and "internal error: ZeroDivisionError: a bug" in err[0]
+
+
+# --- signals: a 2-worker campaign stopped by Ctrl-C (finishes the runs in flight) and SIGTERM ----
+
+SIGNAL_CAMPAIGN = """\
+name = "signals"
+seeds = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]
+[data]
+spec = ["synthetic:mq2008?queries=200"]
+[algorithm]
+name = ["fpdgd"]
+rounds = [10]
+clients = [100]
+[probe]
+click_models = ["perfect"]
+cohort = [10]
+[audit]
+defenses = ["none"]
+attacks = ["score"]
+trials = 200
+"""
+
+
+def _done_runs(store: Path) -> int:
+    if not store.exists():
+        return 0
+    conn = sqlite3.connect(f"file:{store}?mode=ro", uri=True)
+    try:
+        return conn.execute("SELECT count(*) FROM runs WHERE status = 'done'").fetchone()[0]
+    except sqlite3.Error:
+        return 0
+    finally:
+        conn.close()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("signum", ["SIGINT", "SIGTERM"])
+def test_campaign_stops_on_a_signal_and_keeps_every_finished_run(tmp_path, signum):
+    import signal
+    import sys
+    import time
+
+    spec, store = tmp_path / "c.toml", tmp_path / "s.sqlite"
+    spec.write_text(SIGNAL_CAMPAIGN)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1]),
+           "FLTR_AUDIT_CACHE": str(tmp_path / "cache")}
+    proc = subprocess.Popen([sys.executable, "-m", "fltr_audit", "campaign", "run", str(spec), "--store", str(store),
+                             "--workers", "2", "--quiet"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
+    start = time.time()
+    while _done_runs(store) < 1 and proc.poll() is None and time.time() - start < 600:
+        time.sleep(0.2)
+    time.sleep(1.0)  # the next runs are in flight
+    at_signal = _done_runs(store)
+    sent = time.time()
+    os.killpg(proc.pid, getattr(signal, signum))  # the whole group, as Ctrl-C in a terminal does
+    _, err = proc.communicate(timeout=600)
+    stopped = time.time() - sent
+    lines = [line for line in err.splitlines() if line.strip()]
+    after = _done_runs(store)
+    print(f"{signum}: stopped {stopped:.1f} s after the signal; {at_signal} runs done then, {after} stored")
+    assert "Traceback" not in err
+    if signum == "SIGINT":
+        assert proc.returncode == 130, err
+        assert lines[0] == "stopping: finishing 2 runs in flight; Ctrl-C again to abandon them", err
+        assert lines[-1].startswith("fltr-audit: interrupted: ") and len(lines) == 2, err
+        # the two in flight were finished and stored (a third if one finished between the count and the
+        # signal), nothing new started
+        assert at_signal + 2 <= after <= at_signal + 3
+    else:
+        assert proc.returncode == 143 and lines == ["fltr-audit: terminated"], err
+        assert after >= at_signal
+    assert after < 10
+    # the store is whole and resumable: status lists the finished runs as done, the others pending
+    status = subprocess.run([sys.executable, "-m", "fltr_audit", "campaign", "status", "--store", str(store), "--json"],
+                            env=env, capture_output=True, text=True)
+    import json
+
+    rows = json.loads(status.stdout)
+    assert sum(r["status"] == "done" for r in rows) == after
+    assert sum(r["status"] == "pending" for r in rows) == 10 - after
