@@ -135,7 +135,9 @@ def parse_defense(text: str) -> DefenseStack:
     """Parse and validate a defense stack; FltrError names the defense string on bad input."""
     text = str(text).strip()
     where = f"defense {text!r}"
-    if text in ("", "none"):
+    if not text:
+        raise FltrError("defense '': empty (write 'none' for no defense)")
+    if text == "none":
         return DefenseStack(client=(), aggregator=FedAvg(), name="none")
     client: list[Any] = []
     aggregator: Any = None

@@ -105,11 +105,19 @@ def temporary_dir(beside: str | Path, option: str = "") -> Iterator[Path]:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _error(path: Path, exc: OSError) -> FltrError:
+class CannotWrite(FltrError):
+    """``path`` could not be written for ``reason`` (full disk, permissions, ...)."""
+
+    def __init__(self, path: Path, reason: str) -> None:
+        super().__init__(f"{path}: cannot write ({reason})")
+        self.path, self.reason = path, reason
+
+
+def _error(path: Path, exc: OSError) -> CannotWrite:
     reason = exc.strerror or str(exc)
     if exc.errno == errno.ENOSPC:
         reason = "no space left on the device"
-    return FltrError(f"{path}: cannot write ({reason})")
+    return CannotWrite(path, reason)
 
 
 def _remove(tmp: str) -> None:

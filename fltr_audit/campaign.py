@@ -51,7 +51,7 @@ this module runs a campaign into a store and re-exports their public names.
 from __future__ import annotations
 
 import threading
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from typing import Any, Callable, Iterator
 
 from fltr_audit.campaign_grid import MAX_RUNS, Run, expand, grid_size, run_key
@@ -72,6 +72,7 @@ def run_campaign(
     on_done: Callable[[Run, str | None], None] | None = None,
     run_fn: Callable[[RunSpec], dict] = execute_run,
     max_runs: int | None = MAX_RUNS,
+    stop: Any = None,
 ) -> dict[str, int]:
     """Run every pending grid point of ``spec`` and record each in ``store`` as it finishes.
 
@@ -86,7 +87,11 @@ def run_campaign(
     campaigns on one store share the grid instead of both computing all of it. This process
     renews its claims while it works and releases the ones it did not finish.
 
-    Returns counts: ``{"done": ..., "failed": ..., "skipped": ..., "running_elsewhere": ...}``.
+    ``stop`` (a :class:`fltr_audit.interrupts.GracefulStop`): once requested, no new run starts
+    and the runs in flight are finished and recorded (``stopped`` counts the runs not started).
+
+    Returns counts: ``{"done": ..., "failed": ..., "skipped": ..., "running_elsewhere": ...}``
+    (and ``stopped`` when a stop was requested).
     """
     runs = expand(spec, max_runs)
     done_keys = store.completed_keys()
@@ -109,9 +114,11 @@ def run_campaign(
         if on_done is not None:
             on_done(run, error)
 
-    with _renewing(store, mine):
-        for run, result, error in execute_runs(pending, run_fn, workers, scheduler):
+    with _renewing(store, mine), closing(execute_runs(pending, run_fn, workers, scheduler, stop)) as outcomes:
+        for run, result, error in outcomes:
             finish(run, result, error)
+    if stop is not None and stop.requested:
+        counts["stopped"] = len(mine)
     return counts
 
 

@@ -99,6 +99,8 @@ def load_spec(path: str | Path) -> dict:
         raise FltrError(f"{path}: not valid TOML: {exc}") from None
     except OSError as exc:
         raise FltrError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    except RecursionError:
+        raise FltrError(f"{path}: not a campaign file (arrays or tables nested too deeply)") from None
     return validate_spec(raw, source=str(path))
 
 
@@ -135,6 +137,9 @@ def _check_table(table: dict, name: str, source: str) -> None:
             for item in value:
                 if not isinstance(item, tuple(scalar)) or isinstance(item, bool) and bool not in scalar:
                     raise FltrError(f"{source}: key '{where}' holds {item!r}, expected {scalar[0].__name__} items")
+            twice = next((item for i, item in enumerate(value) if item in value[:i]), None)
+            if twice is not None:
+                raise FltrError(f"{source}: key '{where}' holds {twice!r} twice (the grid would repeat runs)")
 
 
 CAMPAIGN_KEYS = {"data.fold": "data.folds", "seed": "seeds"}
@@ -221,6 +226,12 @@ def _check_data_spec(data: str, queries: int | None, source: str) -> None:
     if not data.startswith("synthetic:"):
         if not Path(data).exists():
             raise FltrError(f"{source}: key 'data.spec': no such path {data!r} (relative paths start at the current directory)")
+        from fltr_audit.data.load import _layout
+
+        try:
+            _layout(data)  # a folder must hold Fold1..Fold5 or train/vali/test files
+        except FltrError as exc:
+            raise FltrError(f"{source}: key 'data.spec': {exc}") from None
         return
     from fltr_audit.data.load import _synthetic_spec
     from fltr_audit.data.synthetic import max_queries

@@ -8,6 +8,7 @@ Part of the composition root: a run is ``fltr_audit.audit_run.run_audit``.
 from __future__ import annotations
 
 import os
+import signal
 import threading
 import time
 from typing import Any, Callable, Iterable
@@ -15,6 +16,7 @@ from typing import Any, Callable, Iterable
 from fltr_audit.campaign_grid import Run
 from fltr_audit.errors import FltrError
 from fltr_audit.run_spec import RunSpec
+from fltr_audit.interrupts import GracefulStop
 
 
 def environment() -> dict:
@@ -69,14 +71,19 @@ def _exit_with_parent(parent: int) -> None:
                 os._exit(1)
             time.sleep(0.5)
 
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle (finish or abandon)
     threading.Thread(target=watch, name="fltr-audit parent watchdog", daemon=True).start()
 
 
 def execute_runs(runs: list[Run], run_fn: Callable[[RunSpec], dict], workers: int | None,
-                 scheduler: str | None) -> Iterable[tuple[Run, dict | None, str | None]]:
+                 scheduler: str | None, stop: GracefulStop | None = None
+                 ) -> Iterable[tuple[Run, dict | None, str | None]]:
     """Compute ``runs`` with ``run_fn`` (in this process, a spawned process pool of ``workers``, or
     on the Dask cluster at ``scheduler``), yielding ``(run, result, None)`` or ``(run, None, error)``
-    as each finishes."""
+    as each finishes.
+
+    Locally, once ``stop.requested`` (the first Ctrl-C) no new run starts and the runs in flight
+    finish; any exception here (a second Ctrl-C, SIGTERM) ends the pool's workers at once."""
     if not runs:
         return
     if scheduler is not None:
@@ -85,29 +92,63 @@ def execute_runs(runs: list[Run], run_fn: Callable[[RunSpec], dict], workers: in
     workers = workers or os.cpu_count() or 1
     if workers < 1:
         raise FltrError("--workers must be at least 1")
+    stop = stop or GracefulStop()
     if workers == 1:
         for run in runs:
+            if stop.requested:
+                return
+            stop.in_flight = 1
             try:
-                yield run, run_fn(run.spec), None
+                result = run, run_fn(run.spec), None
             except Exception as exc:  # a failed run is recorded; the others go on
-                yield run, None, _describe(exc)
+                result = run, None, _describe(exc)
+            stop.in_flight = 0
+            yield result
         return
+    yield from _execute_pool(runs, run_fn, min(workers, len(runs)), stop)
+
+
+def _execute_pool(runs: list[Run], run_fn: Callable[[RunSpec], dict], workers: int, stop: GracefulStop
+                  ) -> Iterable[tuple[Run, dict | None, str | None]]:
+    """At most ``workers`` runs submitted at a time (so every submitted run is in flight, and a
+    stop starts nothing new), polled so that a requested stop is seen within a quarter second."""
     import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor, as_completed
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+    from concurrent.futures.process import BrokenProcessPool
 
-    with ProcessPoolExecutor(max_workers=min(workers, len(runs)), mp_context=multiprocessing.get_context("spawn"),
-                             initializer=_exit_with_parent, initargs=(os.getpid(),)) as pool:
-        futures = {pool.submit(run_fn, run.spec): run for run in runs}
-        for future in as_completed(futures):
-            run = futures[future]
-            try:
-                yield run, future.result(), None
-            except Exception as exc:
-                from concurrent.futures.process import BrokenProcessPool
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
+                               initializer=_exit_with_parent, initargs=(os.getpid(),))
+    queue = iter(runs)
+    running: dict[Any, Run] = {}
 
-                if isinstance(exc, BrokenProcessPool):
-                    raise FltrError("a worker process died; finished runs are stored, re-run the campaign to complete it") from None
-                yield run, None, _describe(exc)
+    def submit_next() -> None:
+        run = next(queue, None)
+        if run is not None and not stop.requested:
+            running[pool.submit(run_fn, run.spec)] = run
+
+    try:
+        for _ in range(workers):
+            submit_next()
+        while running:
+            stop.in_flight = len(running)
+            done, _ = wait(list(running), timeout=0.25, return_when=FIRST_COMPLETED)
+            for future in done:
+                run = running.pop(future)
+                try:
+                    outcome = run, future.result(), None
+                except BrokenProcessPool:
+                    raise FltrError("a worker process died; finished runs are stored, re-run the campaign "
+                                    "to complete it") from None
+                except Exception as exc:
+                    outcome = run, None, _describe(exc)
+                submit_next()
+                yield outcome
+        pool.shutdown(wait=True)
+    except BaseException:  # abandoned (a second Ctrl-C, SIGTERM, an error): end the workers now
+        for process in list((getattr(pool, "_processes", None) or {}).values()):
+            process.terminate()
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
 
 
 def check_scheduler(address: str) -> None:

@@ -23,20 +23,28 @@ from fltr_audit.messages import GroundTruth, Interactions, Messages, RoundBatch,
 from fltr_audit.rankers import LinearRanker, MLPRanker
 
 
-def parse_rounds(spec: str) -> Callable[[int], bool]:
-    """``"1,50,100"`` (those rounds) or ``"every:K"`` (rounds K, 2K, ...) -> predicate on a round."""
+def parse_rounds(spec: str, total: int | None = None) -> Callable[[int], bool]:
+    """``"1,50,100"`` (those rounds) or ``"every:K"`` (rounds K, 2K, ...) -> predicate on a round.
+
+    With ``total`` (the run's rounds), a round beyond it, or a step that selects none, is an error."""
     text = spec.strip()
     try:
         if text.startswith("every:"):
             step = int(text[len("every:"):])
             if step < 1:
                 raise ValueError
-            return lambda r: r % step == 0
-        kept = {int(v) for v in text.split(",") if v.strip()}
-        if not kept or min(kept) < 1:
-            raise ValueError
+        else:
+            kept = {int(v) for v in text.split(",")}  # an empty item ("1,,2") is a ValueError
+            if min(kept) < 1:
+                raise ValueError
     except ValueError:
         raise FltrError(f"--record-rounds: expected rounds like '1,50,100' or 'every:10', got {spec!r}") from None
+    if text.startswith("every:"):
+        if total is not None and step > total:
+            raise FltrError(f"--record-rounds {spec}: records no round of --rounds {total}")
+        return lambda r: r % step == 0
+    if total is not None and max(kept) > total:
+        raise FltrError(f"--record-rounds {spec}: round {max(kept)} is beyond --rounds {total}")
     return lambda r: r in kept
 
 

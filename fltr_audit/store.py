@@ -69,7 +69,8 @@ import os
 import socket
 import sqlite3
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -150,18 +151,34 @@ def _column_values(series: pd.Series) -> list:
 
 
 def _connect(path: Path, *, readonly: bool = False, init: bool = False) -> sqlite3.Connection:
-    """Open ``path``; ``init`` creates the schema (WAL mode), ``readonly`` checks it exists."""
+    """Open ``path``; ``init`` creates the schema (WAL mode), ``readonly`` opens it read-only
+    (never writing, also on a read-only file system) and checks it is complete. A symbolic
+    link, an SQLite file of another schema, a newer ``schema_version`` or a corrupt file is a
+    FltrError naming the store; nothing is written before those checks."""
+    if path.is_symlink():
+        raise FltrError(f"--store {path}: a symbolic link (links are never followed)")
+    conn = None
     try:
-        target, uri = (f"{path.resolve().as_uri()}?mode=ro", True) if readonly else (str(path), False)
-        conn = sqlite3.connect(target, uri=uri, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+        if readonly:
+            mode = "immutable=1" if _read_only_fs(path) else "mode=ro"  # no -shm can be made there
+            conn = sqlite3.connect(f"{path.resolve().as_uri()}?{mode}", uri=True, isolation_level=None,
+                                   timeout=BUSY_TIMEOUT_MS / 1000)
+        else:
+            conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         conn.execute("PRAGMA synchronous = FULL")
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        version = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() \
+            if "meta" in tables else None
     except sqlite3.DatabaseError as exc:
-        raise FltrError(f"{path}: not a results store ({exc})") from None
-    if init and tables and "meta" not in tables:
+        if conn is not None:
+            conn.close()
+        raise _unusable(path, exc, "open") from None
+    try:
+        _check_ours(path, tables, version[0] if version else None, readonly)
+    except FltrError:
         conn.close()
-        raise FltrError(f"{path}: an SQLite file but not a fltr-audit results store")
+        raise
     if init:
         try:
             conn.execute("PRAGMA journal_mode = WAL")
@@ -170,11 +187,64 @@ def _connect(path: Path, *, readonly: bool = False, init: bool = False) -> sqlit
             conn.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (SCHEMA_VERSION,))
         except sqlite3.DatabaseError as exc:
             conn.close()
-            raise FltrError(f"{path}: cannot write the results store ({exc})") from None
-    elif not {"meta", "runs", "registered", *TABLES} <= tables:
-        conn.close()
-        raise FltrError(f"{path}: not a fltr-audit results store (tables missing)")
+            raise _unusable(path, exc, "write") from None
     return conn
+
+
+def _check_ours(path: Path, tables: set[str], version: Any, readonly: bool) -> None:
+    """Refuse an SQLite file that is not a results store of this version (an empty one is
+    made a store, unless opened read-only)."""
+    if not tables and not readonly:
+        return
+    if "meta" not in tables or version is None:
+        shown = ", ".join(sorted(tables)[:5]) + (", ..." if len(tables) > 5 else "")
+        raise FltrError(f"--store {path}: an SQLite file of another schema (tables: {shown or 'none'}), "
+                        "not a fltr-audit results store")
+    if not str(version).isdigit():
+        raise FltrError(f"--store {path}: not a fltr-audit results store (schema_version {version!r})")
+    if int(version) > int(SCHEMA_VERSION):
+        raise FltrError(f"--store {path}: written by a newer fltr-audit (schema_version {version}; this version "
+                        f"reads up to {SCHEMA_VERSION}); upgrade fltr-audit to use it")
+    if readonly and not {"meta", "runs", "registered", *TABLES} <= tables:
+        raise FltrError(f"--store {path}: not a fltr-audit results store (tables missing)")
+
+
+def _read_only_fs(path: Path) -> bool:
+    try:
+        return bool(os.statvfs(path.parent).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
+
+
+def _unusable(path: Path, exc: sqlite3.DatabaseError, doing: str) -> FltrError:
+    """The one-line error of an SQLite failure on the store: corrupt, not SQLite, or not
+    openable / writable (saying when its file system is read-only)."""
+    text = str(exc)
+    if "malformed" in text or "not a database" in text:
+        return FltrError(f"--store {path}: corrupt, or not an SQLite file ({text})")
+    if _read_only_fs(path):
+        text += "; its file system is read-only"
+    return FltrError(f"--store {path}: cannot {doing} ({text})")
+
+
+@contextmanager
+def _session(path: Path, *, readonly: bool = False) -> Iterator[sqlite3.Connection]:
+    """A connection to the store whose SQLite errors become one-line FltrErrors."""
+    conn = _connect(path, readonly=readonly)
+    try:
+        yield conn
+    except sqlite3.DatabaseError as exc:
+        if not _file_fault(exc):
+            raise
+        raise _unusable(path, exc, "read") from None
+    finally:
+        conn.close()
+
+
+def _file_fault(exc: sqlite3.DatabaseError) -> bool:
+    """Whether the error is the file's (corrupt, unreadable, unwritable, locked), not a bug
+    of ours such as a value sqlite3 cannot bind (``ProgrammingError``, ``IntegrityError``)."""
+    return type(exc) in (sqlite3.OperationalError, sqlite3.DatabaseError)
 
 
 class ResultsStore:
@@ -186,20 +256,26 @@ class ResultsStore:
         The store file.
     create : bool
         When False, a missing file is an error instead of a new empty store.
+    readonly : bool
+        Open an existing store for reading only (``status``, ``completed_keys``, ``claims``):
+        nothing is ever written to the file, and the schema is not created or extended.
     """
 
-    def __init__(self, path: str | Path, *, create: bool = True) -> None:
+    def __init__(self, path: str | Path, *, create: bool = True, readonly: bool = False) -> None:
         self.path = Path(path)
-        if not self.path.is_file():
-            if not create:
+        self.readonly = readonly
+        if not self.path.is_file() and not self.path.is_symlink():
+            if not create or readonly:
                 raise FltrError(f"--store {self.path}: no such file")
             if not self.path.parent.is_dir():
                 raise FltrError(f"--store {self.path}: directory {self.path.parent} does not exist")
-        _connect(self.path, init=True).close()
+        _connect(self.path, readonly=readonly, init=not readonly).close()
 
     def _write(self, work) -> Any:
         """Run ``work(conn)`` in one IMMEDIATE transaction; a store that cannot be written (full
         disk, read-only, locked past the busy timeout) is a FltrError naming it."""
+        if self.readonly:
+            raise FltrError(f"--store {self.path}: opened read-only")
         conn = _connect(self.path)
         try:
             conn.execute("BEGIN IMMEDIATE")
@@ -213,26 +289,22 @@ class ResultsStore:
                     pass  # SQLite rolled back already
                 raise
             return result
-        except sqlite3.OperationalError as exc:
-            raise FltrError(f"--store {self.path}: cannot write ({exc})") from None
+        except (sqlite3.OperationalError, sqlite3.DatabaseError) as exc:
+            if not _file_fault(exc):
+                raise
+            raise _unusable(self.path, exc, "write") from None
         finally:
             conn.close()
 
     def journal_mode(self) -> str:
         """The SQLite journal mode of the file (``"wal"``)."""
-        conn = _connect(self.path)
-        try:
+        with _session(self.path, readonly=self.readonly) as conn:
             return conn.execute("PRAGMA journal_mode").fetchone()[0]
-        finally:
-            conn.close()
 
     def completed_keys(self) -> set[str]:
         """Keys of the runs recorded as done (a failed run is not completed)."""
-        conn = _connect(self.path)
-        try:
+        with _session(self.path, readonly=self.readonly) as conn:
             return {r[0] for r in conn.execute("SELECT run_key FROM runs WHERE status = 'done'")}
-        finally:
-            conn.close()
 
     def register_pending(self, keys_with_configs: Mapping[str, dict] | Iterable[tuple[str, dict]],
                          campaign: str = "") -> int:
@@ -293,11 +365,8 @@ class ResultsStore:
 
     def claims(self) -> pd.DataFrame:
         """The current claims: run_key, host, pid, expires (Unix time)."""
-        conn = _connect(self.path)
-        try:
+        with _session(self.path, readonly=self.readonly) as conn:
             rows = conn.execute("SELECT run_key, host, pid, expires FROM claims ORDER BY run_key").fetchall()
-        finally:
-            conn.close()
         return pd.DataFrame.from_records(rows, columns=["run_key", "host", "pid", "expires"])
 
     def record_run(self, run_key: str, campaign: str, config: dict, env: dict, seed: int | None,
@@ -360,14 +429,11 @@ class ResultsStore:
     def status(self) -> pd.DataFrame:
         """One row per known run: run_key, campaign, status (done|failed|pending), algo, defense,
         seed, seconds, finished_at, error; recorded runs first, then pending ones."""
-        conn = _connect(self.path)
-        try:
+        with _session(self.path, readonly=self.readonly) as conn:
             rows = conn.execute(
                 "SELECT run_key, campaign, status, config, seed, seconds, finished_at, error FROM runs "
                 "UNION ALL SELECT run_key, campaign, 'pending', config, NULL, NULL, NULL, NULL "
                 "FROM registered WHERE run_key NOT IN (SELECT run_key FROM runs)").fetchall()
-        finally:
-            conn.close()
         configs = [json.loads(r[3]) if r[3] else {} for r in rows]
         rows = [(*r[:3], c.get("algo"), _current(c.get("defense")), *r[4:]) for r, c in zip(rows, configs)]
         cols = ["run_key", "campaign", "status", "algo", "defense", "seed", "seconds", "finished_at", "error"]
@@ -464,7 +530,7 @@ def load(path: str | Path) -> dict[str, pd.DataFrame]:
     ``curves``, ``attacks``, ``per_query``, ``audits``, ``utility``, ``epsilon``.
     """
     path = Path(path)
-    if not path.is_file():
+    if not path.is_file() and not path.is_symlink():
         raise FltrError(f"--store {path}: no such file")
     conn = _connect(path, readonly=True)
     try:
@@ -475,7 +541,7 @@ def load(path: str | Path) -> dict[str, pd.DataFrame]:
         for name in TABLES:
             out[name] = _read_table(conn, name)
     except sqlite3.DatabaseError as exc:
-        raise FltrError(f"--store {path}: cannot read ({exc})") from None
+        raise _unusable(path, exc, "read") from None
     finally:
         conn.close()
     return out

@@ -157,6 +157,8 @@ def roc_curves(tables: dict[str, pd.DataFrame], table: pd.DataFrame | None = Non
     if not has_roc and not {"tpr_at_fpr_0_01", "tpr_at_fpr_0_001"} & set(table.columns):
         return None
     defenses = list(pooled["defense"])
+    if not defenses:  # only reference attacks (random guessers) ran: no informed attack to draw
+        return None
     clicks = list(dict.fromkeys(table["click_model"])) if "click_model" in table else [None]
     fig, axes = _panels(len(defenses), 3.8, 0.6)
     for ax, (_, best) in zip(axes.ravel(), pooled.iterrows()):

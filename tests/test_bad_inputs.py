@@ -2,7 +2,10 @@
 with exit code 2, exactly one line on stderr naming the culprit, no traceback, and no file
 written outside the test's own folder (nor any temporary file left inside it).
 
-Families: LETOR data, defense strings, campaign files, CLI options, recordings, output paths.
+Families: LETOR data, defense strings, campaign files, CLI options, recordings, output paths;
+round 2 (issue 23): sizes capped before allocation, internal errors on bad input, stores that are
+not ours, links and the order of checks, input accepted with exit 0 though wrong, misleading
+messages, signals (the peak-RSS bombs are in ``test_bad_inputs_memory.py``).
 The commands run in-process (``fltr_audit.cli.main``) for speed.
 """
 
@@ -11,6 +14,8 @@ from __future__ import annotations
 import gzip
 import os
 import random
+import sqlite3
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -75,6 +80,13 @@ LETOR_CASES = [
     ("truncated-gz", _gz(GOOD)[: len(_gz(GOOD)) // 2], "corrupt or truncated"),
     ("corrupt-gz", _gz(GOOD)[:10] + b"x" * 64 + _gz(GOOD)[74:], "corrupt or truncated"),
     ("gz-header-only", _gz(GOOD)[:12], "corrupt or truncated"),
+    # round 2: a feature id beyond int64 names its line; a line over the cap names its line
+    ("id-beyond-int64", _with(SPARSE, 20, SPARSE[20] + " 99999999999999999999:1"), "line 21"),
+    ("dense-id-beyond-int64", _with(_dense(), 20, _dense()[20] + " 99999999999999999999:1"), "line 21"),
+    ("line-2-mib", _with(_dense(), 3, _dense()[3] + " #" + "x" * (2 << 20)), "line 4"),
+    ("line-of-nuls-at-the-end", GOOD + "\0" * (3 << 20), f"line {len(_dense()) + 1}"),
+    ("gz-ratio-bomb", gzip.compress(b"\n" * (80 << 20), 9), "compression bomb"),
+    ("gz-long-line", gzip.compress(b"\0" * (40 << 20), 9), "line 1"),
 ]
 
 
@@ -227,6 +239,11 @@ CAMPAIGN_CASES = [
     ("bad-defense", _campaign('defenses = ["none"]', 'defenses = ["dp-gaussian(sigma=0)"]'), "audit.defenses"),
     ("bad-split", _campaign("cohort = [4]", 'cohort = [4]\nsplit = ["holdout"]'), "probe.split"),
     ("invalid-toml", "name = \n", "TOML"),
+    # round 2
+    ("nested-5000-deep", 'name = "deep"\nseeds = ' + "[" * 5000 + "]" * 5000 + "\n", "nested too deeply"),
+    ("seeds-twice", _campaign("seeds = [0]", "seeds = [0, 0]"), "'seeds' holds 0 twice"),
+    ("attack-twice", _campaign('attacks = ["random3"]', 'attacks = ["random3", "random3"]'), "audit.attacks"),
+    ("spec-folder-without-folds", _campaign("synthetic:mq2008?queries=30", "."), "neither Fold1..Fold5"),
     ("non-utf8", CAMPAIGN_BASE.encode().replace(b'"bad"', b'"b\xff\xfed"'), "UTF-8"),
 ]
 
@@ -236,7 +253,9 @@ def test_campaign_file(run_bad, case, content, culprit):
     path = run_bad.work / "bad.toml"
     path.write_bytes(content if isinstance(content, bytes) else content.encode())
     store = run_bad.work / "s.sqlite"
-    run_bad(["campaign", "run", path, "--store", store, "--workers", 1, "--quiet"], culprit)
+    line = run_bad(["campaign", "run", path, "--store", store, "--workers", 1, "--quiet"], culprit)
+    if case != "grid-too-large":  # that one names the campaign and --max-runs
+        assert "bad.toml" in line
     assert not store.exists(), "a rejected campaign must not create its store"
 
 
@@ -280,12 +299,32 @@ OPTION_CASES = [
     ("workers-negative", ["campaign", "run", "c.toml", "--store", "s.sqlite", "--workers", -1], "--workers"),
     ("status-missing-store", ["campaign", "status", "--store", "nope.sqlite"], "nope.sqlite"),
     ("report-missing-store", ["report", "--store", "nope.sqlite", "--out", "r"], "nope.sqlite"),
+    # round 2: every size option of audit-defense capped before anything is drawn
+    ("audit-defense-dim-1e9", ["audit-defense", "dp-local-laplace(eps=1)", "--dim", 10**9], "--dim"),
+    ("audit-defense-trials-1e12", ["audit-defense", "dp-local-laplace(eps=1)", "--trials", 10**12], "--trials"),
+    ("audit-defense-rounds-1e12", ["audit-defense", "dp-local-laplace(eps=1)", "--rounds", 10**12], "--rounds"),
+    ("audit-defense-aggregate-trials-1e12", ["audit-defense", "dp-local-laplace(eps=1)", "--aggregate-trials", 10**12],
+     "--aggregate-trials"),
+    ("audit-defense-cohort-times-dim", ["audit-defense", "dp-local-laplace(eps=1)", "--cohort", 10**6], "--cohort"),
+    # round 2: accepted with exit 0 before, though wrong
+    ("defense-empty", _train("--defense", ""), "defense ''"),
+    ("record-rounds-empty-item", _train("--record-rounds", "1,,2"), "--record-rounds"),
+    ("record-rounds-beyond-rounds", _train("--record-rounds", "7"), "--record-rounds 7"),
+    ("record-rounds-step-beyond-rounds", _train("--record-rounds", "every:3"), "--record-rounds every:3"),
+    ("foltr-record-rounds-beyond", ["train", "foltr-es", "--data", SMALL, "--out", "o", "--rounds", 1,
+                                    "--record-rounds", "5"], "--record-rounds 5"),
+    ("attack-empty-folder", ["attack", "rec", "--quiet"], "rec: no recorded rounds"),
+    # round 2: messages that misled
+    ("lr-inf", _train("--lr", "inf"), "--lr"),
+    ("lr-nan", _train("--lr", "nan"), "--lr"),
+    ("foltr-sigma-inf", ["train", "foltr-es", "--data", SMALL, "--out", "o", "--rounds", 1, "--sigma", "inf"],
+     "--sigma"),
 ]
 
 
 @pytest.mark.parametrize("case, argv, culprit", OPTION_CASES, ids=[c[0] for c in OPTION_CASES])
 def test_cli_option(run_bad, case, argv, culprit):
-    if case == "min-shown-negative":
+    if case in ("min-shown-negative", "attack-empty-folder"):
         (run_bad.work / "rec").mkdir()
     if case == "workers-negative":
         (run_bad.work / "c.toml").write_text(CAMPAIGN_BASE)
@@ -392,7 +431,9 @@ def test_output_path(run_bad, monkeypatch, command, problem):
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
         monkeypatch.setattr(os, "fsync", full)
-    run_bad(OUTPUT_COMMANDS[command](out), "--out" if problem != "disk-full" else "no space left")
+    line = run_bad(OUTPUT_COMMANDS[command](out), "--out")
+    if problem == "disk-full":  # named by the option, not by the temporary folder
+        assert "no space left" in line.lower() and ".tmp" not in line
     if problem in ("not-empty", "is-a-file"):
         assert (out / "keep.txt").exists() if problem == "not-empty" else out.read_text() == "x"
     elif problem != "read-only":
@@ -451,6 +492,156 @@ def test_demo_out_under_a_file(run_bad):
     run_bad(["demo", "--out", _blocker(run_bad.work), "--rounds", 1, "--quiet"], "afile/out")
 
 
+# --- round 2 (issue 23) ----------------------------------------------------------------------
+
+def _five_folds(root: Path, skip: int | None = None) -> Path:
+    for k in range(1, 6):
+        if k != skip:
+            (root / f"Fold{k}").mkdir(parents=True)
+            for split in ("train", "vali", "test"):
+                (root / f"Fold{k}" / f"{split}.txt").write_text(GOOD)
+    return root
+
+
+def test_data_info_refuses_a_five_fold_folder_with_a_fold_missing(run_bad):
+    folder = _five_folds(run_bad.work / "d", skip=4)
+    run_bad(["data", "info", folder], "without Fold4")
+
+
+def test_split_file_that_is_a_folder_is_named(run_bad):
+    folder = run_bad.work / "splits"
+    folder.mkdir()
+    (folder / "train.txt").mkdir()
+    for split in ("vali", "test"):
+        (folder / f"{split}.txt").write_text(GOOD)
+    run_bad(["data", "info", folder], "train.txt: not a regular file")
+
+
+def test_algorithm_plugin_that_is_not_an_algorithm_spec_is_named(run_bad, monkeypatch):
+    from fltr_audit import plugins
+
+    real = plugins.load
+    monkeypatch.setattr(plugins, "load", lambda group, name: (lambda: 42) if name == "odd" else real(group, name))
+    run_bad(["audit", "--algo", "odd", "--quiet"], "plug-in 'odd'")
+
+
+def _foreign_store(path: Path) -> Path:
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE users (id INTEGER, name TEXT)")
+    conn.execute("INSERT INTO users VALUES (1, 'ada')")
+    conn.commit()
+    conn.close()
+    return path
+
+
+@pytest.fixture(scope="module")
+def good_store(tmp_path_factory) -> Path:
+    """A real store of CAMPAIGN_BASE (one run: only the reference attack random3)."""
+    folder = tmp_path_factory.mktemp("store")
+    (folder / "c.toml").write_text(CAMPAIGN_BASE)
+    store = folder / "s.sqlite"
+    assert main(["campaign", "run", str(folder / "c.toml"), "--store", str(store), "--workers", "1", "--quiet"]) == 0
+    return store
+
+
+def _copy_store(src: Path, dst: Path) -> Path:
+    conn = sqlite3.connect(src)
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    dst.write_bytes(src.read_bytes())
+    return dst
+
+
+def _store_commands(store: Path, work: Path) -> dict[str, list]:
+    (work / "c.toml").write_text(CAMPAIGN_BASE)
+    return {"status": ["campaign", "status", "--store", store],
+            "compare": ["compare", "--store", store],
+            "report": ["report", "--store", store, "--out", work / "r"],
+            "run": ["campaign", "run", work / "c.toml", "--store", store, "--workers", 1, "--quiet"]}
+
+
+STORE_COMMANDS = ["status", "compare", "report", "run"]
+
+
+@pytest.mark.parametrize("command", STORE_COMMANDS)
+@pytest.mark.parametrize("problem", ["other-schema", "newer-schema", "corrupt-pages", "corrupt-header",
+                                     "planted-symlink"])
+def test_store_that_is_not_ours_is_refused_without_writing(run_bad, good_store, problem, command):
+    store = run_bad.work / "s.sqlite"
+    culprit = "s.sqlite"
+    if problem == "other-schema":
+        _foreign_store(store)
+        culprit = "another schema"
+    elif problem == "newer-schema":
+        _copy_store(good_store, store)
+        conn = sqlite3.connect(store)
+        conn.execute("UPDATE meta SET value = '999' WHERE key = 'schema_version'")
+        conn.commit()
+        conn.close()
+        culprit = "newer"
+    elif problem.startswith("corrupt"):
+        data = bytearray(_copy_store(good_store, store).read_bytes())
+        first = 100 if problem == "corrupt-header" else 4096 * 2  # header, or every page but the first two
+        for offset in range(first, len(data), 4096):
+            data[offset:offset + 512] = random.Random(offset).randbytes(512)
+        store.write_bytes(bytes(data))
+        culprit = "corrupt"
+    elif problem == "planted-symlink":
+        store = run_bad.work / "link.sqlite"
+        store.symlink_to(run_bad.work.parent / "elsewhere.sqlite")  # inside tmp_path: the fixture sees outside
+        culprit = "symbolic link"
+    before = store.read_bytes() if store.exists() and not store.is_symlink() else None
+    line = run_bad(_store_commands(store, run_bad.work)[command], culprit)
+    assert str(store.name) in line
+    if before is not None:
+        assert store.read_bytes() == before, "a refused store was written"
+    assert not (run_bad.work.parent / "elsewhere.sqlite").exists()
+    assert not (run_bad.work / "r").exists()
+
+
+@pytest.mark.parametrize("command", ["status", "compare", "report"])
+def test_read_only_commands_never_write_the_store(good_store, tmp_path, capsys, command):
+    store = _copy_store(good_store, tmp_path / "s.sqlite")
+    before = store.read_bytes()
+    argv = _store_commands(store, tmp_path)[command]
+    assert main([str(a) for a in argv]) == 0, capsys.readouterr().err
+    assert store.read_bytes() == before
+
+
+def test_report_of_a_campaign_that_ran_only_a_reference_attack(good_store, tmp_path, capsys):
+    """random3 only: no informed attack, so no ROC panel (was ZeroDivisionError in plots._panels)."""
+    store = _copy_store(good_store, tmp_path / "s.sqlite")
+    code = main(["report", "--store", str(store), "--out", str(tmp_path / "r")])
+    assert code == 0, capsys.readouterr().err
+    assert (tmp_path / "r" / "report.html").is_file()
+
+
+@pytest.fixture()
+def read_only_mount(tmp_path):
+    """A tmpfs mounted read-only at tmp_path/ro holding a real store (needs root and mount)."""
+    mount = tmp_path / "ro"
+    mount.mkdir()
+    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(mount)],
+                                           capture_output=True).returncode != 0:
+        pytest.skip("cannot mount a file system here")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", str(mount)], capture_output=True)
+
+
+def test_store_on_a_read_only_file_system(read_only_mount, good_store, capsys):
+    store = _copy_store(good_store, read_only_mount / "s.sqlite")
+    subprocess.run(["mount", "-o", "remount,ro", str(read_only_mount)], check=True)
+    assert main(["campaign", "status", "--store", str(store)]) == 0  # read-only commands read it
+    assert "1 done" in capsys.readouterr().out
+    spec = read_only_mount.parent / "c.toml"
+    spec.write_text(CAMPAIGN_BASE)
+    assert main(["campaign", "run", str(spec), "--store", str(store), "--workers", "1", "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "read-only" in err[0] and "not a results store" not in err[0], err
+
+
 # --- failed runs: exit 1 with the cause ----------------------------------------------------
 
 def _failing_run(monkeypatch):
@@ -491,3 +682,84 @@ def test_an_internal_error_is_one_line_with_exit_1(tmp_path, monkeypatch, capsys
     code = main(["data", "info", "synthetic:mq2008"])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 1 and len(err) == 1 and "internal error: ZeroDivisionError: a bug" in err[0]
+
+
+# --- signals: a 2-worker campaign stopped by Ctrl-C (finishes the runs in flight) and SIGTERM ----
+
+SIGNAL_CAMPAIGN = """\
+name = "signals"
+seeds = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]
+[data]
+spec = ["synthetic:mq2008?queries=200"]
+[algorithm]
+name = ["fpdgd"]
+rounds = [10]
+clients = [100]
+[probe]
+click_models = ["perfect"]
+cohort = [10]
+[audit]
+defenses = ["none"]
+attacks = ["score"]
+trials = 200
+"""
+
+
+def _done_runs(store: Path) -> int:
+    if not store.exists():
+        return 0
+    conn = sqlite3.connect(f"file:{store}?mode=ro", uri=True)
+    try:
+        return conn.execute("SELECT count(*) FROM runs WHERE status = 'done'").fetchone()[0]
+    except sqlite3.Error:
+        return 0
+    finally:
+        conn.close()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("signum", ["SIGINT", "SIGTERM"])
+def test_campaign_stops_on_a_signal_and_keeps_every_finished_run(tmp_path, signum):
+    import signal
+    import sys
+    import time
+
+    spec, store = tmp_path / "c.toml", tmp_path / "s.sqlite"
+    spec.write_text(SIGNAL_CAMPAIGN)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1]),
+           "FLTR_AUDIT_CACHE": str(tmp_path / "cache")}
+    proc = subprocess.Popen([sys.executable, "-m", "fltr_audit", "campaign", "run", str(spec), "--store", str(store),
+                             "--workers", "2", "--quiet"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
+    start = time.time()
+    while _done_runs(store) < 1 and proc.poll() is None and time.time() - start < 600:
+        time.sleep(0.2)
+    time.sleep(1.0)  # the next runs are in flight
+    at_signal = _done_runs(store)
+    sent = time.time()
+    os.killpg(proc.pid, getattr(signal, signum))  # the whole group, as Ctrl-C in a terminal does
+    _, err = proc.communicate(timeout=600)
+    stopped = time.time() - sent
+    lines = [line for line in err.splitlines() if line.strip()]
+    after = _done_runs(store)
+    print(f"{signum}: stopped {stopped:.1f} s after the signal; {at_signal} runs done then, {after} stored")
+    assert "Traceback" not in err
+    if signum == "SIGINT":
+        assert proc.returncode == 130, err
+        assert lines[0] == "stopping: finishing 2 runs in flight; Ctrl-C again to abandon them", err
+        assert lines[-1].startswith("fltr-audit: interrupted: ") and len(lines) == 2, err
+        # the two in flight were finished and stored (a third if one finished between the count and the
+        # signal), nothing new started
+        assert at_signal + 2 <= after <= at_signal + 3
+    else:
+        assert proc.returncode == 143 and lines == ["fltr-audit: terminated"], err
+        assert after >= at_signal
+    assert after < 10
+    # the store is whole and resumable: status lists the finished runs as done, the others pending
+    status = subprocess.run([sys.executable, "-m", "fltr_audit", "campaign", "status", "--store", str(store), "--json"],
+                            env=env, capture_output=True, text=True)
+    import json
+
+    rows = json.loads(status.stdout)
+    assert sum(r["status"] == "done" for r in rows) == after
+    assert sum(r["status"] == "pending" for r in rows) == 10 - after

@@ -5,6 +5,7 @@ the time of the rejection (printed, never asserted)."""
 from __future__ import annotations
 
 import json
+import os
 import random
 import subprocess
 import sys
@@ -62,3 +63,68 @@ def test_hostile_sparse_file_is_rejected_within_the_memory_bound(tmp_path, featu
           f"peak RSS {figures['peak_rss_mb']:.0f} MB (ru_maxrss {figures['ru_maxrss_mb']:.0f} MB)")
     assert figures["error"] is not None and "line 21" in figures["error"] and str(feature_id) in figures["error"]
     assert figures["peak_rss_mb"] < RSS_LIMIT_MB
+
+
+# --- round 2 (issue 23): bombs through the whole command, peak RSS under 500 MB --------------
+
+BOMB_RSS_LIMIT_MB = 500
+
+RUN_CLI = """
+import json, sys
+sys.path.insert(0, {repo!r})
+from fltr_audit.cli import main
+code = main({argv!r})
+hwm = [line for line in open("/proc/self/status") if line.startswith("VmHWM:")]
+print(json.dumps({{"code": code, "peak_rss_mb": int(hwm[0].split()[1]) / 1024 if hwm else None}}))
+"""
+
+
+def _gzip_stream(path: Path, pattern: bytes, total: int) -> Path:
+    """``total`` bytes of ``pattern`` repeated, gzip-compressed in chunks (never held whole)."""
+    import gzip
+
+    chunk = pattern * ((16 << 20) // len(pattern))
+    with gzip.open(path, "wb", compresslevel=1) as fh:
+        for _ in range(total // len(chunk)):
+            fh.write(chunk)
+    return path
+
+
+def _bomb(kind: str, folder: Path) -> tuple[list[str], str]:
+    """The command line of one bomb and the culprit its error must name."""
+    if kind == "gzip-1GiB-of-nuls":
+        path = _gzip_stream(folder / "b.txt.gz", b"\0", 1 << 30)
+        return ["data", "info", str(path)], "b.txt.gz, line 1"
+    if kind == "gzip-1GiB-of-newlines":
+        path = _gzip_stream(folder / "n.txt.gz", b"\n", 1 << 30)
+        return ["data", "info", str(path)], "compression bomb"
+    if kind == "line-512MiB":
+        path = folder / "long.txt"
+        with open(path, "wb") as fh:  # a sparse file: 512 MiB of NULs on one line, no disk used
+            fh.write(b"1 qid:1 1:0.5 2:0.1\n" * 3)
+            fh.truncate(512 << 20)
+        return ["data", "info", str(path)], "long.txt, line 4"
+    if kind == "audit-defense-dim-1e9":
+        return ["audit-defense", "dp-local-laplace(eps=1)", "--dim", str(10**9)], "--dim"
+    if kind == "audit-defense-trials-1e12":
+        return ["audit-defense", "dp-local-laplace(eps=1)", "--trials", str(10**12)], "--trials"
+    raise AssertionError(kind)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["gzip-1GiB-of-nuls", "gzip-1GiB-of-newlines", "line-512MiB",
+                                  "audit-defense-dim-1e9", "audit-defense-trials-1e12"])
+def test_bomb_is_refused_in_one_line_within_500_mb(tmp_path, kind):
+    argv, culprit = _bomb(kind, tmp_path)
+    env = {**os.environ, "FLTR_AUDIT_CACHE": str(tmp_path / "cache")}
+    out = subprocess.run([sys.executable, "-c", RUN_CLI.format(repo=str(REPO), argv=argv)], capture_output=True,
+                         text=True, timeout=600, cwd=tmp_path, env=env)
+    assert out.returncode == 0, out.stderr
+    figures = json.loads(out.stdout.strip().splitlines()[-1])
+    lines = [line for line in out.stderr.splitlines() if line.strip()]
+    assert figures["code"] == 2 and len(lines) == 1 and culprit in lines[0], out.stderr
+    assert "Traceback" not in out.stderr
+    if figures["peak_rss_mb"] is None:
+        pytest.skip("no /proc/self/status VmHWM on this system")
+    print(f"{kind}: peak RSS {figures['peak_rss_mb']:.0f} MB; {lines[0]}")
+    assert figures["peak_rss_mb"] < BOMB_RSS_LIMIT_MB

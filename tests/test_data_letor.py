@@ -1,6 +1,7 @@
 """LETOR text reading and writing: round trips, oracles and malformed files."""
 
 import gzip
+import random
 import re
 from pathlib import Path
 
@@ -115,3 +116,23 @@ def test_missing_and_empty_files(tmp_path):
     (tmp_path / "e.txt").write_text("# nothing\n\n")
     with pytest.raises(FltrError, match="no data lines"):
         read_letor(tmp_path / "e.txt")
+
+
+def test_line_length_check_agrees_with_splitting_the_lines():
+    """The windowed search for an over-long line (``_check_line_lengths``) against a brute-force
+    split: same first line named, or none, on lines at and around the cap."""
+    from fltr_audit.data import letor
+
+    cap = letor.MAX_LINE_BYTES
+    rng = random.Random(0)
+    lengths = [0, 5, cap // 2, cap // 2 + 1, cap - 1, cap, cap + 1, 3 * cap // 2, 2 * cap]
+    for _ in range(200):
+        parts = [b"x" * rng.choice(lengths + [rng.randint(0, 3 * cap)]) for _ in range(rng.randint(1, 6))]
+        chunk = b"\n".join(parts)
+        expected = next((7 + i + 1 for i, p in enumerate(parts) if len(p) > cap), None)
+        try:
+            letor._check_line_lengths(Path("f.txt"), chunk, 7)
+            got = None
+        except FltrError as exc:
+            got = int(str(exc).split("line ")[1].split(":")[0])
+        assert got == expected, [len(p) for p in parts]

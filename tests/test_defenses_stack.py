@@ -21,10 +21,13 @@ from fltr_audit.errors import FltrDeprecation, FltrError
 
 
 def test_none_is_the_empty_stack_with_fedavg():
-    for text in ("none", "", "  none "):
+    for text in ("none", "  none "):
         s = parse_defense(text)
         assert s.client == () and isinstance(s.aggregator, FedAvg) and s.name == "none"
         assert s.claim.scope == "none"
+    for text in ("", "   "):  # an empty --defense is a mistake, not a way to say none (issue 23)
+        with pytest.raises(FltrError, match="write 'none'"):
+            parse_defense(text)
 
 
 def test_published_fpdgd_stack():

@@ -217,7 +217,7 @@ def test_terminated_train_leaves_no_debris_and_a_killed_ones_is_swept(tmp_path):
     _wait_for_temporary(tmp_path, proc)
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=60)
-    assert proc.returncode == 130 and err.strip() == "fltr-audit: interrupted"
+    assert proc.returncode == 143 and err.strip() == "fltr-audit: terminated"  # 128 + SIGTERM
     assert list(tmp_path.iterdir()) == []  # the temporary folder went with it; no --out
 
     proc = subprocess.Popen(_train_command(out), cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

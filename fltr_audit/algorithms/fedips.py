@@ -132,10 +132,10 @@ class FedIPS:
             raise FltrError(f"--propensity: unknown value {propensity!r} (choose true, estimated or none)")
         if propensity == "estimated" and relevance_params is None:
             raise FltrError("--propensity estimated needs a trained relevance model")
-        if not lr_local > 0:
-            raise FltrError(f"--lr-local: must be positive, got {lr_local}")
-        if not lr_global > 0:
-            raise FltrError(f"--lr-global: must be positive, got {lr_global}")
+        if not 0 < lr_local < float("inf"):
+            raise FltrError(f"--lr-local: must be positive and finite, got {lr_local}")
+        if not 0 < lr_global < float("inf"):
+            raise FltrError(f"--lr-global: must be positive and finite, got {lr_global}")
         if clicks_per_client < 1:
             raise FltrError(f"--clicks-per-client: must be at least 1, got {clicks_per_client}")
         if max_sessions < 1:

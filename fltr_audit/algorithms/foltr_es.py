@@ -171,10 +171,10 @@ class FOLtRES:
     def __init__(self, ranker, click_model, *, sigma: float = 0.01, lr: float = 0.001, antithetic: bool = True,
                  k: int = 10, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
                  flawed_seeding: bool = False):
-        if not sigma > 0:
-            raise FltrError(f"--sigma: must be positive, got {sigma}")
-        if not lr > 0:
-            raise FltrError(f"--lr: must be positive, got {lr}")
+        if not 0 < sigma < float("inf"):
+            raise FltrError(f"--sigma: must be positive and finite, got {sigma}")
+        if not 0 < lr < float("inf"):
+            raise FltrError(f"--lr: must be positive and finite, got {lr}")
         if k < 1:
             raise FltrError(f"--k: must be at least 1, got {k}")
         if not (0 <= betas[0] < 1 and 0 <= betas[1] < 1) or not eps > 0:

@@ -233,8 +233,8 @@ class FPDGD:
     local_updates = True
 
     def __init__(self, ranker: Any, click_model: Any, lr: float = 0.1, k: int = 10):
-        if not lr > 0:
-            raise FltrError(f"--lr: the learning rate must be positive, got {lr}")
+        if not 0 < lr < float("inf"):
+            raise FltrError(f"--lr: the learning rate must be positive and finite, got {lr}")
         if k < 1:
             raise FltrError(f"--k: must show at least one document, got {k}")
         self.ranker = ranker

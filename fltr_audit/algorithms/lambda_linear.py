@@ -130,8 +130,8 @@ def train_lambda_linear(
     """
     if epochs < 1:
         raise FltrError(f"--rounds: need at least 1 epoch, got {epochs}")
-    if not lr > 0:
-        raise FltrError(f"--lr: must be positive, got {lr}")
+    if not 0 < lr < float("inf"):
+        raise FltrError(f"--lr: must be positive and finite, got {lr}")
     if batch_queries < 1:
         raise FltrError(f"batch_queries: must be at least 1, got {batch_queries}")
     if data.n_queries == 0:

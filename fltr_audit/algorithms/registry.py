@@ -215,10 +215,17 @@ def algorithm_spec(name: str, option: str = "--algo", auditable: bool = False) -
     if spec is None:
         loaded = plugins.load(plugins.ALGORITHMS, name)
         if loaded is not None:
-            spec = loaded() if callable(loaded) and not isinstance(loaded, AlgorithmSpec) else loaded
-            if isinstance(spec, AlgorithmSpec) and not spec.distribution:
-                spec = dataclasses.replace(spec, distribution=plugins.installed(plugins.ALGORITHMS).get(name, ""))
-            spec = register_algorithm(spec)
+            if callable(loaded) and not isinstance(loaded, AlgorithmSpec):
+                try:
+                    loaded = loaded()
+                except Exception as exc:  # third-party code: its failure is the plug-in's
+                    raise plugins.describe_failure("algorithm", name, exc) from None
+            if not isinstance(loaded, AlgorithmSpec):
+                raise FltrError(f"{option} {name}: algorithm plug-in {name!r} ({plugins.ALGORITHMS}) gives a "
+                                f"{type(loaded).__name__}, not an AlgorithmSpec")
+            if not loaded.distribution:
+                loaded = dataclasses.replace(loaded, distribution=plugins.installed(plugins.ALGORITHMS).get(name, ""))
+            spec = register_algorithm(loaded)
     choices = [s.name for s in _REGISTRY.values() if s.auditable or not auditable]
     if spec is None or spec.name not in choices:
         raise FltrError(f"{option}: unknown algorithm {name!r} (choose from {', '.join(choices)})")

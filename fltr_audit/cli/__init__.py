@@ -2,7 +2,7 @@
 attacks and reports together. ``main`` turns every failure into one line on stderr and a
 non-zero exit code: 2 for bad input (``FltrError``, bad options, unreadable or unwritable
 files), 1 for runs that failed (``RunsFailed``) and for internal errors (the traceback with
-``FLTR_AUDIT_DEBUG=1``), 130 when interrupted. A deprecated input that still works
+``FLTR_AUDIT_DEBUG=1``), 130 when interrupted (Ctrl-C), 143 when terminated (SIGTERM). A deprecated input that still works
 (``FltrDeprecation``) is one line on stderr, each distinct message once per command."""
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from fltr_audit.cli.app import app
 from fltr_audit.cli.quick import COMMAND_MODULES, quick
 from fltr_audit.cli.spelling import normalize
 from fltr_audit.errors import FltrDeprecation, FltrError, RunsFailed
+from fltr_audit.interrupts import Interrupted, Terminated, last_raised, raise_terminated
 
 _registered = False
 
@@ -42,7 +43,7 @@ def register_commands() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the CLI; return the exit code (0 ok, 1 failed runs, 2 bad input, 130 interrupted).
+    """Run the CLI; return the exit code (0 ok, 1 failed runs, 2 bad input, 130 interrupted, 143 terminated).
 
     With ``argv`` None (the installed command) the process exits with that code, and SIGTERM
     is turned into an interruption so that temporary output is cleaned up."""
@@ -51,9 +52,10 @@ def main(argv: list[str] | None = None) -> int:
         return _exit(quick_code, argv)
     register_commands()
     if argv is None:
-        signal.signal(signal.SIGTERM, _interrupt)
+        signal.signal(signal.SIGTERM, raise_terminated)
+    last_raised()  # forget interruptions of an earlier in-process call
     try:
-        with _deprecations_as_lines():
+        with _deprecations_as_lines(), _quiet_floating_point():
             args = normalize(typer.main.get_command(app), sys.argv[1:] if argv is None else list(argv))
             code = app(args=args, standalone_mode=False)
     except FltrError as exc:
@@ -66,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
         cause = exc.__cause__ or exc.__context__
         if isinstance(cause, EOFError):  # click turns EOFError into Abort: a truncated input
             return _fail(f"fltr-audit: error: unexpected end of input ({_one_line(cause) or 'EOFError'})", 2, argv)
-        return _fail("fltr-audit: interrupted", 130, argv)
+        return _interrupted(cause, argv)
     except ClickException as exc:
         # one line naming the command and the option, not click's usage block
         command = getattr(getattr(exc, "ctx", None), "command_path", "fltr-audit")
@@ -78,15 +80,15 @@ def main(argv: list[str] | None = None) -> int:
         return _fail(f"fltr-audit: error: {where}{exc.strerror or _one_line(exc)}", 2, argv)
     except MemoryError:
         return _fail("fltr-audit: error: out of memory (the input asks for more than this machine has)", 2, argv)
-    except KeyboardInterrupt:
-        return _fail("fltr-audit: interrupted", 130, argv)
+    except KeyboardInterrupt as exc:
+        return _interrupted(exc, argv)
     except Exception as exc:  # a bug: one line, the traceback on request
         if os.environ.get("FLTR_AUDIT_DEBUG"):
             raise
         return _fail(f"fltr-audit: internal error: {type(exc).__name__}: {_one_line(exc)} "
                      "(FLTR_AUDIT_DEBUG=1 prints the traceback)", 1, argv)
     if code == 130:  # typer turns KeyboardInterrupt (and so SIGTERM) into exit code 130
-        return _fail("fltr-audit: interrupted", 130, argv)
+        return _interrupted(last_raised(), argv)
     return _exit(code if isinstance(code, int) else 0, argv)
 
 
@@ -111,12 +113,31 @@ def _deprecations_as_lines():
         yield
 
 
+@contextmanager
+def _quiet_floating_point():
+    """No numpy floating-point RuntimeWarnings (overflow, invalid value) on stderr: the engine
+    checks what it computes and fails with one line naming the cause (``FLTR_AUDIT_DEBUG=1``
+    shows them)."""
+    import numpy as np
+
+    if os.environ.get("FLTR_AUDIT_DEBUG"):
+        yield
+        return
+    with np.errstate(all="ignore"):
+        yield
+
+
 def _one_line(exc: object) -> str:
     return " ".join(str(exc).split())
 
 
-def _interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
+def _interrupted(cause: BaseException | None, argv: list[str] | None) -> int:
+    """Exit 143 after SIGTERM, 130 after Ctrl-C (with what a stopped campaign kept)."""
+    if isinstance(cause, Terminated):
+        return _fail("fltr-audit: terminated", 143, argv)
+    if isinstance(cause, Interrupted) and cause.args:
+        return _fail(f"fltr-audit: interrupted: {_one_line(cause)}", 130, argv)
+    return _fail("fltr-audit: interrupted", 130, argv)
 
 
 def _fail(message: str, code: int, argv: list[str] | None) -> int:

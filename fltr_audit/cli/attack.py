@@ -9,6 +9,7 @@ import typer
 
 from fltr_audit.cli.app import app
 from fltr_audit.cli.common import check_at_least, emit_json, parse_list, print_table, progress
+from fltr_audit.errors import FltrError
 
 
 @app.command("attack")
@@ -36,6 +37,8 @@ def attack(
     names = parse_list(attacks, "--attack")
     built = {name: make_attack(name, **needed(name, {"seed": seed})) for name in names}
     batches = list(load_recording(recording))
+    if not batches:
+        raise FltrError(f"{recording}: no recorded rounds (no batch-*.npz; record them with train --record-rounds)")
     rows = []
     with progress(len(batches), "attacking rounds", quiet or json_out) as bar:
         for batch in batches:
@@ -51,9 +54,6 @@ def attack(
     table = pd.DataFrame(rows)
     if json_out:
         emit_json(table.to_dict(orient="records"))
-        return
-    if table.empty:
-        typer.echo(f"{recording}: no recorded rounds")
         return
     cols = ["round", "threat_model", "attack", "accuracy", "precision", "recall", "f1", "auc", "n_queries"]
     print_table(f"attacks on {recording} (macro average over the lists of each round)",

@@ -26,6 +26,12 @@ from fltr_audit.interfaces import PrivacyClaim
 from fltr_audit.run_spec import RunSpec
 
 AGGREGATE_TRIALS = 20_000
+# Caps checked before anything is drawn: two float64 score arrays of --trials, one cohort of
+# --cohort x --dim float64 messages per defense call.
+MAX_TRIALS = 10_000_000
+MAX_DIM = 100_000
+MAX_ROUNDS = 1_000_000
+MAX_COHORT_VALUES = 10_000_000
 NATURAL_DATA = {46: "synthetic:mq2008", 136: "synthetic:mslr10k"}
 COLUMNS = ("mechanism", "neighbours", "audited_scope", "threat_model", "test", "claimed_epsilon", "claimed_delta",
            "claimed_scope", "epsilon_point", "epsilon_lb", "ceiling", "trial_limited", "tightness", "mu", "mu_lb",
@@ -68,16 +74,19 @@ def run_audit_defense(stack_text: str, *, dim: int, trials: int, neighbours: str
 
     if neighbours not in NEIGHBOURS:
         raise FltrError(f"--neighbours: unknown neighbour kind {neighbours!r} (choose {' or '.join(NEIGHBOURS)})")
-    if trials < 100:
-        raise FltrError(f"--trials: need at least 100 trials per input, got {trials}")
-    if dim < 1:
-        raise FltrError(f"--dim: the message dimension must be at least 1, got {dim}")
-    if rounds < 1:
-        raise FltrError(f"--rounds: must be a positive integer, got {rounds}")
+    if not 100 <= trials <= MAX_TRIALS:
+        raise FltrError(f"--trials: need 100..{MAX_TRIALS:,} trials per input, got {trials:,}")
+    if not 1 <= dim <= MAX_DIM:
+        raise FltrError(f"--dim: the message dimension must be 1..{MAX_DIM:,}, got {dim:,}")
+    if not 1 <= rounds <= MAX_ROUNDS:
+        raise FltrError(f"--rounds: must be 1..{MAX_ROUNDS:,}, got {rounds:,}")
     if cohort < 1:
         raise FltrError(f"--cohort: must be a positive integer, got {cohort}")
-    if aggregate_trials < 100:
-        raise FltrError(f"--aggregate-trials: need at least 100 trials per input, got {aggregate_trials}")
+    if cohort * dim > MAX_COHORT_VALUES:
+        raise FltrError(f"--cohort {cohort:,} x --dim {dim:,}: one cohort's messages exceed "
+                        f"{MAX_COHORT_VALUES:,} values")
+    if not 100 <= aggregate_trials <= MAX_TRIALS:
+        raise FltrError(f"--aggregate-trials: need 100..{MAX_TRIALS:,} trials per input, got {aggregate_trials:,}")
     stack = parse_defense(stack_text)
     kind = noise_kind(audited_component(stack))  # FltrError: nothing to audit
     claim = composed_claim(stack, rounds)

@@ -9,6 +9,7 @@ import typer
 from fltr_audit.cli.app import campaign_app
 from fltr_audit.cli.common import emit_json, print_table, progress
 from fltr_audit.errors import FltrError, RunsFailed
+from fltr_audit.interrupts import Interrupted, graceful_stop
 
 
 @campaign_app.command("run")
@@ -48,8 +49,12 @@ def run(
                     typer.echo(failures[-1], err=True)
             bar.advance()
 
-        counts = run_campaign(parsed, results, workers=workers or None, scheduler=scheduler, on_done=on_done,
-                              max_runs=max_runs)
+        with graceful_stop() as stop:
+            counts = run_campaign(parsed, results, workers=workers or None, scheduler=scheduler, on_done=on_done,
+                                  max_runs=max_runs, stop=stop)
+    if stop.requested:
+        raise Interrupted(f"{counts['done']} runs finished and stored, {counts.get('stopped', 0)} not started; "
+                          f"run the campaign again to complete it -> {store}")
     counts["total"] = total
     if json_out:
         emit_json({**counts, "store": str(store), "failures": failures})
@@ -71,9 +76,9 @@ def status(
     """List the runs of a store: done, failed and pending."""
     from fltr_audit.store import ResultsStore
 
-    if not store.is_file():
+    if not store.is_file() and not store.is_symlink():
         raise FltrError(f"--store: {store} does not exist")
-    table = ResultsStore(store).status()
+    table = ResultsStore(store, readonly=True).status()
     if json_out:
         emit_json(table.to_dict(orient="records"))
         return

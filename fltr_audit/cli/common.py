@@ -13,7 +13,7 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from fltr_audit.atomic import temporary_dir, write_file, write_with
+from fltr_audit.atomic import CannotWrite, temporary_dir, write_file, write_with
 from fltr_audit.errors import FltrError
 
 
@@ -119,7 +119,14 @@ def atomic_out_dir(out: Path) -> Iterator[Path]:
     out = Path(out)
     check_out_dir(out)
     with temporary_dir(out, option="--out") as tmp:
-        yield tmp
+        try:
+            yield tmp
+        except OSError as exc:  # a full disk while writing: name the output, not the temporary folder
+            raise FltrError(f"--out: {out}: cannot write ({exc.strerror or exc})") from None
+        except CannotWrite as exc:
+            if not exc.path.is_relative_to(tmp):
+                raise
+            raise FltrError(f"--out: {out / exc.path.relative_to(tmp)}: cannot write ({exc.reason})") from None
         umask = os.umask(0)
         os.umask(umask)
         try:

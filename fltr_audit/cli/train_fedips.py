@@ -52,7 +52,7 @@ def run_fedips(algorithm: str, *, data: str, fold: int, clients: int, queries_pe
     stack = parse_defense(defense)
     check_population(population, clients)
     if record_rounds is not None:
-        parse_rounds(record_rounds)
+        parse_rounds(record_rounds, rounds)
     splits = load_fedips_splits(data, fold, queries, seed)
     if propensity not in PROPENSITY_CHOICES:
         raise FltrError(f"--propensity: unknown value {propensity!r} (choose true or estimated)")

@@ -45,7 +45,7 @@ def run_foltr_es(*, data: str, fold: int, click_model: str, clients: int, querie
     check_seed(seed)
     parse_list(eval_split, "--eval-split", ("vali", "test"))
     check_population(population, clients)
-    keep = record_rounds is not None and parse_rounds(record_rounds)
+    keep = record_rounds is not None and parse_rounds(record_rounds, rounds)
     splits = load_splits(data, fold, normalization=normalization)
     eval_data = splits.get(eval_split)
     clicks = cascade_model(click_model, splits.train.n_levels)

@@ -17,7 +17,10 @@ majority width of a sparse one (the most common largest id of a line). An id bey
 0 or a token without a colon is an error naming the line, found before any array of the
 file's width is allocated; d is at most ``MAX_FEATURES``. Query ids are integers 0..2^63-1.
 
-Both ``.gz`` and plain text are read (recognized by the gzip magic bytes).
+Both ``.gz`` and plain text are read (recognized by the gzip magic bytes). Sizes are capped
+while streaming, before anything of that size is held: a line longer than ``MAX_LINE_BYTES`` is
+an error naming the line, and a gzip file that decompresses to more than ``MAX_GZIP_RATIO``
+times its own size (beyond ``_RATIO_FLOOR`` bytes) is refused as a compression bomb.
 """
 
 from __future__ import annotations
@@ -44,16 +47,47 @@ _MAX_LABEL = 127  # labels are stored as int8
 MAX_FEATURES = 10_000  # widest LETOR set known: Yahoo! LTR, 700 features
 _EXACT_QID = 2**53  # query ids read as float64 are exact below this
 _MAX_QID = 2**63 - 1
+MAX_LINE_BYTES = 1 << 20  # 1 MiB: 10,000 features of ~25 characters each, with room for comments
+MAX_GZIP_RATIO = 100  # LETOR text compresses 4..10 times; a bomb of NULs, about 1,000 times
+_RATIO_FLOOR = 64 << 20  # small files may compress better (repeated lines); judged beyond 64 MiB
+
+
+class _CappedReader(io.RawIOBase):
+    """A binary stream over ``raw`` that refuses to yield more than ``limit`` bytes."""
+
+    def __init__(self, raw, path: Path, limit: int) -> None:
+        self._raw, self._path, self._limit, self._seen = raw, path, limit, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        n = self._raw.readinto(buffer)
+        self._seen += n or 0
+        if self._seen > self._limit:
+            raise FltrError(f"{self._path}: decompresses to more than {MAX_GZIP_RATIO} times its size "
+                            f"(over {self._limit >> 20} MiB; a compression bomb?)")
+        return n
+
+    def close(self) -> None:
+        self._raw.close()
+        super().close()
 
 
 def _open(path: Path):
+    """The file's bytes (decompressed when gzip), capped against compression bombs."""
     with open(path, "rb") as fh:
         magic = fh.read(2)
-    return gzip.open(path, "rb") if magic == b"\x1f\x8b" else open(path, "rb")
+    if magic != b"\x1f\x8b":
+        return open(path, "rb")
+    limit = max(_RATIO_FLOOR, MAX_GZIP_RATIO * path.stat().st_size)
+    return io.BufferedReader(_CappedReader(gzip.open(path, "rb"), path, limit), buffer_size=1 << 20)
 
 
 def _blocks(path: Path) -> Iterator[bytes]:
-    """The file's bytes in blocks that end at a line break."""
+    """The file's bytes in blocks that end at a line break; a line longer than
+    ``MAX_LINE_BYTES`` is an error naming it (checked before the block grows past it)."""
+    lines_before = 0
     with _open(path) as fh:
         rest = b""
         while True:
@@ -64,11 +98,35 @@ def _blocks(path: Path) -> Iterator[bytes]:
                 return
             chunk = rest + chunk
             cut = chunk.rfind(b"\n")
+            _check_line_lengths(path, chunk, lines_before)
             if cut < 0:
                 rest = chunk
                 continue
             rest = chunk[cut + 1 :]
+            lines_before += chunk.count(b"\n", 0, cut + 1)
             yield chunk[: cut + 1]
+
+
+def _check_line_lengths(path: Path, chunk: bytes, lines_before: int) -> None:
+    """Raise naming the first line of ``chunk`` longer than ``MAX_LINE_BYTES`` (an unfinished
+    last line included); ``lines_before`` lines of the file precede the chunk.
+
+    Windows of half the cap are searched for a line break (memchr speed, no per-line work):
+    when every window has one, no line reaches the cap; a window without one is measured."""
+    half = MAX_LINE_BYTES // 2
+    start = 0
+    while start + half <= len(chunk):
+        if b"\n" in chunk[start:start + half]:
+            start += half
+            continue
+        begin = chunk.rfind(b"\n", 0, start) + 1
+        end = chunk.find(b"\n", start)
+        end = len(chunk) if end < 0 else end
+        if end - begin > MAX_LINE_BYTES:
+            lineno = lines_before + chunk.count(b"\n", 0, begin) + 1
+            raise FltrError(f"{path}, line {lineno}: longer than "
+                            f"{MAX_LINE_BYTES >> 20} MiB (not a LETOR line)")
+        start = end + 1
 
 
 class _NotDense(Exception):
@@ -183,6 +241,8 @@ def _read_sparse(path: Path):
     matrix before it is made dense."""
     from sklearn.datasets import load_svmlight_file
 
+    for _ in _blocks(path):  # the line-length and decompression caps, before scikit-learn reads lines whole
+        pass
     try:
         with _open(path) as fh:
             X, y, q = load_svmlight_file(fh, query_id=True, dtype=np.float32, zero_based=False)
@@ -256,6 +316,8 @@ def _locate_error(path: Path, expected: int | None = None, width: int | None = N
                     raise FltrError(f"{where}: bad feature token {token!r}") from None
                 if idx < 1:
                     raise FltrError(f"{where}: feature id {idx} in {token!r}, ids start at 1")
+                if idx > MAX_FEATURES:
+                    raise FltrError(f"{where}: feature id {index} beyond the largest allowed ({MAX_FEATURES})")
                 if width is not None and idx > min(width, MAX_FEATURES):
                     raise FltrError(f"{where}: feature id {idx} beyond the file's width {min(width, MAX_FEATURES)} "
                                     f"(most lines end at feature {width}; at most {MAX_FEATURES} features)")

@@ -118,10 +118,13 @@ def _synthetic_spec(spec: str, queries: int | None) -> tuple[str, int | None]:
 
 
 def _find(folder: Path, stem: str) -> Path | None:
+    """``folder/stem{.txt,.txt.gz,.gz,}``: the first that exists; FltrError if it is not a file."""
     for suffix in _SUFFIXES:
         candidate = folder / f"{stem}{suffix}"
         if candidate.is_file():
             return candidate
+        if candidate.exists() and suffix:
+            raise FltrError(f"{candidate}: not a regular file (a folder?), expected LETOR text")
     return None
 
 
@@ -189,10 +192,10 @@ def data_info(spec: str | os.PathLike, *, cache: bool = True) -> dict:
         kind, folds = "synthetic", list(range(1, 6))
     else:
         kind, path = _layout(spec)
-        if kind == "folds":
-            folds = [k for k in range(1, 6) if (path / f"Fold{k}").is_dir()]
-        else:
-            folds = [1] if kind == "splits" else list(range(1, 6))
+        folds = [1] if kind == "splits" else list(range(1, 6))
+        missing = [f"Fold{k}" for k in folds if kind == "folds" and not (path / f"Fold{k}").is_dir()]
+        if missing:  # the totals and "every query once per fold" speak of all five folds
+            raise FltrError(f"{spec}: a 5-fold folder without {', '.join(missing)}")
     per_fold = []
     once = True
     whole = None
