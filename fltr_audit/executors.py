@@ -93,7 +93,11 @@ def execute_runs(runs: list[Run], run_fn: Callable[[RunSpec], dict], workers: in
     if workers < 1:
         raise FltrError("--workers must be at least 1")
     stop = stop or GracefulStop()
-    if workers == 1:
+    stop.graceful = True
+    try:
+        if workers > 1:
+            yield from _execute_pool(runs, run_fn, min(workers, len(runs)), stop)
+            return
         for run in runs:
             if stop.requested:
                 return
@@ -104,8 +108,8 @@ def execute_runs(runs: list[Run], run_fn: Callable[[RunSpec], dict], workers: in
                 result = run, None, _describe(exc)
             stop.in_flight = 0
             yield result
-        return
-    yield from _execute_pool(runs, run_fn, min(workers, len(runs)), stop)
+    finally:
+        stop.graceful = False
 
 
 def _execute_pool(runs: list[Run], run_fn: Callable[[RunSpec], dict], workers: int, stop: GracefulStop

@@ -41,14 +41,16 @@ def last_raised() -> KeyboardInterrupt | None:
 
 class GracefulStop:
     """Whether a stop was requested (first Ctrl-C), and how many runs are in flight now (kept
-    up to date by the executor, for the acknowledgement)."""
+    up to date by the executor, for the acknowledgement). Until an executor that can finish its
+    runs in flight says so (``graceful``), Ctrl-C interrupts at once, as by default."""
 
     def __init__(self) -> None:
         self.requested = False
         self.in_flight = 0
+        self.graceful = False  # set by an executor that honours a stop (local ones; not Dask)
 
     def _on_sigint(self, signum: int, frame: object) -> None:
-        if self.requested:
+        if self.requested or not self.graceful:
             raise KeyboardInterrupt
         self.requested = True
         n = self.in_flight
