@@ -57,6 +57,7 @@ from fltr_audit.errors import FltrError
 from fltr_audit.federation import TrainResult, train
 from fltr_audit.interfaces import Algorithm
 from fltr_audit.messages import Messages, RoundBatch
+from fltr_audit.population import parse_non_iid
 from fltr_audit.probe import probe
 from fltr_audit.randomness import stream
 from fltr_audit.records import AuditMeasurement
@@ -65,7 +66,8 @@ from fltr_audit.rankers import make_ranker
 AUDIT_POOL = 50
 DEFAULT_COUNTERFACTUAL = 20
 TRAINING_KEYS = ("data", "fold", "normalization", "queries", "algo", "rounds", "clients", "queries_per_client",
-                 "ranker", "train_click_model", "params", "seed", "population")
+                 "ranker", "train_click_model", "params", "seed", "population",
+                 "non_iid")
 AUDIT_COLUMNS = tuple(f.name for f in dataclasses.fields(AuditMeasurement))
 """The measured columns of an ``audits`` row (the run's algorithm and defense lead, its privacy trails)."""
 
@@ -115,6 +117,7 @@ def _trained(key: str) -> TrainResult:
         aggregator=stack.aggregator,
         replace=config["clients"] * config["queries_per_client"] > splits.train.n_queries,
         population=config.get("population"),
+        non_iid=parse_non_iid(config.get("non_iid")),
     )
 
 
@@ -241,6 +244,8 @@ def algorithm_setting(config: dict) -> str:
     parts = [f"{k}={v}" for k, v in sorted((config.get("params") or {}).items())]
     if config.get("ranker", "linear") != "linear":
         parts.insert(0, f"ranker={config['ranker']}")
+    if config.get("non_iid"):
+        parts.append(f"non_iid={config['non_iid']}")
     return ",".join(parts)
 
 

@@ -16,6 +16,7 @@ from defenses.stack import parse_defense
 from fltr_audit.campaign_spec import as_list
 from fltr_audit.defense_spelling import legacy_spelling
 from fltr_audit.errors import FltrError
+from fltr_audit.population import parse_non_iid
 
 
 @dataclass(frozen=True)
@@ -53,7 +54,7 @@ def grid_size(spec: dict) -> int:
     data, algo, probe, audit = spec["data"], spec["algorithm"], spec["probe"], spec["audit"]
     axes = [data["spec"], data["folds"], algo["name"], algo["rounds"], algo["clients"], algo["queries_per_client"],
             algo["ranker"], probe["split"], probe["cohort"], audit["defenses"], spec["seeds"],
-            *algo["params"].values()]
+            as_list(algo.get("non_iid", "iid")), *algo["params"].values()]
     return math.prod(len(as_list(a)) for a in axes)
 
 
@@ -81,9 +82,10 @@ def expand(spec: dict, max_runs: int | None = MAX_RUNS) -> list[Run]:
         [_canonical_defense(d) for d in as_list(audit["defenses"])],
         spec["seeds"],
         as_list(probe.get("threat_model", "server")),
+        [parse_non_iid(s).name for s in as_list(algo.get("non_iid", "iid"))],
     )
     runs = []
-    for dspec, fold, name, rounds, clients, qpc, ranker, params, split, cohort, defense, seed, threat in axes:
+    for dspec, fold, name, rounds, clients, qpc, ranker, params, split, cohort, defense, seed, threat, non_iid in axes:
         config = {
             "campaign": spec["name"],
             "data": dspec,
@@ -117,6 +119,8 @@ def expand(spec: dict, max_runs: int | None = MAX_RUNS) -> list[Run]:
                 raise FltrError(f"campaign {spec['name']!r}: key 'algorithm.population' ({algo['population']}) must be "
                                 f"at least the cohort of {clients} clients drawn from it each round")
             config["population"] = algo["population"]
+        if non_iid != "iid":  # absent for IID users: run keys unchanged
+            config["non_iid"] = non_iid
         if threat != "server":  # the honest server's runs keep the keys they had before threat models
             config["threat_model"] = threat
             if threat == "server-malicious":

@@ -27,7 +27,7 @@ from fltr_audit.errors import FltrError
 from fltr_audit.interfaces import Aggregator, Algorithm, ClientDefense, ClientOutput, Interceptor
 from fltr_audit.messages import SHUFFLED, THREAT_MODELS, RoundBatch, ServerView
 from fltr_audit.population import (
-    NonIID, check_buildable, query_sets, skewed_queries, weighted_cohort, with_population_clicks,
+    NonIID, check_buildable, counter_uniform, query_sets, skewed_queries, weighted_cohort, with_population_clicks,
 )
 from fltr_audit.randomness import stream
 from fltr_audit.threads import thread_map
@@ -170,20 +170,13 @@ BUDGET_LIMITS = {"--clients": 1_000_000, "--queries-per-client": 10_000, "--roun
 def user_queries(seed: int, users: np.ndarray, visits: np.ndarray, queries_per_client: int,
                  n_queries: int) -> np.ndarray:
     """Each persistent user's own query stream: on its ``visits``-th round (0-based) user ``u``
-    issues queries ``floor(U(seed, u, visit, b) * n_queries)``, b < B, with U a uniform from a
-    counter-based hash (SplitMix64 of the four integers), so a user's queries depend only on the
-    seed, the user and how often it took part -- vectorized over the cohort, drawn with replacement."""
-    mask = np.uint64(0xFFFFFFFFFFFFFFFF)
-    with np.errstate(over="ignore"):
-        u = np.asarray(users, dtype=np.uint64)[:, None]
-        v = np.asarray(visits, dtype=np.uint64)[:, None]
-        b = np.arange(queries_per_client, dtype=np.uint64)[None, :]
-        x = (np.uint64(seed) * np.uint64(0x9E3779B97F4A7C15) + u * np.uint64(0xBF58476D1CE4E5B9)
-             + v * np.uint64(0x94D049BB133111EB) + b * np.uint64(0xD6E8FEB86659FD93)) & mask
-        for shift, mult in ((30, 0xBF58476D1CE4E5B9), (27, 0x94D049BB133111EB)):
-            x = (x ^ (x >> np.uint64(shift))) * np.uint64(mult)
-        x = x ^ (x >> np.uint64(31))
-    uniform = (x >> np.uint64(11)).astype(np.float64) * 2.0**-53
+    issues queries ``floor(U(seed, u, visit, b) * n_queries)``, b < B, with U the counter-based
+    uniform of :func:`fltr_audit.population.counter_uniform`, so a user's queries depend only on
+    the seed, the user and how often it took part -- vectorized over the cohort, drawn with replacement."""
+    u = np.asarray(users, dtype=np.uint64)[:, None]
+    v = np.asarray(visits, dtype=np.uint64)[:, None]
+    b = np.arange(queries_per_client, dtype=np.uint64)[None, :]
+    uniform = counter_uniform(seed, u, v, b)
     return np.minimum((uniform * n_queries).astype(np.int64), n_queries - 1)
 
 

@@ -39,6 +39,8 @@ SETTINGS = ("iid", "document-preference", "label-skew", "click-preference", "dat
 PARAMETERS = {"document-preference": {"intents": int, "share": float}, "label-skew": {"sets": int, "skew": float},
               "click-preference": {}, "data-quantity": {"alpha": float}, "iid": {}}
 CLICK_PREFERENCE_MODELS = ("perfect", "navigational", "informational")
+NON_IID_HELP = ("Users' non-IID setting (Wang & Zuccon, SIGIR 2022): iid | document-preference(intents=4,share=0.5) | "
+                "label-skew(sets=4,skew=0.8) | click-preference | data-quantity(alpha=1).")
 _MULT = (0xBF58476D1CE4E5B9, 0x94D049BB133111EB, 0xD6E8FEB86659FD93, 0xA0761D6478BD642F, 0xE7037ED1A0B428DB)
 # salts of the per-user draws (the first key of counter_uniform), apart from the query streams
 _HOME, _PICK, _INTENT, _SWAP, _OTHER, _MODEL = 1, 2, 3, 4, 5, 6
@@ -170,9 +172,13 @@ def weighted_cohort(population: int, clients: int, alpha: float, rng: np.random.
 
     Efraimidis & Spirakis: the users with the largest ``log(U_u) / w_u``; O(population) per round.
     """
-    weights = np.arange(1, population + 1, dtype=np.float64) ** -alpha
-    keys = np.log(rng.random(population)) / weights
-    return np.sort(np.argpartition(-keys, clients - 1)[:clients]).astype(np.int64)
+    keys = rng.random(population)
+    np.log(keys, out=keys)
+    inverse_weight = np.arange(1, population + 1, dtype=np.float64)
+    np.power(inverse_weight, alpha, out=inverse_weight)
+    keys *= inverse_weight  # log(U) / w with w = (u + 1) ** -alpha
+    del inverse_weight
+    return np.sort(np.argpartition(keys, population - clients)[population - clients:]).astype(np.int64)
 
 
 @dataclass(frozen=True, eq=False)
@@ -232,14 +238,20 @@ class UserClicks:
         return clicks
 
 
+def check_per_user_clicks(non_iid: NonIID, algorithm_type: type) -> None:
+    """FltrError naming ``--non-iid`` when the setting gives users their own clicks and the
+    algorithm's type does not declare ``user_clicks = True`` (checked before any data is loaded)."""
+    if non_iid.per_user_clicks and not getattr(algorithm_type, "user_clicks", False):
+        raise FltrError(f"--non-iid: {non_iid.setting} gives each user its own clicks, which "
+                        f"{getattr(algorithm_type, 'name', algorithm_type.__name__)} does not simulate (fpdgd, pdgd do)")
+
+
 def with_population_clicks(algorithm: Any, non_iid: NonIID, seed: int) -> Any:
     """``algorithm`` itself, or a shallow copy clicking by :class:`UserClicks` when the setting gives
     users their own clicks; FltrError unless the algorithm declares ``user_clicks = True``."""
     if not non_iid.per_user_clicks:
         return algorithm
-    if not getattr(type(algorithm), "user_clicks", False):
-        raise FltrError(f"--non-iid: {non_iid.setting} gives each user its own clicks, which "
-                        f"{getattr(algorithm, 'name', type(algorithm).__name__)} does not simulate (fpdgd, pdgd do)")
+    check_per_user_clicks(non_iid, type(algorithm))
     import copy
 
     out = copy.copy(algorithm)

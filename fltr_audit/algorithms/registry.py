@@ -55,6 +55,9 @@ class AlgorithmSpec:
     auditable : bool
         False for train-only entries (``audit`` and campaigns refuse them).
     summary : str
+    user_clicks : bool
+        Whether it simulates each user's own clicks (``--non-iid document-preference`` and
+        ``click-preference``, :mod:`fltr_audit.population`).
     """
 
     name: str
@@ -68,6 +71,7 @@ class AlgorithmSpec:
     k: int = 10
     auditable: bool = True
     summary: str = ""
+    user_clicks: bool = False
 
     def probe_click_models(self) -> tuple[str, ...]:
         """The click models an audit probes by default: every one of the family."""
@@ -133,10 +137,10 @@ for _spec in (
     AlgorithmSpec("fpdgd", _cascade_builder("fltr_audit.algorithms.fpdgd:FPDGD"), "cascade", "zscore", _PHAM_ATTACKS,
                   "weights", "the client's local weights after B PDGD steps: a linear combination of the "
                   "features of the shown documents, weighted by the clicks", "perfect",
-                  summary="Federated PDGD (FPDGD Algorithm 2)"),
+                  summary="Federated PDGD (FPDGD Algorithm 2)", user_clicks=True),
     AlgorithmSpec("pdgd", _cascade_builder("fltr_audit.algorithms.pdgd:PDGD"), "cascade", "zscore", (), "none",
                   "nothing: centralized, the server holds the clicks", "perfect", auditable=False,
-                  summary="Centralized PDGD with batch-accumulated updates (FPDGD paper, baselines)"),
+                  summary="Centralized PDGD with batch-accumulated updates (FPDGD paper, baselines)", user_clicks=True),
     AlgorithmSpec("foltr-es", _cascade_builder("fltr_audit.algorithms.foltr_es:FOLtRES"), "cascade", "none",
                   ("foltr-decode", "random3"), "seed+metric",
                   "a public seed and one MaxRR value per interaction: the first-click position", "perfect",
