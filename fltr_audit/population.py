@@ -195,22 +195,6 @@ class UserClicks:
     def name(self) -> str:
         return f"{self.base.name}+{self.non_iid.name}"
 
-    @property
-    def n_levels(self) -> int:
-        return self.base.n_levels
-
-    @property
-    def click_prob(self) -> np.ndarray:
-        return self.base.click_prob
-
-    @property
-    def stop_prob(self) -> np.ndarray:
-        return self.base.stop_prob
-
-    def simulate(self, labels_shown: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        """Clicks of users without an identity (counterfactual redraws): the base model."""
-        return self.base.simulate(labels_shown, rng)
-
     def user_labels(self, labels: np.ndarray, query_ptr: np.ndarray, rows: np.ndarray, users: np.ndarray) -> np.ndarray:
         """The labels each user's intent gives the shown rows (document-preference), -1 on empty slots."""
         rows = np.asarray(rows, dtype=np.int64)
