@@ -106,7 +106,10 @@ def test_synthetic_cache_hit_is_mapped_copy_on_write(monkeypatch):
     first = cache.cached_synthetic("mq2008", 40, 3, generate, 1)
     second = cache.cached_synthetic("mq2008", 40, 3, generate, 1)
     assert len(calls) == 1
-    assert isinstance(second.features.base, np.memmap) or isinstance(second.features.base.base, np.memmap)
+    base = second.features
+    while base.base is not None and not isinstance(base, np.memmap):
+        base = base.base
+    assert isinstance(base, np.memmap)
     np.testing.assert_array_equal(first.features, second.features)
     second.features[:] = -1.0  # a private page: the entry is untouched
     third = cache.cached_synthetic("mq2008", 40, 3, generate, 1)
@@ -123,3 +126,21 @@ def test_cached_synthetic_splits_normalize_to_the_generated_numbers(monkeypatch)
         got = load_splits("synthetic:mslr10k?queries=60", 2, normalization="zscore")
         for a, b in ((got.train, fresh.train), (got.test, fresh.test)):
             np.testing.assert_array_equal(a.features, b.features)
+
+
+def test_cached_letor_features_are_mapped_and_normalize_without_touching_the_entry(tmp_path):
+    from fltr_audit.data.letor import read_letor, write_letor
+
+    ds = synthetic.generate("mslr10k", 20, seed=5)
+    path = tmp_path / "train.txt"
+    write_letor(ds, path)
+    first = cache.cached_read(path, read_letor)
+    hit = cache.cached_read(path, read_letor)
+    base = hit.features
+    while base.base is not None and not isinstance(base, np.memmap):
+        base = base.base
+    assert isinstance(base, np.memmap)
+    np.testing.assert_array_equal(hit.features, first.features)
+    mean, std = zscore_stats(hit)
+    zscore(hit, mean, std, inplace=True)  # private pages
+    np.testing.assert_array_equal(cache.cached_read(path, read_letor).features, first.features)
