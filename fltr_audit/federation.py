@@ -238,7 +238,7 @@ def train(algorithm: Algorithm, train_data: Dataset, *, clients: int, queries_pe
         _check_without_replacement(train_data.n_queries, clients, queries_per_client)
     algorithm = with_population_clicks(algorithm, non_iid, seed)
     users = population or clients
-    query_sets_ = (query_sets(train_data.labels, train_data.query_ptr, non_iid.sets)
+    home_sets = (query_sets(train_data.labels, train_data.query_ptr, non_iid.sets)
                    if non_iid.setting == "label-skew" else None)
     aggregator = aggregator or FedAvg()
     evaluators = dict(evaluators or {})
@@ -259,9 +259,9 @@ def train(algorithm: Algorithm, train_data: Dataset, *, clients: int, queries_pe
                     client_ids = weighted_cohort(users, clients, non_iid.alpha, stream(seed, "cohort", r))
                 elif population is not None:
                     client_ids = np.sort(stream(seed, "cohort", r).choice(population, clients, replace=False))
-                if query_sets_ is not None:
+                if home_sets is not None:
                     queries = skewed_queries(seed, non_iid, client_ids, visits[client_ids], queries_per_client,
-                                             *query_sets_)
+                                             *home_sets)
                 else:
                     queries = user_queries(seed, client_ids, visits[client_ids], queries_per_client,
                                            train_data.n_queries)
