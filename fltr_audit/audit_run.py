@@ -58,6 +58,7 @@ from fltr_audit.errors import FltrError
 from fltr_audit.federation import TrainResult, train
 from fltr_audit.interfaces import Algorithm
 from fltr_audit.messages import Messages, RoundBatch
+from fltr_audit.population import parse_non_iid
 from fltr_audit.probe import probe
 from fltr_audit.randomness import stream
 from fltr_audit.records import AuditMeasurement
@@ -127,6 +128,7 @@ def _train(config: RunSpec, stack: DefenseStack) -> TrainResult:
         aggregator=stack.aggregator,
         replace=algo.clients * algo.queries_per_client > splits.train.n_queries,
         population=algo.population,
+        non_iid=parse_non_iid(algo.non_iid),
     )
 
 
@@ -250,6 +252,8 @@ def algorithm_setting(config: RunSpec) -> str:
     parts = [f"{k}={v}" for k, v in config.algorithm.params]
     if config.algorithm.ranker != "linear":
         parts.insert(0, f"ranker={config.algorithm.ranker}")
+    if config.algorithm.non_iid != "iid":
+        parts.append(f"non_iid={config.algorithm.non_iid}")
     return ",".join(parts)
 
 

@@ -16,6 +16,7 @@ from fltr_audit.errors import FltrError
 from fltr_audit.run_spec import AlgorithmSettings, AuditSettings, DataSettings, ProbeSettings, RunSpec, run_key
 
 __all__ = ["MAX_RUNS", "Run", "expand", "grid_size", "run_key"]
+from fltr_audit.population import parse_non_iid
 
 
 @dataclass(frozen=True)
@@ -39,7 +40,7 @@ def grid_size(spec: dict) -> int:
     data, algo, probe, audit = spec["data"], spec["algorithm"], spec["probe"], spec["audit"]
     axes = [data["spec"], data["folds"], algo["name"], algo["rounds"], algo["clients"], algo["queries_per_client"],
             algo["ranker"], probe["split"], probe["cohort"], audit["defenses"], spec["seeds"],
-            *algo["params"].values()]
+            as_list(algo.get("non_iid", "iid")), *algo["params"].values()]
     return math.prod(len(as_list(a)) for a in axes)
 
 
@@ -67,10 +68,11 @@ def expand(spec: dict, max_runs: int | None = MAX_RUNS) -> list[Run]:
         as_list(audit["defenses"]),
         spec["seeds"],
         as_list(probe.get("threat_model", "server")),
+        [parse_non_iid(s).name for s in as_list(algo.get("non_iid", "iid"))],
     )
     stacks = {d: parse_defense(d) for d in as_list(audit["defenses"])}  # each defense string parsed once
     runs = []
-    for dspec, fold, name, rounds, clients, qpc, ranker, params, split, cohort, defense, seed, threat in axes:
+    for dspec, fold, name, rounds, clients, qpc, ranker, params, split, cohort, defense, seed, threat, non_iid in axes:
         population = algo.get("population")  # absent by default: run keys of older campaigns unchanged
         if population is not None and population < clients:
             raise FltrError(f"campaign {spec['name']!r}: key 'algorithm.population' ({population}) must be "
@@ -80,7 +82,8 @@ def expand(spec: dict, max_runs: int | None = MAX_RUNS) -> list[Run]:
             data=DataSettings(spec=dspec, fold=fold, normalization=data["normalization"], queries=data.get("queries")),
             algorithm=AlgorithmSettings(name=name, rounds=rounds, clients=clients, queries_per_client=qpc,
                                         ranker=ranker, train_click_model=algo["train_click_model"],
-                                        params=tuple(zip(param_names, params)), population=population),
+                                        params=tuple(zip(param_names, params)), population=population,
+                                        non_iid=non_iid),
             probe=ProbeSettings(split=split, click_models=tuple(as_list(probe["click_models"])), cohort=cohort,
                                 queries_per_client=probe["queries_per_client"], min_shown=probe["min_shown"],
                                 require_click=probe["require_click"], counterfactual=probe["counterfactual"],

@@ -39,6 +39,7 @@ _SCHEMA: dict[str, dict[str, tuple[type, ...]]] = {
         "train_click_model": (str,),
         "params": (dict,),
         "population": (int,),
+        "non_iid": (str, list),
     },
     "probe": {
         "split": (str, list),

@@ -12,10 +12,7 @@ global model on a held-out split, FPDGD Eq. 17 online performance of what users 
 
 from __future__ import annotations
 
-import multiprocessing
-import os
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
@@ -29,47 +26,14 @@ from fltr_audit.data.dataset import Dataset
 from fltr_audit.errors import FltrError
 from fltr_audit.interfaces import Aggregator, Algorithm, ClientDefense, ClientOutput, Interceptor
 from fltr_audit.messages import SHUFFLED, THREAT_MODELS, RoundBatch, ServerView
+from fltr_audit.population import (
+    NonIID, check_buildable, counter_uniform, query_sets, skewed_queries, weighted_cohort, with_population_clicks,
+)
 from fltr_audit.randomness import stream
+from fltr_audit.threads import thread_map
 
 GAMMA = 0.9995  # FPDGD Eq. 17 discount, following PDGD
-THREADS: int | None = None  # threads for thread_map; None: decided per process by thread_count()
 EVAL_CHUNK = 1 << 15  # rows per offline-evaluation task (a multiple of every cast block)
-PARALLEL_ROWS = 1 << 16  # below this many feature rows a round's parts run serially (threads cost more)
-_POOLS: dict[tuple[int, int], ThreadPoolExecutor] = {}  # per (process id, threads): a forked child starts its own
-
-
-def thread_count() -> int:
-    """``THREADS`` if set, else the usable cores (at most 4) -- but one inside a worker process
-    of a pool (``fltr-audit campaign`` already runs one process per core)."""
-    if THREADS is not None:
-        return max(1, int(THREADS))
-    if multiprocessing.parent_process() is not None:
-        return 1
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    return max(1, min(4, cores))
-
-
-def thread_map(fn: Callable[..., Any], *iterables: Any, rows: int | None = None) -> list:
-    """``[fn(*args) for args in zip(*iterables)]`` on a shared pool of ``thread_count()`` threads.
-
-    For numpy work that releases the GIL (BLAS, casts, sorts, random draws). Each call must
-    be independent of the others -- it may write only its own part of a shared output --
-    so the results are the same for any number of threads. ``rows``, the feature rows the
-    calls touch, runs them serially when below ``PARALLEL_ROWS``.
-    """
-    n = thread_count()
-    if n == 1 or (rows is not None and rows < PARALLEL_ROWS):
-        return [fn(*args) for args in zip(*iterables)]
-    key = (os.getpid(), n)
-    if key not in _POOLS:
-        _POOLS[key] = ThreadPoolExecutor(n, thread_name_prefix="fltr-audit")
-    return list(_POOLS[key].map(fn, *iterables))
-
-
-def row_parts(n: int) -> list[slice]:
-    """``range(n)`` cut into one contiguous slice per thread (for ``thread_map``)."""
-    bounds = np.linspace(0, n, min(thread_count(), max(n, 1)) + 1).astype(np.int64).tolist()
-    return [slice(lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:])]
 
 
 @dataclass(frozen=True)
@@ -206,20 +170,13 @@ BUDGET_LIMITS = {"--clients": 1_000_000, "--queries-per-client": 10_000, "--roun
 def user_queries(seed: int, users: np.ndarray, visits: np.ndarray, queries_per_client: int,
                  n_queries: int) -> np.ndarray:
     """Each persistent user's own query stream: on its ``visits``-th round (0-based) user ``u``
-    issues queries ``floor(U(seed, u, visit, b) * n_queries)``, b < B, with U a uniform from a
-    counter-based hash (SplitMix64 of the four integers), so a user's queries depend only on the
-    seed, the user and how often it took part -- vectorized over the cohort, drawn with replacement."""
-    mask = np.uint64(0xFFFFFFFFFFFFFFFF)
-    with np.errstate(over="ignore"):
-        u = np.asarray(users, dtype=np.uint64)[:, None]
-        v = np.asarray(visits, dtype=np.uint64)[:, None]
-        b = np.arange(queries_per_client, dtype=np.uint64)[None, :]
-        x = (np.uint64(seed) * np.uint64(0x9E3779B97F4A7C15) + u * np.uint64(0xBF58476D1CE4E5B9)
-             + v * np.uint64(0x94D049BB133111EB) + b * np.uint64(0xD6E8FEB86659FD93)) & mask
-        for shift, mult in ((30, 0xBF58476D1CE4E5B9), (27, 0x94D049BB133111EB)):
-            x = (x ^ (x >> np.uint64(shift))) * np.uint64(mult)
-        x = x ^ (x >> np.uint64(31))
-    uniform = (x >> np.uint64(11)).astype(np.float64) * 2.0**-53
+    issues queries ``floor(U(seed, u, visit, b) * n_queries)``, b < B, with U the counter-based
+    uniform of :func:`fltr_audit.population.counter_uniform`, so a user's queries depend only on
+    the seed, the user and how often it took part -- vectorized over the cohort, drawn with replacement."""
+    u = np.asarray(users, dtype=np.uint64)[:, None]
+    v = np.asarray(visits, dtype=np.uint64)[:, None]
+    b = np.arange(queries_per_client, dtype=np.uint64)[None, :]
+    uniform = counter_uniform(seed, u, v, b)
     return np.minimum((uniform * n_queries).astype(np.int64), n_queries - 1)
 
 
@@ -244,7 +201,7 @@ def train(algorithm: Algorithm, train_data: Dataset, *, clients: int, queries_pe
           client_defenses: Sequence[ClientDefense] = (), aggregator: Aggregator | None = None,
           interceptors: Sequence[Interceptor] = (), threat_model: str = "server",
           on_round: Callable[[int, dict], None] | None = None, replace: bool = False,
-          population: int | None = None) -> TrainResult:
+          population: int | None = None, non_iid: NonIID | None = None) -> TrainResult:
     """Train ``algorithm`` for ``rounds`` rounds of ``clients`` clients x ``queries_per_client`` queries.
 
     The same ``clients`` simulated users (ids ``0 .. clients - 1``) take part in every
@@ -258,6 +215,11 @@ def train(algorithm: Algorithm, train_data: Dataset, *, clients: int, queries_pe
     issuing the next queries of its own stream (``user_queries``); every user then takes part in
     a fraction ``clients / N`` of the rounds on average (the sampling rate of the accounting).
 
+    A ``non_iid`` setting (:mod:`fltr_audit.population`; Wang & Zuccon SIGIR 2022) shapes who takes
+    part (``data-quantity``: weighted cohorts), which queries users issue (``label-skew``: home
+    query sets) or how each user clicks (``document-preference``, ``click-preference``); without a
+    ``population`` its users are the ``clients`` users taking part in every round.
+
     BLAS runs single-threaded during training: the per-client products are too small to
     gain from threads (``bench fpdgd``: 1.6x faster on 2 cores), and the sums then come out
     in the same order on any machine. Instead, independent parts of a round (groups of
@@ -269,25 +231,40 @@ def train(algorithm: Algorithm, train_data: Dataset, *, clients: int, queries_pe
     check_population(population, clients)
     if train_data.n_queries < 1:
         raise FltrError("--data: the training split has no queries")
-    if not replace and population is None:
+    non_iid = non_iid or NonIID()
+    iid = non_iid.setting == "iid"
+    check_buildable(non_iid, train_data.n_queries)
+    if not replace and population is None and iid:
         _check_without_replacement(train_data.n_queries, clients, queries_per_client)
+    algorithm = with_population_clicks(algorithm, non_iid, seed)
+    users = population or clients
+    home_sets = (query_sets(train_data.labels, train_data.query_ptr, non_iid.sets)
+                   if non_iid.setting == "label-skew" else None)
     aggregator = aggregator or FedAvg()
     evaluators = dict(evaluators or {})
     start = time.perf_counter()
     params = algorithm.init_params(stream(seed, "init"))
     state = algorithm.init_server_state(params)
     client_ids = np.arange(clients, dtype=np.int64)
-    visits = np.zeros(population or 0, dtype=np.int64)
+    visits = np.zeros(0 if population is None and iid else users, dtype=np.int64)
     rows: list[dict] = []
     online, t_eval, n_interactions = 0.0, 0, 0
     with threadpool_limits(limits=1, user_api="blas"):
         for r in range(1, rounds + 1):
-            if population is None:
+            if population is None and iid:
                 queries = sample_queries(train_data.n_queries, clients, queries_per_client,
                                          stream(seed, "queries", r), replace)
             else:
-                client_ids = np.sort(stream(seed, "cohort", r).choice(population, clients, replace=False))
-                queries = user_queries(seed, client_ids, visits[client_ids], queries_per_client, train_data.n_queries)
+                if non_iid.setting == "data-quantity":
+                    client_ids = weighted_cohort(users, clients, non_iid.alpha, stream(seed, "cohort", r))
+                elif population is not None:
+                    client_ids = np.sort(stream(seed, "cohort", r).choice(population, clients, replace=False))
+                if home_sets is not None:
+                    queries = skewed_queries(seed, non_iid, client_ids, visits[client_ids], queries_per_client,
+                                             *home_sets)
+                else:
+                    queries = user_queries(seed, client_ids, visits[client_ids], queries_per_client,
+                                           train_data.n_queries)
                 visits[client_ids] += 1
             params, state, batch, out = run_round(algorithm, params, state, train_data, queries, client_ids, r, seed,
                                                   client_defenses=client_defenses, aggregator=aggregator,
@@ -325,5 +302,8 @@ def train(algorithm: Algorithm, train_data: Dataset, *, clients: int, queries_pe
     if population is not None:
         config.update(population=int(population), sampling_rate=clients / population,
                       rounds_participated_max=int(visits.max()), rounds_participated_mean=float(visits.mean()))
+    if not iid:
+        config.update(non_iid=non_iid.name, rounds_participated_max=int(visits.max()),
+                      rounds_participated_mean=float(visits.mean()))
     return TrainResult(params=np.asarray(params, dtype=np.float64), curves=pd.DataFrame(rows), config=config,
                        seconds=time.perf_counter() - start, n_interactions=n_interactions)

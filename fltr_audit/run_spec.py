@@ -161,6 +161,7 @@ class AlgorithmSettings(_Section):
     train_click_model: str = setting("perfect", constraints=(InstanceOf(str),))
     params: tuple[tuple[str, Any], ...] = setting(())
     population: int | None = optional(None, constraints=(*_POSITIVE, None))
+    non_iid: str = optional("iid", constraints=(InstanceOf(str),))
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "params", _frozen_params(self.params))

@@ -136,3 +136,42 @@ def test_failed_run_is_recorded_and_the_rest_go_on(spec_path, tmp_path):
     status = store.status()
     assert sorted(status["status"]) == ["done", "done", "failed", "failed"]
     assert status.loc[status["status"] == "failed", "error"].str.contains("boom").all()
+
+
+def test_same_results_on_a_dask_scheduler_and_workers_started_on_localhost(tmp_path):
+    """`dask scheduler` and `dask worker` as separate processes on 127.0.0.1 (each stopped by its pid)."""
+    distributed = pytest.importorskip("distributed")
+    import json
+    import shutil
+
+    if shutil.which("dask") is None:
+        pytest.skip("the dask command is not installed")
+    path = tmp_path / "tiny.toml"
+    path.write_text(textwrap.dedent(TINY))
+    spec = load_spec(path)
+    run_campaign(spec, ResultsStore(tmp_path / "serial.sqlite"), workers=1)
+    scheduler_file = tmp_path / "scheduler.json"
+    quiet = dict(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    procs = [subprocess.Popen(["dask", "scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
+                               "--scheduler-file", str(scheduler_file)], **quiet)]
+    try:
+        deadline = time.monotonic() + 120
+        while not (scheduler_file.exists() and scheduler_file.stat().st_size) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        address = json.loads(scheduler_file.read_text())["address"]
+        assert address.startswith("tcp://127.0.0.1:")
+        procs.append(subprocess.Popen(["dask", "worker", "--scheduler-file", str(scheduler_file), "--nworkers", "2",
+                                       "--nthreads", "1", "--no-dashboard", "--host", "127.0.0.1"], **quiet))
+        with distributed.Client(address, timeout=120) as client:
+            client.wait_for_workers(2, timeout=120)
+        counts = run_campaign(spec, ResultsStore(tmp_path / "remote.sqlite"), scheduler=address)
+        assert counts["done"] == 4 and counts["failed"] == 0
+    finally:
+        for proc in reversed(procs):
+            proc.terminate()
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=30)
+    assert_same(stored(tmp_path / "serial.sqlite"), stored(tmp_path / "remote.sqlite"))

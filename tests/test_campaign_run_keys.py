@@ -43,6 +43,11 @@ PINNED_KEYS = {
         "6a5789308250d89d", "f5342ecc8ae217ed", "e10ea28c7381c901", "91fa7ed54c2b8bfd", "066e9f7e0bb8a191", "cfeba2d74a3536c4",
         "11a10488097e32e9",
     ],
+    "non_iid_mq2008.toml": [
+        "776785e548df0d32", "3116ef37a066d053", "dd86c8e43609ebe1", "3ad85efb46282091", "d07eac458f7ec0d3", "536baa80330206c4",
+        "1b429a9eac74deab", "7e529583e2510d05", "ee0f86e215a50ab9", "8b15747dfe662203", "5ab0424d83eacce4", "585dacd994c79d0b",
+        "e95edba56121a37d", "f5c3314b41f58e00", "f03a58298ec49613",
+    ],
     "pham_mq2008.toml": [
         "cdf34b75add206af", "fdf95e2101ad43c0", "6de6902b5648fe8a", "4481ca6462895717", "e98348d18c7c0ba8", "70f11c7bfb5ce883",
         "b677240abac57534", "0da653022b011691", "de87e334d663c3ba", "329c5e6c716a816e", "4d8928d4aaff8ecb", "20f0e5cf64d6cebd",

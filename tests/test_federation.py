@@ -206,7 +206,7 @@ def test_cli_train_writes_outputs_atomically(tmp_path, capsys):
 
 def test_thread_count_does_not_change_results(monkeypatch):
     """Threads split work, never randomness or summation order: 1 and 3 threads agree exactly."""
-    from fltr_audit import federation
+    from fltr_audit import federation, threads as thread_pool
     from fltr_audit.algorithms.fpdgd import FPDGD
     from fltr_audit.clicks import cascade_model
     from fltr_audit.data.load import load_splits
@@ -215,8 +215,8 @@ def test_thread_count_does_not_change_results(monkeypatch):
     splits = load_splits("synthetic:mq2008?queries=150", 1)
     results = []
     for threads in (1, 3):
-        monkeypatch.setattr(federation, "THREADS", threads)
-        monkeypatch.setattr(federation, "PARALLEL_ROWS", 0)  # force the threaded path on small data
+        monkeypatch.setattr(thread_pool, "THREADS", threads)
+        monkeypatch.setattr(thread_pool, "PARALLEL_ROWS", 0)  # force the threaded path on small data
         alg = FPDGD(make_ranker("linear", splits.train.n_features), cascade_model("informational", 3))
         results.append(federation.train(alg, splits.train, clients=30, queries_per_client=2, rounds=4, seed=5,
                                          eval_data=splits.test))

@@ -33,6 +33,8 @@ def _legacy_config(spec, run):
               "epsilon_audit": audit["epsilon_audit"], "audit_trials": audit["trials"], "seed": run.seed}
     if algo.get("population") is not None:
         config["population"] = algo["population"]
+    if run.algorithm.non_iid != "iid":  # i27: written only for non-IID users
+        config["non_iid"] = run.algorithm.non_iid
     if run.probe.threat_model != "server":
         config["threat_model"] = run.probe.threat_model
         if run.probe.threat_model == "server-malicious":

@@ -32,7 +32,8 @@ from scipy.special import expit
 from fltr_audit import metrics, plackett_luce
 from fltr_audit.data.dataset import Dataset
 from fltr_audit.errors import FltrError
-from fltr_audit.federation import row_parts, thread_map
+from fltr_audit.population import simulate_clicks
+from fltr_audit.threads import row_parts, thread_map
 from fltr_audit.interfaces import ClientOutput
 from fltr_audit.clicks import redraw_cascade, shown_labels
 from fltr_audit.messages import GroundTruth, Interactions, Messages, ServerView
@@ -181,7 +182,7 @@ def cohort_rankings(ranker: Any, params: np.ndarray, data: Dataset, queries: np.
 
 def pdgd_cohort(ranker: Any, click_model: Any, params: np.ndarray, data: Dataset, queries: np.ndarray,
                 rng: np.random.Generator, *, lr: float, k: int, deterministic: bool,
-                local_updates: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                local_updates: bool, users: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """B PDGD interactions of every client of a cohort (Alg. 1, vectorized over clients).
 
     With ``local_updates`` each client applies ``theta += lr * grad`` after every query
@@ -205,7 +206,7 @@ def pdgd_cohort(ranker: Any, click_model: Any, params: np.ndarray, data: Dataset
         shown_b, shown_scores, log_dens = cohort_rankings(ranker, current, data, queries[:, b], rng, k, deterministic)
         ok = shown_b >= 0
         labels = np.where(ok, data.labels[np.where(ok, shown_b, 0)], -1)
-        clicks_b = np.asarray(click_model.simulate(labels, rng), dtype=bool) & ok
+        clicks_b = np.asarray(simulate_clicks(click_model, labels, data, shown_b, users, rng), dtype=bool) & ok
         coef = cohort_pair_weights(shown_scores, log_dens, clicks_b, ok, int(data.docs_per_query[queries[:, b]].sum()))
         used = coef.any(axis=1)
         if used.any():
@@ -231,6 +232,7 @@ class FPDGD:
 
     name = "fpdgd"
     local_updates = True
+    user_clicks = True  # simulates each user's own clicks (population.UserClicks)
 
     def __init__(self, ranker: Any, click_model: Any, lr: float = 0.1, k: int = 10):
         if not 0 < lr < float("inf"):
@@ -263,7 +265,7 @@ class FPDGD:
             raise FltrError(f"--queries-per-client: need (clients, B >= 1) queries, got shape {queries.shape}")
         weights, shown, clicks = pdgd_cohort(self.ranker, self.click_model, params, data, queries, rng,
                                              lr=self.lr, k=self.k, deterministic=deterministic,
-                                             local_updates=self.local_updates)
+                                             local_updates=self.local_updates, users=client_ids)
         n, B = queries.shape
         return ClientOutput(
             messages=Messages(n_interactions=np.full(n, B, dtype=np.int64), vector=weights, vector_kind="weights"),

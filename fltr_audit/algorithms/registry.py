@@ -66,6 +66,9 @@ class AlgorithmSpec:
     server_manipulable : bool
         A ``server-malicious`` probe can isolate a target in its rounds (vector messages of
         PDGD steps; ``fltr_audit.malicious``).
+    user_clicks : bool
+        Whether it simulates each user's own clicks (``--non-iid document-preference`` and
+        ``click-preference``, :mod:`fltr_audit.population`).
     """
 
     name: str
@@ -82,6 +85,7 @@ class AlgorithmSpec:
     params: tuple[Parameter, ...] | None = None
     distribution: str = ""
     server_manipulable: bool = False
+    user_clicks: bool = False
 
     def probe_click_models(self) -> tuple[str, ...]:
         """The click models an audit probes by default: every one of the family."""
@@ -178,11 +182,12 @@ for _spec in (
     AlgorithmSpec("fpdgd", _cascade_builder("fltr_audit.algorithms.fpdgd:FPDGD"), "cascade", "zscore", _PHAM_ATTACKS,
                   "weights", "the client's local weights after B PDGD steps: a linear combination of the "
                   "features of the shown documents, weighted by the clicks", "perfect",
-                  summary="Federated PDGD (FPDGD Algorithm 2)", params=_PDGD_PARAMS, server_manipulable=True),
+                  summary="Federated PDGD (FPDGD Algorithm 2)", params=_PDGD_PARAMS, server_manipulable=True,
+                  user_clicks=True),
     AlgorithmSpec("pdgd", _cascade_builder("fltr_audit.algorithms.pdgd:PDGD"), "cascade", "zscore", (), "none",
                   "nothing: centralized, the server holds the clicks", "perfect", auditable=False,
                   summary="Centralized PDGD with batch-accumulated updates (FPDGD paper, baselines)",
-                  params=_PDGD_PARAMS),
+                  params=_PDGD_PARAMS, user_clicks=True),
     AlgorithmSpec("foltr-es", _cascade_builder("fltr_audit.algorithms.foltr_es:FOLtRES"), "cascade", "none",
                   ("foltr-decode", "random3"), "seed+metric",
                   "a public seed and one MaxRR value per interaction: the first-click position", "perfect",

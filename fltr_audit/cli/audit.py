@@ -12,7 +12,8 @@ from fltr_audit.algorithms.registry import algorithm_names
 from fltr_audit.cli.app import app
 from fltr_audit.cli.common import emit_json, parse_list, print_table, progress
 from fltr_audit.cli.compare import checked_min_effect, min_effect_option
-from fltr_audit.errors import RunsFailed
+from fltr_audit.errors import FltrError, RunsFailed
+from fltr_audit.population import NON_IID_HELP
 
 DEFAULT_CLICK_MODELS = "perfect,navigational,informational"
 TABLE_COLUMNS = ["attack", "click_model", "defense", "threat_model", "accuracy", "precision", "recall", "f1",
@@ -40,7 +41,8 @@ def audit_spec(*, algo: str, data: str, folds: list[int], rounds: int, clients: 
                cohort: int, probe_queries: int, normalization: str, ranker: str, min_shown: int,
                require_click: bool, epsilon_audit: bool, trials: int = 10000, counterfactual: int = 20,
                name: str = "audit", population: int | None = None, threat_model: str = "server",
-               manipulation: str = "isolate", names: dict[str, str] | None = None) -> dict:
+               manipulation: str = "isolate", names: dict[str, str] | None = None,
+               non_iid: str = "iid") -> dict:
     """A campaign spec (fltr_audit.campaign) for the audit command's options."""
     from fltr_audit.algorithms.registry import algorithm_spec
     from fltr_audit.campaign import validate_spec
@@ -54,7 +56,8 @@ def audit_spec(*, algo: str, data: str, folds: list[int], rounds: int, clients: 
                      "normalization": algorithm.default_normalization if normalization == "auto" else normalization},
             "algorithm": {"name": algo, "rounds": rounds, "clients": clients, "queries_per_client": queries_per_client,
                           "ranker": ranker, "train_click_model": algorithm.train_click_model,
-                          **({"population": population} if population is not None else {})},
+                          **({"population": population} if population is not None else {}),
+                          **({"non_iid": non_iid} if non_iid != "iid" else {})},
             "probe": {"split": split, "click_models": click_models, "cohort": cohort,
                       "queries_per_client": probe_queries, "min_shown": min_shown, "require_click": require_click,
                       "counterfactual": counterfactual, "threat_model": threat_model,
@@ -86,13 +89,20 @@ def spec_from_options(*, algo: str, data: str, fold: list[int], train_rounds: in
                       seed: list[int], probe_cohort: int, probe_queries: int, normalization: str, ranker: str,
                       min_shown: int | None, require_click: bool, epsilon_audit: bool, trials: int,
                       counterfactual: int = 20, population: int | None = None, threat_model: str = "server",
-                      manipulation: str = "isolate", names: dict[str, str] | None = None) -> dict:
+                      manipulation: str = "isolate", names: dict[str, str] | None = None,
+                      non_iid: str = "iid") -> dict:
     """The campaign spec of the ``audit`` command's options (named as its parameters); the
     Python API (``fltr_audit.audit``) builds its runs through this too, so both give the same numbers.
     ``names``: how errors name the run spec's parameters (default: this command's options)."""
+    from fltr_audit.algorithms.registry import algorithm_spec
     from fltr_audit.federation import check_population
+    from fltr_audit.population import parse_non_iid
 
     check_population(population, clients)
+    users = parse_non_iid(non_iid)
+    if users.per_user_clicks and not algorithm_spec(algo, auditable=True).user_clicks:
+        raise FltrError(f"--non-iid: {users.setting} gives each user its own clicks, which {algo} does not simulate")
+    non_iid = users.name
     attacks, models, min_shown = algorithm_defaults(algo, attack, click_model, min_shown)
     return audit_spec(algo=algo, data=data, folds=list(fold), rounds=train_rounds, clients=clients,
                       queries_per_client=queries_per_client, attacks=attacks, defenses=list(defense),
@@ -100,7 +110,8 @@ def spec_from_options(*, algo: str, data: str, fold: list[int], train_rounds: in
                       probe_queries=probe_queries, normalization=normalization, ranker=ranker,
                       min_shown=min_shown, require_click=require_click, epsilon_audit=epsilon_audit,
                       trials=trials, counterfactual=counterfactual, population=population,
-                      threat_model=threat_model, manipulation=manipulation, names=names)
+                      threat_model=threat_model, manipulation=manipulation, names=names,
+                      non_iid=non_iid)
 
 
 def run_spec(spec: dict, store: Path | None, quiet: bool) -> dict[str, pd.DataFrame]:
@@ -212,6 +223,7 @@ def audit(
                                        help="Counterfactual click vectors drawn per probed list (the leakage baseline)."),
     population: int = typer.Option(None, "--population",
                                    help="N persistent users the training cohorts are drawn from (default: --clients)."),
+    non_iid: str = typer.Option("iid", "--non-iid", help=NON_IID_HELP),
     min_effect: float = min_effect_option(),
     threat_model: str = typer.Option("server", "--threat-model",
                                      help="server | server-blind | server-malicious (the server manipulates the "
@@ -234,7 +246,7 @@ def audit(
                              probe_queries=probe_queries, normalization=normalization, ranker=ranker,
                              min_shown=min_shown, require_click=require_click, epsilon_audit=epsilon_audit,
                              trials=trials, counterfactual=counterfactual, population=population,
-                             threat_model=threat_model, manipulation=manipulation)
+                             threat_model=threat_model, manipulation=manipulation, non_iid=non_iid)
     tables = run_spec(spec, store, quiet or json_out)
     table = attack_table(tables)
     v = verdicts(tables, min_effect=min_effect)

@@ -66,3 +66,51 @@ def bench_core(
     print_table(f"bench core (best of {repeats})", [
         {"task": r["task"], "what": r["what"], "seconds": f"{r['seconds']:.3f}",
          "target": "" if r["target_seconds"] is None else f"< {r['target_seconds']:g} s"} for r in rows])
+
+
+@bench_app.command("scaling")
+def bench_scaling(
+    data: str = typer.Option("synthetic:mslr10k?queries=10000", "--data", help="Data spec (default: MSLR-sized)."),
+    cohorts: str = typer.Option("250,500,1000,2000", "--cohorts", help="Cohort sizes (clients per round)."),
+    lists: str = typer.Option("5,10,20", "--lists", help="Lengths k of the shown lists."),
+    rounds: int = typer.Option(5, "--rounds", help="Timed rounds per cell (after one untimed round)."),
+    seed: int = typer.Option(0, "--seed"),
+    json_out: bool = typer.Option(False, "--json", help="Print JSON to stdout."),
+) -> None:
+    """FPDGD round cost against cohort size and list length (CPU seconds per round and per
+    interaction, B = 2): linear scaling shows as a flat cost per interaction along each axis."""
+    import time
+
+    from fltr_audit.algorithms.fpdgd import FPDGD
+    from fltr_audit.cli.common import parse_list
+    from fltr_audit.data.load import load_splits
+    from fltr_audit.federation import run_round, sample_queries
+    from fltr_audit.randomness import stream
+    from fltr_audit.rankers import make_ranker
+
+    sizes = [int(v) for v in parse_list(cohorts, "--cohorts")]
+    ks = [int(v) for v in parse_list(lists, "--lists")]
+    check_at_least({"--rounds": rounds, **{"--cohorts": min(sizes), "--lists": min(ks)}})
+    splits = load_splits(data, 1)
+    train = splits.train
+    rows = []
+    for k in ks:
+        for clients in sizes:
+            alg = FPDGD(make_ranker("linear", train.n_features), cascade_model("perfect", train.n_levels), k=k)
+            params = alg.init_params(stream(seed, "init"))
+            cpu = 0.0
+            for r in range(rounds + 1):
+                queries = sample_queries(train.n_queries, clients, 2, stream(seed, "queries", r), replace=True)
+                t = time.process_time()
+                params, _, _, _ = run_round(alg, params, None, train, queries, np.arange(clients), r, seed)
+                if r:
+                    cpu += time.process_time() - t
+            per_round = cpu / rounds
+            rows.append({"k": k, "clients": clients, "cpu_seconds_per_round": per_round,
+                         "cpu_microseconds_per_interaction": 1e6 * per_round / (2 * clients)})
+    if json_out:
+        emit_json({"data": data, "rounds": rounds, "results": rows})
+        return
+    print_table(f"bench scaling ({data}, B = 2, CPU time, mean of {rounds} rounds)", [
+        {"k": r["k"], "clients": r["clients"], "s / round": f"{r['cpu_seconds_per_round']:.4f}",
+         "µs / interaction": f"{r['cpu_microseconds_per_interaction']:.1f}"} for r in rows])

@@ -19,6 +19,7 @@ from fltr_audit.data.load import load_splits
 from fltr_audit.errors import FltrError
 from fltr_audit.federation import check_budget, check_population, check_threat_model, train
 from fltr_audit.interceptors import RecordingInterceptor, parse_rounds
+from fltr_audit.population import NON_IID_HELP, check_buildable, parse_non_iid
 from fltr_audit.randomness import check_seed
 from fltr_audit.rankers import make_ranker
 
@@ -79,7 +80,7 @@ def _literal(raw: str) -> Any:
 def run_train(algorithm: str, *, data: str, fold: int, click_model: str | None, clients: int,
               queries_per_client: int, rounds: int, params: dict[str, Any], ranker: str, seed: int, out: Path, defense: str, record_rounds: Optional[str],
               eval_every: int, eval_split: str, normalization: str, threat_model: str, replace: Optional[bool],
-              quiet: bool, population: Optional[int] = None) -> dict:
+              quiet: bool, population: Optional[int] = None, non_iid: str = "iid") -> dict:
     """Load, train, write ``curves.csv``, ``model.npy``, ``config.json`` (and a recording) into ``out``."""
     from defenses.accounting import privacy_spent
     from defenses.stack import parse_defense  # the CLI is the composition root
@@ -91,12 +92,14 @@ def run_train(algorithm: str, *, data: str, fold: int, click_model: str | None, 
     check_seed(seed)
     parse_list(eval_split, "--eval-split", ("vali", "test"))
     check_population(population, clients)
+    users = parse_non_iid(non_iid)
     check_threat_model(threat_model)
     if record_rounds is not None:
         parse_rounds(record_rounds)  # bad input fails before any data is loaded
     normalization = resolve_normalization(algorithm, normalization)
     splits = load_splits(data, fold, normalization=normalization)
     eval_data = splits.get(eval_split)
+    check_buildable(users, splits.train.n_queries)
     replace = resolve_replace(replace, clients, queries_per_client, splits.train.n_queries, quiet)
     alg = algorithms.build(algorithm, splits, click_model, {"ranker": ranker, "seed": seed, "clients": clients,
                                                              "queries_per_client": queries_per_client,
@@ -108,7 +111,7 @@ def run_train(algorithm: str, *, data: str, fold: int, click_model: str | None, 
             res = train(alg, splits.train, clients=clients, queries_per_client=queries_per_client, rounds=rounds,
                         seed=seed, eval_data=eval_data, eval_every=eval_every, client_defenses=stack.client,
                         aggregator=stack.aggregator, interceptors=interceptors, threat_model=threat_model,
-                        on_round=on_round, replace=replace, population=population)
+                        on_round=on_round, replace=replace, population=population, non_iid=users)
         config = {**res.config, "data": data, "fold": fold, "normalization": normalization, "eval_split": eval_split,
                   "defense": stack.name, "record_rounds": record_rounds, "n_features": splits.train.n_features,
                   "n_levels": splits.train.n_levels}
@@ -155,6 +158,7 @@ def _train_command(algorithm: str):
         population: Optional[int] = typer.Option(
             None, "--population", help="N persistent users; each round's cohort of --clients is drawn from them "
                                        "(default: the same --clients users every round)."),
+        non_iid: str = typer.Option("iid", "--non-iid", help=NON_IID_HELP),
         json_out: bool = typer.Option(False, "--json", help="Print the result as JSON."),
         quiet: bool = typer.Option(False, "--quiet", help="No progress bar."),
     ) -> None:
@@ -163,7 +167,7 @@ def _train_command(algorithm: str):
                            queries_per_client=queries_per_client, rounds=rounds, params=params, ranker=ranker, seed=seed,
                            out=out, defense=defense, record_rounds=record_rounds, eval_every=eval_every,
                            eval_split=eval_split, normalization=normalization, threat_model=threat_model,
-                           replace=replace, quiet=quiet, population=population)
+                           replace=replace, quiet=quiet, population=population, non_iid=non_iid)
         if json_out:
             emit_json(result)
         else:

@@ -16,7 +16,7 @@ import pandas as pd
 import typer
 
 from fltr_audit import metrics
-from fltr_audit.algorithms.fedips import build_fedips
+from fltr_audit.algorithms.fedips import FedIPS, build_fedips
 from fltr_audit.algorithms.lambda_linear import train_lambda_linear
 from fltr_audit.cli.app import bench_app, train_app
 from fltr_audit.cli.common import atomic_out_dir, emit_json, print_figures, progress, round_reporter, write_run
@@ -24,6 +24,7 @@ from fltr_audit.data.dataset import Dataset, Splits
 from fltr_audit.data.load import load_splits
 from fltr_audit.errors import FltrError
 from fltr_audit.federation import check_population, train
+from fltr_audit.population import NON_IID_HELP, check_per_user_clicks, parse_non_iid
 from fltr_audit.rankers import LinearRanker
 
 PROPENSITY_CHOICES = ("true", "estimated")
@@ -43,7 +44,8 @@ def ndcg_evaluators(test: Dataset) -> dict:
 def run_fedips(algorithm: str, *, data: str, fold: int, clients: int, queries_per_client: int, rounds: int,
                gamma: float, k: int, clicks_per_client: int, lr_local: float, lr_global: float, propensity: str,
                defense: str, seed: int, out: Path, logging_fraction: float, em_rounds: int, queries: Optional[int],
-               eval_every: int, record_rounds: Optional[str], quiet: bool, population: Optional[int] = None) -> dict:
+               eval_every: int, record_rounds: Optional[str], quiet: bool, population: Optional[int] = None,
+               non_iid: str = "iid") -> dict:
     """Train FedIPS or FedAvg; write ``curves.csv``, ``model.npy``, ``config.json`` (and a recording) into ``out``."""
     from defenses.accounting import privacy_spent
     from defenses.stack import parse_defense  # the CLI is the composition root
@@ -51,6 +53,8 @@ def run_fedips(algorithm: str, *, data: str, fold: int, clients: int, queries_pe
 
     stack = parse_defense(defense)
     check_population(population, clients)
+    users = parse_non_iid(non_iid)
+    check_per_user_clicks(users, FedIPS)
     if record_rounds is not None:
         parse_rounds(record_rounds, rounds)
     splits = load_fedips_splits(data, fold, queries, seed)
@@ -70,7 +74,7 @@ def run_fedips(algorithm: str, *, data: str, fold: int, clients: int, queries_pe
             res = train(alg, splits.train, clients=clients, queries_per_client=queries_per_client, rounds=rounds,
                         seed=seed, eval_data=splits.test, eval_every=eval_every, evaluators=evaluators,
                         client_defenses=stack.client, aggregator=stack.aggregator, interceptors=interceptors,
-                        on_round=on_round, replace=replace, population=population)
+                        on_round=on_round, replace=replace, population=population, non_iid=users)
         config = {**res.config, "data": data, "fold": fold, "normalization": "query-minmax",
                   "drop_single_label": True, "defense": stack.name, "queries": queries,
                   "n_features": splits.train.n_features, "n_levels": splits.train.n_levels,
@@ -110,7 +114,8 @@ def _fedips_command(algorithm: str):
         population: Optional[int] = typer.Option(
             None, "--population", help="N persistent users; each round's cohort of --clients is drawn from them "
                                        "(default: the same --clients users every round)."),
-        json_out: bool = typer.Option(False, "--json", help="Print the result as JSON."),
+        non_iid: str = typer.Option("iid", "--non-iid", help=NON_IID_HELP),
+    json_out: bool = typer.Option(False, "--json", help="Print the result as JSON."),
         quiet: bool = typer.Option(False, "--quiet", help="No progress bar."),
     ) -> None:
         if algorithm == "fedavg" and propensity != "true":
@@ -119,7 +124,8 @@ def _fedips_command(algorithm: str):
                             rounds=rounds, gamma=gamma, k=k, clicks_per_client=clicks_per_client, lr_local=lr_local,
                             lr_global=lr_global, propensity=propensity, defense=defense, seed=seed, out=out,
                             logging_fraction=logging_fraction, em_rounds=em_rounds, queries=queries,
-                            eval_every=eval_every, record_rounds=record_rounds, quiet=quiet, population=population)
+                            eval_every=eval_every, record_rounds=record_rounds, quiet=quiet, population=population,
+                            non_iid=non_iid)
         if json_out:
             emit_json(result)
         else:

@@ -23,6 +23,7 @@ from fltr_audit.errors import FltrError
 from fltr_audit.federation import check_population, check_threat_model, train
 from fltr_audit.interceptors import RecordingInterceptor, parse_rounds
 from fltr_audit.maxrr import mean_expected_maxrr
+from fltr_audit.population import NON_IID_HELP, check_per_user_clicks, parse_non_iid
 from fltr_audit.rankers import LinearRanker, make_ranker
 
 
@@ -30,7 +31,7 @@ def run_foltr_es(*, data: str, fold: int, click_model: str, clients: int, querie
                  sigma: float, lr: float, antithetic: bool, ranker: str, defense: str, seed: int, out: Path,
                  eval_every: int, eval_split: str, normalization: str, replace: bool, flawed_seeding: bool,
                  record_rounds: Optional[str], threat_model: str, quiet: bool,
-                 population: Optional[int] = None) -> dict:
+                 population: Optional[int] = None, non_iid: str = "iid") -> dict:
     """Train FOLtR-ES; write ``curves.csv``, ``model.npy``, ``config.json`` (and a recording) into ``out``.
 
     The curves hold, per round, the mean batch MaxRR users experienced (non-privatized), and
@@ -45,6 +46,8 @@ def run_foltr_es(*, data: str, fold: int, click_model: str, clients: int, querie
     check_seed(seed)
     parse_list(eval_split, "--eval-split", ("vali", "test"))
     check_population(population, clients)
+    users = parse_non_iid(non_iid)
+    check_per_user_clicks(users, FOLtRES)
     keep = record_rounds is not None and parse_rounds(record_rounds, rounds)
     splits = load_splits(data, fold, normalization=normalization)
     eval_data = splits.get(eval_split)
@@ -62,7 +65,8 @@ def run_foltr_es(*, data: str, fold: int, click_model: str, clients: int, querie
             res = train(alg, splits.train, clients=clients, queries_per_client=queries_per_client, rounds=rounds,
                         seed=seed, eval_data=eval_data, eval_every=eval_every, evaluators=evaluators,
                         client_defenses=stack.client, aggregator=stack.aggregator, interceptors=interceptors,
-                        threat_model=threat_model, on_round=on_round, replace=replace, population=population)
+                        threat_model=threat_model, on_round=on_round, replace=replace, population=population,
+                        non_iid=users)
         config = {**res.config, "data": data, "fold": fold, "normalization": normalization, "eval_split": eval_split,
                   "defense": stack.name, "record_rounds": record_rounds, "n_features": splits.train.n_features,
                   "n_levels": splits.train.n_levels}
@@ -106,6 +110,7 @@ def train_foltr_es(
     population: Optional[int] = typer.Option(
         None, "--population", help="N persistent users; each round's cohort of --clients is drawn from them "
                                    "(default: the same --clients users every round)."),
+    non_iid: str = typer.Option("iid", "--non-iid", help=NON_IID_HELP),
     json_out: bool = typer.Option(False, "--json", help="Print the result as JSON."),
     quiet: bool = typer.Option(False, "--quiet", help="No progress bar."),
 ) -> None:
@@ -114,7 +119,7 @@ def train_foltr_es(
                           antithetic=antithetic, ranker=ranker, defense=defense, seed=seed, out=out,
                           eval_every=eval_every, eval_split=eval_split, normalization=normalization, replace=replace,
                           flawed_seeding=flawed_seeding, record_rounds=record_rounds, threat_model=threat_model,
-                          quiet=quiet, population=population)
+                          quiet=quiet, population=population, non_iid=non_iid)
     if json_out:
         emit_json(result)
         return

@@ -1,17 +1,24 @@
-"""A binary cache of parsed LETOR files, keyed by the source file's path, size and mtime.
+"""A binary cache of parsed LETOR files and of large synthetic data sets.
 
 An entry is one uncompressed ``.npz`` (features, labels, offsets, qids, levels, doc ids)
-named ``<hash of path>-<hash of size, mtime, format>.npz`` under ``$FLTR_AUDIT_CACHE``
-(default ``~/.cache/fltr-audit``). A changed file gets a new key; writing an entry removes
-the stale entries of the same path. Entries are written to a temporary file and renamed,
-so a crash never leaves a half-written entry; an unreadable entry is parsed again. When
-the cache folder cannot be written the data is simply not cached.
+under ``$FLTR_AUDIT_CACHE`` (default ``~/.cache/fltr-audit``): for a file,
+``<hash of path>-<hash of size, mtime, format>.npz``, so a changed file gets a new key; for
+a synthetic set, ``synthetic-<hash of profile, queries, seed>-<hash of format>.npz``.
+Writing an entry removes the stale entries of the same source. Entries are written to a
+temporary file and renamed, so a crash never leaves a half-written entry; an unreadable
+entry is built again. When the cache folder cannot be written the data is simply not cached.
+
+Features are memory-mapped copy-on-write from the entry (the member of an uncompressed
+``.npz`` is a plain ``.npy`` at a known offset): loading costs no copy, pages are read
+when touched and are shared with other processes reading the same entry, and in-place
+normalization writes private pages, never the entry.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import struct
 import zipfile
 from pathlib import Path
 from typing import Callable
@@ -23,6 +30,8 @@ from fltr_audit.data.dataset import Dataset
 from fltr_audit.errors import FltrError
 
 _FORMAT = "1"
+SYNTHETIC_MIN_BYTES = 64 << 20
+"""Synthetic sets with at least this many feature bytes are cached (smaller ones generate faster than they load)."""
 
 
 def cache_dir() -> Path:
@@ -56,11 +65,33 @@ def cached_read(path: str | os.PathLike, reader: Callable[[Path], Dataset]) -> D
     return ds
 
 
+def cached_synthetic(name: str, queries: int | None, seed: int, generate: Callable[[], Dataset],
+                     n_bytes: int) -> Dataset:
+    """``generate()`` (the synthetic set ``name`` of ``queries`` queries and ``seed``), answered
+    from the cache when it was generated before; only sets of ``n_bytes`` >= SYNTHETIC_MIN_BYTES
+    are cached."""
+    if n_bytes < SYNTHETIC_MIN_BYTES:
+        return generate()
+    who = "synthetic-" + hashlib.sha256(f"{name}|{queries}|{seed}".encode()).hexdigest()[:20]
+    entry = cache_dir() / f"{who}-{hashlib.sha256(_FORMAT.encode()).hexdigest()[:20]}.npz"
+    if entry.is_file():
+        try:
+            return _load(entry, name=f"synthetic:{name}")
+        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
+            pass
+    ds = generate()
+    try:
+        _store(ds, entry, who)
+    except (OSError, FltrError):
+        pass
+    return ds
+
+
 def _load(entry: Path, name: str) -> Dataset:
     with np.load(entry, allow_pickle=False) as z:
         doc_ids = z["doc_ids"] if "doc_ids" in z.files else None
         return Dataset(
-            features=z["features"],
+            features=_mapped(entry, "features") if "features.npy" in z.zip.namelist() else z["features"],
             labels=z["labels"],
             query_ptr=z["query_ptr"],
             qids=z["qids"],
@@ -68,6 +99,29 @@ def _load(entry: Path, name: str) -> Dataset:
             name=name,
             doc_ids=doc_ids,
         )
+
+
+def _mapped(entry: Path, member: str) -> np.ndarray:
+    """The array ``member`` of the uncompressed ``.npz`` ``entry``, memory-mapped copy-on-write."""
+    with zipfile.ZipFile(entry) as zf:
+        info = zf.getinfo(f"{member}.npy")
+    if info.compress_type != zipfile.ZIP_STORED:
+        raise ValueError(f"{entry}: {member} is compressed")
+    with open(entry, "rb") as fh:
+        fh.seek(info.header_offset)
+        local = fh.read(30)
+        if local[:4] != b"PK\x03\x04":
+            raise ValueError(f"{entry}: bad local header of {member}")
+        name_len, extra_len = struct.unpack("<HH", local[26:30])
+        fh.seek(info.header_offset + 30 + name_len + extra_len)
+        version = np.lib.format.read_magic(fh)
+        read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+        shape, fortran, dtype = read_header(fh)
+        offset = fh.tell()
+    if int(np.prod(shape)) == 0:
+        return np.empty(shape, dtype=dtype)
+    return np.memmap(entry, dtype=dtype, mode="c", shape=shape, offset=offset,
+                     order="F" if fortran else "C").view(np.ndarray)
 
 
 def _store(ds: Dataset, entry: Path, who: str) -> None:

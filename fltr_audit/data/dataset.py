@@ -71,9 +71,25 @@ class Dataset:
         """The row slice of query ``i``."""
         return slice(int(self.query_ptr[i]), int(self.query_ptr[i + 1]))
 
+    def query_range(self, q0: int, q1: int) -> "Dataset":
+        """Queries ``q0 .. q1 - 1`` as views of this data set's arrays (nothing copied)."""
+        lo, hi = int(self.query_ptr[q0]), int(self.query_ptr[q1])
+        return Dataset(
+            features=self.features[lo:hi],
+            labels=self.labels[lo:hi],
+            query_ptr=self.query_ptr[q0:q1 + 1] - lo,
+            qids=self.qids[q0:q1],
+            n_levels=self.n_levels,
+            name=self.name,
+            doc_ids=None if self.doc_ids is None else self.doc_ids[lo:hi],
+        )
+
     def subset(self, query_indices: np.ndarray) -> "Dataset":
-        """A new data set holding only the given queries, in the given order."""
+        """A data set holding only the given queries, in the given order: views of this one's
+        arrays when they are consecutive, copies otherwise."""
         query_indices = np.asarray(query_indices, dtype=np.int64)
+        if len(query_indices) and (np.diff(query_indices) == 1).all():
+            return self.query_range(int(query_indices[0]), int(query_indices[-1]) + 1)
         counts = self.docs_per_query[query_indices]
         ptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
         starts = self.query_ptr[query_indices]

@@ -9,13 +9,13 @@ from urllib.parse import parse_qsl
 
 import numpy as np
 
-from fltr_audit.data.cache import cached_read
+from fltr_audit.data.cache import cached_read, cached_synthetic
 from fltr_audit.data.dataset import Dataset, Splits
 from fltr_audit.data.letor import read_letor
 from fltr_audit.data.normalize import (
     check_normalization, drop_single_label as _drop, query_minmax, zscore, zscore_stats,
 )
-from fltr_audit.data.synthetic import fold_split, generate
+from fltr_audit.data.synthetic import fold_split, generate, profile
 from fltr_audit.errors import FltrError
 
 SPLITS = ("train", "vali", "test")
@@ -76,9 +76,10 @@ def load_splits(
         raise FltrError(f"--fold: must be 1..5, got {fold!r}")
     if queries is not None and int(queries) < 1:
         raise FltrError(f"--queries: must be positive, got {queries}")
+    # every array below is this call's own (fresh, or a copy-on-write mapping): normalized in place
     if spec.startswith("synthetic:"):
         name, n = _synthetic_spec(spec, queries)
-        splits = fold_split(generate(name, n, seed), int(fold))
+        splits = fold_split(_synthetic(name, n, seed, cache), int(fold))
     else:
         splits = _file_splits(spec, int(fold), cache)
         if queries is not None:
@@ -86,11 +87,20 @@ def load_splits(
     if drop_single_label:
         splits = Splits(*(_drop(s) for s in _parts(splits)), fold=splits.fold)
     if normalization == "query-minmax":
-        splits = Splits(*(query_minmax(s) for s in _parts(splits)), fold=splits.fold)
+        splits = Splits(*(query_minmax(s, inplace=True) for s in _parts(splits)), fold=splits.fold)
     elif normalization == "zscore":
         mean, std = zscore_stats(splits.train)
-        splits = Splits(*(zscore(s, mean, std) for s in _parts(splits)), fold=splits.fold)
+        splits = Splits(*(zscore(s, mean, std, inplace=True) for s in _parts(splits)), fold=splits.fold)
     return splits
+
+
+def _synthetic(name: str, queries: int | None, seed: int, cache: bool) -> Dataset:
+    """The synthetic set, from the cache when it is large (:func:`cached_synthetic`)."""
+    if not cache:
+        return generate(name, queries, seed)
+    p = profile(name)
+    n_bytes = int((p.default_queries if queries is None else queries) * p.docs_mean * p.n_features * 4)
+    return cached_synthetic(name, queries, seed, lambda: generate(name, queries, seed), n_bytes)
 
 
 def _parts(splits: Splits) -> tuple[Dataset, Dataset, Dataset]:

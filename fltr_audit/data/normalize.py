@@ -19,6 +19,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from fltr_audit.data.blocks import BLOCK_ROWS, query_blocks
 from fltr_audit.data.dataset import Dataset
 from fltr_audit.errors import FltrError
 
@@ -31,18 +32,32 @@ def check_normalization(method: str) -> None:
         raise FltrError(f"--normalization: unknown {method!r} (choose {', '.join(NORMALIZATIONS)})")
 
 
-def query_minmax(ds: Dataset) -> Dataset:
-    """Scale every feature to [0, 1] within each query."""
+def query_minmax(ds: Dataset, *, inplace: bool = False) -> Dataset:
+    """Scale every feature to [0, 1] within each query, a block of queries at a time (into the
+    data set's own feature array with ``inplace``, for data nothing else holds)."""
     if ds.n_docs == 0:
         return ds
-    starts = ds.query_ptr[:-1]
-    counts = ds.docs_per_query
-    lo = np.repeat(np.minimum.reduceat(ds.features, starts, axis=0), counts, axis=0)
-    span = np.repeat(np.maximum.reduceat(ds.features, starts, axis=0), counts, axis=0) - lo
-    out = ds.features - lo
+
+    x = ds.features
+    if x.dtype != np.float32:
+        return query_minmax(replace(ds, features=x.astype(np.float32)), inplace=True)
+    out = x if inplace else np.empty(x.shape, dtype=np.float32)
+    for q0, q1 in query_blocks(ds.query_ptr, BLOCK_ROWS):
+        rows = slice(int(ds.query_ptr[q0]), int(ds.query_ptr[q1]))
+        minmax_rows(x[rows], ds.query_ptr[q0:q1 + 1] - ds.query_ptr[q0], out=out[rows])
+    return replace(ds, features=out)
+
+
+def minmax_rows(x: np.ndarray, ptr: np.ndarray, out: np.ndarray) -> None:
+    """``out = (x - min_q) / (max_q - min_q)`` per feature within each query ``ptr[i]:ptr[i+1]``
+    of the rows ``x`` (0 where a feature is constant within a query); ``out`` may be ``x``."""
+    starts = ptr[:-1]
+    counts = np.diff(ptr)
+    lo = np.repeat(np.minimum.reduceat(x, starts, axis=0), counts, axis=0)
+    span = np.repeat(np.maximum.reduceat(x, starts, axis=0), counts, axis=0) - lo
+    np.subtract(x, lo, out=out, casting="same_kind")
     np.divide(out, span, out=out, where=span > 0)
     out[span <= 0] = 0.0
-    return replace(ds, features=out.astype(np.float32, copy=False))
 
 
 def zscore_stats(ds: Dataset) -> tuple[np.ndarray, np.ndarray]:
@@ -53,11 +68,21 @@ def zscore_stats(ds: Dataset) -> tuple[np.ndarray, np.ndarray]:
     return mean, np.sqrt(np.maximum(var, 0.0))
 
 
-def zscore(ds: Dataset, mean: np.ndarray, std: np.ndarray) -> Dataset:
-    """``(x - mean) / std`` per feature (features with ``std == 0`` only centred)."""
-    scale = np.where(std > 0, std, 1.0)
-    out = (ds.features - mean.astype(np.float32)) / scale.astype(np.float32)
-    return replace(ds, features=out.astype(np.float32, copy=False))
+def zscore(ds: Dataset, mean: np.ndarray, std: np.ndarray, *, inplace: bool = False) -> Dataset:
+    """``(x - mean) / std`` per feature (features with ``std == 0`` only centred), in float32,
+    a block of rows at a time (into the data set's own feature array with ``inplace``)."""
+
+    shift = mean.astype(np.float32)
+    scale = np.where(std > 0, std, 1.0).astype(np.float32)
+    x = ds.features
+    if x.dtype != np.float32:  # float64 input: the arithmetic in float64, as before
+        return replace(ds, features=((x - shift) / scale).astype(np.float32))
+    out = x if inplace else np.empty(x.shape, dtype=np.float32)
+    for lo in range(0, len(x), BLOCK_ROWS):
+        block = out[lo:lo + BLOCK_ROWS]
+        np.subtract(x[lo:lo + BLOCK_ROWS], shift, out=block, casting="same_kind")
+        np.divide(block, scale, out=block)
+    return replace(ds, features=out)
 
 
 def drop_single_label(ds: Dataset) -> Dataset:

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from fltr_audit.data.blocks import BLOCK_ROWS, query_blocks
 from fltr_audit.data.dataset import Dataset, Splits
 from fltr_audit.errors import FltrError
 from fltr_audit.randomness import stream
@@ -120,28 +121,19 @@ def generate(name: str, queries: int | None = None, seed: int = 0) -> Dataset:
     loadings = shape_rng.standard_normal((_LATENT, d)).astype(np.float32)
     loadings *= (shape_rng.random(d) < 0.7).astype(np.float32)  # some features are pure noise
     u = shape_rng.standard_normal(_LATENT)
+    scale = None if p.unit_scale else (0.3 + 0.4 * shape_rng.random(d)).astype(np.float32)
 
     counts = docs_per_query(p, n_q, rng)
     n = int(counts.sum())
+    ptr = np.r_[0, np.cumsum(counts)].astype(np.int64)
     z = rng.standard_normal((n, _LATENT)).astype(np.float32)
-    features = z @ loadings
-    features += rng.standard_normal((n, d), dtype=np.float32)
+    features = np.empty((n, d), dtype=np.float32)
+    for q0, q1 in query_blocks(ptr, BLOCK_ROWS):
+        _feature_block(features, z, loadings, scale, ptr[q0:q1 + 1], rng)
     score = z.astype(np.float64) @ u + 0.8 * np.sqrt(_LATENT) * rng.standard_normal(n)
     score += np.repeat(p.query_spread * np.sqrt(_LATENT) * rng.standard_normal(n_q), counts)
     cuts = np.quantile(score, np.cumsum(p.label_shares)[:-1])
     labels = np.searchsorted(cuts, score).astype(np.int8)
-
-    ptr = np.r_[0, np.cumsum(counts)].astype(np.int64)
-    if p.unit_scale:
-        from fltr_audit.data.normalize import query_minmax
-
-        features = query_minmax(
-            Dataset(features, labels, ptr, np.arange(n_q), p.n_levels)
-        ).features
-    else:
-        scale = (0.3 + 0.4 * shape_rng.random(d)).astype(np.float32)
-        features = np.exp(features * scale)
-    features = (np.rint(features.astype(np.float64) * 1e6) / 1e6).astype(np.float32)
     return Dataset(
         features=features,
         labels=labels,
@@ -150,6 +142,28 @@ def generate(name: str, queries: int | None = None, seed: int = 0) -> Dataset:
         n_levels=p.n_levels,
         name=f"synthetic:{name}",
     )
+
+
+def _feature_block(features: np.ndarray, z: np.ndarray, loadings: np.ndarray, scale: np.ndarray | None,
+                   ptr: np.ndarray, rng: np.random.Generator) -> None:
+    """Fill the rows ``ptr[0]:ptr[-1]`` (whole queries) of ``features``: latent mixture plus noise,
+    per-query min-max (``scale is None``) or ``exp(x * scale)``, rounded to 6 decimals. The noise
+    is drawn block after block from one stream, so the data do not depend on the block size."""
+    lo, hi = int(ptr[0]), int(ptr[-1])
+    block = z[lo:hi] @ loadings
+    block += rng.standard_normal((hi - lo, loadings.shape[1]), dtype=np.float32)
+    if scale is None:
+        from fltr_audit.data.normalize import minmax_rows
+
+        minmax_rows(block, ptr - lo, out=block)
+    else:
+        np.multiply(block, scale, out=block)
+        np.exp(block, out=block)
+    wide = block.astype(np.float64)
+    wide *= 1e6
+    np.rint(wide, out=wide)
+    wide /= 1e6
+    features[lo:hi] = wide
 
 
 def fold_parts(n_queries: int) -> list[np.ndarray]:
