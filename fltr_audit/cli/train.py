@@ -64,7 +64,8 @@ def run_train(algorithm: str, *, data: str, fold: int, click_model: str, clients
     replace = resolve_replace(replace, clients, queries_per_client, splits.train.n_queries, quiet)
     alg = algorithms.build(algorithm, splits, click_model, {"ranker": ranker, "seed": seed, "params": {"lr": lr}})
     with atomic_out_dir(out) as tmp:
-        interceptors = [] if record_rounds is None else [RecordingInterceptor(tmp / "recording", record_rounds)]
+        interceptors = [] if record_rounds is None else [
+            RecordingInterceptor(tmp / "recording", record_rounds, algorithm=algorithm, defense=stack.name)]
         with progress(rounds, f"{algorithm} round", quiet) as bar:
             on_round = round_reporter(bar, f"{algorithm} round", rounds, "offline_ndcg10", "offline nDCG@10")
             res = train(alg, splits.train, clients=clients, queries_per_client=queries_per_client, rounds=rounds,
