@@ -133,10 +133,11 @@ def default_strategy(setup: FpdgdSetup) -> FedAvg:
 
 
 def make_server_app(setup: FpdgdSetup, strategy: Callable[[FpdgdSetup], Strategy] = default_strategy,
-                    curves: list | None = None) -> ServerApp:
+                    curves: list | None = None, curves_file: str | None = None) -> ServerApp:
     """The FPDGD ServerApp: ``strategy(setup)`` (Flower's FedAvg by default) from the engine's
     initial model for ``setup.rounds`` rounds; offline nDCG@10 after each round is appended to
-    ``curves`` as ``(round, ndcg)``."""
+    ``curves`` as ``(round, ndcg)`` and, as a line ``round,ndcg``, to ``curves_file`` (a deployment's
+    ServerApp runs in a process of the SuperLink's)."""
     app = ServerApp()
 
     @app.main()
@@ -148,6 +149,9 @@ def make_server_app(setup: FpdgdSetup, strategy: Callable[[FpdgdSetup], Strategy
             ndcg = offline_ndcg(alg.ranker, flat(arrays), eval_data) if round_ > 0 else float("nan")
             if curves is not None and round_ > 0:
                 curves.append((round_, ndcg))
+            if curves_file is not None and round_ > 0:
+                with open(curves_file, "a") as fh:
+                    fh.write(f"{round_},{ndcg!r}\n")
             return MetricRecord({"offline_ndcg10": ndcg})
 
         init = alg.init_params(stream(setup.seed, "init"))
