@@ -51,3 +51,13 @@ def test_an_unreachable_superlink_is_named():
     port = free_port()  # nothing listens there
     with pytest.raises(FltrError, match=f"--superlink: no SuperLink reachable at 127.0.0.1:{port}"):
         check_reachable(f"127.0.0.1:{port}")
+
+
+def test_cli_names_an_unreachable_superlink_and_writes_nothing(tmp_path, capsys):
+    port = free_port()
+    out = tmp_path / "out"
+    code = main(["flower", "run", "--data", "synthetic:mq2008?queries=200", "--superlink", f"127.0.0.1:{port}",
+                 "--out", str(out)])
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert code == 2 and len(err) == 1 and f"--superlink: no SuperLink reachable at 127.0.0.1:{port}" in err[0]
+    assert not out.exists() and list(tmp_path.iterdir()) == []

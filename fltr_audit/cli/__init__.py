@@ -33,6 +33,7 @@ from fltr_audit.cli import (  # noqa: F401  (each module registers its commands)
     defenses,
     demo,
     epsilon,
+    flower,
     lists,
     report,
     train,

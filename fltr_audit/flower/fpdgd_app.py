@@ -7,7 +7,8 @@ and clicks. A ClientApp of partition ``i`` therefore runs the engine's cohort st
 row ``i``: the same arithmetic and seeds give the same local weights as ``fltr-audit train
 fpdgd``. A per-process cache keyed by the round and the served model computes that step once
 per process and round, however many clients the process serves. The server is Flower's own
-``FedAvg`` (``num-examples`` = B, so the n_c-weighted mean of Alg. 2), possibly wrapped by
+``FedAvg`` (``num-examples`` = B, so the n_c-weighted mean of Alg. 2, computed as the engine does:
+``EngineFedAvg``), possibly wrapped by
 Flower's DP wrappers and by ``RecordingStrategy``; offline nDCG@10 is evaluated by the server
 after each round as the engine does.
 """
@@ -18,7 +19,7 @@ import dataclasses
 import hashlib
 import json
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 from flwr.app import ArrayRecord, ConfigRecord, Context, Message, MetricRecord, RecordDict
@@ -27,6 +28,7 @@ from flwr.serverapp import Grid, ServerApp
 from flwr.serverapp.strategy import FedAvg, Strategy
 from threadpoolctl import threadpool_limits
 
+from fltr_audit.aggregation import weighted_mean
 from fltr_audit.algorithms import registry as algorithms
 from fltr_audit.errors import FltrError
 from fltr_audit.federation import offline_ndcg, sample_queries
@@ -69,7 +71,10 @@ def loaded(setup: FpdgdSetup) -> tuple[Any, Any]:
         from fltr_audit.data.load import load_splits
 
         normalization = algorithms.algorithm_spec("fpdgd").default_normalization
-        splits = load_splits(setup.data, setup.fold, normalization=normalization)
+        # single-threaded BLAS, as in Ray's workers (OMP_NUM_THREADS=1): the synthetic data sets come out
+        # different in the last float32 bits with more BLAS threads (seen: 4e-6)
+        with threadpool_limits(limits=1):
+            splits = load_splits(setup.data, setup.fold, normalization=normalization)
         alg = algorithms.build("fpdgd", splits, setup.click_model,
                                {"ranker": setup.ranker, "seed": setup.seed, "params": {"lr": setup.lr}})
         _LOADED[key] = (splits, alg)
@@ -126,10 +131,28 @@ def make_client_app(setup: FpdgdSetup, mods: Sequence[Callable] = ()) -> ClientA
     return app
 
 
+class EngineFedAvg(FedAvg):
+    """Flower's FedAvg whose mean is the engine's ``weighted_mean`` (``w @ X / sum w``) over the
+    replies in client order. Flower's own sums ``w_c / W * x_c`` in arrival order: the same mean up
+    to rounding (1e-16), which is enough to flip OLSR's near-zero coefficients in a later round; with
+    this one the Flower run is bit-identical to the engine's."""
+
+    def aggregate_train(self, server_round: int, replies: Iterable[Message]
+                        ) -> tuple[ArrayRecord | None, MetricRecord | None]:
+        valid, _ = self._check_and_log_replies(replies, is_train=True)
+        if not valid:
+            return None, None
+        valid.sort(key=lambda m: int(m.content[SHOWN]["client"]) if SHOWN in m.content else m.metadata.src_node_id)
+        vectors = np.stack([flat(m.content["arrays"]) for m in valid])
+        weights = np.array([float(m.content["metrics"][self.weighted_by_key]) for m in valid])
+        return model_record(weighted_mean(vectors, weights)), MetricRecord({})
+
+
 def default_strategy(setup: FpdgdSetup) -> FedAvg:
-    """Flower's FedAvg over the whole cohort every round, no client-side evaluation."""
-    return FedAvg(fraction_train=1.0, fraction_evaluate=0.0, min_train_nodes=setup.clients,
-                  min_available_nodes=setup.clients, weighted_by_key="num-examples")
+    """FedAvg (the engine's arithmetic, ``EngineFedAvg``) over the whole cohort every round, no
+    client-side evaluation."""
+    return EngineFedAvg(fraction_train=1.0, fraction_evaluate=0.0, min_train_nodes=setup.clients,
+                        min_available_nodes=setup.clients, weighted_by_key="num-examples")
 
 
 def make_server_app(setup: FpdgdSetup, strategy: Callable[[FpdgdSetup], Strategy] = default_strategy,

@@ -37,12 +37,16 @@ from fltr_audit.messages import Messages
 
 
 @contextlib.contextmanager
-def flower_noise(rng: np.random.Generator) -> Iterator[None]:
-    """numpy's global generator (Flower's noise source) seeded from ``rng``, restored after."""
+def flower_noise(rng: np.random.Generator) -> Iterator[bool]:
+    """numpy's global generator (Flower's noise source) seeded from ``rng``, restored after; yields
+    False for the audits' noise-free stand-in generator (``attacks.defense_audit._NoNoise``, whose
+    draws are all zero and which has no ``integers``): the caller then adds no noise."""
     saved = np.random.get_state()
-    np.random.seed(int(rng.integers(2**32)))
+    noisy = hasattr(rng, "integers")
+    if noisy:
+        np.random.seed(int(rng.integers(2**32)))
     try:
-        yield
+        yield noisy
     finally:
         np.random.set_state(saved)
 
@@ -73,14 +77,14 @@ class FlowerLocalDp:
             raise FltrError(f"{self.name}: needs vector messages (weights or updates)")
         g = np.asarray(global_params, dtype=np.float64)
         out = np.empty_like(messages.vector, dtype=np.float64)
-        with flower_noise(rng):
+        with flower_noise(rng) as noisy:
             for i, w in enumerate(messages.weights(g)):
                 arrays = [np.array(w, dtype=np.float64)]
                 try:
                     compute_clip_model_update(arrays, [g], self.mod.clipping_norm)
                 except ZeroDivisionError:  # Flower divides by the update's norm: a zero update crashes it
                     self.zero_updates += 1
-                add_gaussian_noise_inplace(arrays, self.std)
+                add_gaussian_noise_inplace(arrays, self.std if noisy else 0.0)
                 out[i] = arrays[0]
         return messages.with_weights(out, g)
 
