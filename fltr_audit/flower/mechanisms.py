@@ -9,7 +9,8 @@ the order ``aggregate_train`` calls them); SecAgg+'s ``quantize`` / ``factor_com
 cancel exactly in the modular sum and are left out). Flower draws its noise from numpy's global
 generator; each call seeds it from the round's stream and restores it, so runs stay reproducible.
 
-Registered as defense-string components (``register``): ``flwr-localdp(clip, sensitivity, epsilon,
+Registered as defense-string components (``register``, or the ``fltr_audit.defenses`` entry points of
+the installed distribution): ``flwr-localdp(clip, sensitivity, epsilon,
 delta)``, ``flwr-dp(noise_multiplier, clip, side, adaptive, quantile, lr, count_std, dp_delta)`` and
 ``flwr-secaggplus(clipping_range, quantization_range, modulus_range, max_weight)``.
 """
@@ -17,7 +18,6 @@ delta)``, ``flwr-dp(noise_multiplier, clip, side, adaptive, quantile, lr, count_
 from __future__ import annotations
 
 import contextlib
-import math
 from typing import Iterator
 
 import numpy as np
@@ -61,6 +61,9 @@ class FlowerLocalDp:
     Claim, as Flower documents it: (epsilon, delta)-DP for each client's message."""
 
     privatizes = "vector"
+    role = "client"  # for the fltr_audit.defenses entry point
+    guarantee = "(epsilon, delta)-DP per message, as Flower states"
+    summary = "Flower's LocalDpMod: clip the update, add Gaussian noise of the classical formula"
 
     def __init__(self, clip: float = 1.0, sensitivity: float = 1.0, epsilon: float = 1.0, delta: float = 1e-5,
                  name: str = "flwr-localdp"):
@@ -103,6 +106,9 @@ class FlowerCentralDp:
     against the server itself, which reads every reply."""
 
     reads_global_model = True
+    role = "aggregator"
+    guarantee = "central DP of the released model (Gaussian, multiplier z), as Flower states"
+    summary = "Flower's DP strategy wrappers (client- or server-side, fixed or adaptive clipping)"
 
     def __init__(self, noise_multiplier: float = 1.0, clip: float = 1.0, side: str = "client",
                  adaptive: bool = False, quantile: float = 0.5, lr: float = 0.2, count_std: float = 0.0,
@@ -174,6 +180,10 @@ class FlowerSecAggPlus:
     and appends its weight factor; the server sums modulo ``modulus_range``, extracts the factors,
     dequantizes and rescales. The server sees only that aggregate. No DP claim."""
 
+    role = "aggregator"
+    guarantee = "none (no DP claim)"
+    summary = "Flower's SecAgg+ quantized modular sum: the server sees the aggregate only"
+
     def __init__(self, clipping_range: float = 8.0, quantization_range: int = 4194304,
                  modulus_range: int = 4294967296, max_weight: float = 1000.0, name: str = "flwr-secaggplus"):
         if not modulus_range > quantization_range > 0 or modulus_range & (modulus_range - 1):
@@ -208,15 +218,7 @@ def register() -> None:
 
     if "flwr-localdp" in SPECS:
         return
-    register_defense("flwr-localdp", FlowerLocalDp, guarantee="(epsilon, delta)-DP per message, as Flower states",
-                     summary="Flower's LocalDpMod: clip the update, add Gaussian noise of the classical formula")
-    register_defense("flwr-dp", FlowerCentralDp, role="aggregator",
-                     guarantee="central DP of the released model (Gaussian, multiplier z), as Flower states",
-                     summary="Flower's DP strategy wrappers (client- or server-side, fixed or adaptive clipping)")
-    register_defense("flwr-secaggplus", FlowerSecAggPlus, role="aggregator", guarantee="none (no DP claim)",
-                     summary="Flower's SecAgg+ quantized modular sum: the server sees the aggregate only")
+    for name, cls in (("flwr-localdp", FlowerLocalDp), ("flwr-dp", FlowerCentralDp),
+                      ("flwr-secaggplus", FlowerSecAggPlus)):
+        register_defense(name, cls, role=cls.role, guarantee=cls.guarantee, summary=cls.summary)
 
-
-def gaussian_mu(std_over_sensitivity: float) -> float:
-    """The GDP mu of a Gaussian mechanism whose noise std is ``std_over_sensitivity`` sensitivities."""
-    return 1.0 / std_over_sensitivity if std_over_sensitivity > 0 else math.inf
