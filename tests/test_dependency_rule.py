@@ -10,7 +10,7 @@ REPO = Path(__file__).resolve().parents[1]
 COMPOSITION_ROOT = ("fltr_audit/cli/", "fltr_audit/campaign.py", "fltr_audit/campaign_spec.py",
                     "fltr_audit/campaign_grid.py", "fltr_audit/executors.py", "fltr_audit/audit_run.py", "fltr_audit/api.py",
                     "fltr_audit/run_spec.py",
-                    "fltr_audit/plugins.py")
+                    "fltr_audit/plugins.py", "fltr_audit/flower/")
 """The modules of ``fltr_audit`` that wire the packages together and may import all of them."""
 
 
@@ -46,6 +46,20 @@ def test_the_scan_sees_imports_inside_functions(tmp_path):
 @pytest.mark.parametrize("path", ENGINE, ids=_rel)
 def test_engine_never_imports_attacks_defenses_or_reports(path):
     assert not imported_packages(path) & {"attacks", "defenses", "reports"}
+
+
+@pytest.mark.parametrize("path", [p for p in modules("fltr_audit") + modules("attacks") + modules("defenses")
+                                  + modules("reports") if not _rel(p).startswith("fltr_audit/flower/")], ids=_rel)
+def test_only_the_flower_integration_imports_flwr(path):
+    """flwr is an optional extra: everything but ``fltr_audit/flower/`` works without it."""
+    assert "flwr" not in imported_packages(path)
+
+
+def test_the_flower_integration_is_composition_root():
+    """It imports ``defenses`` (DefenseMod's defenses) and ``flwr``; the engine imports neither it nor them."""
+    flower = [p for p in modules("fltr_audit") if _rel(p).startswith("fltr_audit/flower/")]
+    assert flower and not set(ENGINE) & set(flower)
+    assert any("flwr" in imported_packages(p) for p in flower)
 
 
 @pytest.mark.parametrize("path", modules("reports"), ids=_rel)

@@ -8,7 +8,8 @@ from fltr_audit.clicks import cascade_model
 from fltr_audit.data.synthetic import fold_split, generate
 from fltr_audit.errors import FltrError
 from fltr_audit.federation import train
-from fltr_audit.interceptors import RecordingInterceptor, load_recording, parse_rounds
+from fltr_audit.interceptors import RecordingInterceptor, parse_rounds
+from fltr_audit.recording import read_recording as load_recording
 from fltr_audit.rankers import LinearRanker, MLPRanker
 
 

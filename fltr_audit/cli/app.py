@@ -22,6 +22,8 @@ defenses_app = typer.Typer(**PLAIN, help="List the defenses and the guarantees t
 attacks_app = typer.Typer(**PLAIN, help="List the attacks and what they need.", no_args_is_help=True)
 algorithms_app = typer.Typer(**PLAIN, help="List the algorithms and what their messages reveal.", no_args_is_help=True)
 campaign_app = typer.Typer(**PLAIN, help="Run and inspect attack campaigns.", no_args_is_help=True)
+flower_app = typer.Typer(**PLAIN, help="Federated learning to rank on Flower, recorded for attacks.",
+                         no_args_is_help=True)
 bench_app = typer.Typer(**PLAIN, help="Measure speed (never asserted in tests).", no_args_is_help=True)
 
 app.add_typer(data_app, name="data")
@@ -31,6 +33,7 @@ app.add_typer(attacks_app, name="attacks")
 app.add_typer(algorithms_app, name="algorithms")
 app.add_typer(campaign_app, name="campaign")
 app.add_typer(bench_app, name="bench")
+app.add_typer(flower_app, name="flower")
 
 
 def _print_version(value: bool) -> None:

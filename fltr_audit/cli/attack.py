@@ -14,7 +14,8 @@ from fltr_audit.errors import FltrError
 
 @app.command("attack")
 def attack(
-    recording: Path = typer.Argument(..., help="Run folder of `train ... --record-rounds` (or its recording/ folder)."),
+    recording: Path = typer.Argument(..., help="A recording (docs/recording-format.md): the run folder of `train ... --record-rounds`, its "
+                                                      "recording/ folder, or a folder of recordings (one per Flower client)."),
     attacks: str = typer.Option("olsr,score,prob,distance,random3", "--attack", help="Comma-separated attacks."),
     min_shown: int = typer.Option(None, "--min-shown",
                                   help="Score only lists with at least this many documents (default: a full "
@@ -28,7 +29,7 @@ def attack(
     """Guess the clicks behind every recorded round; one row per round and attack (macro average)."""
     from attacks.registry import make_attack, needed
     from attacks.scoring import score_guess, summarize
-    from fltr_audit.interceptors import load_recording
+    from fltr_audit.recording import read_recording, recording_folders
 
     if min_shown is not None:
         check_at_least({"--min-shown": min_shown}, 0)
@@ -36,9 +37,9 @@ def attack(
         recording = recording / "recording"
     names = parse_list(attacks, "--attack")
     built = {name: make_attack(name, **needed(name, {"seed": seed})) for name in names}
-    batches = list(load_recording(recording))
+    batches = [batch for folder in recording_folders(recording) for batch in read_recording(folder)]
     if not batches:
-        raise FltrError(f"{recording}: no recorded rounds (no batch-*.npz; record them with train --record-rounds)")
+        raise FltrError(f"{recording}: no recorded rounds (record them with train --record-rounds)")
     rows = []
     with progress(len(batches), "attacking rounds", quiet or json_out) as bar:
         for batch in batches:

@@ -10,7 +10,8 @@ import ast
 from pathlib import Path
 
 COMMAND_MODULES = ("attack", "audit", "audit_defense", "bench_attacks", "bench_core", "campaign", "compare",
-                   "data", "defenses", "demo", "epsilon", "lists", "report", "train", "train_fedips", "train_foltr_es")
+                   "data", "defenses", "demo", "epsilon", "flower", "lists", "report", "train", "train_fedips",
+                   "train_foltr_es")
 """The modules that register commands; the top-level commands are listed in this order."""
 
 

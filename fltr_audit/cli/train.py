@@ -105,7 +105,8 @@ def run_train(algorithm: str, *, data: str, fold: int, click_model: str | None, 
                                                              "queries_per_client": queries_per_client,
                                                              "params": params})
     with atomic_out_dir(out) as tmp:
-        interceptors = [] if record_rounds is None else [RecordingInterceptor(tmp / "recording", record_rounds)]
+        interceptors = [] if record_rounds is None else [
+            RecordingInterceptor(tmp / "recording", record_rounds, algorithm=algorithm, defense=stack.name)]
         with progress(rounds, f"{algorithm} round", quiet) as bar:
             on_round = round_reporter(bar, f"{algorithm} round", rounds, "offline_ndcg10", "offline nDCG@10")
             res = train(alg, splits.train, clients=clients, queries_per_client=queries_per_client, rounds=rounds,

@@ -68,7 +68,8 @@ def run_fedips(algorithm: str, *, data: str, fold: int, clients: int, queries_pe
     f0_ndcg5 = evaluators["ndcg5"](alg.policy.params)
     replace = clients * queries_per_client > splits.train.n_queries
     with atomic_out_dir(out) as tmp:
-        interceptors = [RecordingInterceptor(tmp / "recording", record_rounds)] if record_rounds else []
+        interceptors = [RecordingInterceptor(tmp / "recording", record_rounds, algorithm=algorithm,
+                                                   defense=stack.name)] if record_rounds else []
         with progress(rounds, f"{algorithm} round", quiet) as bar:
             on_round = round_reporter(bar, f"{algorithm} round", rounds, "ndcg5", "NDCG@5")
             res = train(alg, splits.train, clients=clients, queries_per_client=queries_per_client, rounds=rounds,

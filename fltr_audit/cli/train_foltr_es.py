@@ -59,7 +59,8 @@ def run_foltr_es(*, data: str, fold: int, click_model: str, clients: int, querie
         f"expected_maxrr_{eval_split}": lambda p: mean_expected_maxrr(model, p, eval_data, clicks),
     }
     with atomic_out_dir(out) as tmp:
-        interceptors = [RecordingInterceptor(tmp / "recording", record_rounds)] if keep else []
+        interceptors = [RecordingInterceptor(tmp / "recording", record_rounds, algorithm="foltr-es",
+                                                   defense=stack.name)] if keep else []
         with progress(rounds, "foltr-es round", quiet) as bar:
             on_round = round_reporter(bar, "foltr-es round", rounds, "batch_maxrr", "batch MaxRR")
             res = train(alg, splits.train, clients=clients, queries_per_client=queries_per_client, rounds=rounds,

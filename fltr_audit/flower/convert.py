@@ -1,0 +1,45 @@
+"""Between Flower records and the engine's arrays: a model as one flat float64 vector, and the
+shown lists / ground truth a ClientApp of ours attaches as ``ConfigRecord`` bytes."""
+
+from __future__ import annotations
+
+import numpy as np
+from flwr.app import Array, ArrayRecord, ConfigRecord, RecordDict
+
+PARAMS = "params"
+"""The one array of the model ``ArrayRecord`` our apps exchange."""
+SHOWN = "fltr.shown"
+"""Reply ``ConfigRecord`` of our ClientApps: the queries issued and the documents shown (what the
+server, which owns the documents, sees in the ``server`` threat model)."""
+TRUTH = "fltr.truth"
+"""``context.state`` ``ConfigRecord`` of our ClientApps: the clicks, for scoring only; never sent."""
+
+
+def flat(record: ArrayRecord) -> np.ndarray:
+    """All arrays of ``record`` in key order, flattened and concatenated, as float64."""
+    parts = [np.asarray(a.numpy(), dtype=np.float64).ravel() for a in record.values()]
+    return np.concatenate(parts) if parts else np.empty(0)
+
+
+def model_record(params: np.ndarray) -> ArrayRecord:
+    return ArrayRecord({PARAMS: Array(np.asarray(params, dtype=np.float64))})
+
+
+def only_array_record(content: RecordDict) -> ArrayRecord | None:
+    """The reply's one ``ArrayRecord`` (None when it has none)."""
+    records = list(content.array_records.values())
+    return records[0] if records else None
+
+
+def pack(**arrays: np.ndarray) -> ConfigRecord:
+    """int64 arrays as ``{name: bytes, name.shape: [dims]}``."""
+    out: dict = {}
+    for name, a in arrays.items():
+        a = np.ascontiguousarray(a, dtype=np.int64)
+        out[name] = a.tobytes()
+        out[f"{name}.shape"] = [int(d) for d in a.shape]
+    return ConfigRecord(out)
+
+
+def unpack(record: ConfigRecord, name: str) -> np.ndarray:
+    return np.frombuffer(record[name], dtype=np.int64).reshape(tuple(record[f"{name}.shape"]))

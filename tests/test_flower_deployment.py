@@ -1,0 +1,63 @@
+"""FPDGD on a real local Flower deployment: a SuperLink and 3 SuperNodes on 127.0.0.1, `flwr run`,
+every process stopped by its pid; then `fltr-audit attack` on what the mod and the strategy recorded."""
+
+import json
+import os
+
+import pytest
+
+pytest.importorskip("flwr", reason="the Flower integration needs the [flower] extra (flwr[simulation])")
+
+from fltr_audit.cli import main  # noqa: E402
+from fltr_audit.errors import FltrError  # noqa: E402
+from fltr_audit.flower.deployment import Recording, check_reachable, free_port, run_local_deployment  # noqa: E402
+from fltr_audit.flower.fpdgd_app import FpdgdSetup  # noqa: E402
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    stat = open(f"/proc/{pid}/stat").read()
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def test_local_deployment_records_and_is_attacked(tmp_path, capsys, monkeypatch):
+    started = []
+    import subprocess
+
+    real_popen = subprocess.Popen
+
+    def spy(*args, **kwargs):
+        p = real_popen(*args, **kwargs)
+        started.append(p.pid)
+        return p
+
+    monkeypatch.setattr(subprocess, "Popen", spy)
+    setup = FpdgdSetup(data="synthetic:mq2008?queries=200", clients=3, queries_per_client=2, rounds=1, seed=5,
+                       click_model="navigational")
+    rec = Recording(clients=tmp_path / "clients", server=tmp_path / "server", rounds=(1,))
+    curves = run_local_deployment(setup, tmp_path / "work", rec, timeout=900)
+    assert [r for r, _ in curves] == [1]
+    assert started and not any(_alive(pid) for pid in started)  # SuperLink and SuperNodes all stopped
+    for folder, rows in ((tmp_path / "clients", 3), (tmp_path / "server", 1)):
+        assert main(["attack", str(folder), "--attack", "olsr", "--all-lists", "--min-shown", "0", "--json",
+                     "--quiet"]) == 0
+        assert len(json.loads(capsys.readouterr().out)) == rows
+
+
+def test_an_unreachable_superlink_is_named():
+    port = free_port()  # nothing listens there
+    with pytest.raises(FltrError, match=f"--superlink: no SuperLink reachable at 127.0.0.1:{port}"):
+        check_reachable(f"127.0.0.1:{port}")
+
+
+def test_cli_names_an_unreachable_superlink_and_writes_nothing(tmp_path, capsys):
+    port = free_port()
+    out = tmp_path / "out"
+    code = main(["flower", "run", "--data", "synthetic:mq2008?queries=200", "--superlink", f"127.0.0.1:{port}",
+                 "--out", str(out)])
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert code == 2 and len(err) == 1 and f"--superlink: no SuperLink reachable at 127.0.0.1:{port}" in err[0]
+    assert not out.exists() and list(tmp_path.iterdir()) == []
