@@ -48,7 +48,7 @@ from attacks.epsilon import epsilon_rows
 from attacks.foltr_decode import audit_query_distinguishing
 from attacks.registry import attack_spec, make_attack, needed
 from attacks.scoring import Slots, evaluate, summarize
-from defenses.accounting import privacy_spent
+from defenses.accounting import ParticipationSchedule, privacy_spent
 from defenses.stack import DefenseStack, parse_defense
 from fltr_audit import metrics
 from fltr_audit.algorithms import registry as algorithms
@@ -59,7 +59,7 @@ from fltr_audit.interfaces import Algorithm
 from fltr_audit.messages import Messages, RoundBatch
 from fltr_audit.probe import probe
 from fltr_audit.randomness import stream
-from fltr_audit.records import AuditMeasurement
+from fltr_audit.records import AuditMeasurement, RunPrivacy
 from fltr_audit.rankers import make_ranker
 
 AUDIT_POOL = 50
@@ -421,12 +421,13 @@ def _audit_defense(config: dict, splits: Any, stack: DefenseStack, base: TrainRe
 
 
 def _run_privacy(config: dict, stack: DefenseStack) -> dict:
-    """The stack's claim composed over the run's training rounds at sampling rate clients /
-    population (``defenses.accounting.privacy_spent``): ``epsilon_total``, ``delta_total``,
-    ``rounds_participated``."""
-    population = config.get("population") or config["clients"]
-    spent = privacy_spent(stack, config["rounds"], config["clients"] / population)
-    return {key: spent[key] for key in ("epsilon_total", "delta_total", "rounds_participated")}
+    """The stack's claim composed over the run's training rounds (``defenses.accounting.privacy_spent``)
+    for the participation schedule of the run's seed and population: the ``RunPrivacy`` columns
+    (against the server: worst and 99th percentile user; against an observer: Poisson-sampled)."""
+    schedule = ParticipationSchedule.of_run(config["seed"], config["rounds"], config["clients"],
+                                            config.get("population"))
+    spent = privacy_spent(stack, schedule)
+    return {f.name: getattr(spent, f.name) for f in dataclasses.fields(RunPrivacy)}
 
 
 def _farthest_pair(updates: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

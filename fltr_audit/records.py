@@ -130,12 +130,17 @@ class AuditedRun:
 
 @dataclasses.dataclass(frozen=True)
 class RunPrivacy:
-    """The defense's claim composed over the run's rounds (``defenses.accounting.privacy_spent``):
-    the trailing columns of ``audits``."""
+    """The defense's claim composed over the run (``defenses.accounting.privacy_spent``): the
+    trailing columns of ``audits``. Against the server (no amplification by sampling) the worst
+    user's realized participations and the 99th percentile user's; against an observer of the
+    released models, the Poisson-sampled figure."""
 
-    epsilon_total: float
+    epsilon_server: float
+    epsilon_server_q99: float
+    epsilon_observer: float
     delta_total: float
-    rounds_participated: float
+    participations_max: int
+    participations_q99: int
 
 
 @dataclasses.dataclass(frozen=True)

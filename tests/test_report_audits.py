@@ -113,15 +113,15 @@ def _audits_with_worst_case() -> pd.DataFrame:
     audits = synthetic_tables()["audits"]
     worst = audits.assign(neighbours="worst-case", fp=0, fn=0, fpr=0.0, fnr=0.0)
     both = pd.concat([audits, worst], ignore_index=True)
-    return both.assign(epsilon_total=np.where(both["defense"] == DP, 19.2, np.inf), delta_total=1e-5,
-                       rounds_participated=20.0)
+    return both.assign(epsilon_server=np.where(both["defense"] == DP, 19.2, np.inf), delta_total=1e-5,
+                       participations_max=20, epsilon_observer=np.where(both["defense"] == DP, 3.1, np.inf))
 
 
 def test_claims_table_sets_neighbours_side_by_side():
     out = claims_table(_audits_with_worst_case(), ["defense"]).set_index("defense")
     dp = out.loc[DP]
-    assert dp["claimed_epsilon"] == "4.50" and dp["epsilon_total"] == "19.20"
-    assert dp["delta_total"] == "1e-05" and dp["rounds_participated"] == "20"
+    assert dp["claimed_epsilon"] == "4.50" and dp["epsilon_server"] == "19.20" and dp["epsilon_observer"] == "3.10"
+    assert dp["delta_total"] == "1e-05" and dp["participations_max"] == "20"
     assert "limit of 12,000 trials" in dp["lb_worst-case"] and dp["lb_worst-case"].startswith("ε ≥ ")
     assert "limit" not in dp["lb_natural"]  # the natural audit erred: a measurement
     assert dp["ceiling_worst-case"].endswith("(12,000 trials)")
@@ -129,7 +129,7 @@ def test_claims_table_sets_neighbours_side_by_side():
     ceiling = float(dp["ceiling_worst-case"].split()[0])
     assert dp["tightness_worst-case"] == f"{ceiling / 4.5:.2f}" and dp["claim_verdict"] == "violated"
     assert float(dp["tightness_natural"]) < 1.0
-    assert out.loc["none", "epsilon_total"] == "inf" and out.loc["none", "tightness_natural"] == ""
+    assert out.loc["none", "epsilon_server"] == "inf" and out.loc["none", "tightness_natural"] == ""
 
 
 def _sections(html: str) -> list[str]:
@@ -166,7 +166,7 @@ def test_report_skips_the_additions_cleanly_without_their_columns(monkeypatch):
     assert "plots/audit_tradeoff.png" not in files
     html = files["report.html"]
     assert "Epsilon claims over the run and audited bounds by neighbours" in _sections(html)
-    assert "ε over the run" not in html  # no epsilon_total column: nothing claimed over the run
+    assert "ε over the run" not in html  # no epsilon_server column: nothing claimed over the run
     bare = t["attacks"].drop(columns=["auc", "tpr_at_fpr_0_01", "leakage", "advantage", "f1"])
     assert strongest_per_metric(bare) .empty
 
