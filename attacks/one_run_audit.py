@@ -14,8 +14,8 @@ meaning "present".
   (``steinke_p_value``). The bound is the largest eps rejected at level 1 - confidence; the guess
   count k is chosen from ``GUESS_FRACTIONS`` of m, each tested at (1 - confidence) / len(grid)
   (Bonferroni), so the choice after seeing the scores keeps the 95 %.
-  With every guess right the bound is the *canary-count limit*: no mechanism can show more with m
-  canaries (``canary_limit``).
+  With every guess right the bound is set by the canary count, not the mechanism; no mechanism can
+  show more than the *canary-count limit* with m canaries (``canary_limit``).
 * **One-run estimate** (Andrew, Kairouz, Oh, Oprea, McMahan, Suriyakumar, "One-shot Empirical
   Privacy Estimation for Federated Learning", ICLR 2024, Sec. 3, Alg. 1-2): Gaussians fitted to
   the present and absent canaries' scores, and the epsilon at delta of that pair of Gaussians
@@ -39,7 +39,7 @@ from scipy import stats
 CONFIDENCE = 0.95
 GUESS_FRACTIONS = (0.02, 0.05, 0.1, 0.2, 0.5, 1.0)
 """The guess counts r = 2k tried by the one-run bound, as fractions of the canaries (Bonferroni)."""
-BOOTSTRAP = 200
+BOOTSTRAP = 100
 EPS_MAX = 60.0
 
 
@@ -74,21 +74,24 @@ def steinke_lower_bound(m: int, r: int, v: int, delta: float, level: float) -> f
 
 
 def _guess_counts(m: int) -> list[int]:
-    return sorted({max(1, int(round(f * m / 2))) for f in GUESS_FRACTIONS})
+    return sorted({max(1, int(f * m / 2)) for f in GUESS_FRACTIONS})
 
 
 @lru_cache(maxsize=64)
-def canary_limit(m: int, delta: float, confidence: float = CONFIDENCE) -> float:
-    """The largest one-run bound ``m`` canaries can give: every guess right, at the best guess count."""
-    counts = _guess_counts(m)
+def canary_limit(m: int, delta: float, confidence: float = CONFIDENCE, eligible: int | None = None) -> float:
+    """The largest one-run bound ``m`` canaries can give (``eligible`` of them can be guessed): every
+    guess right, at the best guess count."""
+    counts = _guess_counts(m if eligible is None else eligible)
     level = (1.0 - confidence) / len(counts)
-    return max(steinke_lower_bound(m, 2 * k, 2 * k, delta, level) for k in counts)
+    return max(steinke_lower_bound(m, 2 * k, 2 * k, delta, level) if 2 * k <= m else 0.0 for k in counts)
 
 
 @dataclass(frozen=True)
 class OneRunBound:
     """The one-run lower bound and how it was reached: ``guesses`` made (the others abstained),
-    ``correct`` among them, ``limit`` (the canary-count limit) and whether the bound is that limit."""
+    ``correct`` among them, ``limit`` (the canary-count limit: the bound perfect scores would give)
+    and ``limited_by_canaries``: the bound is that limit, set by the number of canaries and not by
+    the mechanism."""
 
     epsilon_lb: float
     guesses: int
@@ -98,24 +101,36 @@ class OneRunBound:
     limited_by_canaries: bool
 
 
-def one_run_lower_bound(scores: np.ndarray, present: np.ndarray, delta: float,
-                        confidence: float = CONFIDENCE) -> OneRunBound:
-    """Steinke et al.'s bound with abstention (module docstring): for each guess count k of the grid,
-    "present" for the k top scores and "absent" for the k bottom ones, the bound at level
-    (1 - confidence) / len(grid); the largest over the grid."""
-    scores, present = np.asarray(scores, dtype=np.float64), np.asarray(present, dtype=bool)
-    m = len(scores)
-    counts = _guess_counts(m)
-    level = (1.0 - confidence) / len(counts)
-    order = np.argsort(scores, kind="stable")
+def _best_bound(scores: np.ndarray, present: np.ndarray, pool: np.ndarray, m: int, delta: float,
+                level: float, counts: list[int]) -> tuple[float, int, int]:
+    order = pool[np.argsort(scores[pool], kind="stable")]
     best = (0.0, 0, 0)
     for k in counts:
-        correct = int(present[order[m - k:]].sum() + (~present[order[:k]]).sum())
+        if 2 * k > len(pool):
+            continue
+        correct = int(present[order[len(pool) - k:]].sum() + (~present[order[:k]]).sum())
         lb = steinke_lower_bound(m, 2 * k, correct, delta, level)
         if lb > best[0] or best[1] == 0:
             best = (lb, 2 * k, correct)
-    limit = canary_limit(m, delta, confidence)
-    return OneRunBound(best[0], best[1], best[2], m, limit, best[2] == best[1] and best[0] >= limit - 1e-9)
+    return best
+
+
+def one_run_lower_bound(scores: np.ndarray, present: np.ndarray, delta: float,
+                        confidence: float = CONFIDENCE, eligible: np.ndarray | None = None) -> OneRunBound:
+    """Steinke et al.'s bound with abstention (module docstring): for each guess count k of the grid,
+    "present" for the k top scores and "absent" for the k bottom ones, the bound at level
+    (1 - confidence) / len(grid); the largest over the grid. Only ``eligible`` canaries are guessed
+    (those that took part: a choice made from the schedule, never from the secrets); the theorem's
+    m counts them all. The canary-count limit is the same rule run on perfect scores (the secrets
+    themselves): what these canaries could show against a mechanism that hides nothing."""
+    scores, present = np.asarray(scores, dtype=np.float64), np.asarray(present, dtype=bool)
+    m = len(scores)
+    pool = np.arange(m) if eligible is None else np.flatnonzero(eligible)
+    counts = _guess_counts(len(pool)) if len(pool) else []
+    level = (1.0 - confidence) / max(len(counts), 1)
+    lb, guesses, correct = _best_bound(scores, present, pool, m, delta, level, counts)
+    limit = _best_bound(present.astype(np.float64), present, pool, m, delta, level, counts)[0]
+    return OneRunBound(lb, guesses, correct, m, limit, guesses > 0 and lb >= limit - 1e-9)
 
 
 def gaussian_pair_epsilon(mu0: float, sd0: float, mu1: float, sd1: float, delta: float) -> float:
@@ -123,7 +138,7 @@ def gaussian_pair_epsilon(mu0: float, sd0: float, mu1: float, sd1: float, delta:
     max over both orders of int (p - e^eps q)_+ dx <= delta (numerical integration on a grid)."""
     lo = min(mu0 - 14 * sd0, mu1 - 14 * sd1)
     hi = max(mu0 + 14 * sd0, mu1 + 14 * sd1)
-    x = np.linspace(lo, hi, 20_001)
+    x = np.linspace(lo, hi, 4_001)
     p, q = stats.norm.pdf(x, mu0, sd0), stats.norm.pdf(x, mu1, sd1)
     step = x[1] - x[0]
 
@@ -137,7 +152,7 @@ def gaussian_pair_epsilon(mu0: float, sd0: float, mu1: float, sd1: float, delta:
     while profile(high) > delta:
         low, high = high, 2 * high
         if high > EPS_MAX:
-            return EPS_MAX
+            return math.inf
     for _ in range(25):
         mid = (low + high) / 2
         low, high = (mid, high) if profile(mid) > delta else (low, mid)

@@ -38,6 +38,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -112,6 +113,13 @@ def compose_epsilon(event: Any, rounds: int, sampling_rate: float, delta: float)
         return float(accountant.get_epsilon(delta)), "pld, poisson sampling"
     accountant.compose(event, rounds)
     return float(accountant.get_epsilon(delta)), "pld"
+
+
+@lru_cache(maxsize=256)
+def _composed(event: Any, count: int, rate: float, delta: float) -> tuple[float, str]:
+    """``compose_epsilon``, cached: the figures of one run ask for a few (count, rate) pairs, and
+    runs of one stack repeat them (dp-accounting's events are frozen, hashable values)."""
+    return compose_epsilon(event, count, rate, delta)
 
 
 QUANTILE = 0.99
@@ -227,7 +235,7 @@ class RunAccountant:
             if rest <= 0.0:
                 return math.inf, f"none (delta {delta:g} <= {count} x the per-round delta {self.event_delta:g})"
             note = f", delta - {count} x {self.event_delta:g}"
-        epsilon, accountant = compose_epsilon(self.part.dp_event(), int(count), float(rate), rest)
+        epsilon, accountant = _composed(self.part.dp_event(), int(count), float(rate), rest)
         return epsilon, accountant + note
 
     def spent(self, delta: float | None = None) -> PrivacySpent:

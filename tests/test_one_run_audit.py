@@ -49,7 +49,12 @@ def test_perfect_guesses_reach_the_canary_count_limit():
     present = np.arange(200) % 2 == 0
     bound = one_run_lower_bound(present.astype(float), present, 1e-5)
     assert bound.limited_by_canaries and bound.epsilon_lb == pytest.approx(canary_limit(200, 1e-5))
+    assert bound.limit == bound.epsilon_lb
     assert canary_limit(2000, 1e-5) > canary_limit(200, 1e-5) > 0
+    eligible = np.arange(200) < 100  # guesses among the first 100 only: a lower limit
+    fewer = one_run_lower_bound(present.astype(float), present, 1e-5, eligible=eligible)
+    assert fewer.limited_by_canaries and fewer.epsilon_lb == pytest.approx(canary_limit(200, 1e-5, eligible=100))
+    assert fewer.epsilon_lb < bound.epsilon_lb and fewer.guesses == 100
     weak = one_run_lower_bound(np.random.default_rng(1).random(200), present, 1e-5)
     assert not weak.limited_by_canaries and weak.epsilon_lb < bound.epsilon_lb
 

@@ -25,6 +25,7 @@ from fltr_audit.cli import (  # noqa: F401  (each module registers its commands)
     attack,
     audit,
     audit_defense,
+    audit_run_command,
     bench_attacks,
     bench_core,
     campaign,
