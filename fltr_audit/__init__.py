@@ -16,8 +16,8 @@ import types
 
 __version__ = "0.1.0"
 
-_API = ("audit", "audit_defaults", "register_attack", "register_defense", "register_algorithm", "AuditResult",
-        "AlgorithmSpec")
+_API = ("audit", "audit_defaults", "audit_whole_run", "accountant", "register_attack", "register_defense",
+        "register_algorithm", "AuditResult", "AlgorithmSpec")
 __all__ = ["__version__", "campaign", *_API]
 
 

@@ -98,3 +98,25 @@ def test_bad_input_is_one_line_naming_the_option(args, option, capsys):
     code = main(["audit-run", "fpdgd", "--rounds", "2", "--clients", "10", "--data", DATA, *args])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and option in err[0]
+
+
+def test_python_api_and_stored_row(tmp_path, capsys):
+    import json
+
+    import fltr_audit
+    from fltr_audit.store import load
+
+    out = fltr_audit.audit_whole_run("fpdgd", defense="dp-local-laplace(eps=1)", **SMALL)
+    assert out.scope == "message" and out.claimed_epsilon == 1.0
+    acc = fltr_audit.accountant("dp-local-laplace(eps=1)", rounds=5, clients=10, population=100)
+    assert acc.get_epsilon(0.0) == out.epsilon_server  # the same schedule, the same code
+    store = tmp_path / "r.sqlite"
+    args = ["audit-run", "fpdgd", "--defense", "dp-local-laplace(eps=1)", "--canaries", "100", "--rounds", "5",
+            "--clients", "10", "--population", "100", "--queries-per-client", "2", "--data", DATA, "--json",
+            "--store", str(store)]
+    assert main(args) == 0
+    printed = json.loads(capsys.readouterr().out)
+    row = load(store)["run_audits"].iloc[0]
+    assert row["epsilon_lb"] == printed["epsilon_lb"] == out.epsilon_lb and row["claim_verdict"] == out.claim_verdict
+    with pytest.raises(fltr_audit.api.FltrError, match="unknown option"):
+        fltr_audit.audit_whole_run("fpdgd", canary=3)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Optional
 
 import numpy as np
@@ -24,6 +25,7 @@ import typer
 from fltr_audit.cli.app import app
 from fltr_audit.cli.common import emit_json, print_table
 from fltr_audit.errors import FltrError
+from fltr_audit.records import RunAuditRecord as RunAudit
 
 RUNS_CAP = 1000
 CANARIES_CAP = 100_000
@@ -72,46 +74,6 @@ class RunAuditOptions:
         if self.claim_verdict and stack.claim.epsilon == float("inf"):
             raise FltrError(f"--claim-verdict: defense {stack.name!r} claims no epsilon, so there is no claim "
                             "to give a verdict on (drop --claim-verdict for the bounds alone)")
-
-
-@dataclass(frozen=True)
-class RunAudit:
-    """The figures of one ``audit-run`` (see the module docstring)."""
-
-    algorithm: str
-    defense: str
-    scope: str
-    canaries: int
-    rounds: int
-    runs: int
-    sampling_rate: float
-    delta: float
-    epsilon_lb: float
-    guesses: int
-    correct: int
-    canary_limit: float
-    limited_by_canaries: bool
-    epsilon_estimate: float
-    estimate_low: float
-    estimate_high: float
-    epsilon_lb_multi: float
-    multi_fp: int
-    multi_fn: int
-    multi_n: int
-    epsilon_accounted_canaries: float
-    canary_participations_max: int
-    epsilon_server: float
-    epsilon_server_q99: float
-    epsilon_observer: float
-    claimed_epsilon: float
-    claimed_scope: str
-    claim_verdict: str
-    tightness: float
-    ndcg10: float
-    seconds: float
-
-    def as_dict(self) -> dict:
-        return dataclasses.asdict(self)
 
 
 def canary_design(stack: Any, options: RunAuditOptions, dim: int, seed: int) -> Any:
@@ -236,6 +198,20 @@ def run_audit_run(options: RunAuditOptions) -> RunAudit:
         seconds=float(sum(r.seconds for r in runs)))
 
 
+def record_run_audit(store: Path, options: RunAuditOptions, out: RunAudit) -> str:
+    """Write the row into the ``run_audits`` table of a results store, as one run."""
+    import pandas as pd
+
+    from fltr_audit.campaign import environment, run_key
+    from fltr_audit.store import ResultsStore
+
+    config = {"command": "audit-run", **dataclasses.asdict(options)}
+    key = run_key(config)
+    ResultsStore(store).record_run(key, "audit-run", config, environment(), options.seed, out.seconds,
+                                   {"run_audits": pd.DataFrame([out.as_dict()])})
+    return key
+
+
 def _fmt(x: float) -> str:
     return "inf" if x == float("inf") else "n/a" if x != x else f"{x:.3g}"
 
@@ -255,6 +231,7 @@ def audit_run_command(
     click_model: str = typer.Option("perfect", "--click-model"),
     seed: int = typer.Option(0, "--seed", help="Seed of the first run (run i uses seed + i)."),
     claim_verdict: bool = typer.Option(False, "--claim-verdict", help="Require a claim (exit 2 for a defense without one)."),
+    store: Optional[Path] = typer.Option(None, "--store", help="Record the row in this results store (run_audits)."),
     json_out: bool = typer.Option(False, "--json", help="Print JSON to stdout."),
 ) -> None:
     """Audit the privacy a user spends over a whole run with canaries: one-run lower bound (Steinke et
@@ -265,8 +242,9 @@ def audit_run_command(
                               queries_per_client=queries_per_client, click_model=click_model, seed=seed,
                               claim_verdict=claim_verdict)
     out = run_audit_run(options)
+    key = record_run_audit(store, options, out) if store is not None else None
     if json_out:
-        emit_json(out.as_dict())
+        emit_json({**out.as_dict(), "run_key": key})
         return
     limit = " (the canary-count limit)" if out.limited_by_canaries else ""
     print_table(f"privacy over the whole run: {out.algorithm}, {out.defense}, {out.rounds} rounds, {out.canaries} "
