@@ -25,6 +25,11 @@ seed), ride along the real rounds through an observer of the federation loop
   score is the log-likelihood ratio of its messages (Laplace: sum_j (|v_j + x_j| - |v_j - x_j|) / b;
   Gaussian, Gamma-difference shares and no noise: the projection <v, x>, the Gaussian's ratio up to
   scale), summed over its participations.
+* **Metric messages** (FOLtR-ES, scope message) -- canary users whose secret is one query's click:
+  the first metric value of each of its messages is the domain's largest (present) or smallest
+  (absent) value, the others the smallest; after the client defenses (randomized response) the
+  score adds +1 when the first value arrives as the largest, -1 as the smallest -- the likelihood
+  ratio of randomized response up to its constant log(p (n - 1) / (1 - p)).
 """
 
 from __future__ import annotations
@@ -38,7 +43,7 @@ from fltr_audit.messages import Messages
 from fltr_audit.randomness import stream
 from fltr_audit.round_parts import RoundParts
 
-TESTS = ("cosine", "projection", "laplace")
+TESTS = ("cosine", "projection", "laplace", "metric")
 OVERSHOOT = 100.0
 """Canaries are sent at this multiple of the clip radius: a correct implementation clips them to the
 radius (nothing changes), one that skips clipping shows them whole."""
@@ -73,6 +78,7 @@ class CanaryDesign:
     population: int = 0
     weighting: str = "interactions"
     overshoot: float = OVERSHOOT
+    values: tuple[float, ...] = ()
 
     @property
     def participations(self) -> np.ndarray:
@@ -81,7 +87,7 @@ class CanaryDesign:
 
 def design(scope: str, m: int, dim: int, rounds: int, rate: float, seed: int, *, radius: float | None,
            relative_to: str = "update", test: str = "cosine", noise_scale: float = 1.0, axes: bool = False,
-           population: int = 0, weighting: str = "interactions") -> CanaryDesign:
+           population: int = 0, weighting: str = "interactions", values: tuple[float, ...] = ()) -> CanaryDesign:
     """A canary design for run ``seed``: secrets, directions (coordinate axes with random signs when
     ``axes``) and schedules drawn from ``stream(seed, "canaries")``, independent of the run's other
     streams."""
@@ -97,7 +103,7 @@ def design(scope: str, m: int, dim: int, rounds: int, rate: float, seed: int, *,
         directions /= np.linalg.norm(directions, axis=1, keepdims=True)
     schedule = rng.random((rounds, m)) < rate
     return CanaryDesign(scope, directions, present, schedule, radius, relative_to, test, noise_scale, population,
-                        weighting)
+                        weighting, values=tuple(values))
 
 
 def _typical_norm(updates: np.ndarray) -> float:
@@ -123,7 +129,10 @@ class CanaryObserver:
     def __call__(self, parts: RoundParts) -> None:
         plan = self.plan
         scheduled = np.flatnonzero(plan.schedule[parts.round_index - 1])
-        if not len(scheduled) or parts.undefended.vector is None:
+        if not len(scheduled):
+            return
+        if plan.test == "metric":
+            self._metric_round(parts, scheduled)
             return
         g = np.asarray(parts.params, dtype=np.float64)
         real = parts.undefended.updates(g)
@@ -147,6 +156,20 @@ class CanaryObserver:
             self.sums[rows] += (np.abs(v + xu) - np.abs(v - xu)).sum(axis=1) / plan.noise_scale
         else:
             self.sums[rows] += np.einsum("ij,ij->i", v, xu)
+
+    def _metric_round(self, parts: RoundParts, rows: np.ndarray) -> None:
+        """Canary users of metric messages (module docstring), through the client defenses."""
+        und = parts.undefended
+        low, high = self.plan.values[0], self.plan.values[-1]
+        metric = np.full((len(rows), und.metric.shape[1]), low)
+        metric[:, 0] = np.where(self.plan.present[rows], high, low)
+        canaries = Messages(n_interactions=np.full(len(rows), und.metric.shape[1], dtype=und.n_interactions.dtype),
+                            seed=np.zeros(len(rows), dtype=np.uint64), metric=metric)
+        rng = stream(parts.seed, "canary-defense", parts.round_index)
+        for defense in parts.client_defenses:
+            canaries = defense.apply(canaries, parts.params, rng)
+        first = canaries.metric[:, 0]
+        self.sums[rows] += np.isclose(first, high).astype(float) - np.isclose(first, low).astype(float)
 
     def _defend(self, parts: RoundParts, x: np.ndarray, g: np.ndarray) -> Messages:
         """The canaries' messages through the client defenses, calibrated with the real cohort (the

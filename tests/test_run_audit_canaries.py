@@ -120,3 +120,13 @@ def test_python_api_and_stored_row(tmp_path, capsys):
     assert row["epsilon_lb"] == printed["epsilon_lb"] == out.epsilon_lb and row["claim_verdict"] == out.claim_verdict
     with pytest.raises(fltr_audit.api.FltrError, match="unknown option"):
         fltr_audit.audit_whole_run("fpdgd", canary=3)
+
+
+def test_foltr_es_canary_users_of_one_click():
+    """Metric messages: randomized response keeps the bound below the accounted epsilon; without a
+    defense every guess is right (the canary count sets the bound)."""
+    small = {**SMALL, "clients": 20, "population": 200, "canaries": 200, "rounds": 10}
+    rr = run_audit_run(RunAuditOptions("foltr-es", "rr(p=0.9)", **small))
+    bare = run_audit_run(RunAuditOptions("foltr-es", "none", **small))
+    assert rr.scope == bare.scope == "message" and rr.epsilon_lb <= rr.epsilon_accounted_canaries
+    assert bare.limited_by_canaries and not rr.limited_by_canaries

@@ -76,10 +76,11 @@ class RunAuditOptions:
                             "to give a verdict on (drop --claim-verdict for the bounds alone)")
 
 
-def canary_design(stack: Any, options: RunAuditOptions, dim: int, seed: int) -> Any:
+def canary_design(stack: Any, options: RunAuditOptions, dim: int, seed: int, metric: bool = False) -> Any:
     """The canaries that fit ``stack`` (``attacks.canaries.design``): canary clients at the
     aggregator's clip when it hides the messages, canary users at the noise mechanism's clip radius
-    otherwise, tested by its likelihood ratio."""
+    otherwise, tested by its likelihood ratio; canary users of one query's click for ``metric``
+    messages (FOLtR-ES)."""
     from attacks.canaries import design
     from defenses.ddgauss import DDGauss
     from defenses.dp_fedavg import DPFedAvg
@@ -95,6 +96,11 @@ def canary_design(stack: Any, options: RunAuditOptions, dim: int, seed: int) -> 
     rate = options.clients / (options.population or options.clients)
     common = dict(m=options.canaries, dim=dim, rounds=options.rounds, rate=rate, seed=seed,
                   population=options.population or options.clients)
+    if metric:
+        from defenses.randomized_response import MAXRR_VALUES
+
+        model = noise_model(stack)
+        return design("message", radius=None, test="metric", values=model.values or MAXRR_VALUES, **common)
     if hides_messages(stack, dim):
         if isinstance(stack.aggregator, (DPFedAvg, DDGauss)):
             return design("aggregate", radius=stack.aggregator.clip, weighting="count", **common)
@@ -130,11 +136,11 @@ def _one_run(options: RunAuditOptions, splits: Any, seed: int) -> _Run:
     settings = {"ranker": "linear", "seed": seed, "clients": options.clients,
                 "queries_per_client": options.queries_per_client, "params": {}}
     algorithm = algorithms.build(options.algorithm, splits, options.click_model, settings)
-    if algorithms.algorithm_spec(options.algorithm).message_kind not in ("weights", "update"):
-        raise FltrError(f"audit-run: {options.algorithm} sends no parameter vector; canaries for its messages "
-                        "are not implemented yet (FPDGD and FedIPS are)")
+    kind = algorithms.algorithm_spec(options.algorithm).message_kind
+    if kind not in ("weights", "update", "seed+metric"):
+        raise FltrError(f"audit-run: {options.algorithm} sends no messages to audit (message kind {kind!r})")
     dim = algorithm.init_params(np.random.default_rng(0)).shape[0]
-    plan = canary_design(stack, options, dim, seed)
+    plan = canary_design(stack, options, dim, seed, metric=kind == "seed+metric")
     observer = CanaryObserver(plan)
     start = time.perf_counter()
     need = options.clients * options.queries_per_client
@@ -218,7 +224,7 @@ def _fmt(x: float) -> str:
 
 @app.command("audit-run")
 def audit_run_command(
-    algorithm: str = typer.Argument(..., help="fpdgd | fedips (vector messages)."),
+    algorithm: str = typer.Argument(..., help="fpdgd | fedips | foltr-es (any algorithm that sends messages)."),
     defense: str = typer.Option("none", "--defense", help="Defense stack, e.g. 'dp-fedavg(noise_multiplier=1,clip=1)'."),
     canaries: int = typer.Option(200, "--canaries", help="Canaries (each present with probability 1/2)."),
     runs: int = typer.Option(1, "--runs", help=f"Independent runs for the multi-run bound (at most {RUNS_CAP})."),
