@@ -34,7 +34,7 @@ def test_bound_is_the_epsilon_where_the_p_value_crosses_the_level():
 
 def test_one_run_bound_stays_below_the_true_epsilon_in_95_percent():
     """Each canary's bit through eps-randomized response (exactly eps-DP towards each canary)."""
-    eps, m = 1.0, 400
+    eps, m = 1.0, 200
     rng = np.random.default_rng(0)
     over = 0
     for _ in range(60):
