@@ -2,16 +2,19 @@
 
 Each DP defense declares one round's privacy for one participating user as a
 ``dp_accounting`` event (``dp_event()``: ``LaplaceDpEvent``, ``GaussianDpEvent``,
-``RandomizedResponseDpEvent``); ``privacy_spent`` composes the event of the component that
-makes the stack's claim over ``rounds`` rounds with Google's ``dp-accounting`` PLD accountant
-(privacy loss distributions, Koskela et al. 2020; Doroshenko et al. 2022):
+``RandomizedResponseDpEvent``); ``privacy_spent`` / ``RunAccountant`` compose the event of the
+component that makes the stack's claim over a run's participation schedule with Google's
+``dp-accounting`` PLD accountant (privacy loss distributions, Koskela et al. 2020; Doroshenko et al.
+2022), against two adversaries (DESIGN.md, Measuring leakage):
 
-* full participation (``sampling_rate`` 1): the event composed ``rounds`` times;
-* a cohort drawn from a population (``sampling_rate`` q < 1): ``PoissonSampledDpEvent(q,
-  event)`` composed ``rounds`` times. The engine's ``--population`` draws cohorts of a fixed
-  size without replacement; Poisson sampling at the same rate is the accounting convention of
-  DP-SGD practice (Abadi et al. 2016; TF Privacy), not a proof for fixed-size cohorts --
-  dp-accounting's PLD accountant has no fixed-size (``SampledWithoutReplacementDpEvent``) support.
+* the server, who draws the cohorts and reads each message: no amplification by sampling -- each
+  user is charged its *realized* participations (``ParticipationSchedule``, recomputed from the
+  run's seed by ``fltr_audit.cohorts``); reported for the worst user and the 99th percentile;
+* an observer of the released models only: ``PoissonSampledDpEvent(q, event)`` composed over every
+  round, q = cohort / population. The engine's ``--population`` draws cohorts of a fixed size
+  without replacement; Poisson sampling at the same rate is the accounting convention of DP-SGD
+  practice (Abadi et al. 2016; TF Privacy), not a proof for fixed-size cohorts -- dp-accounting's
+  PLD accountant has no fixed-size (``SampledWithoutReplacementDpEvent``) support.
 
 Neighbouring relation: add/remove one user (the PLD default), with each event's sensitivity the
 claim's *replace-one* message sensitivity (Laplace: Delta, Gaussian: 2C) -- conservative, and the
@@ -32,9 +35,15 @@ and the accountant says so.
 
 from __future__ import annotations
 
+import dataclasses
 import math
+from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
+import numpy as np
+
+from fltr_audit.cohorts import participation_counts
 from fltr_audit.errors import FltrError
 
 DISCRETIZATION = 1e-3
@@ -106,42 +115,148 @@ def compose_epsilon(event: Any, rounds: int, sampling_rate: float, delta: float)
     return float(accountant.get_epsilon(delta)), "pld"
 
 
-def privacy_spent(stack: Any, rounds: int, sampling_rate: float = 1.0, delta: float | None = None) -> dict:
-    """The privacy one user spends over ``rounds`` rounds of ``stack`` at participation rate
-    ``sampling_rate`` (cohort / population), at ``delta`` (default: the claim's delta; for a
-    claim whose event pays its delta once per round, the shuffler's, ``2 x rounds x`` that delta:
-    half paid by the rounds, half left to the composition).
+@lru_cache(maxsize=256)
+def _composed(event: Any, count: int, rate: float, delta: float) -> tuple[float, str]:
+    """``compose_epsilon``, cached: the figures of one run ask for a few (count, rate) pairs, and
+    runs of one stack repeat them (dp-accounting's events are frozen, hashable values)."""
+    return compose_epsilon(event, count, rate, delta)
 
-    Returns
-    -------
-    dict
-        ``epsilon_per_round``, ``delta`` (the stack's per-round claim), ``rounds_participated``
-        (expected: rounds x sampling_rate), ``sampling_rate``, ``epsilon_total``, ``delta_total``
-        and ``accountant`` (which composition gave the total; ``none`` without a DP claim).
+
+QUANTILE = 0.99
+"""The high quantile of the users' realized participations reported beside the worst user."""
+
+
+@dataclass(frozen=True)
+class ParticipationSchedule:
+    """How often each user of a run took part: ``counts[u]`` realized participations of user u over
+    ``rounds`` rounds, at the cohort's sampling rate ``sampling_rate`` (cohort / population)."""
+
+    rounds: int
+    sampling_rate: float
+    counts: np.ndarray
+
+    @classmethod
+    def of_run(cls, seed: int, rounds: int, clients: int, population: int | None = None) -> "ParticipationSchedule":
+        """The schedule ``federation.train`` draws for this seed (``fltr_audit.cohorts``)."""
+        if int(rounds) != rounds or rounds < 1:
+            raise FltrError(f"--rounds: must be a positive integer, got {rounds}")
+        if population is not None and population < clients:
+            raise FltrError(f"--population: must be at least --clients ({clients}), got {population}")
+        counts = participation_counts(seed, int(rounds), clients, population)
+        return cls(int(rounds), clients / (population or clients), counts)
+
+    @classmethod
+    def full(cls, rounds: int) -> "ParticipationSchedule":
+        """Every user in every round (the same cohort each round)."""
+        return cls(int(rounds), 1.0, np.array([int(rounds)], dtype=np.int64))
+
+    @property
+    def worst(self) -> int:
+        """The most participations any user had."""
+        return int(self.counts.max())
+
+    def quantile(self, level: float = QUANTILE) -> int:
+        """The ``level`` quantile of the users' participations (the next observed count above it)."""
+        return int(np.quantile(self.counts, level, method="higher"))
+
+
+@dataclass(frozen=True)
+class PrivacySpent:
+    """The privacy a user spends over a run, against two adversaries.
+
+    * ``epsilon_server``: against the server, who draws the cohorts and reads each message -- no
+      amplification by sampling; the per-round event composed over the worst user's realized
+      participations ``participations_max`` (``epsilon_server_q99``: the user at the 99th
+      percentile, ``participations_q99``).
+    * ``epsilon_observer``: against an observer of the released models only, who does not know
+      who was sampled -- the event Poisson-sampled at ``sampling_rate`` over all rounds
+      (``PoissonSampledDpEvent``; Balle, Barthe, Gaboardi 2018); the server's figure where that is
+      smaller (a pure claim at delta 0 over many rounds), since the observer sees less than the
+      server. Equal to the server's at rate 1.
     """
-    if int(rounds) != rounds or rounds < 1:
-        raise FltrError(f"--rounds: must be a positive integer, got {rounds}")
-    if not 0.0 < sampling_rate <= 1.0:
-        raise FltrError(f"--population: the sampling rate cohort / population must lie in (0, 1], got {sampling_rate}")
-    claim = stack.claim
-    part = claim_component(stack)
-    event_delta = float(getattr(part, "dp_event_delta", 0.0)) if part is not None else 0.0
-    if delta is None:
-        delta = 2 * rounds * event_delta if event_delta > 0.0 else claim.delta
-    delta_total = float(delta)
-    if not 0.0 <= delta_total < 1.0:
-        raise FltrError(f"--delta: must lie in [0, 1), got {delta_total}")
-    out = {"epsilon_per_round": float(claim.epsilon), "delta": float(claim.delta),
-           "rounds_participated": float(rounds * sampling_rate), "sampling_rate": float(sampling_rate),
-           "epsilon_total": math.inf, "delta_total": delta_total, "accountant": "none"}
-    if part is None:
-        return out
-    event = part.dp_event()
-    if event_delta > 0.0:  # an (eps, delta) claim as a pure event: its delta is paid once per round (shuffle)
-        rest = delta_total - rounds * event_delta
-        if rest <= 0.0:
-            return {**out, "accountant": f"none (delta {delta_total:g} <= rounds x the per-round delta {event_delta:g})"}
-        epsilon, accountant = compose_epsilon(event, int(rounds), float(sampling_rate), rest)
-        return {**out, "epsilon_total": epsilon, "accountant": f"{accountant}, delta - rounds x {event_delta:g}"}
-    epsilon, accountant = compose_epsilon(event, int(rounds), float(sampling_rate), delta_total)
-    return {**out, "epsilon_total": epsilon, "accountant": accountant}
+
+    epsilon_per_round: float
+    delta: float
+    rounds: int
+    sampling_rate: float
+    delta_total: float
+    participations_max: int
+    participations_q99: int
+    epsilon_server: float
+    epsilon_server_q99: float
+    epsilon_observer: float
+    accountant: str
+    accountant_observer: str
+
+    def as_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+class RunAccountant:
+    """An accountant a user holds for a defense stack and a participation schedule, in the manner of
+    Opacus' and Flower's accountants: ``get_epsilon(delta)`` against the server (worst user, or a
+    quantile) or against an observer; ``spent(delta)`` gives every figure (``privacy_spent``)."""
+
+    def __init__(self, stack: Any, schedule: ParticipationSchedule) -> None:
+        self.stack, self.schedule = stack, schedule
+        self.part = claim_component(stack)
+        self.event_delta = float(getattr(self.part, "dp_event_delta", 0.0)) if self.part is not None else 0.0
+
+    def default_delta(self) -> float:
+        """The claim's delta; for a claim whose event pays its delta once per round (the shuffler's),
+        ``2 x rounds x`` that delta: half paid by the rounds, half left to the composition."""
+        if self.event_delta > 0.0:
+            return 2 * self.schedule.rounds * self.event_delta
+        return float(self.stack.claim.delta)
+
+    def get_epsilon(self, delta: float, scope: str = "server", quantile: float | None = None) -> float:
+        """Epsilon at ``delta`` over the run: ``scope`` "server" charges the worst user's realized
+        participations (``quantile``: that quantile of the users instead), "observer" the
+        Poisson-sampled event over every round."""
+        return self._epsilon(delta, scope, quantile)[0]
+
+    def _epsilon(self, delta: float, scope: str, quantile: float | None) -> tuple[float, str]:
+        if scope not in ("server", "observer"):
+            raise FltrError(f"scope: 'server' or 'observer', got {scope!r}")
+        if not 0.0 <= delta < 1.0:
+            raise FltrError(f"--delta: must lie in [0, 1), got {delta}")
+        if self.part is None:
+            return math.inf, "none"
+        s = self.schedule
+        if scope == "observer":
+            count, rate = s.rounds, s.sampling_rate
+        else:
+            count, rate = (s.worst if quantile is None else s.quantile(quantile)), 1.0
+        if count == 0:
+            return 0.0, "no participation"
+        rest, note = delta, ""
+        if self.event_delta > 0.0:  # an (eps, delta) claim as a pure event: its delta is paid once per round
+            rest = delta - count * self.event_delta
+            if rest <= 0.0:
+                return math.inf, f"none (delta {delta:g} <= {count} x the per-round delta {self.event_delta:g})"
+            note = f", delta - {count} x {self.event_delta:g}"
+        epsilon, accountant = _composed(self.part.dp_event(), int(count), float(rate), rest)
+        return epsilon, accountant + note
+
+    def spent(self, delta: float | None = None) -> PrivacySpent:
+        """Every figure at ``delta`` (default: ``default_delta``)."""
+        delta = self.default_delta() if delta is None else float(delta)
+        server, accountant = self._epsilon(delta, "server", None)
+        q99, _ = self._epsilon(delta, "server", QUANTILE)
+        observer, accountant_observer = self._epsilon(delta, "observer", None)
+        if server < observer:  # the observer sees less than the server: the server's figure bounds it too
+            observer, accountant_observer = server, f"{accountant} (the server's figure, below {observer:.4g})"
+        claim = self.stack.claim
+        return PrivacySpent(
+            epsilon_per_round=float(claim.epsilon), delta=float(claim.delta), rounds=self.schedule.rounds,
+            sampling_rate=float(self.schedule.sampling_rate), delta_total=delta,
+            participations_max=self.schedule.worst, participations_q99=self.schedule.quantile(QUANTILE),
+            epsilon_server=server, epsilon_server_q99=q99, epsilon_observer=observer,
+            accountant=accountant, accountant_observer=accountant_observer)
+
+
+def privacy_spent(stack: Any, schedule: ParticipationSchedule, delta: float | None = None) -> PrivacySpent:
+    """The privacy a user spends over the run ``schedule`` describes under ``stack``, at ``delta``
+    (default: the claim's; see ``RunAccountant.default_delta``): ``RunAccountant(stack,
+    schedule).spent(delta)``."""
+    return RunAccountant(stack, schedule).spent(delta)

@@ -14,8 +14,8 @@ import importlib
 
 from fltr_audit._version import __version__
 
-_API = ("audit", "audit_campaign", "audit_defaults", "register_attack", "register_defense", "register_algorithm",
-        "AuditResult", "AlgorithmSpec")
+_API = ("audit", "audit_campaign", "audit_defaults", "audit_whole_run", "accountant", "register_attack",
+        "register_defense", "register_algorithm", "AuditResult", "AlgorithmSpec")
 __all__ = ["__version__", *_API]
 
 

@@ -317,5 +317,30 @@ def register_algorithm(spec: AlgorithmSpec) -> None:
     _register_algorithm(spec)
 
 
-__all__ = ["AlgorithmSpec", "AuditResult", "audit", "audit_campaign", "audit_defaults", "register_algorithm",
-           "register_attack", "register_defense"]
+def audit_whole_run(algorithm: str, **options: Any) -> Any:
+    """The privacy a user spends over a whole run, audited with canaries (``fltr-audit audit-run``):
+    keywords as ``fltr_audit.cli.audit_run_command.RunAuditOptions`` (``defense``, ``canaries``,
+    ``runs``, ``data``, ``rounds``, ``clients``, ``population``, ``seed``, ...); returns the
+    ``fltr_audit.records.RunAuditRecord``."""
+    from dataclasses import fields
+
+    from fltr_audit.cli.audit_run_command import RunAuditOptions, run_audit_run
+
+    known = {f.name for f in fields(RunAuditOptions)} - {"algorithm"}
+    unknown = sorted(set(options) - known)
+    if unknown:
+        raise FltrError(f"audit_whole_run: unknown option(s) {', '.join(unknown)} (known: {', '.join(sorted(known))})")
+    return run_audit_run(RunAuditOptions(algorithm=algorithm, **options))
+
+
+def accountant(defense: str, *, rounds: int, clients: int, population: int | None = None, seed: int = 0) -> Any:
+    """The accountant of ``defense`` over the participation schedule of a run (``defenses.accounting.
+    RunAccountant``): ``get_epsilon(delta, scope="server" | "observer", quantile=None)``, ``spent()``."""
+    from defenses.accounting import ParticipationSchedule, RunAccountant
+    from defenses.stack import parse_defense
+
+    return RunAccountant(parse_defense(defense), ParticipationSchedule.of_run(seed, rounds, clients, population))
+
+
+__all__ = ["AlgorithmSpec", "AuditResult", "accountant", "audit", "audit_campaign", "audit_defaults",
+           "audit_whole_run", "register_algorithm", "register_attack", "register_defense"]

@@ -49,7 +49,7 @@ from attacks.epsilon import epsilon_rows
 from attacks.foltr_decode import audit_query_distinguishing
 from attacks.registry import attack_spec, make_attack, needed
 from attacks.scoring import Slots, evaluate, summarize
-from defenses.accounting import privacy_spent
+from defenses.accounting import ParticipationSchedule, privacy_spent
 from defenses.stack import DefenseStack, parse_defense
 from fltr_audit import metrics
 from fltr_audit.algorithms import registry as algorithms
@@ -61,7 +61,7 @@ from fltr_audit.messages import Messages, RoundBatch
 from fltr_audit.population import parse_non_iid
 from fltr_audit.probe import probe
 from fltr_audit.randomness import stream
-from fltr_audit.records import AuditMeasurement
+from fltr_audit.records import AuditMeasurement, RunPrivacy
 from fltr_audit.rankers import make_ranker
 from fltr_audit.run_spec import AlgorithmSettings, DataSettings, ProbeSettings, RunSpec, as_run_spec
 
@@ -434,12 +434,13 @@ def _audit_defense(config: RunSpec, splits: Any, stack: DefenseStack, base: Trai
 
 
 def _run_privacy(config: RunSpec, stack: DefenseStack) -> dict:
-    """The stack's claim composed over the run's training rounds at sampling rate clients /
-    population (``defenses.accounting.privacy_spent``): ``epsilon_total``, ``delta_total``,
-    ``rounds_participated``."""
-    population = config.algorithm.population or config.algorithm.clients
-    spent = privacy_spent(stack, config.algorithm.rounds, config.algorithm.clients / population)
-    return {key: spent[key] for key in ("epsilon_total", "delta_total", "rounds_participated")}
+    """The stack's claim composed over the run's training rounds (``defenses.accounting.privacy_spent``)
+    for the participation schedule of the run's seed and population: the ``RunPrivacy`` columns
+    (against the server: worst and 99th percentile user; against an observer: Poisson-sampled)."""
+    algo = config.algorithm
+    schedule = ParticipationSchedule.of_run(config.seed, algo.rounds, algo.clients, algo.population)
+    spent = privacy_spent(stack, schedule)
+    return {f.name: getattr(spent, f.name) for f in dataclasses.fields(RunPrivacy)}
 
 
 def _farthest_pair(updates: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -31,6 +31,7 @@ from fltr_audit.population import (
 )
 from fltr_audit.randomness import stream
 from fltr_audit.threads import thread_map
+from fltr_audit.round_parts import RoundParts
 
 GAMMA = 0.9995  # FPDGD Eq. 17 discount, following PDGD
 EVAL_CHUNK = 1 << 15  # rows per offline-evaluation task (a multiple of every cast block)
@@ -98,7 +99,8 @@ def _view_threat_model(requested: str, anonymous: bool) -> str:
 def run_round(algorithm: Any, params: np.ndarray, state: Any, data: Dataset, queries: np.ndarray,
               client_ids: np.ndarray, round_index: int, seed: int, *,
               client_defenses: Sequence[ClientDefense] = (), aggregator: Aggregator | None = None,
-              threat_model: str = "server", deterministic: bool = False
+              threat_model: str = "server", deterministic: bool = False,
+              observer: Callable[[RoundParts], None] | None = None
               ) -> tuple[np.ndarray, Any, RoundBatch, ClientOutput]:
     """One round along the whole path: client step -> defenses -> aggregation -> server step.
 
@@ -121,6 +123,9 @@ def run_round(algorithm: Any, params: np.ndarray, state: Any, data: Dataset, que
     for defense in client_defenses:
         messages = defense.apply(messages, params, defense_rng)
     aggregator = aggregator or FedAvg()
+    if observer is not None:  # reads the round, changes nothing (fltr_audit.round_parts)
+        observer(RoundParts(int(round_index), seed, params, out.messages, messages, client_ids, client_defenses,
+                            aggregator))
     extra = {"global_params": params} if getattr(aggregator, "reads_global_model", False) else {}
     agg = aggregator.aggregate(messages, client_ids, stream(seed, "aggregate", round_index), **extra)
     sees_documents = threat_model in ("server", SHUFFLED)
@@ -201,7 +206,8 @@ def train(algorithm: Algorithm, train_data: Dataset, *, clients: int, queries_pe
           client_defenses: Sequence[ClientDefense] = (), aggregator: Aggregator | None = None,
           interceptors: Sequence[Interceptor] = (), threat_model: str = "server",
           on_round: Callable[[int, dict], None] | None = None, replace: bool = False,
-          population: int | None = None, non_iid: NonIID | None = None) -> TrainResult:
+          population: int | None = None, non_iid: NonIID | None = None,
+          observer: Callable[[RoundParts], None] | None = None) -> TrainResult:
     """Train ``algorithm`` for ``rounds`` rounds of ``clients`` clients x ``queries_per_client`` queries.
 
     The same ``clients`` simulated users (ids ``0 .. clients - 1``) take part in every
@@ -214,6 +220,7 @@ def train(algorithm: Algorithm, train_data: Dataset, *, clients: int, queries_pe
     drawn uniformly without replacement from ``0 .. N - 1`` (``stream(seed, "cohort", r)``), each
     issuing the next queries of its own stream (``user_queries``); every user then takes part in
     a fraction ``clients / N`` of the rounds on average (the sampling rate of the accounting).
+    ``observer``, if given, reads every round's parts (``fltr_audit.round_parts``) and changes nothing.
 
     A ``non_iid`` setting (:mod:`fltr_audit.population`; Wang & Zuccon SIGIR 2022) shapes who takes
     part (``data-quantity``: weighted cohorts), which queries users issue (``label-skew``: home
@@ -268,7 +275,7 @@ def train(algorithm: Algorithm, train_data: Dataset, *, clients: int, queries_pe
                 visits[client_ids] += 1
             params, state, batch, out = run_round(algorithm, params, state, train_data, queries, client_ids, r, seed,
                                                   client_defenses=client_defenses, aggregator=aggregator,
-                                                  threat_model=threat_model)
+                                                  threat_model=threat_model, observer=observer)
             if not np.isfinite(params).all():
                 stack = "+".join([d.name for d in client_defenses] + [aggregator.name]) or "none"
                 raise FltrError(f"round {r}: the global model became NaN or infinite under the defense "

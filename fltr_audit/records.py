@@ -130,12 +130,17 @@ class AuditedRun:
 
 @dataclasses.dataclass(frozen=True)
 class RunPrivacy:
-    """The defense's claim composed over the run's rounds (``defenses.accounting.privacy_spent``):
-    the trailing columns of ``audits``."""
+    """The defense's claim composed over the run (``defenses.accounting.privacy_spent``): the
+    trailing columns of ``audits``. Against the server (no amplification by sampling) the worst
+    user's realized participations and the 99th percentile user's; against an observer of the
+    released models, the Poisson-sampled figure."""
 
-    epsilon_total: float
+    epsilon_server: float
+    epsilon_server_q99: float
+    epsilon_observer: float
     delta_total: float
-    rounds_participated: float
+    participations_max: int
+    participations_q99: int
 
 
 @dataclasses.dataclass(frozen=True)
@@ -165,9 +170,55 @@ class EpsilonRecord:
     theoretical: float
 
 
+@dataclasses.dataclass(frozen=True)
+class RunAuditRecord:
+    """The privacy over a whole run audited with canaries (``fltr-audit audit-run``; table
+    ``run_audits``): the one-run lower bound (Steinke et al. 2023) with its guesses, the canary-count
+    limit, the one-run estimate (Andrew et al. 2024) with its bootstrap interval, the multi-run bound
+    from ``runs`` runs, the epsilon accounted for the canaries' participations against the server
+    (what the verdict compares with), the population's (server: worst and 99th percentile user;
+    observer of the released models), the claim and its verdict over the run."""
+
+    algorithm: str
+    defense: str
+    scope: str
+    canaries: int
+    rounds: int
+    runs: int
+    sampling_rate: float
+    delta: float
+    epsilon_lb: float
+    guesses: int
+    correct: int
+    canary_limit: float
+    limited_by_canaries: bool
+    epsilon_estimate: float
+    estimate_low: float
+    estimate_high: float
+    epsilon_lb_multi: float
+    multi_fp: int
+    multi_fn: int
+    multi_n: int
+    epsilon_accounted_canaries: float
+    canary_participations_max: int
+    epsilon_server: float
+    epsilon_server_q99: float
+    epsilon_observer: float
+    claimed_epsilon: float
+    claimed_scope: str
+    claim_verdict: str
+    tightness: float
+    ndcg10: float
+    seconds: float
+
+    def as_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+
 RECORDS: dict[str, type] = {
     "curves": CurveRecord, "attacks": AttackRecord, "per_query": PerQueryRecord,
-    "audits": AuditRecord, "utility": UtilityRecord, "epsilon": EpsilonRecord,
+    "audits": AuditRecord, "utility": UtilityRecord, "epsilon": EpsilonRecord, "run_audits": RunAuditRecord,
 }
 
 

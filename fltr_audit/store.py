@@ -30,12 +30,23 @@ Schema (``schema_version`` 1; every data table also has ``run_key`` and ``extra`
            epsilon_point REAL, epsilon_lb REAL, confidence REAL, n_trials INTEGER,
            fpr REAL, fnr REAL, neighbours TEXT, audited_scope TEXT, test TEXT, fp INTEGER,
            fn INTEGER, n0 INTEGER, n1 INTEGER, ceiling REAL, trial_limited BOOLEAN, mu REAL,
-           mu_lb REAL, rounds INTEGER, claim_verdict TEXT, tightness REAL, epsilon_total REAL,
-           delta_total REAL, rounds_participated REAL)
+           mu_lb REAL, rounds INTEGER, claim_verdict TEXT, tightness REAL, epsilon_server REAL,
+           epsilon_server_q99 REAL, epsilon_observer REAL, delta_total REAL,
+           participations_max INTEGER, participations_q99 INTEGER)
     utility(algo TEXT, data TEXT, fold INTEGER, seed INTEGER, click_model TEXT,
             defense TEXT, ndcg10 REAL, ndcg10_delta REAL)
     epsilon(click_model TEXT, levels INTEGER, length INTEGER, p REAL, epsilon REAL,
             theoretical REAL)
+    run_audits(algorithm TEXT, defense TEXT, scope TEXT, canaries INTEGER, rounds INTEGER,
+               runs INTEGER, sampling_rate REAL, delta REAL, epsilon_lb REAL,
+               guesses INTEGER, correct INTEGER, canary_limit REAL,
+               limited_by_canaries BOOLEAN, epsilon_estimate REAL, estimate_low REAL,
+               estimate_high REAL, epsilon_lb_multi REAL, multi_fp INTEGER,
+               multi_fn INTEGER, multi_n INTEGER, epsilon_accounted_canaries REAL,
+               canary_participations_max INTEGER, epsilon_server REAL,
+               epsilon_server_q99 REAL, epsilon_observer REAL, claimed_epsilon REAL,
+               claimed_scope TEXT, claim_verdict TEXT, tightness REAL, ndcg10 REAL,
+               seconds REAL)
     meta(key TEXT PRIMARY KEY, value TEXT)
     claims(run_key TEXT PRIMARY KEY, host TEXT, pid INTEGER, expires REAL (Unix time))
                                           -- runs a process is computing now (see ResultsStore.claim)

@@ -121,6 +121,37 @@ def epsilon_table_section(r: Results) -> dict | None:
     return epsilon_section(r.tables.get("epsilon"))
 
 
+WHOLE_RUN_COLUMNS = {"algorithm": "algorithm", "defense": "defense", "scope": "canaries' scope",
+                     "rounds": "rounds", "canaries": "canaries", "epsilon_lb": "one-run lower bound (95 %)",
+                     "epsilon_estimate": "one-run estimate", "estimate_interval": "estimate interval",
+                     "epsilon_lb_multi": "multi-run lower bound", "runs": "runs",
+                     "epsilon_accounted_canaries": "accounted ε (canaries, vs the server)",
+                     "epsilon_server": "accounted ε (worst user, vs the server)",
+                     "epsilon_observer": "accounted ε (vs an observer)", "claim_verdict": "claim verdict over the run"}
+
+
+def whole_run_section(r: Results) -> dict | None:
+    """``fltr-audit audit-run`` rows: the audited and the accounted epsilon over a whole run."""
+    rows = r.tables.get("run_audits")
+    if rows is None or rows.empty:
+        return None
+    frame = rows.assign(
+        epsilon_lb=[f"{v:.3g}" + (" (canary-count limit)" if lim else "") for v, lim
+                    in zip(rows["epsilon_lb"], rows["limited_by_canaries"].astype(bool))],
+        estimate_interval=[f"[{lo:.3g}, {hi:.3g}]" for lo, hi in zip(rows["estimate_low"], rows["estimate_high"])])
+    frame = frame[[c for c in WHOLE_RUN_COLUMNS if c in frame.columns]].rename(columns=WHOLE_RUN_COLUMNS)
+    return table_section("Privacy over the whole run", frame,
+                         "Canaries ride along a whole training run (canary clients for aggregate scope, canary "
+                         "users for message scope). One-run lower bound: Steinke, Nasr, Jagielski 2023, sound "
+                         "at 95 % ('canary-count limit': the canaries could not show more). One-run estimate: "
+                         "Andrew et al. 2024, an estimate with a bootstrap interval, not a bound. Multi-run: one "
+                         "canary per independent run, Clopper-Pearson. Accounted ε against the server charges "
+                         "realized participations without amplification; against an observer of the released "
+                         "models it is sampling-amplified. Verdict: violated when the bound exceeds the ε "
+                         "accounted for the canaries; untestable when that ε is at or above the canary-count "
+                         "limit.", keep=tuple(frame.columns))
+
+
 def runs_sections(r: Results) -> list[dict]:
     counts, failed = runs_summary(r.tables.get("runs", pd.DataFrame()))
     return [table_section(title, frame, keep=tuple(frame.columns))
@@ -128,5 +159,5 @@ def runs_sections(r: Results) -> list[dict]:
 
 
 SECTIONS = (leakage_section, comparison_section, strongest_section, verdict_section, audit_section, claims_section,
-            epsilon_table_section,
+            whole_run_section, epsilon_table_section,
             runs_sections)

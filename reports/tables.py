@@ -203,11 +203,14 @@ def _span(values: pd.Series, fmt: str = ".2f") -> str:
 
 
 NEIGHBOURS = ("worst-case", "natural")
+RUN_PRIVACY = ("epsilon_server", "participations_max", "epsilon_observer", "delta_total")
+"""The privacy-over-the-run columns of the claims table (``fltr_audit.records.RunPrivacy``)."""
 
 
 def claims_table(audits: pd.DataFrame | None, keys: list[str]) -> pd.DataFrame:
     """One row per ``keys`` group: the claim per round and composed over the run
-    (``epsilon_total`` at ``delta_total``, rounds participated), and per neighbour kind the
+    (against the server: the worst user's ``epsilon_server`` and its realized participations;
+    against an observer of the released models: ``epsilon_observer``; at ``delta_total``), and per neighbour kind the
     pooled audited bound (:func:`reports.claims.claim_summary`, trial limits named), its
     tightness (bound / claim) and the trial ceiling (largest bound the trial count can show)."""
     pooled = pooled_audits(audits, keys)
@@ -231,9 +234,9 @@ def claims_table(audits: pd.DataFrame | None, keys: list[str]) -> pd.DataFrame:
         row.update({"claim_verdict": top["claim_verdict"], "claimed_epsilon": _number(top["claimed_epsilon"]),
                     "claimed_delta": _number(top["claimed_delta"], ".0e"),
                     "claimed_scope": top["claimed_scope"]})
-        for col in ("epsilon_total", "delta_total", "rounds_participated"):
+        for col in RUN_PRIVACY:
             if col in runs:
-                row[col] = _span(runs[col], {"delta_total": ".0e", "rounds_participated": ".0f"}.get(col, ".2f"))
+                row[col] = _span(runs[col], {"delta_total": ".0e", "participations_max": ".0f"}.get(col, ".2f"))
         sel = per[np.logical_and.reduce([per[k].astype(str) == str(top[k]) for k in keys])] if keys else per
         for kind in kinds:
             hit = sel[sel["neighbours"] == kind]
@@ -250,7 +253,9 @@ def claims_table(audits: pd.DataFrame | None, keys: list[str]) -> pd.DataFrame:
 
 
 CLAIM_HEADERS = {"claimed_epsilon": "claimed ε per round", "claimed_delta": "claimed δ",
-                 "epsilon_total": "ε over the run", "delta_total": "at δ", "rounds_participated": "rounds participated"}
+                 "epsilon_server": "ε over the run vs the server (worst user)",
+                 "participations_max": "its participations",
+                 "epsilon_observer": "ε vs an observer of the models (sampling-amplified)", "delta_total": "at δ"}
 
 
 def claims_headers(columns) -> dict:

@@ -143,6 +143,19 @@ def epsilon_table(run_key: str, note: str) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def run_audit_rows() -> pd.DataFrame:
+    """Two audit-run rows of one defense (10 and 100 rounds), as the run_audits table holds them."""
+    base = {"algorithm": "fpdgd", "defense": DP, "scope": "message", "canaries": 1000, "runs": 100,
+            "sampling_rate": 0.1, "delta": 0.0, "guesses": 200, "correct": 190, "canary_limit": 4.6,
+            "limited_by_canaries": False, "estimate_low": 1.0, "estimate_high": 3.0, "multi_fp": 10, "multi_fn": 12,
+            "multi_n": 50, "canary_participations_max": 3, "epsilon_server_q99": 8.0, "claimed_epsilon": 4.5,
+            "claimed_scope": "message", "tightness": 0.1, "ndcg10": 0.7, "seconds": 3.0}
+    return pd.DataFrame([{**base, "rounds": r, "epsilon_lb": lb, "epsilon_estimate": 2.0, "epsilon_lb_multi": 1.5,
+                          "epsilon_accounted_canaries": acc, "epsilon_server": acc, "epsilon_observer": 1.2,
+                          "claim_verdict": v, "limited_by_canaries": r == 10}
+                         for r, lb, acc, v in ((10, 2.5, 4.5, "consistent"), (100, 3.0, 40.0, "untestable"))])
+
+
 def synthetic_tables(**kwargs) -> dict[str, pd.DataFrame]:
     """All runs' tables concatenated, plus a ``runs`` table, as ``store.load`` returns them."""
     runs = synthetic_runs(**kwargs)
@@ -154,4 +167,5 @@ def synthetic_tables(**kwargs) -> dict[str, pd.DataFrame]:
                                      config="{}", env='{"numpy": "2.0"}', seed=r["seed"],
                                      seconds=1.0, finished_at="2026-01-01T00:00:00+00:00",
                                      error=None) for r in runs])
+    out["run_audits"] = run_audit_rows()
     return out

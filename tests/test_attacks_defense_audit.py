@@ -208,7 +208,7 @@ def test_cli_json_rows_and_store(tmp_path, capsys):
     rows = out["audits"]
     assert [r["audited_scope"] for r in rows] == ["message", "aggregate"]
     assert rows[0]["claimed_epsilon"] == 9.0 and rows[0]["rounds"] == 2 and rows[1]["n_trials"] == 200
-    assert all(r["seconds"] > 0 for r in rows) and out["privacy"]["epsilon_total"] == 9.0
+    assert all(r["seconds"] > 0 for r in rows) and out["privacy"]["epsilon_server"] == 9.0
     audits = load(store)["audits"]
     assert len(audits) == 2 and set(audits["neighbours"]) == {"worst-case"}
     assert audits["claim_verdict"].tolist() == [r["claim_verdict"] for r in rows]

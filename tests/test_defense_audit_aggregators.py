@@ -11,7 +11,7 @@ from dp_accounting import pld, rdp
 from scipy.stats import binom
 
 from attacks.defense_audit import audit_stack, worst_case_inputs
-from defenses.accounting import privacy_spent
+from defenses.accounting import ParticipationSchedule, privacy_spent
 from defenses.stack import parse_defense
 from fltr_audit.cli.audit_defense import run_audit_defense
 
@@ -75,10 +75,11 @@ def test_shuffle_amplified_claim_is_consistent():
 
 def test_privacy_spent_dp_fedavg_equals_pld_with_poisson_sampling():
     z, rounds, q, delta = 1.2, 20, 0.05, 1e-5
-    got = privacy_spent(parse_defense(f"dp-fedavg(noise_multiplier={z},clip=1)"), rounds, q, delta)
+    got = privacy_spent(parse_defense(f"dp-fedavg(noise_multiplier={z},clip=1)"),
+                        ParticipationSchedule(rounds, q, np.array([3])), delta)
     acc = pld.PLDAccountant()
     acc.compose(dpa.PoissonSampledDpEvent(q, dpa.GaussianDpEvent(z)), rounds)
-    assert got["epsilon_total"] == pytest.approx(acc.get_epsilon(delta), rel=1e-2)
+    assert got.epsilon_observer == pytest.approx(acc.get_epsilon(delta), rel=1e-2)
 
 
 def test_privacy_spent_ddgauss_equals_rdp_accountant():
@@ -86,12 +87,12 @@ def test_privacy_spent_ddgauss_equals_rdp_accountant():
     rho, xi = stack.aggregator.zcdp
     acc = rdp.RdpAccountant()
     acc.compose(dpa.ZCDpEvent(rho, xi), 7)
-    got = privacy_spent(stack, 7, 1.0, 1e-5)
-    assert got["epsilon_total"] == pytest.approx(acc.get_epsilon(1e-5), rel=1e-9)
+    got = privacy_spent(stack, ParticipationSchedule.full(7), 1e-5)
+    assert got.epsilon_server == pytest.approx(acc.get_epsilon(1e-5), rel=1e-9)
     one = rdp.RdpAccountant()
     one.compose(dpa.ZCDpEvent(rho, xi), 1)  # one round: the claim itself (same conversion)
     assert stack.claim.epsilon == pytest.approx(one.get_epsilon(stack.claim.delta), rel=1e-3)
-    assert math.isinf(privacy_spent(stack, 7, 1.0, 0.0)["epsilon_total"])
+    assert math.isinf(privacy_spent(stack, ParticipationSchedule.full(7), 0.0).epsilon_server)
 
 
 def test_privacy_spent_shuffle_pays_its_delta_per_round():
@@ -100,14 +101,14 @@ def test_privacy_spent_shuffle_pays_its_delta_per_round():
     acc = pld.PLDAccountant(dpa.NeighboringRelation.REPLACE_ONE)
     for _ in range(rounds):
         acc.compose(stack.aggregator.dp_event())
-    got = privacy_spent(stack, rounds, 1.0, delta)
-    assert got["epsilon_total"] == pytest.approx(acc.get_epsilon(delta - rounds * 1e-6), rel=1e-2)
-    assert math.isinf(privacy_spent(stack, rounds, 1.0, 0.0)["epsilon_total"])
-    assert math.isinf(privacy_spent(stack, rounds, 1.0, 4e-6)["epsilon_total"])
+    got = privacy_spent(stack, ParticipationSchedule.full(rounds), delta)
+    assert got.epsilon_server == pytest.approx(acc.get_epsilon(delta - rounds * 1e-6), rel=1e-2)
+    assert math.isinf(privacy_spent(stack, ParticipationSchedule.full(rounds), 0.0).epsilon_server)
+    assert math.isinf(privacy_spent(stack, ParticipationSchedule.full(rounds), 4e-6).epsilon_server)
     # without a delta: 2 x rounds x the per-round delta, half of it left to the composition
-    default = privacy_spent(stack, rounds)
-    assert default["delta_total"] == pytest.approx(2 * rounds * 1e-6)
-    assert default["epsilon_total"] == pytest.approx(acc.get_epsilon(rounds * 1e-6), rel=1e-2)
+    default = privacy_spent(stack, ParticipationSchedule.full(rounds))
+    assert default.delta_total == pytest.approx(2 * rounds * 1e-6)
+    assert default.epsilon_server == pytest.approx(acc.get_epsilon(rounds * 1e-6), rel=1e-2)
 
 
 def test_natural_neighbours_of_dp_fedavg_are_add_remove():

@@ -12,7 +12,7 @@ from reports import plots
 from reports.claims import _epsilon, dp_tradeoff, gdp_tradeoff
 from reports.render import render_report
 from reports.tables import claims_table, strongest_per_metric, strongest_wide
-from synthetic_results import DP, synthetic_tables
+from synthetic_results import DP, run_audit_rows, synthetic_tables
 
 FPR = np.linspace(0.0, 1.0, 101)
 
@@ -113,15 +113,15 @@ def _audits_with_worst_case() -> pd.DataFrame:
     audits = synthetic_tables()["audits"]
     worst = audits.assign(neighbours="worst-case", fp=0, fn=0, fpr=0.0, fnr=0.0)
     both = pd.concat([audits, worst], ignore_index=True)
-    return both.assign(epsilon_total=np.where(both["defense"] == DP, 19.2, np.inf), delta_total=1e-5,
-                       rounds_participated=20.0)
+    return both.assign(epsilon_server=np.where(both["defense"] == DP, 19.2, np.inf), delta_total=1e-5,
+                       participations_max=20, epsilon_observer=np.where(both["defense"] == DP, 3.1, np.inf))
 
 
 def test_claims_table_sets_neighbours_side_by_side():
     out = claims_table(_audits_with_worst_case(), ["defense"]).set_index("defense")
     dp = out.loc[DP]
-    assert dp["claimed_epsilon"] == "4.50" and dp["epsilon_total"] == "19.20"
-    assert dp["delta_total"] == "1e-05" and dp["rounds_participated"] == "20"
+    assert dp["claimed_epsilon"] == "4.50" and dp["epsilon_server"] == "19.20" and dp["epsilon_observer"] == "3.10"
+    assert dp["delta_total"] == "1e-05" and dp["participations_max"] == "20"
     assert "limit of 12,000 trials" in dp["lb_worst-case"] and dp["lb_worst-case"].startswith("ε ≥ ")
     assert "limit" not in dp["lb_natural"]  # the natural audit erred: a measurement
     assert dp["ceiling_worst-case"].endswith("(12,000 trials)")
@@ -129,7 +129,7 @@ def test_claims_table_sets_neighbours_side_by_side():
     ceiling = float(dp["ceiling_worst-case"].split()[0])
     assert dp["tightness_worst-case"] == f"{ceiling / 4.5:.2f}" and dp["claim_verdict"] == "violated"
     assert float(dp["tightness_natural"]) < 1.0
-    assert out.loc["none", "epsilon_total"] == "inf" and out.loc["none", "tightness_natural"] == ""
+    assert out.loc["none", "epsilon_server"] == "inf" and out.loc["none", "tightness_natural"] == ""
 
 
 def _sections(html: str) -> list[str]:
@@ -166,7 +166,7 @@ def test_report_skips_the_additions_cleanly_without_their_columns(monkeypatch):
     assert "plots/audit_tradeoff.png" not in files
     html = files["report.html"]
     assert "Epsilon claims over the run and audited bounds by neighbours" in _sections(html)
-    assert "ε over the run" not in html  # no epsilon_total column: nothing claimed over the run
+    assert "ε over the run" not in html  # no epsilon_server column: nothing claimed over the run
     bare = t["attacks"].drop(columns=["auc", "tpr_at_fpr_0_01", "leakage", "advantage", "f1"])
     assert strongest_per_metric(bare) .empty
 
@@ -186,3 +186,17 @@ def test_methods_explain_the_bayes_attacks_only_where_they_ran():
     assert "not a ceiling on leakage" in with_bayes["Bayes attacks"]
     without = dict(methods({"attacks": _frame().query("~attack.str.startswith('bayes')")}, None, 0.02))
     assert "Bayes attacks" not in without
+
+
+def test_report_shows_privacy_over_the_whole_run(monkeypatch):
+    monkeypatch.setattr("reports.plots.PLOTS", {"whole_run": plots.PLOTS["whole_run"]})
+    files = render_report({**synthetic_tables(), "run_audits": run_audit_rows()})
+    assert files["plots/whole_run.png"].startswith(b"\x89PNG")
+    html = files["report.html"]
+    assert "Privacy over the whole run" in _sections(html)
+    section = html[html.index("<h2>Privacy over the whole run</h2>"):]
+    section = section[:section.index("<h2>", 5)] if "<h2>" in section[5:] else section
+    assert "2.5 (canary-count limit)" in section and "untestable" in section and "[1, 3]" in section
+    bare = render_report({k: v for k, v in synthetic_tables().items() if k != "run_audits"})
+    assert "Privacy over the whole run" not in _sections(bare["report.html"])
+    assert "plots/whole_run.png" not in bare

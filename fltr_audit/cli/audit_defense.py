@@ -40,13 +40,13 @@ COLUMNS = ("mechanism", "neighbours", "audited_scope", "threat_model", "test", "
 
 def composed_claim(stack: Any, rounds: int) -> PrivacyClaim:
     """The stack's per-round claim composed over ``rounds`` rounds of full participation."""
-    from defenses.accounting import privacy_spent
+    from defenses.accounting import ParticipationSchedule, privacy_spent
 
     claim = stack.claim
     if rounds == 1 or claim.epsilon == float("inf"):
         return claim
-    return PrivacyClaim(epsilon=privacy_spent(stack, rounds, 1.0)["epsilon_total"], delta=claim.delta,
-                        scope=claim.scope)
+    epsilon = privacy_spent(stack, ParticipationSchedule.full(rounds)).epsilon_server
+    return PrivacyClaim(epsilon=epsilon, delta=claim.delta, scope=claim.scope)
 
 
 def natural_config(dim: int, cohort: int, seed: int) -> RunSpec:
@@ -171,14 +171,14 @@ def audit_defense(
     """Audit a defense stack as a mechanism: an empirical lower bound on epsilon (and on Gaussian-DP
     mu) from the error rates of the noise family's likelihood-ratio test on worst-case or
     natural neighbours, beside the claim per round composed over --rounds."""
-    from defenses.accounting import privacy_spent
+    from defenses.accounting import ParticipationSchedule, privacy_spent
     from defenses.stack import parse_defense
 
     if not 0.0 < confidence < 1.0:
         raise FltrError(f"--confidence: must lie in (0, 1), got {confidence}")
     rows = run_audit_defense(stack, dim=dim, trials=trials, neighbours=neighbours, rounds=rounds, cohort=cohort,
                              seed=seed, test=test, confidence=confidence, aggregate_trials=aggregate_trials)
-    privacy = privacy_spent(parse_defense(stack), rounds, 1.0)
+    privacy = privacy_spent(parse_defense(stack), ParticipationSchedule.full(rounds)).as_dict()
     config = {"command": "audit-defense", "defense": parse_defense(stack).name, "dim": dim, "trials": trials,
               "neighbours": neighbours, "rounds": rounds, "cohort": cohort, "seed": seed, "test": test,
               "confidence": confidence, "aggregate_trials": aggregate_trials}

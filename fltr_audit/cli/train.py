@@ -82,7 +82,7 @@ def run_train(algorithm: str, *, data: str, fold: int, click_model: str | None, 
               eval_every: int, eval_split: str, normalization: str, threat_model: str, replace: Optional[bool],
               quiet: bool, population: Optional[int] = None, non_iid: str = "iid") -> dict:
     """Load, train, write ``curves.csv``, ``model.npy``, ``config.json`` (and a recording) into ``out``."""
-    from defenses.accounting import privacy_spent
+    from defenses.accounting import ParticipationSchedule, privacy_spent
     from defenses.stack import parse_defense  # the CLI is the composition root
 
     stack = parse_defense(defense)
@@ -122,7 +122,7 @@ def run_train(algorithm: str, *, data: str, fold: int, click_model: str | None, 
             "final_offline_ndcg10": float(last["offline_ndcg10"]), "online_ndcg": float(last["online_ndcg"]),
             "n_interactions": res.n_interactions, "seconds": res.seconds,
             "interactions_per_second": res.n_interactions / res.seconds if res.seconds > 0 else float("nan"),
-            "privacy": privacy_spent(stack, rounds, clients / (population or clients))}
+            "privacy": privacy_spent(stack, ParticipationSchedule.of_run(seed, rounds, clients, population)).as_dict()}
 
 
 def _train_command(algorithm: str):

@@ -47,7 +47,7 @@ def run_fedips(algorithm: str, *, data: str, fold: int, clients: int, queries_pe
                eval_every: int, record_rounds: Optional[str], quiet: bool, population: Optional[int] = None,
                non_iid: str = "iid") -> dict:
     """Train FedIPS or FedAvg; write ``curves.csv``, ``model.npy``, ``config.json`` (and a recording) into ``out``."""
-    from defenses.accounting import privacy_spent
+    from defenses.accounting import ParticipationSchedule, privacy_spent
     from defenses.stack import parse_defense  # the CLI is the composition root
     from fltr_audit.interceptors import RecordingInterceptor, parse_rounds
 
@@ -88,7 +88,7 @@ def run_fedips(algorithm: str, *, data: str, fold: int, clients: int, queries_pe
             "final_offline_ndcg10": float(last["offline_ndcg10"]), "logging_policy_ndcg5": f0_ndcg5,
             "clicks_per_client": float(res.curves["clicks_per_client"].mean()),
             "n_interactions": res.n_interactions, "seconds": res.seconds,
-            "privacy": privacy_spent(stack, rounds, clients / (population or clients))}
+            "privacy": privacy_spent(stack, ParticipationSchedule.of_run(seed, rounds, clients, population)).as_dict()}
 
 
 def _fedips_command(algorithm: str):

@@ -38,7 +38,7 @@ def run_foltr_es(*, data: str, fold: int, click_model: str, clients: int, querie
     at evaluation rounds the expected MaxRR of the global model on the train and evaluation
     splits (§6.3) and its offline nDCG@10 on the evaluation split.
     """
-    from defenses.accounting import privacy_spent
+    from defenses.accounting import ParticipationSchedule, privacy_spent
     from defenses.stack import parse_defense  # the CLI is the composition root
 
     stack = parse_defense(defense)
@@ -81,7 +81,7 @@ def run_foltr_es(*, data: str, fold: int, click_model: str, clients: int, querie
             "final_offline_ndcg10": float(last["offline_ndcg10"]), "n_interactions": res.n_interactions,
             "seconds": res.seconds,
             "interactions_per_second": res.n_interactions / res.seconds if res.seconds > 0 else float("nan"),
-            "privacy": privacy_spent(stack, rounds, clients / (population or clients))}
+            "privacy": privacy_spent(stack, ParticipationSchedule.of_run(seed, rounds, clients, population)).as_dict()}
 
 
 @train_app.command("foltr-es", help="FOLtR-ES: evolution strategies with seed + MaxRR messages (Kharitonov 2019).")

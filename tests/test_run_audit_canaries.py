@@ -1,0 +1,132 @@
+"""audit-run end to end through the real engine: canaries never change the trained model, correct
+dp-fedavg and dp-local-laplace stay at or below the accounted epsilon, a broken plug-in (clipping
+skipped, claim unchanged) is violated, no defense says the canary count set its
+bound, and bad input is one line naming the option (exit 2)."""
+
+import numpy as np
+import pytest
+
+from attacks.canaries import CanaryObserver, design
+from defenses.dp_fedavg import DPFedAvg
+from defenses.registration import register_defense
+from defenses.stack import parse_defense
+from fltr_audit.data.load import load_splits
+from fltr_audit.cli import main
+from fltr_audit.cli.audit_run_command import RunAuditOptions, run_audit_run
+from fltr_audit.clicks import cascade_model
+from fltr_audit.algorithms.fpdgd import FPDGD
+from fltr_audit.federation import train
+from fltr_audit.rankers import LinearRanker
+
+DATA = "synthetic:mq2008?queries=200"
+SMALL = dict(canaries=100, rounds=5, clients=10, population=100, queries_per_client=2, data=DATA)
+
+
+class NoClipFedAvg(DPFedAvg):
+    """Broken: the updates are summed unclipped; the claim (and its dp_event) stay dp-fedavg's."""
+
+    def aggregate(self, messages, participants, rng, global_params=None):
+        from fltr_audit.interfaces import Aggregate
+
+        global_params = np.zeros(messages.vector.shape[1]) if global_params is None else global_params
+        updates = messages.updates(global_params)
+        noisy = (updates.sum(0) + rng.normal(0.0, self.noise_multiplier * self.clip, updates.shape[1])) / len(updates)
+        mean = noisy + global_params if messages.vector_kind == "weights" else noisy
+        return Aggregate(mean=mean, participants=np.asarray(participants), dropouts=np.empty(0, np.int64),
+                         messages=None)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def broken_plugins():
+    register_defense("noclip-fedavg", NoClipFedAvg, role="aggregator", guarantee="broken", replace=True)
+
+
+@pytest.mark.parametrize("defense", ["dp-fedavg(noise_multiplier=1,clip=1)", "dp-local-laplace(eps=1)"])
+def test_canaries_never_change_the_trained_model(defense):
+    splits = load_splits(DATA, 1, normalization="none", queries=None, seed=0)
+
+    def run(observer):
+        stack = parse_defense(defense)
+        algo = FPDGD(LinearRanker(splits.train.n_features), cascade_model("perfect", splits.train.n_levels), lr=0.1)
+        return train(algo, splits.train, clients=10, queries_per_client=2, rounds=4, seed=3, population=100,
+                     client_defenses=stack.client, aggregator=stack.aggregator, observer=observer).params
+
+    scope = "aggregate" if "fedavg" in defense else "message"
+    plan = design(scope, 60, splits.train.n_features, 4, 0.1, 3, radius=1.0, population=100)
+    observer = CanaryObserver(plan)
+    np.testing.assert_array_equal(run(None), run(observer))
+    assert np.count_nonzero(observer.scores()) > 0  # the canaries did run
+
+
+@pytest.mark.parametrize("defense", ["dp-fedavg(noise_multiplier=1,clip=1)", "dp-local-laplace(eps=1)"])
+def test_correct_defenses_stay_below_the_accounted_epsilon(defense):
+    over = 0
+    for seed in range(8):
+        out = run_audit_run(RunAuditOptions("fpdgd", defense, seed=seed, **SMALL))
+        over += out.epsilon_lb > out.epsilon_accounted_canaries
+        assert out.claim_verdict in ("consistent", "untestable")
+    assert over == 0  # >= 95 % of 8 seeds (the bound's level itself: test_one_run_audit)
+
+
+def test_skipped_clipping_is_violated_in_one_run():
+    """Canary clients send 100x the clip norm: dp-fedavg clips them (consistent); a plug-in that
+    skips clipping but keeps dp-fedavg's claim shows them whole (violated)."""
+    correct = run_audit_run(RunAuditOptions("fpdgd", "dp-fedavg(noise_multiplier=8,clip=1)", **BROKEN))
+    broken = run_audit_run(RunAuditOptions("fpdgd", "noclip-fedavg(noise_multiplier=8,clip=1)", **BROKEN))
+    assert correct.claim_verdict == "consistent" and correct.epsilon_lb < correct.epsilon_accounted_canaries
+    assert broken.claim_verdict == "violated" and broken.epsilon_lb > broken.epsilon_accounted_canaries
+
+
+BROKEN = dict(canaries=400, rounds=20, clients=10, population=400, queries_per_client=2, data=DATA)
+
+
+def test_no_defense_reaches_the_canary_count_limit_and_says_so(capsys):
+    assert main(["audit-run", "fpdgd", "--canaries", "100", "--rounds", "5", "--clients", "10", "--population", "100",
+                 "--queries-per-client", "2", "--data", DATA]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "set by the number of canaries" in out and "NO CLAIM" in out
+    assert run_audit_run(RunAuditOptions("fpdgd", "none", **SMALL)).limited_by_canaries
+
+
+@pytest.mark.parametrize("args,option", [
+    (["--canaries", "101", "--population", "100"], "--canaries"),
+    (["--canaries", "0"], "--canaries"),
+    (["--canaries", "5", "--claim-verdict"], "--claim-verdict"),
+    (["--canaries", "5", "--runs", "1001"], "--runs"),
+])
+def test_bad_input_is_one_line_naming_the_option(args, option, capsys):
+    code = main(["audit-run", "fpdgd", "--rounds", "2", "--clients", "10", "--data", DATA, *args])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and option in err[0]
+
+
+def test_python_api_and_stored_row(tmp_path, capsys):
+    import json
+
+    import fltr_audit
+    from fltr_audit.store import load
+
+    out = fltr_audit.audit_whole_run("fpdgd", defense="dp-local-laplace(eps=1)", **SMALL)
+    assert out.scope == "message" and out.claimed_epsilon == 1.0
+    acc = fltr_audit.accountant("dp-local-laplace(eps=1)", rounds=5, clients=10, population=100)
+    assert acc.get_epsilon(0.0) == out.epsilon_server  # the same schedule, the same code
+    store = tmp_path / "r.sqlite"
+    args = ["audit-run", "fpdgd", "--defense", "dp-local-laplace(eps=1)", "--canaries", "100", "--rounds", "5",
+            "--clients", "10", "--population", "100", "--queries-per-client", "2", "--data", DATA, "--json",
+            "--store", str(store)]
+    assert main(args) == 0
+    printed = json.loads(capsys.readouterr().out)
+    row = load(store)["run_audits"].iloc[0]
+    assert row["epsilon_lb"] == printed["epsilon_lb"] == out.epsilon_lb and row["claim_verdict"] == out.claim_verdict
+    with pytest.raises(fltr_audit.api.FltrError, match="unknown option"):
+        fltr_audit.audit_whole_run("fpdgd", canary=3)
+
+
+def test_foltr_es_canary_users_of_one_click():
+    """Metric messages: randomized response keeps the bound below the accounted epsilon; without a
+    defense every guess is right (the canary count sets the bound)."""
+    small = {**SMALL, "clients": 20, "population": 200, "canaries": 200, "rounds": 10}
+    rr = run_audit_run(RunAuditOptions("foltr-es", "rr(p=0.9)", **small))
+    bare = run_audit_run(RunAuditOptions("foltr-es", "none", **small))
+    assert rr.scope == bare.scope == "message" and rr.epsilon_lb <= rr.epsilon_accounted_canaries
+    assert bare.limited_by_canaries and not rr.limited_by_canaries
