@@ -57,7 +57,7 @@ from fltr_audit.errors import FltrError
 from fltr_audit.federation import TrainResult, train
 from fltr_audit.interfaces import Algorithm
 from fltr_audit.messages import Messages, RoundBatch
-from fltr_audit.probe import probe
+from fltr_audit.probe import probe, probe_cohorts
 from fltr_audit.randomness import stream
 from fltr_audit.records import AuditMeasurement
 from fltr_audit.rankers import make_ranker
@@ -148,6 +148,11 @@ def run_audit(config: dict) -> dict[str, pd.DataFrame]:
         counterfactual = [redraw(algorithm, b, data, draws, probe_seed(config)) for b in batches]
         for name in config["attacks"]:
             attack = make_attack(name, **_attack_params(name, config, algorithm))
+            if not batches:  # every cohort lost: the row says so instead of failing the run
+                attack_rows.append({**context, "click_model": click_model, "defense": stack.name, "attack": name,
+                                    "reference": attack_spec(name).reference, "probe_cohort": probe_cfg["cohort"],
+                                    "averaging": "macro", "n_queries": 0, **manipulation})
+                continue
             guesses = [attack.guess(b.view) for b in batches]
             scored = [evaluate(guess, b, counterfactual=cf, min_shown=probe_cfg["min_shown"],
                                require_click=probe_cfg["require_click"])
@@ -161,7 +166,8 @@ def run_audit(config: dict) -> dict[str, pd.DataFrame]:
             for row in summarize(per_query, slots=slots):
                 attack_rows.append({**context, "click_model": click_model, "defense": stack.name,
                                     "threat_model": threat, "attack": label, "reference": reference,
-                                    "probe_cohort": probe_cfg["cohort"], **row, **manipulation})
+                                    "probe_cohort": probe_cfg["cohort"], **row, **manipulation,
+                                    "degenerate_lists": sum(g.degenerate for g in guesses)})
             query_rows.append(per_query.assign(click_model=click_model, defense=stack.name, attack=label))
 
     tables = {
@@ -217,14 +223,20 @@ def threat_label(view: Any) -> str:
 def probe_rounds(config: dict, algorithm: Any, params: np.ndarray, data: Any, stack: DefenseStack
                  ) -> tuple[list, dict]:
     """The probe's rounds under the run's threat model (``probe.threat_model``, default server)
-    and, for ``server-malicious``, the manipulation and its mean cost to the other members
-    (nDCG@10 of their shown lists, honest vs served; ``fltr_audit.malicious``)."""
+    and the columns its attack rows add: ``cohorts_lost`` and ``queries_left_out``
+    (``fltr_audit.probe``); for ``server-malicious``, the manipulation and its mean cost to the
+    other members (nDCG@10 of their shown lists, honest vs served; ``fltr_audit.malicious``).
+
+    Sample size: ``probe.rounds`` passes over the split (default 1), at most ``probe.lists``
+    lists (default: all of them)."""
     probe_cfg = config["probe"]
     threat_model = config.get("threat_model", "server")
     common = dict(seed=probe_seed(config), queries_per_client=probe_cfg["queries_per_client"],
                   cohort_size=probe_cfg["cohort"], client_defenses=stack.client, aggregator=stack.aggregator)
     if threat_model != "server-malicious":
-        return probe(algorithm, params, data, threat_model=threat_model, **common), {}
+        found = probe_cohorts(algorithm, params, data, threat_model=threat_model, passes=probe_cfg.get("rounds", 1),
+                              lists=probe_cfg.get("lists"), **common)
+        return found.batches, {"cohorts_lost": found.cohorts_lost, "queries_left_out": found.queries_left_out}
     from fltr_audit.malicious import malicious_probe
 
     manipulation = config.get("manipulation", "isolate")

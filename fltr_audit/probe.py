@@ -5,49 +5,112 @@ client ranks deterministically (top 10 by score, no sampling), clicks by the alg
 click model, makes one local update per query and sends its message after its B queries
 (B = 1 in Pham's setting). Clients are grouped into cohorts that travel the same
 defense / aggregation / interception path as training; the model itself never changes.
+
+Sample size: ``passes`` probe rounds issue every query of the split again, by new clients
+with new clicks (independent round streams); ``lists`` stops after that many lists.
+
+Small cohorts: an aggregator that declares ``min_cohort`` (secure aggregation: 2, since an
+aggregate of one client is that client's message) never gets fewer clients -- a last cohort
+smaller than that is merged into the cohort before it; a remainder client that cannot be
+merged (it holds fewer than B queries) is left out and counted. An aggregator that loses so
+many clients that the cohort cannot be aggregated raises ``CohortLost``: that cohort is
+dropped and counted, the probe goes on.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
 
 from fltr_audit.data.dataset import Dataset
-from fltr_audit.errors import FltrError
+from fltr_audit.errors import CohortLost, FltrError
 from fltr_audit.federation import run_round
 from fltr_audit.interfaces import Aggregator, Algorithm, ClientDefense
 from fltr_audit.messages import RoundBatch
 
 
-def probe(algorithm: Algorithm, params: np.ndarray, data: Dataset, *, seed: int, queries_per_client: int = 1,
-          cohort_size: int = 100, client_defenses: Sequence[ClientDefense] = (),
-          aggregator: Aggregator | None = None, threat_model: str = "server") -> list[RoundBatch]:
-    """Probe ``params`` with every query of ``data`` in order; one ``RoundBatch`` per cohort.
+@dataclass(frozen=True)
+class ProbeResult:
+    """The probe's rounds and what it could not probe.
 
-    Client ``c`` issues queries ``c*B .. c*B + B - 1``; when the number of queries is not a
-    multiple of B, the remaining queries go to one last client in a cohort of its own
-    (with fewer local updates). Cohort ``i`` (1-based) uses the round streams of index
-    ``i`` under ``seed``.
+    Attributes
+    ----------
+    batches : one ``RoundBatch`` per aggregated cohort
+    cohorts_lost : cohorts the aggregator aborted (``CohortLost``, e.g. dropouts below threshold)
+    queries_left_out : queries of a remainder client too small to form or join a cohort
     """
-    for option, value in (("--queries-per-client", queries_per_client), ("--probe-cohort", cohort_size)):
+
+    batches: list[RoundBatch]
+    cohorts_lost: int = 0
+    queries_left_out: int = 0
+
+
+def cohort_bounds(n_clients: int, cohort_size: int, min_cohort: int = 1) -> list[tuple[int, int]]:
+    """``(start, stop)`` of each cohort of ``n_clients`` in order, ``cohort_size`` each; a last
+    cohort smaller than ``min_cohort`` joins the one before it (when there is one)."""
+    bounds = [(s, min(s + cohort_size, n_clients)) for s in range(0, n_clients, cohort_size)]
+    if len(bounds) > 1 and bounds[-1][1] - bounds[-1][0] < min_cohort:
+        (start, _), (_, stop) = bounds[-2], bounds[-1]
+        bounds[-2:] = [(start, stop)]
+    return bounds
+
+
+def probe_cohorts(algorithm: Algorithm, params: np.ndarray, data: Dataset, *, seed: int,
+                  queries_per_client: int = 1, cohort_size: int = 100, client_defenses: Sequence[ClientDefense] = (),
+                  aggregator: Aggregator | None = None, threat_model: str = "server", passes: int = 1,
+                  lists: int | None = None) -> ProbeResult:
+    """Probe ``params`` with every query of ``data`` in order, ``passes`` times (at most ``lists``
+    queries in all); one ``RoundBatch`` per cohort.
+
+    Client ``c`` issues queries ``c*B .. c*B + B - 1`` of the issued sequence; when its length
+    is not a multiple of B, the remaining queries go to one last client in a cohort of its own
+    (with fewer local updates). Cohort ``i`` (1-based) uses the round streams of index ``i``
+    under ``seed``, so every pass draws new clicks.
+    """
+    for option, value in (("--queries-per-client", queries_per_client), ("--probe-cohort", cohort_size),
+                          ("--probe-rounds", passes)):
         if int(value) != value or value < 1:
             raise FltrError(f"{option}: must be a positive integer, got {value}")
     if data.n_queries < 1:
         raise FltrError("--data: the probed split has no queries")
+    available = data.n_queries * int(passes)
+    if lists is not None and (int(lists) != lists or not 1 <= lists <= available):
+        raise FltrError(f"--probe-lists: must lie in 1..{available} ({data.n_queries} queries x {passes} probe "
+                        f"rounds), got {lists}")
+    order = np.tile(np.arange(data.n_queries, dtype=np.int64), int(passes))[:available if lists is None else int(lists)]
     params = np.asarray(params, dtype=np.float64)
     state = algorithm.init_server_state(params)
     B = int(queries_per_client)
-    full = data.n_queries // B
-    groups = [(np.arange(full * B, dtype=np.int64).reshape(full, B), np.arange(full, dtype=np.int64))]
-    if data.n_queries % B:
-        groups.append((np.arange(full * B, data.n_queries, dtype=np.int64)[None, :], np.array([full], dtype=np.int64)))
+    need = int(getattr(aggregator, "min_cohort", 1))
+    full = len(order) // B
+    groups = [(order[:full * B].reshape(full, B), np.arange(full, dtype=np.int64))]
+    left_out = 0
+    if len(order) % B:
+        if need <= 1:
+            groups.append((order[full * B:][None, :], np.array([full], dtype=np.int64)))
+        else:
+            left_out = len(order) - full * B      # one client of fewer queries cannot join a cohort
     batches: list[RoundBatch] = []
+    lost = index = 0
     for queries, ids in groups:
-        for start in range(0, len(ids), cohort_size):
-            _, _, batch, _ = run_round(algorithm, params, state, data, queries[start:start + cohort_size],
-                                       ids[start:start + cohort_size], len(batches) + 1, seed,
-                                       client_defenses=client_defenses, aggregator=aggregator,
-                                       threat_model=threat_model, deterministic=True)
+        for start, stop in cohort_bounds(len(ids), int(cohort_size), need):
+            index += 1
+            if stop - start < need:
+                left_out += int(queries[start:stop].size)
+                continue
+            try:
+                _, _, batch, _ = run_round(algorithm, params, state, data, queries[start:stop], ids[start:stop], index,
+                                           seed, client_defenses=client_defenses, aggregator=aggregator,
+                                           threat_model=threat_model, deterministic=True)
+            except CohortLost:
+                lost += 1
+                continue
             batches.append(batch)
-    return batches
+    return ProbeResult(batches, cohorts_lost=lost, queries_left_out=left_out)
+
+
+def probe(algorithm: Algorithm, params: np.ndarray, data: Dataset, **options) -> list[RoundBatch]:
+    """The batches of ``probe_cohorts`` (same options)."""
+    return probe_cohorts(algorithm, params, data, **options).batches
