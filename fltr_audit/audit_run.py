@@ -57,7 +57,7 @@ from fltr_audit.errors import FltrError
 from fltr_audit.federation import TrainResult, train
 from fltr_audit.interfaces import Algorithm
 from fltr_audit.messages import Messages, RoundBatch
-from fltr_audit.probe import probe, probe_cohorts
+from fltr_audit.probe import MAX_PROBE_ROUNDS, probe, probe_cohorts
 from fltr_audit.randomness import stream
 from fltr_audit.records import AuditMeasurement
 from fltr_audit.rankers import make_ranker
@@ -227,15 +227,22 @@ def probe_rounds(config: dict, algorithm: Any, params: np.ndarray, data: Any, st
     (``fltr_audit.probe``); for ``server-malicious``, the manipulation and its mean cost to the
     other members (nDCG@10 of their shown lists, honest vs served; ``fltr_audit.malicious``).
 
-    Sample size: ``probe.rounds`` passes over the split (default 1), at most ``probe.lists``
-    lists (default: all of them)."""
+    Sample size: ``probe.lists`` N (absent: one pass over the split) -- passes over the split,
+    at most ``probe.rounds`` (default ``MAX_PROBE_ROUNDS``), until at least N lists can be scored
+    (``scorable_lists``). The stopping rule reads only the clicks' counts, never an attack, so it
+    does not bias the leakage."""
     probe_cfg = config["probe"]
     threat_model = config.get("threat_model", "server")
     common = dict(seed=probe_seed(config), queries_per_client=probe_cfg["queries_per_client"],
                   cohort_size=probe_cfg["cohort"], client_defenses=stack.client, aggregator=stack.aggregator)
     if threat_model != "server-malicious":
-        found = probe_cohorts(algorithm, params, data, threat_model=threat_model, passes=probe_cfg.get("rounds", 1),
-                              lists=probe_cfg.get("lists"), **common)
+        lists = probe_cfg.get("lists")
+        passes = probe_cfg.get("rounds", 1 if lists is None else MAX_PROBE_ROUNDS)
+        enough = None if lists is None else (
+            lambda batches: sum(scorable_lists(b, probe_cfg["min_shown"], probe_cfg["require_click"])
+                                for b in batches) >= lists)
+        found = probe_cohorts(algorithm, params, data, threat_model=threat_model, passes=passes, enough=enough,
+                              **common)
         return found.batches, {"cohorts_lost": found.cohorts_lost, "queries_left_out": found.queries_left_out}
     from fltr_audit.malicious import malicious_probe
 
@@ -245,6 +252,18 @@ def probe_rounds(config: dict, algorithm: Any, params: np.ndarray, data: Any, st
     served = float(np.nanmean([r.others_ndcg_served for r in rounds]))
     return [r.batch for r in rounds], {"manipulation": manipulation, "others_ndcg_honest": honest,
                                        "others_ndcg_served": served, "others_ndcg_cost": honest - served}
+
+
+def scorable_lists(batch: RoundBatch, min_shown: int, require_click: bool) -> int:
+    """Lists of a probe round that leakage can be scored on: at least ``min_shown`` shown
+    documents, a click when ``require_click``, and not every shown document clicked (AUC needs
+    both classes)."""
+    mask = batch.view.interactions.mask if batch.view.interactions is not None else np.ones(
+        np.shape(batch.truth.clicks), dtype=bool)
+    clicks = np.asarray(batch.truth.clicks, dtype=bool) & mask
+    shown, clicked = mask.sum(-1), clicks.sum(-1)
+    keep = (shown >= min_shown) & (clicked < shown) & ((clicked > 0) if require_click else True)
+    return int(keep.sum())
 
 
 def algorithm_setting(config: dict) -> str:

@@ -112,6 +112,9 @@ def expand(spec: dict, max_runs: int | None = MAX_RUNS) -> list[Run]:
             "audit_trials": audit["trials"],
             "seed": seed,
         }
+        for key in ("lists", "rounds"):  # absent by default: run keys of older campaigns unchanged
+            if probe.get(key) is not None:
+                config["probe"][key] = probe[key]
         if algo.get("population") is not None:  # absent by default: run keys of older campaigns unchanged
             if algo["population"] < clients:
                 raise FltrError(f"campaign {spec['name']!r}: key 'algorithm.population' ({algo['population']}) must be "

@@ -47,6 +47,8 @@ _SCHEMA: dict[str, dict[str, tuple[type, ...]]] = {
         "counterfactual": (int,),
         "threat_model": (str, list),
         "manipulation": (str,),
+        "lists": (int,),
+        "rounds": (int,),
     },
     "audit": {"defenses": (str, list), "attacks": (str, list), "epsilon_audit": (bool,), "trials": (int,)},
 }
@@ -73,6 +75,8 @@ DEFAULTS: dict[str, Any] = {
         "counterfactual": 20,
         "threat_model": ["server"],
         "manipulation": "isolate",
+        "lists": None,   # lists to score per click model (probe rounds until then); None: one pass
+        "rounds": None,  # probe rounds (passes over the split) at most; None: 1, or 50 with lists
     },
     "audit": {
         "defenses": ["none"],
@@ -191,6 +195,9 @@ def _check_values(spec: dict, source: str) -> None:
         raise FltrError(f"{source}: key 'audit.trials' must be at least 4")
     if any(v < 1 for v in as_list(spec["probe"]["cohort"])):
         raise FltrError(f"{source}: key 'probe.cohort' must be at least 1")
+    for key in ("lists", "rounds"):
+        if spec["probe"][key] is not None and spec["probe"][key] < 1:
+            raise FltrError(f"{source}: key 'probe.{key}' (--probe-{key}) must be at least 1")
     if spec["probe"]["counterfactual"] < 1:
         raise FltrError(f"{source}: key 'probe.counterfactual' must be at least 1 (counterfactual click draws per list)")
     for split in as_list(spec["probe"]["split"]):

@@ -6,8 +6,11 @@ click model, makes one local update per query and sends its message after its B 
 (B = 1 in Pham's setting). Clients are grouped into cohorts that travel the same
 defense / aggregation / interception path as training; the model itself never changes.
 
-Sample size: ``passes`` probe rounds issue every query of the split again, by new clients
-with new clicks (independent round streams); ``lists`` stops after that many lists.
+Sample size: up to ``passes`` probe rounds issue every query of the split again, by new clients
+with new clicks (independent round streams), until the caller has ``enough`` lists. The
+shown list of a query is the same in every pass (deterministic ranking); under zero leakage the
+lists of one query are still uncorrelated (each pass draws its clicks independently), so the
+level of a test over lists holds.
 
 Small cohorts: an aggregator that declares ``min_cohort`` (secure aggregation: 2, since an
 aggregate of one client is that client's message) never gets fewer clients -- a last cohort
@@ -20,7 +23,7 @@ dropped and counted, the probe goes on.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -29,6 +32,10 @@ from fltr_audit.errors import CohortLost, FltrError
 from fltr_audit.federation import run_round
 from fltr_audit.interfaces import Aggregator, Algorithm, ClientDefense
 from fltr_audit.messages import RoundBatch
+
+
+MAX_PROBE_ROUNDS = 50
+"""Passes over the probe split at most, when a number of lists is asked for (``--probe-lists``)."""
 
 
 @dataclass(frozen=True)
@@ -60,14 +67,14 @@ def cohort_bounds(n_clients: int, cohort_size: int, min_cohort: int = 1) -> list
 def probe_cohorts(algorithm: Algorithm, params: np.ndarray, data: Dataset, *, seed: int,
                   queries_per_client: int = 1, cohort_size: int = 100, client_defenses: Sequence[ClientDefense] = (),
                   aggregator: Aggregator | None = None, threat_model: str = "server", passes: int = 1,
-                  lists: int | None = None) -> ProbeResult:
-    """Probe ``params`` with every query of ``data`` in order, ``passes`` times (at most ``lists``
-    queries in all); one ``RoundBatch`` per cohort.
+                  enough: Callable[[list[RoundBatch]], bool] | None = None) -> ProbeResult:
+    """Probe ``params`` with every query of ``data`` in order, pass after pass (at most
+    ``passes``; fewer once ``enough(batches)`` holds after a pass); one ``RoundBatch`` per cohort.
 
-    Client ``c`` issues queries ``c*B .. c*B + B - 1`` of the issued sequence; when its length
+    In each pass client ``c`` issues queries ``c*B .. c*B + B - 1``; when the number of queries
     is not a multiple of B, the remaining queries go to one last client in a cohort of its own
-    (with fewer local updates). Cohort ``i`` (1-based) uses the round streams of index ``i``
-    under ``seed``, so every pass draws new clicks.
+    (with fewer local updates). Cohort ``i`` (1-based, counted over the passes) uses the round
+    streams of index ``i`` under ``seed``, so every pass draws new clicks.
     """
     for option, value in (("--queries-per-client", queries_per_client), ("--probe-cohort", cohort_size),
                           ("--probe-rounds", passes)):
@@ -75,39 +82,40 @@ def probe_cohorts(algorithm: Algorithm, params: np.ndarray, data: Dataset, *, se
             raise FltrError(f"{option}: must be a positive integer, got {value}")
     if data.n_queries < 1:
         raise FltrError("--data: the probed split has no queries")
-    available = data.n_queries * int(passes)
-    if lists is not None and (int(lists) != lists or not 1 <= lists <= available):
-        raise FltrError(f"--probe-lists: must lie in 1..{available} ({data.n_queries} queries x {passes} probe "
-                        f"rounds), got {lists}")
-    order = np.tile(np.arange(data.n_queries, dtype=np.int64), int(passes))[:available if lists is None else int(lists)]
     params = np.asarray(params, dtype=np.float64)
     state = algorithm.init_server_state(params)
     B = int(queries_per_client)
     need = int(getattr(aggregator, "min_cohort", 1))
-    full = len(order) // B
-    groups = [(order[:full * B].reshape(full, B), np.arange(full, dtype=np.int64))]
+    full = data.n_queries // B
+    groups = [(np.arange(full * B, dtype=np.int64).reshape(full, B), np.arange(full, dtype=np.int64))]
     left_out = 0
-    if len(order) % B:
+    if data.n_queries % B:
         if need <= 1:
-            groups.append((order[full * B:][None, :], np.array([full], dtype=np.int64)))
+            groups.append((np.arange(full * B, data.n_queries, dtype=np.int64)[None, :],
+                           np.array([full], dtype=np.int64)))
         else:
-            left_out = len(order) - full * B      # one client of fewer queries cannot join a cohort
+            left_out = data.n_queries - full * B      # one client of fewer queries cannot join a cohort
     batches: list[RoundBatch] = []
     lost = index = 0
-    for queries, ids in groups:
-        for start, stop in cohort_bounds(len(ids), int(cohort_size), need):
-            index += 1
-            if stop - start < need:
-                left_out += int(queries[start:stop].size)
-                continue
-            try:
-                _, _, batch, _ = run_round(algorithm, params, state, data, queries[start:stop], ids[start:stop], index,
-                                           seed, client_defenses=client_defenses, aggregator=aggregator,
-                                           threat_model=threat_model, deterministic=True)
-            except CohortLost:
-                lost += 1
-                continue
-            batches.append(batch)
+    for done in range(int(passes)):
+        first_id = done * (full + 1)                  # fresh clients every pass
+        for queries, ids in groups:
+            for start, stop in cohort_bounds(len(ids), int(cohort_size), need):
+                index += 1
+                if stop - start < need:
+                    left_out += int(queries[start:stop].size)
+                    continue
+                try:
+                    _, _, batch, _ = run_round(algorithm, params, state, data, queries[start:stop],
+                                               ids[start:stop] + first_id, index, seed,
+                                               client_defenses=client_defenses, aggregator=aggregator,
+                                               threat_model=threat_model, deterministic=True)
+                except CohortLost:
+                    lost += 1
+                    continue
+                batches.append(batch)
+        if enough is not None and enough(batches):
+            break
     return ProbeResult(batches, cohorts_lost=lost, queries_left_out=left_out)
 
 

@@ -140,15 +140,19 @@ def test_dropouts_below_threshold_lose_that_cohort_only(vali, model):
     assert [b.view.round for b in found.batches] == [r for r in range(1, 27) if r not in lost]
 
 
-def test_probe_rounds_and_lists(vali, model):
-    """Two passes issue every query twice by new clients with new streams; ``lists`` truncates;
-    beyond the available queries is an error naming --probe-lists."""
+def test_probe_rounds_until_enough(vali, model):
+    """Passes issue every query again by new clients with new round streams, and stop after the
+    first pass after which ``enough`` holds (here: at least 100 lists, i.e. two passes of 52)."""
     from fltr_audit.probe import probe_cohorts
 
-    found = probe_cohorts(alg(vali), model, vali, seed=1, cohort_size=20, passes=2, lists=100)
+    found = probe_cohorts(alg(vali), model, vali, seed=1, cohort_size=20, passes=5,
+                          enough=lambda b: sum(x.view.n_clients if hasattr(x.view, "n_clients") else
+                                               len(x.view.participants) for x in b) >= 100)
     queries = np.concatenate([b.view.interactions.queries[:, 0] for b in found.batches])
-    np.testing.assert_array_equal(queries, np.r_[np.arange(52), np.arange(48)])
-    assert len({b.view.round for b in found.batches}) == len(found.batches) == 5
-    for bad in (0, 105):
-        with pytest.raises(FltrError, match="--probe-lists"):
-            probe_cohorts(alg(vali), model, vali, seed=1, passes=2, lists=bad)
+    np.testing.assert_array_equal(queries, np.r_[np.arange(52), np.arange(52)])
+    ids = np.concatenate([b.truth.client_ids for b in found.batches])
+    assert len(set(ids.tolist())) == 104
+    assert [b.view.round for b in found.batches] == list(range(1, 7))
+    one = probe_cohorts(alg(vali), model, vali, seed=1, cohort_size=20)
+    assert not np.array_equal(one.batches[0].truth.clicks, found.batches[3].truth.clicks[:20])
+    np.testing.assert_array_equal(one.batches[0].truth.clicks, found.batches[0].truth.clicks)

@@ -14,7 +14,7 @@ from fltr_audit.cli.compare import checked_min_effect, min_effect_option
 from fltr_audit.errors import FltrError
 
 DEMO_DEFENSES = ["none", "clip(sensitivity=5)+dp-distributed(eps=4.5)", "dp-local-laplace(eps=4.5)", "secagg"]
-DEMO_ATTACKS = ["olsr", "olsr-l1", "score", "prob", "distance", "random3"]
+DEMO_ATTACKS = ["olsr", "olsr-l1", "score", "prob", "random3"]
 EPSILON_P = [0.25, 0.5, 0.75, 0.9, 0.95, 0.99]
 EPSILON_MODELS = ["perfect", "navigational", "informational"]
 
