@@ -158,16 +158,18 @@ def simultaneous_bounds(leakage, se, df, m: int, alpha: float = ALPHA) -> tuple[
 
 def planned_lists(min_effect: float, power: float, attacks: int, *, alpha: float = ALPHA,
                   sd: float = PLANNING_SD) -> int:
-    """Lists to score per click model so that, at zero leakage, every one of ``attacks``
-    informed attacks' simultaneous upper bound falls below ``min_effect`` with probability about
-    ``power`` (normal approximation; per-list sd ``PLANNING_SD``):
-    ``n = ((z_{1 - alpha/m} + z_{power}) sd / min_effect)^2`` -- the same n gives power ``power``
-    to find a leak of ``min_effect``."""
+    """Lists to score per click model so that, at zero leakage, all ``m = attacks`` informed
+    attacks' simultaneous upper bounds fall below ``min_effect`` together with probability at
+    least ``power`` (normal approximation, per-list sd ``PLANNING_SD``, attacks taken as
+    independent -- conservative, since attacks on one message are positively correlated):
+    ``n = ((z_{1 - alpha/m} + z_{power^(1/m)}) sd / min_effect)^2``. The same n finds a leak of
+    ``min_effect`` in one attack with probability at least ``power``."""
     if not 0.0 < power < 1.0:
         raise ValueError(f"--power: must lie in (0, 1), got {power}")
     if not 0.0 < min_effect < 1.0:
         raise ValueError(f"--min-effect: must lie in (0, 1), got {min_effect}")
-    z = stats.norm.ppf(1.0 - alpha / max(int(attacks), 1)) + stats.norm.ppf(power)
+    m = max(int(attacks), 1)
+    z = stats.norm.ppf(1.0 - alpha / m) + stats.norm.ppf(power ** (1.0 / m))
     return int(math.ceil((z * sd / min_effect) ** 2))
 
 
@@ -213,7 +215,7 @@ def leakage_verdicts(table: pd.DataFrame, keys: list[str], *, min_effect: float 
         decisive = None
         if tested.any():
             adjusted = holm(p[tested])
-            j = int(np.argmin(adjusted))
+            j = int(np.argmin(p[tested]))  # the smallest raw p (Holm's first step); adjusted ties are common
             reject = bool(adjusted[j] < alpha)
             decisive = informed.index[tested][j]
             row.update(p_adjusted=float(adjusted[j]), decisive_attack=informed.loc[decisive, "attack"])
