@@ -84,6 +84,15 @@ class AuditResult:
         return attack_table(self.tables) if "attacks" in self.tables else pd.DataFrame()
 
     @property
+    def roc(self) -> pd.DataFrame:
+        """Per run, click model, defense and attack: the pooled ROC curve against the real clicks
+        and the counterfactual ones (``curve``), TPR at 61 log-spaced FPRs from 0.1 % to 100 %
+        (``reports.leakage.roc_rows``); what ``audit --json`` prints under ``roc``."""
+        from reports.leakage import roc_rows
+
+        return roc_rows(self.tables.get("attacks"))
+
+    @property
     def utility(self) -> pd.DataFrame:
         """Final offline nDCG of each defended model and its change against no defense."""
         return self._table("utility")

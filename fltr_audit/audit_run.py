@@ -47,7 +47,7 @@ from attacks.defense_audit import audit_stack
 from attacks.epsilon import epsilon_rows
 from attacks.foltr_decode import audit_query_distinguishing
 from attacks.registry import attack_spec, make_attack, needed
-from attacks.scoring import Slots, evaluate, summarize
+from attacks.scoring import Slots, evaluate, roc_points, summarize
 from defenses.accounting import privacy_spent
 from defenses.stack import DefenseStack, parse_defense
 from fltr_audit import metrics
@@ -163,7 +163,9 @@ def run_audit(config: dict) -> dict[str, pd.DataFrame]:
             refined = guesses and guesses[0].attack.startswith(name)
             label = guesses[0].attack if refined else name            # e.g. bayes-approx where bayes searches
             reference = attack_spec(name).reference
+            roc = roc_points(slots)
             for row in summarize(per_query, slots=slots):
+                row = {**row, **(roc if row["averaging"] == "macro" else {})}  # one curve per run and attack
                 attack_rows.append({**context, "click_model": click_model, "defense": stack.name,
                                     "threat_model": threat, "attack": label, "reference": reference,
                                     "probe_cohort": probe_cfg["cohort"], **row, **manipulation,

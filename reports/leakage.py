@@ -249,3 +249,29 @@ def leakage_verdicts(table: pd.DataFrame, keys: list[str], *, min_effect: float 
         row["leakage_verdict"] = verdict
         out.append(row)
     return pd.DataFrame(out)
+
+
+ROC_KEYS = ("run_key", "data", "algo", "setting", "fold", "seed", "threat_model", "click_model", "defense", "attack")
+
+
+def roc_rows(attacks: pd.DataFrame | None) -> pd.DataFrame:
+    """The stored per-run ROC curves (``attacks.scoring.roc_points`` on the attack rows) as long
+    rows: the row's keys, ``curve`` (``real`` or ``counterfactual``: mean over the K redrawn
+    click vectors), ``fpr``, ``tpr``. Empty when no row carries a curve."""
+    if attacks is None or attacks.empty or "roc_tpr" not in attacks.columns:
+        return pd.DataFrame(columns=[*ROC_KEYS, "curve", "fpr", "tpr"])
+    keys = [k for k in ROC_KEYS if k in attacks.columns]
+    parts = []
+    for _, r in attacks.iterrows():
+        fpr = r.get("roc_fpr")
+        if not isinstance(fpr, (list, tuple, np.ndarray)) or len(fpr) == 0:
+            continue
+        for curve, col in (("real", "roc_tpr"), ("counterfactual", "roc_tpr_counterfactual")):
+            tpr = r.get(col)
+            if isinstance(tpr, (list, tuple, np.ndarray)) and len(tpr) == len(fpr):
+                parts.append(pd.DataFrame({**{k: r[k] for k in keys}, "curve": curve,
+                                           "fpr": np.asarray(fpr, dtype=np.float64),
+                                           "tpr": np.asarray(tpr, dtype=np.float64)}))
+    if not parts:
+        return pd.DataFrame(columns=[*keys, "curve", "fpr", "tpr"])
+    return pd.concat(parts, ignore_index=True)

@@ -281,7 +281,10 @@ def audit(
     utility = tables.get("utility", pd.DataFrame())
     cost = manipulation_table(tables)
     if json_out:
+        from reports.leakage import roc_rows
+
         emit_json({"attacks": table.to_dict(orient="records"),
+                   "roc": roc_rows(tables.get("attacks")).to_dict(orient="records"),
                    "verdicts": v.to_dict(orient="records"),
                    "manipulation": cost.to_dict(orient="records"),
                    "audits": audits.to_dict(orient="records"),

@@ -89,7 +89,10 @@ def demo(
     html = out / "report" / "report.html"
     seconds = time.perf_counter() - start
     if json_out:
+        from reports.leakage import roc_rows
+
         emit_json({"comparison": table.to_dict(orient="records"), "verdicts": v.to_dict(orient="records"),
+                   "roc": roc_rows(tables.get("attacks")).to_dict(orient="records"),
                    "report": str(html), "seconds": seconds, "runs": counts})
         return
     print_verdicts(v, min_effect)
