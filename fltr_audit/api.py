@@ -210,9 +210,28 @@ def audit(**options: Any) -> AuditResult:
 
         command["click_model"] = DEFAULT_CLICK_MODELS  # the algorithm's family
     store = command.pop("store", None)
-    command.pop("min_effect", None)  # a verdict option, not part of the runs
+    min_effect = command.pop("min_effect", None)  # a verdict option, not part of the runs
+    power = command.pop("power", None)            # plans probe_lists, not part of the runs
+    if command.get("probe_lists") is not None or power is not None:
+        command["probe_lists"] = _probe_lists(command, power, min_effect)
     spec = spec_from_options(**command)
     return AuditResult(inputs=resolved, spec=spec, tables=_run(spec, store))
+
+
+def _probe_lists(command: dict, power: float | None, min_effect: float | None) -> int | None:
+    """``probe_lists`` as given or planned from ``power`` and ``min_effect``, checked as the
+    ``audit`` command checks ``--probe-lists`` and ``--power``."""
+    from fltr_audit.algorithms.registry import algorithm_spec
+    from fltr_audit.cli.audit import algorithm_defaults, available_lists, probe_size
+    from reports.compare import MIN_EFFECT
+
+    attacks, _, _ = algorithm_defaults(command["algo"], command["attack"], command["click_model"],
+                                       command.get("min_shown"))
+    norm = command["normalization"]
+    norm = algorithm_spec(command["algo"], auditable=True).default_normalization if norm == "auto" else norm
+    available = available_lists(command["data"], list(command["fold"]), command["split"], norm, list(command["seed"]))
+    return probe_size(command.get("probe_lists"), power, MIN_EFFECT if min_effect is None else float(min_effect),
+                      attacks, available)
 
 
 def campaign(path_or_dict: str | Path | Mapping[str, Any], store: str | Path | None = None) -> AuditResult:
