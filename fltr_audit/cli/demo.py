@@ -84,7 +84,7 @@ def demo(
     v = verdicts(tables, min_effect=min_effect)
     command = (f"fltr-audit demo --data {data} --rounds {rounds} --clients {clients} --seed {seed} "
                f"--min-effect {min_effect:g} --probe-lists {probe_lists}")
-    write_files(out / "report", render_report(tables, title="fltr-audit demo: FPDGD under four defenses",
+    write_files(out / "report", render_report(tables, title="fltr-audit demo: FPDGD under five defenses",
                                               methods={"demo": command}, min_effect=min_effect))
     html = out / "report" / "report.html"
     seconds = time.perf_counter() - start
