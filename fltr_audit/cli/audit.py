@@ -12,7 +12,7 @@ from fltr_audit.algorithms.registry import algorithm_names
 from fltr_audit.cli.app import app
 from fltr_audit.cli.common import emit_json, parse_list, print_table, progress
 from fltr_audit.cli.compare import checked_min_effect, min_effect_option
-from fltr_audit.errors import FltrError, RunsFailed
+from fltr_audit.errors import RunsFailed
 
 DEFAULT_CLICK_MODELS = "perfect,navigational,informational"
 TABLE_COLUMNS = ["attack", "click_model", "defense", "threat_model", "accuracy", "precision", "recall", "f1",
@@ -21,12 +21,27 @@ SCORE_COLUMNS = ["reference", "auc", "auc_counterfactual", "leakage", "leakage_n
                  "advantage_counterfactual", "tpr_at_fpr_0_01", "tpr_at_fpr_0_001"]  # where the rows have them
 
 
+SPEC_PARAMETERS = {
+    "data.spec": "data", "data.fold": "fold", "data.normalization": "normalization", "algorithm.name": "algo",
+    "algorithm.rounds": "train_rounds", "algorithm.clients": "clients", "algorithm.queries_per_client": "queries_per_client",
+    "algorithm.ranker": "ranker", "algorithm.population": "population", "probe.split": "split",
+    "probe.click_models": "click_model", "probe.cohort": "probe_cohort", "probe.queries_per_client": "probe_queries",
+    "probe.min_shown": "min_shown", "probe.require_click": "require_click", "probe.counterfactual": "counterfactual",
+    "probe.threat_model": "threat_model", "probe.manipulation": "manipulation", "audit.trials": "trials",
+    "audit.epsilon_audit": "epsilon_audit", "seed": "seed", "defense": "defense", "attacks": "attack",
+}
+"""The run spec's parameters (``fltr_audit.run_spec``) as this command's parameters, once."""
+OPTION_NAMES = {spec: "--" + name.replace("_", "-") for spec, name in SPEC_PARAMETERS.items()}
+"""The run spec's parameters as this command's options: what a CLI user typed."""
+
+
 def audit_spec(*, algo: str, data: str, folds: list[int], rounds: int, clients: int, queries_per_client: int,
                attacks: list[str], defenses: list[str], click_models: list[str], split: str, seeds: list[int],
                cohort: int, probe_queries: int, normalization: str, ranker: str, min_shown: int,
                require_click: bool, epsilon_audit: bool, trials: int = 10000, counterfactual: int = 20,
                name: str = "audit", population: int | None = None, threat_model: str = "server",
-               manipulation: str = "isolate", probe_lists: int | None = None) -> dict:
+               manipulation: str = "isolate", names: dict[str, str] | None = None,
+               probe_lists: int | None = None) -> dict:
     """A campaign spec (fltr_audit.campaign) for the audit command's options."""
     from fltr_audit.algorithms.registry import algorithm_spec
     from fltr_audit.campaign import validate_spec
@@ -48,6 +63,7 @@ def audit_spec(*, algo: str, data: str, folds: list[int], rounds: int, clients: 
             "audit": {"defenses": defenses, "attacks": attacks, "epsilon_audit": epsilon_audit, "trials": trials},
         },
         source="audit options",
+        names=OPTION_NAMES if names is None else names,
     )
 
 
@@ -71,13 +87,13 @@ def spec_from_options(*, algo: str, data: str, fold: list[int], train_rounds: in
                       seed: list[int], probe_cohort: int, probe_queries: int, normalization: str, ranker: str,
                       min_shown: int | None, require_click: bool, epsilon_audit: bool, trials: int,
                       counterfactual: int = 20, population: int | None = None, threat_model: str = "server",
-                      manipulation: str = "isolate", probe_lists: int | None = None) -> dict:
+                      manipulation: str = "isolate", names: dict[str, str] | None = None,
+                      probe_lists: int | None = None) -> dict:
     """The campaign spec of the ``audit`` command's options (named as its parameters); the
-    Python API (``fltr_audit.audit``) builds its runs through this too, so both give the same numbers."""
+    Python API (``fltr_audit.audit``) builds its runs through this too, so both give the same numbers.
+    ``names``: how errors name the run spec's parameters (default: this command's options)."""
     from fltr_audit.federation import check_population
 
-    if counterfactual < 1:
-        raise FltrError(f"--counterfactual: must be at least 1, got {counterfactual}")
     check_population(population, clients)
     attacks, models, min_shown = algorithm_defaults(algo, attack, click_model, min_shown)
     return audit_spec(algo=algo, data=data, folds=list(fold), rounds=train_rounds, clients=clients,
@@ -86,7 +102,7 @@ def spec_from_options(*, algo: str, data: str, fold: list[int], train_rounds: in
                       probe_queries=probe_queries, normalization=normalization, ranker=ranker,
                       min_shown=min_shown, require_click=require_click, epsilon_audit=epsilon_audit,
                       trials=trials, counterfactual=counterfactual, population=population,
-                      threat_model=threat_model, manipulation=manipulation, probe_lists=probe_lists)
+                      threat_model=threat_model, manipulation=manipulation, names=names, probe_lists=probe_lists)
 
 
 def probe_size(probe_lists: int | None, power: float | None, min_effect: float, attacks: list[str],
@@ -97,6 +113,7 @@ def probe_size(probe_lists: int | None, power: float | None, min_effect: float, 
     ``--probe-lists`` below 1 or beyond the ``available`` lists (queries of the split times
     ``MAX_PROBE_ROUNDS`` probe rounds), ``--power`` outside (0, 1)."""
     from attacks.registry import attack_spec
+    from fltr_audit.probe import MAX_PROBE_ROUNDS
     from reports.leakage import planned_lists
 
     if power is not None and not 0.0 < power < 1.0:
@@ -109,23 +126,18 @@ def probe_size(probe_lists: int | None, power: float | None, min_effect: float, 
                             f"model, beyond the {available:,} available; lower --power or raise --min-effect")
     if probe_lists is not None and not 1 <= probe_lists <= available:
         raise FltrError(f"--probe-lists: must lie in 1..{available:,} (the probe split's queries times "
-                        f"{available_rounds()} probe rounds), got {probe_lists}")
+                        f"{MAX_PROBE_ROUNDS} probe rounds), got {probe_lists}")
     return probe_lists
-
-
-def available_rounds() -> int:
-    from fltr_audit.probe import MAX_PROBE_ROUNDS
-
-    return MAX_PROBE_ROUNDS
 
 
 def available_lists(data: str, folds: list[int], split: str, normalization: str, seeds: list[int]) -> int:
     """Lists the probe can issue per click model: the smallest probe split over the folds
     times ``MAX_PROBE_ROUNDS`` (the data loaded once here, cached for the runs)."""
-    from fltr_audit.audit_run import _splits
+    from fltr_audit.data.load import load_splits
+    from fltr_audit.probe import MAX_PROBE_ROUNDS
 
-    sizes = [_splits(data, f, normalization, None, s).get(split).n_queries for f in folds for s in seeds[:1]]
-    return min(sizes) * available_rounds()
+    sizes = [load_splits(data, f, normalization=normalization, seed=seeds[0]).get(split).n_queries for f in folds]
+    return min(sizes) * MAX_PROBE_ROUNDS
 
 
 def run_spec(spec: dict, store: Path | None, quiet: bool) -> dict[str, pd.DataFrame]:
@@ -147,7 +159,7 @@ def run_spec(spec: dict, store: Path | None, quiet: bool) -> dict[str, pd.DataFr
             return {name: t[t["run_key"].isin(keys)] if "run_key" in t else t for name, t in tables.items()}
         collected: dict[str, list[pd.DataFrame]] = {}
         for run in runs:
-            result = execute_run({**run.config, "run_key": run.key})
+            result = execute_run(run.spec)
             for name, table in result["tables"].items():
                 collected.setdefault(name, []).append(table.assign(run_key=run.key))
             bar.advance()
@@ -217,7 +229,7 @@ def audit(
     clients: int = typer.Option(1000, "--clients", help="Clients per training round."),
     queries_per_client: int = typer.Option(4, "--queries-per-client", help="Queries per client per round (B)."),
     attack: str = typer.Option("", "--attack", help="Comma-separated attacks (default: the algorithm's set)."),
-    defense: List[str] = typer.Option(["none"], "--defense", help="Defense stack; repeat for several."),
+    defense: List[str] = typer.Option(["none"], "--defense", help="Defense stack(s); repeat or comma-separate."),
     click_model: str = typer.Option(DEFAULT_CLICK_MODELS, "--click-model",
                                     help="Comma-separated click models for the probe (FedIPS: pbm)."),
     split: str = typer.Option("vali", "--split", help="Probe split (Pham: vali)."),

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import re
+from typing import Any
 
 import pandas as pd
 
@@ -25,9 +26,11 @@ def wrap_name(name: str, width: int = NAME_WIDTH) -> str:
     return "\n".join(lines)
 
 
-def print_rows(title: str, rows: list[dict], right: tuple[str, ...] = (), whole: tuple[str, ...] = ("defense",)) -> None:
-    """``rows`` (dicts with the same keys) as a rich table on stdout, ``WIDTH`` columns at most;
-    the ``whole`` columns keep their (pre-broken) lines, the others fold to fit."""
+def print_rows(title: str, rows: list[dict], right: tuple[str, ...] = (), whole: tuple[str, ...] = ("defense",),
+               console: Any = None) -> None:
+    """``rows`` (dicts with the same keys) as a rich table on ``console`` (default: stdout),
+    ``WIDTH`` columns at most; the ``whole`` columns keep their (pre-broken) lines, the others
+    fold to fit."""
     from rich.console import Console
     from rich.table import Table
 
@@ -36,7 +39,7 @@ def print_rows(title: str, rows: list[dict], right: tuple[str, ...] = (), whole:
         table.add_column(key, justify="right" if key in right else "left", overflow="fold", no_wrap=key in whole)
     for row in rows:
         table.add_row(*(str(v) for v in row.values()))
-    Console(width=WIDTH).print(table)
+    (console or Console(width=WIDTH)).print(table)
 
 
 def _ci(r) -> str:
@@ -88,13 +91,14 @@ def claim_rows(v: pd.DataFrame) -> list[dict]:
     return rows
 
 
-def print_verdicts(v: pd.DataFrame, min_effect: float) -> None:
-    """Both verdict tables on stdout."""
+def print_verdicts(v: pd.DataFrame, min_effect: float, console: Any = None) -> None:
+    """Both verdict tables on ``console`` (default: stdout)."""
     if v.empty:
         return
     print_rows("Leakage verdict per click model: the attack that decided it, AUC real - counterfactual "
                "(one-sided 95 % bounds simultaneous over the informed attacks); 'leaks': Holm-adjusted p < 0.05; "
                f"'no measurable leakage': every upper bound < {min_effect:g}; ±detect: the smallest leak the "
-               "lists could tell from zero", leakage_rows(v), whole=("leakage [sim. CI]", "clicks", "leakage verdict"))
+               "lists could tell from zero", leakage_rows(v), whole=("leakage [sim. CI]", "clicks", "leakage verdict"),
+               console=console)
     print_rows("Claim verdict: claimed ε against the audited 95 % lower bound", claim_rows(v),
-               right=("ΔnDCG@10",), whole=("defense", "claim verdict", "audited (runs pooled)"))
+               right=("ΔnDCG@10",), whole=("defense", "claim verdict", "audited (runs pooled)"), console=console)
