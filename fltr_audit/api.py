@@ -92,15 +92,6 @@ class AuditResult:
         return attack_table(self.tables) if "attacks" in self.tables else pd.DataFrame()
 
     @property
-    def roc(self) -> pd.DataFrame:
-        """Per run, click model, defense and attack: the pooled ROC curve against the real clicks
-        and the counterfactual ones (``curve``), TPR at 61 log-spaced FPRs from 0.1 % to 100 %
-        (``reports.leakage.roc_rows``); what ``audit --json`` prints under ``roc``."""
-        from reports.leakage import roc_rows
-
-        return roc_rows(self.tables.get("attacks"))
-
-    @property
     def utility(self) -> pd.DataFrame:
         """Final offline nDCG of each defended model and its change against no defense."""
         return self._table("utility")
@@ -123,10 +114,17 @@ class AuditResult:
     @property
     def roc(self) -> pd.DataFrame:
         """ROC points per attack x click model x defense: the runs' ``roc`` table (FPR, TPR per
-        curve, real and counterfactual clicks) where they stored one, else the TPR at FPR 0.1 %
-        and 1 % of the attack rows (``curve`` "real")."""
+        curve, real and counterfactual clicks) where they stored one; else the per-run pooled ROC
+        curves stored with the attack rows (TPR at 61 log-spaced FPRs from 0.1 % to 100 %,
+        ``reports.leakage.roc_rows``; what ``audit --json`` prints under ``roc``); else the TPR at
+        FPR 0.1 % and 1 % of the attack rows (``curve`` "real")."""
+        from reports.leakage import roc_rows
+
         if not self._table("roc").empty:
             return self._table("roc")
+        stored = roc_rows(self.tables.get("attacks"))
+        if not stored.empty:
+            return stored
         attacks = self.attacks
         points = [(0.001, "tpr_at_fpr_0_001"), (0.01, "tpr_at_fpr_0_01")]
         if attacks.empty or not any(col in attacks for _, col in points):
