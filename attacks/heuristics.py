@@ -9,6 +9,12 @@ document d of a shown list R:
 * ``distance``: when #{d' in R, d' != d : f'(d) - f'(d') > f(d) - f(d')} > threshold
   (default 5, Pham's text)                                              (score: the count).
 
+``distance``'s count is the within-list rank of ``score``'s change: f'(d) - f'(d') > f(d) - f(d')
+is (f'(d) - f(d)) > (f'(d') - f(d')). Its scores therefore order every list exactly as ``score``'s
+do, so its per-list AUC, TPR at any FPR and leakage are ``score``'s (only its decision rule,
+count > threshold, differs). It stays available by name but is not in the default attack sets,
+so that a verdict's family of attacks does not count one attack twice.
+
 Under secure aggregation f' is the aggregate model (``global + aggregate update``), applied
 to every shown list of the cohort.
 

@@ -160,28 +160,45 @@ def lad_batched(y: np.ndarray, A: np.ndarray, steps: int = IRLS_STEPS) -> np.nda
     With more regressors than observations (m > P: the cohort aggregate under secure
     aggregation) no basis of m points exists and the reweighted fit is returned.
     """
+    return _lad(y, A, steps)[0]
+
+
+def _lad(y: np.ndarray, A: np.ndarray, steps: int = IRLS_STEPS) -> tuple[np.ndarray, np.ndarray]:
+    """``lad_batched`` and the rank of each row's regressors (from the starting OLS fit)."""
     y = np.asarray(y, dtype=np.float64)
     A = np.asarray(A, dtype=np.float64)
     n, m, P = A.shape
     rows = max(1, LAD_CHUNK_BYTES // (8 * m * P))
     out = np.empty((n, m))
+    rank = np.empty(n, dtype=np.int64)
     for s in range(0, n, rows):
         part = slice(s, s + rows)
-        fit = _irls(y[part], A[part], steps)
+        fit, rank[part] = _irls(y[part], A[part], steps)
         out[part] = _lad_vertex(y[part], A[part], fit) if m <= P else fit
-    return out
+    return out, rank
 
 
-def _irls(y: np.ndarray, A: np.ndarray, steps: int) -> np.ndarray:
+def degenerate_fits(A: np.ndarray, rank: np.ndarray) -> int:
+    """How many fits are rank deficient: fewer independent regressors than non-zero ones
+    (duplicate documents, constant features, more documents than parameters). Their
+    coefficients are the minimum-norm (pseudo-inverse) solution, shared among collinear
+    regressors, so they are reported but not an error."""
+    nonzero = (np.abs(np.asarray(A)).sum(axis=-1) > 0).sum(axis=1)
+    return int((np.asarray(rank) < nonzero).sum())
+
+
+def _irls(y: np.ndarray, A: np.ndarray, steps: int) -> tuple[np.ndarray, np.ndarray]:
     """Iteratively reweighted least squares for LAD (weights ``1 / max(|r_p|, floor)``), the
     floor starting at 0.1 of the row's largest |y| and shrinking by ``IRLS_SHRINK`` per step;
     each step solves the weighted normal equations of all rows at once with a ridge of
-    ``RIDGE`` times the largest diagonal."""
+    ``RIDGE`` times the largest diagonal (``_solve``: the pseudo-inverse where that system is
+    still singular in floating point). Returns the fit and the OLS rank of each row."""
     m = A.shape[1]
     scale = np.abs(y).max(axis=1, keepdims=True)
     scale = np.where(scale > 0, scale, 1.0)
     At = np.swapaxes(A, 1, 2)
-    coef = ols_batched(y, A).coef
+    start = ols_batched(y, A)
+    coef = start.coef
     eye = np.eye(m)
     floor = 0.1
     resid, Aw = np.empty_like(y), np.empty_like(A)        # reused buffers
@@ -195,9 +212,19 @@ def _irls(y: np.ndarray, A: np.ndarray, steps: int) -> np.ndarray:
         np.multiply(A, w[:, None, :], out=Aw)
         G = Aw @ At
         ridge = RIDGE * np.einsum("nii->ni", G).max(axis=1) + 1e-300
-        coef = np.linalg.solve(G + ridge[:, None, None] * eye, Aw @ y[:, :, None])[..., 0]
+        coef = _solve(G + ridge[:, None, None] * eye, Aw @ y[:, :, None])[..., 0]
         floor = max(floor * IRLS_SHRINK, 1e-12)
-    return coef
+    return coef, start.rank
+
+
+def _solve(G: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``G^-1 b`` for a batch of systems; when one of them is exactly singular in floating point
+    (duplicate regressors whose ridge rounds away, more regressors than observations), the
+    batch falls back to the pseudo-inverse: the minimum-norm least-squares solution."""
+    try:
+        return np.linalg.solve(G, b)
+    except np.linalg.LinAlgError:
+        return np.linalg.pinv(G, hermitian=True) @ b
 
 
 def _lad_vertex(y: np.ndarray, A: np.ndarray, coef: np.ndarray, tol: float = 1e-10) -> np.ndarray:
@@ -317,11 +344,11 @@ class OLSR:
             A = np.concatenate([A, extra], axis=1)
         m = int(np.prod(shape[1:]))
         if self.loss == "l1":
-            coef = lad_batched(y, A)[:, :m].reshape(shape)
-            tvalues = np.full(shape, np.nan)
+            coef, rank = _lad(y, A)
+            coef, tvalues = coef[:, :m].reshape(shape), np.full(shape, np.nan)
         else:
             fit = ols_batched(y, A)
-            coef, tvalues = fit.coef[:, :m].reshape(shape), fit.tvalues[:, :m].reshape(shape)
+            coef, tvalues, rank = fit.coef[:, :m].reshape(shape), fit.tvalues[:, :m].reshape(shape), fit.rank
         scale = np.abs(coef).reshape(coef.shape[0], -1).max(axis=1)
         positive = coef > ZERO_COEF * scale.reshape((-1,) + (1,) * (coef.ndim - 1))
         if self.alpha is None:
@@ -332,4 +359,5 @@ class OLSR:
             decision = positive & (np.isnan(tvalues) | (tvalues > crit))
         score = np.where(np.isnan(tvalues), coef, tvalues).reshape(n, B, k)
         decision = decision.reshape(n, B, k) & mask
-        return Guess(attack=self.name, score=np.where(mask, score, np.nan), decision=decision)
+        return Guess(attack=self.name, score=np.where(mask, score, np.nan), decision=decision,
+                     degenerate=degenerate_fits(A, rank))

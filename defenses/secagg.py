@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from fltr_audit.aggregation import weighted_mean
-from fltr_audit.errors import FltrError
+from fltr_audit.errors import CohortLost, FltrError
 from fltr_audit.interfaces import Aggregate, PrivacyClaim
 from fltr_audit.messages import Messages
 
@@ -30,6 +30,8 @@ class IdealSecAgg:
     FedAvg's cost. ``drop`` is the rate of clients lost after the key exchange."""
 
     claim = SECAGG_CLAIM
+    min_cohort = 2
+    """An aggregate of one client is that client's message."""
 
     def __init__(self, drop: float = 0.0, name: str = "secagg"):
         self.drop, self.name = float(drop), name
@@ -39,7 +41,7 @@ class IdealSecAgg:
         participants = np.asarray(participants)
         dropped = draw_dropouts(messages.n_clients, self.drop, rng)
         if (~dropped).sum() < 2:
-            raise FltrError(f"{self.name}: {int((~dropped).sum())} of {messages.n_clients} clients survived; "
+            raise CohortLost(f"{self.name}: {int((~dropped).sum())} of {messages.n_clients} clients survived; "
                             "an aggregate of fewer than 2 is one client's message, round aborted")
         keep = ~dropped
         mean = weighted_mean(messages.vector[keep], messages.n_interactions[keep])

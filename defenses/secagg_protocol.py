@@ -37,7 +37,7 @@ from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 from defenses import shamir
 from defenses.secagg import SECAGG_CLAIM, draw_dropouts, require_vectors
-from fltr_audit.errors import FltrError
+from fltr_audit.errors import CohortLost, FltrError
 from fltr_audit.interfaces import Aggregate
 from fltr_audit.messages import Messages
 
@@ -340,6 +340,8 @@ class SecAggProtocol:
     """
 
     claim = SECAGG_CLAIM
+    min_cohort = 2
+    """An aggregate of one client is that client's message."""
 
     def __init__(self, drop: float = 0.0, k: int = 0, threshold: float = 0.5, bits: int = 64,
                  range: float = 64.0, name: str = "secagg-protocol"):
@@ -363,7 +365,12 @@ class SecAggProtocol:
                                  weights.astype(np.uint64)[:, None]], axis=1)
         dropped = draw_dropouts(n, self.drop, rng)
         graph = neighbour_graph(n, self.k, rng)
-        result = run_protocol(inputs, self.bits, graph, dropped, self.threshold, self.name)
+        try:
+            result = run_protocol(inputs, self.bits, graph, dropped, self.threshold, self.name)
+        except FltrError as exc:
+            if dropped.any():  # too few survivors: this cohort is lost, not the configuration
+                raise CohortLost(str(exc)) from None
+            raise
         total_weight = int(result.total[-1])
         mean = codec.decode(result.total[:-1]) / total_weight
         alive = result.survivors

@@ -114,10 +114,17 @@ class AuditResult:
     @property
     def roc(self) -> pd.DataFrame:
         """ROC points per attack x click model x defense: the runs' ``roc`` table (FPR, TPR per
-        curve, real and counterfactual clicks) where they stored one, else the TPR at FPR 0.1 %
-        and 1 % of the attack rows (``curve`` "real")."""
+        curve, real and counterfactual clicks) where they stored one; else the per-run pooled ROC
+        curves stored with the attack rows (TPR at 61 log-spaced FPRs from 0.1 % to 100 %,
+        ``reports.leakage.roc_rows``; what ``audit --json`` prints under ``roc``); else the TPR at
+        FPR 0.1 % and 1 % of the attack rows (``curve`` "real")."""
+        from reports.leakage import roc_rows
+
         if not self._table("roc").empty:
             return self._table("roc")
+        stored = roc_rows(self.tables.get("attacks"))
+        if not stored.empty:
+            return stored
         attacks = self.attacks
         points = [(0.001, "tpr_at_fpr_0_001"), (0.01, "tpr_at_fpr_0_01")]
         if attacks.empty or not any(col in attacks for _, col in points):
@@ -245,9 +252,28 @@ def audit(**options: Any) -> AuditResult:
 
         command["click_model"] = DEFAULT_CLICK_MODELS  # the algorithm's family
     store = command.pop("store", None)
-    command.pop("min_effect", None)  # a verdict option, not part of the runs
+    min_effect = command.pop("min_effect", None)  # a verdict option, not part of the runs
+    power = command.pop("power", None)            # plans probe_lists, not part of the runs
+    if command.get("probe_lists") is not None or power is not None:
+        command["probe_lists"] = _probe_lists(command, power, min_effect)
     spec = spec_from_options(**command, names=api_names())
     return AuditResult(inputs=resolved, spec=spec, tables=_run(spec, store))
+
+
+def _probe_lists(command: dict, power: float | None, min_effect: float | None) -> int | None:
+    """``probe_lists`` as given or planned from ``power`` and ``min_effect``, checked as the
+    ``audit`` command checks ``--probe-lists`` and ``--power``."""
+    from fltr_audit.algorithms.registry import algorithm_spec
+    from fltr_audit.cli.audit import algorithm_defaults, available_lists, probe_size
+    from reports.compare import MIN_EFFECT
+
+    attacks, _, _ = algorithm_defaults(command["algo"], command["attack"], command["click_model"],
+                                       command.get("min_shown"))
+    norm = command["normalization"]
+    norm = algorithm_spec(command["algo"], auditable=True).default_normalization if norm == "auto" else norm
+    available = available_lists(command["data"], list(command["fold"]), command["split"], norm, list(command["seed"]))
+    return probe_size(command.get("probe_lists"), power, MIN_EFFECT if min_effect is None else float(min_effect),
+                      attacks, available)
 
 
 def audit_campaign(path_or_dict: str | Path | Mapping[str, Any], store: str | Path | None = None) -> AuditResult:

@@ -48,7 +48,7 @@ from attacks.defense_audit import audit_stack
 from attacks.epsilon import epsilon_rows
 from attacks.foltr_decode import audit_query_distinguishing
 from attacks.registry import attack_spec, make_attack, needed
-from attacks.scoring import Slots, evaluate, summarize
+from attacks.scoring import Slots, evaluate, roc_points, summarize
 from defenses.accounting import ParticipationSchedule, privacy_spent
 from defenses.stack import DefenseStack, parse_defense
 from fltr_audit import metrics
@@ -59,7 +59,7 @@ from fltr_audit.federation import TrainResult, train
 from fltr_audit.interfaces import Algorithm
 from fltr_audit.messages import Messages, RoundBatch
 from fltr_audit.population import parse_non_iid
-from fltr_audit.probe import probe
+from fltr_audit.probe import MAX_PROBE_ROUNDS, probe, probe_cohorts
 from fltr_audit.randomness import stream
 from fltr_audit.records import AuditMeasurement, RunPrivacy
 from fltr_audit.rankers import make_ranker
@@ -159,6 +159,11 @@ def run_audit(config: RunSpec | Mapping[str, Any]) -> dict[str, pd.DataFrame]:
         counterfactual = [redraw(algorithm, b, data, draws, probe_seed(config)) for b in batches]
         for name in config.attacks:
             attack = make_attack(name, **_attack_params(name, config, algorithm))
+            if not batches:  # every cohort lost: the row says so instead of failing the run
+                attack_rows.append({**context, "click_model": click_model, "defense": stack.name, "attack": name,
+                                    "reference": attack_spec(name).reference, "probe_cohort": probe_cfg.cohort,
+                                    "averaging": "macro", "n_queries": 0, **manipulation})
+                continue
             guesses = [attack.guess(b.view) for b in batches]
             scored = [evaluate(guess, b, counterfactual=cf, min_shown=probe_cfg.min_shown,
                                require_click=probe_cfg.require_click)
@@ -169,10 +174,13 @@ def run_audit(config: RunSpec | Mapping[str, Any]) -> dict[str, pd.DataFrame]:
             refined = guesses and guesses[0].attack.startswith(name)
             label = guesses[0].attack if refined else name            # e.g. bayes-approx where bayes searches
             reference = attack_spec(name).reference
+            roc = roc_points(slots)
             for row in summarize(per_query, slots=slots):
+                row = {**row, **(roc if row["averaging"] == "macro" else {})}  # one curve per run and attack
                 attack_rows.append({**context, "click_model": click_model, "defense": stack.name,
                                     "threat_model": threat, "attack": label, "reference": reference,
-                                    "probe_cohort": probe_cfg.cohort, **row, **manipulation})
+                                    "probe_cohort": probe_cfg.cohort, **row, **manipulation,
+                                    "degenerate_lists": sum(g.degenerate for g in guesses)})
             query_rows.append(per_query.assign(click_model=click_model, defense=stack.name, attack=label))
 
     tables = {
@@ -228,14 +236,27 @@ def threat_label(view: Any) -> str:
 def probe_rounds(config: RunSpec, algorithm: Any, params: np.ndarray, data: Any, stack: DefenseStack
                  ) -> tuple[list, dict]:
     """The probe's rounds under the run's threat model (``probe.threat_model``, default server)
-    and, for ``server-malicious``, the manipulation and its mean cost to the other members
-    (nDCG@10 of their shown lists, honest vs served; ``fltr_audit.malicious``)."""
+    and the columns its attack rows add: ``cohorts_lost`` and ``queries_left_out``
+    (``fltr_audit.probe``); for ``server-malicious``, the manipulation and its mean cost to the
+    other members (nDCG@10 of their shown lists, honest vs served; ``fltr_audit.malicious``).
+
+    Sample size: ``probe.lists`` N (absent: one pass over the split) -- passes over the split,
+    at most ``probe.rounds`` (default ``MAX_PROBE_ROUNDS``), until at least N lists can be scored
+    (``scorable_lists``). The stopping rule reads only the clicks' counts, never an attack, so it
+    does not bias the leakage."""
     probe_cfg = config.probe
     threat_model = config.probe.threat_model
     common = dict(seed=probe_seed(config), queries_per_client=probe_cfg.queries_per_client,
                   cohort_size=probe_cfg.cohort, client_defenses=stack.client, aggregator=stack.aggregator)
     if threat_model != "server-malicious":
-        return probe(algorithm, params, data, threat_model=threat_model, **common), {}
+        lists = probe_cfg.lists
+        passes = probe_cfg.rounds or (1 if lists is None else MAX_PROBE_ROUNDS)
+        enough = None if lists is None else (
+            lambda batches: sum(scorable_lists(b, probe_cfg.min_shown, probe_cfg.require_click)
+                                for b in batches) >= lists)
+        found = probe_cohorts(algorithm, params, data, threat_model=threat_model, passes=passes, enough=enough,
+                              **common)
+        return found.batches, {"cohorts_lost": found.cohorts_lost, "queries_left_out": found.queries_left_out}
     from fltr_audit.malicious import malicious_probe
 
     manipulation = config.probe.manipulation
@@ -244,6 +265,18 @@ def probe_rounds(config: RunSpec, algorithm: Any, params: np.ndarray, data: Any,
     served = float(np.nanmean([r.others_ndcg_served for r in rounds]))
     return [r.batch for r in rounds], {"manipulation": manipulation, "others_ndcg_honest": honest,
                                        "others_ndcg_served": served, "others_ndcg_cost": honest - served}
+
+
+def scorable_lists(batch: RoundBatch, min_shown: int, require_click: bool) -> int:
+    """Lists of a probe round that leakage can be scored on: at least ``min_shown`` shown
+    documents, a click when ``require_click``, and not every shown document clicked (AUC needs
+    both classes)."""
+    mask = batch.view.interactions.mask if batch.view.interactions is not None else np.ones(
+        np.shape(batch.truth.clicks), dtype=bool)
+    clicks = np.asarray(batch.truth.clicks, dtype=bool) & mask
+    shown, clicked = mask.sum(-1), clicks.sum(-1)
+    keep = (shown >= min_shown) & (clicked < shown) & ((clicked > 0) if require_click else True)
+    return int(keep.sum())
 
 
 def algorithm_setting(config: RunSpec) -> str:

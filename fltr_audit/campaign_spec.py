@@ -51,6 +51,8 @@ _SCHEMA: dict[str, dict[str, tuple[type, ...]]] = {
         "counterfactual": (int,),
         "threat_model": (str, list),
         "manipulation": (str,),
+        "lists": (int,),
+        "rounds": (int,),
     },
     "audit": {"defenses": (str, list), "attacks": (str, list), "epsilon_audit": (bool,), "trials": (int,)},
 }
@@ -77,6 +79,8 @@ DEFAULTS: dict[str, Any] = {
         "counterfactual": 20,
         "threat_model": ["server"],
         "manipulation": "isolate",
+        "lists": None,   # lists to score per click model (probe rounds until then); None: one pass
+        "rounds": None,  # probe rounds (passes over the split) at most; None: 1, or 50 with lists
     },
     "audit": {
         "defenses": ["none"],
@@ -153,7 +157,8 @@ _SETTINGS: dict[str, tuple[type, str]] = {
     **{f"algorithm.{k}": (AlgorithmSettings, k) for k in ("name", "rounds", "clients", "queries_per_client",
                                                           "ranker", "train_click_model", "population")},
     **{f"probe.{k}": (ProbeSettings, k) for k in ("split", "cohort", "queries_per_client", "min_shown",
-                                                  "require_click", "counterfactual", "threat_model", "manipulation")},
+                                                  "require_click", "counterfactual", "threat_model", "manipulation",
+                                                  "lists", "rounds")},
     "audit.epsilon_audit": (AuditSettings, "epsilon_audit"), "audit.trials": (AuditSettings, "trials"),
 }
 """Campaign keys checked by the run spec's own constraints (each value of a grid axis)."""
@@ -165,7 +170,7 @@ def _check_settings(spec: dict, source: str, names: Mapping[str, str] | None) ->
     for key, (section, name) in _SETTINGS.items():
         table, _, field = key.rpartition(".")
         value = (spec[table] if table else spec).get(field)
-        if value is None and key in ("data.queries", "algorithm.population"):
+        if value is None and key in ("data.queries", "algorithm.population", "probe.lists", "probe.rounds"):
             continue
         for item in as_list(value):
             try:

@@ -10,6 +10,12 @@ class FltrError(ValueError):
     """
 
 
+class CohortLost(FltrError):
+    """An aggregator could not aggregate one cohort (e.g. secure aggregation with fewer
+    survivors than it needs). The probe drops that cohort and counts it; elsewhere it is an
+    error like any ``FltrError``."""
+
+
 class RunsFailed(RuntimeError):
     """Runs of a campaign or audit failed; the message gives the count and the first cause
     in one line. The CLI prints it and exits with code 1."""

@@ -88,7 +88,9 @@ class Aggregate:
 class Aggregator(Protocol):
     """Combines a cohort's messages into what the server receives. An aggregator whose class
     sets ``reads_global_model = True`` also gets ``global_params=`` (the model the cohort
-    started from), e.g. to clip the updates ``vector - global_params`` of weight messages."""
+    started from), e.g. to clip the updates ``vector - global_params`` of weight messages.
+    One whose class sets ``min_cohort`` needs at least that many clients in a cohort (default 1);
+    it raises ``fltr_audit.errors.CohortLost`` when too few of them survive."""
 
     name: str
     claim: PrivacyClaim

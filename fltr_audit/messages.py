@@ -195,11 +195,15 @@ class Guess:
         Higher means "more likely clicked"; NaN on empty slots.
     decision : ndarray of bool, shape (n, B, k)
         The 0/1 guess; False on empty slots.
+    degenerate : int
+        How many of the attack's fits were degenerate (e.g. a rank-deficient regression solved
+        by the pseudo-inverse); 0 for attacks that fit nothing.
     """
 
     attack: str
     score: np.ndarray
     decision: np.ndarray
+    degenerate: int = 0
 
 
 @dataclass(frozen=True)

@@ -195,6 +195,10 @@ class ProbeSettings(_Section):
     counterfactual: int = setting(20, constraints=_POSITIVE)
     threat_model: str = optional("server", constraints=(Options(THREAT_MODELS),))
     manipulation: str | None = optional(None, constraints=(Options(MANIPULATIONS), None))
+    lists: int | None = optional(None, nested=True, constraints=(*_POSITIVE, None))
+    """Lists to score per click model: probe rounds (passes over the split) until then (None: one pass)."""
+    rounds: int | None = optional(None, nested=True, constraints=(*_POSITIVE, None))
+    """Probe rounds at most (None: 1, or ``fltr_audit.probe.MAX_PROBE_ROUNDS`` with ``lists``)."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "click_models", tuple(self.click_models))

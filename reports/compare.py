@@ -163,7 +163,7 @@ def verdicts(tables: dict[str, pd.DataFrame], *, averaging: str = "macro", alpha
     """Both verdicts per defense and context (data, algorithm, setting, click model, threat model).
 
     Columns: keys; ``leakage_verdict`` with the :func:`reports.leakage.leakage_verdicts` columns
-    (``strongest_attack``, ``leakage`` and its interval, ``leakage_normalized``, ``auc``,
+    (``headline_attack``, ``leakage`` and its simultaneous interval, ``detectable``, ``leakage_normalized``, ``auc``,
     ``auc_counterfactual``, ``n_lists``, ``basis``, ``decisive_attack``, ``p_adjusted``,
     ``missable``, ``reason``); ``leakage_text`` (the verdict in words); ``claim_verdict`` with
     the :func:`reports.claims.claim_summary` columns and ``claim_text``; ``ndcg10``,
@@ -189,23 +189,26 @@ def verdicts(tables: dict[str, pd.DataFrame], *, averaging: str = "macro", alpha
 
 
 def leakage_text(row, min_effect: float) -> str:
-    """A leakage verdict in words, with the number behind it and the smallest leak it could miss."""
+    """A leakage verdict in words: the attack that decided it with its simultaneous interval, the
+    lists scored, the smallest leak it could have detected, and why."""
     verdict = row["leakage_verdict"]
-    if row.get("strongest_attack") is None or pd.isna(row.get("strongest_attack")):
+    if row.get("headline_attack") is None or pd.isna(row.get("headline_attack")):
         return f"{verdict}: {row['reason']}"
     ci = (f" [{row['leakage_ci_low']:+.3f}, {row['leakage_ci_high']:+.3f}]"
           if pd.notna(row.get("leakage_ci_low")) else "")
     n = f", {int(row['n_lists'])} {'lists' if row['basis'] == 'per list' else 'runs'}"
-    strongest = f"strongest attack {row['strongest_attack']}: AUC leakage {row['leakage']:+.3f}{ci}{n}"
+    detect = f", detectable effect ±{row['detectable']:.3f}" if pd.notna(row.get("detectable")) else ""
+    family = f" (bounds simultaneous over {int(row['n_informed'])} informed attacks)" if ci else ""
+    headline = f"{row['headline_attack']}: AUC leakage {row['leakage']:+.3f}{ci}{n}{detect}{family}"
     if verdict == "leaks":
-        by = "" if row["decisive_attack"] == row["strongest_attack"] else f" ({row['decisive_attack']})"
-        return f"leaks — {strongest}; one-sided test of zero leakage, Holm-adjusted p = {row['p_adjusted']:.2g}{by}"
+        return (f"leaks — decided by {headline}; one-sided test of zero leakage, "
+                f"Holm-adjusted p = {row['p_adjusted']:.2g}")
     if verdict == "no measurable leakage":
-        return (f"no measurable leakage — {strongest}; every informed attack's upper bound is below "
-                f"{min_effect:g}: leaks above {row['missable']:.3f} AUC are ruled out, smaller ones could "
+        return (f"no measurable leakage — largest upper bound {headline}; every informed attack's upper bound "
+                f"is below {min_effect:g}: leaks above {row['missable']:.3f} AUC are ruled out, smaller ones could "
                 "have been missed")
     could = f"; a leak up to {row['missable']:.3f} AUC could have been missed" if pd.notna(row["missable"]) else ""
-    return f"inconclusive — {strongest}; {row['reason']}{could}"
+    return f"inconclusive — largest upper bound {headline}; {row['reason']}{could}"
 
 
 def _utility_means(utility: pd.DataFrame, on: list[str], confidence: float) -> pd.DataFrame:

@@ -18,8 +18,14 @@ clicks are as predictable from that knowledge as the real ones.
 
 * ``leaks``: a one-sided t-test of zero leakage rejects at ``alpha`` for at least one informed
   (non-reference) attack, Holm-corrected over the group's informed attacks;
-* ``no measurable leakage``: every informed attack's upper 95 % bound is below ``min_effect``;
+* ``no measurable leakage``: every informed attack's upper bound, simultaneous over the group's
+  informed attacks (Bonferroni, ``simultaneous_bounds``), is below ``min_effect``;
 * ``inconclusive``: neither.
+
+The leakage printed with a verdict is the attack that decided it (``headline_attack``) with its
+simultaneous interval. A group is one click model: verdicts are read per click model, and a
+family never spans click models. ``planned_lists`` gives the lists needed to reach either
+decisive verdict at a minimum effect with a given power.
 
 Reference attacks (``reference`` column: baselines that do not read the message) are reported
 but never enter a verdict, so adding one cannot change it.
@@ -31,10 +37,15 @@ import math
 
 import numpy as np
 import pandas as pd
+from scipy import stats
+
 from reports.stats import greater_than_zero_p, holm, mean_ci
 
 MIN_EFFECT = 0.02  # AUC: the smallest leak worth calling "measurable"
 ALPHA = 0.05
+PLANNING_SD = 0.3
+"""Per-list sd of AUC real - counterfactual assumed by ``planned_lists``: measured 0.13-0.29 on
+the demo's synthetic MQ2008 over attacks, click models and defenses (seed 0)."""
 PAIRS = {"leakage": ("auc", "auc_counterfactual"),
          "advantage_leakage": ("advantage", "advantage_counterfactual")}
 RUN_MEANS = ("tpr_at_fpr_0_01", "tpr_at_fpr_0_001", "n_counterfactual")
@@ -124,53 +135,107 @@ def leakage_table(tables: dict[str, pd.DataFrame], keys: list[str], *, averaging
             row[f"leakage_normalized{end}"] = row[f"leakage{end}"] / room if room > 0 else math.nan
         for col in ("advantage", "advantage_counterfactual", *RUN_MEANS):
             row[col] = float(runs[col].mean()) if col in runs else math.nan
-        row.update(p_leakage=greater_than_zero_p(leak), n_lists=int(np.isfinite(
-            np.asarray(leak, dtype=np.float64)).sum()), basis=basis)
+        finite = np.asarray(leak, dtype=np.float64)
+        finite = finite[np.isfinite(finite)]
+        se = float(finite.std(ddof=1) / math.sqrt(finite.size)) if finite.size >= 2 else math.nan
+        row.update(p_leakage=greater_than_zero_p(leak), n_lists=int(finite.size), basis=basis,
+                   leakage_se=se, leakage_df=finite.size - 1)
         rows.append(row)
     return pd.DataFrame(rows)
 
 
+def simultaneous_bounds(leakage, se, df, m: int, alpha: float = ALPHA) -> tuple[np.ndarray, np.ndarray]:
+    """Bonferroni-simultaneous one-sided bounds over a family of ``m`` attacks:
+    ``leakage -+ t_{1 - alpha/m, df} se``. Each lower bound (and, separately, each upper bound)
+    holds for all m attacks at once with probability >= 1 - alpha. The lower bound of an
+    attack is > 0 exactly when its one-sided t-test p-value is < alpha / m (Holm's first step),
+    so ``leaks`` (some Holm rejection) is never printed beside a deciding interval containing 0."""
+    crit = stats.t.ppf(1.0 - alpha / max(int(m), 1), np.maximum(np.asarray(df, dtype=np.float64), 1.0))
+    half = crit * np.asarray(se, dtype=np.float64)
+    leakage = np.asarray(leakage, dtype=np.float64)
+    return leakage - half, leakage + half
+
+
+def planned_lists(min_effect: float, power: float, attacks: int, *, alpha: float = ALPHA,
+                  sd: float = PLANNING_SD) -> int:
+    """Lists to score per click model so that, at zero leakage, all ``m = attacks`` informed
+    attacks' simultaneous upper bounds fall below ``min_effect`` together with probability at
+    least ``power`` (normal approximation, per-list sd ``PLANNING_SD``, attacks taken as
+    independent -- conservative, since attacks on one message are positively correlated):
+    ``n = ((z_{1 - alpha/m} + z_{power^(1/m)}) sd / min_effect)^2``. The same n finds a leak of
+    ``min_effect`` in one attack with probability at least ``power``."""
+    if not 0.0 < power < 1.0:
+        raise ValueError(f"--power: must lie in (0, 1), got {power}")
+    if not 0.0 < min_effect < 1.0:
+        raise ValueError(f"--min-effect: must lie in (0, 1), got {min_effect}")
+    m = max(int(attacks), 1)
+    z = stats.norm.ppf(1.0 - alpha / m) + stats.norm.ppf(power ** (1.0 / m))
+    return int(math.ceil((z * sd / min_effect) ** 2))
+
+
 def leakage_verdicts(table: pd.DataFrame, keys: list[str], *, min_effect: float = MIN_EFFECT,
                      alpha: float = ALPHA) -> pd.DataFrame:
-    """One leakage verdict per ``keys`` group of a :func:`leakage_table`.
+    """One leakage verdict per ``keys`` group of a :func:`leakage_table` (one family: its
+    informed attacks, in one click model; no reading across click models).
 
     Returns
     -------
     DataFrame
-        ``keys``; ``leakage_verdict``; ``strongest_attack`` (informed attack with the largest
-        leakage) with its ``leakage``, interval, ``leakage_normalized``, ``auc``,
-        ``auc_counterfactual``, ``n_lists`` and ``basis``; ``decisive_attack`` and
-        ``p_adjusted`` (Holm) of the most significant informed attack; ``missable`` (the
-        largest upper bound over the informed attacks: how large a leak the run could have
-        missed); ``n_informed``; ``reason`` (why, in words, when the verdict cannot be
-        reached from the data).
+        ``keys``; ``leakage_verdict``; ``headline_attack`` -- the attack that decided: the
+        Holm-deciding attack (smallest p) when the group leaks, else the attack with the largest
+        simultaneous upper bound (the one that keeps or allows "no measurable leakage") -- with
+        its ``leakage`` and ``leakage_ci_low`` / ``leakage_ci_high`` (simultaneous over the
+        family, ``simultaneous_bounds``), ``leakage_normalized``, ``auc``,
+        ``auc_counterfactual``, ``n_lists`` and ``basis``; ``detectable`` (the headline's
+        half-width: the smallest leak it could have told from zero); ``ci_kind``;
+        ``strongest_attack`` (largest point estimate, for reference); ``decisive_attack`` and
+        ``p_adjusted`` (Holm) of the most significant informed attack; ``missable`` (the largest
+        simultaneous upper bound); ``n_informed``; ``reason`` (why, in words, when the verdict
+        is inconclusive).
     """
     out = []
     if table.empty:
         return pd.DataFrame()
     for group, frame in table.groupby(keys, sort=False, dropna=False):
         group = group if isinstance(group, tuple) else (group,)
-        informed = frame[~frame["reference"].astype(bool)]
-        row = dict(zip(keys, group), n_informed=len(informed), strongest_attack=None, decisive_attack=None,
-                   p_adjusted=math.nan, missable=math.nan, reason="")
+        informed = frame[~frame["reference"].astype(bool)].copy()
+        m = len(informed)
+        row = dict(zip(keys, group), n_informed=m, strongest_attack=None, decisive_attack=None, headline_attack=None,
+                   p_adjusted=math.nan, missable=math.nan, detectable=math.nan, reason="",
+                   ci_kind=f"simultaneous one-sided {1 - alpha:.0%} bounds (Bonferroni over {m} attacks)")
+        if {"leakage_se", "leakage_df"} <= set(informed.columns):
+            informed["leakage_ci_low"], informed["leakage_ci_high"] = simultaneous_bounds(
+                informed["leakage"], informed["leakage_se"], informed["leakage_df"], m, alpha)
         measured = informed[np.isfinite(informed["leakage"].to_numpy(dtype=np.float64))]
         if not measured.empty:
-            top = measured.loc[measured["leakage"].idxmax()]
-            row["strongest_attack"] = top["attack"]
-            for col in ("leakage", "leakage_ci_low", "leakage_ci_high", "leakage_normalized", "auc",
-                        "auc_counterfactual", "n_lists", "basis"):
-                row[col] = top[col]
+            row["strongest_attack"] = measured.loc[measured["leakage"].idxmax(), "attack"]
         p = informed["p_leakage"].to_numpy(dtype=np.float64)
         tested = np.isfinite(p)
         reject = False
+        decisive = None
         if tested.any():
             adjusted = holm(p[tested])
-            j = int(np.argmin(adjusted))
+            j = int(np.argmin(p[tested]))  # the smallest raw p (Holm's first step); adjusted ties are common
             reject = bool(adjusted[j] < alpha)
-            row.update(p_adjusted=float(adjusted[j]), decisive_attack=informed["attack"].to_numpy()[tested][j])
+            decisive = informed.index[tested][j]
+            row.update(p_adjusted=float(adjusted[j]), decisive_attack=informed.loc[decisive, "attack"])
         highs = informed["leakage_ci_high"].to_numpy(dtype=np.float64)
+        bounded = np.isfinite(highs).any()
         if len(highs) and np.isfinite(highs).all():
             row["missable"] = float(highs.max())
+        headline = decisive if reject else (informed.index[int(np.nanargmax(highs))] if bounded else
+                                            measured["leakage"].idxmax() if not measured.empty else None)
+        if headline is not None:
+            top = informed.loc[headline]
+            row["headline_attack"] = top["attack"]
+            for col in ("leakage", "leakage_ci_low", "leakage_ci_high", "leakage_normalized", "auc",
+                        "auc_counterfactual", "n_lists", "basis"):
+                row[col] = top[col]
+            row["detectable"] = float(top["leakage_ci_high"] - top["leakage"])
+            room = 1.0 - float(top["auc_counterfactual"])
+            if room > 0:
+                row["leakage_normalized_ci_low"] = top["leakage_ci_low"] / room
+                row["leakage_normalized_ci_high"] = top["leakage_ci_high"] / room
         if reject:
             verdict = "leaks"
         elif np.isfinite(row["missable"]) and row["missable"] < min_effect:
@@ -184,3 +249,29 @@ def leakage_verdicts(table: pd.DataFrame, keys: list[str], *, min_effect: float 
         row["leakage_verdict"] = verdict
         out.append(row)
     return pd.DataFrame(out)
+
+
+ROC_KEYS = ("run_key", "data", "algo", "setting", "fold", "seed", "threat_model", "click_model", "defense", "attack")
+
+
+def roc_rows(attacks: pd.DataFrame | None) -> pd.DataFrame:
+    """The stored per-run ROC curves (``attacks.scoring.roc_points`` on the attack rows) as long
+    rows: the row's keys, ``curve`` (``real`` or ``counterfactual``: mean over the K redrawn
+    click vectors), ``fpr``, ``tpr``. Empty when no row carries a curve."""
+    if attacks is None or attacks.empty or "roc_tpr" not in attacks.columns:
+        return pd.DataFrame(columns=[*ROC_KEYS, "curve", "fpr", "tpr"])
+    keys = [k for k in ROC_KEYS if k in attacks.columns]
+    parts = []
+    for _, r in attacks.iterrows():
+        fpr = r.get("roc_fpr")
+        if not isinstance(fpr, (list, tuple, np.ndarray)) or len(fpr) == 0:
+            continue
+        for curve, col in (("real", "roc_tpr"), ("counterfactual", "roc_tpr_counterfactual")):
+            tpr = r.get(col)
+            if isinstance(tpr, (list, tuple, np.ndarray)) and len(tpr) == len(fpr):
+                parts.append(pd.DataFrame({**{k: r[k] for k in keys}, "curve": curve,
+                                           "fpr": np.asarray(fpr, dtype=np.float64),
+                                           "tpr": np.asarray(tpr, dtype=np.float64)}))
+    if not parts:
+        return pd.DataFrame(columns=[*keys, "curve", "fpr", "tpr"])
+    return pd.concat(parts, ignore_index=True)

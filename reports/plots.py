@@ -20,6 +20,7 @@ from matplotlib.ticker import MaxNLocator
 
 from reports.claims import HUGE, clopper_pearson_upper, dp_tradeoff, gdp_tradeoff, pooled_audits
 from reports.compare import compare
+from reports.leakage import roc_rows
 
 DPI = 110
 
@@ -53,6 +54,7 @@ def _png(fig: Figure) -> bytes:
 
 def _panels(n: int, height: float, margin: float) -> tuple[Figure, np.ndarray]:
     """A figure of ``n`` panels with shared axes, three per row (rows x 3 axes, the unused hidden)."""
+    n = max(int(n), 1)
     cols = min(n, 3)
     rows = -(-n // cols)
     fig = Figure(figsize=(4.2 * cols, height * rows + margin))
@@ -139,20 +141,28 @@ def _mean_roc(frame: pd.DataFrame) -> np.ndarray:
     curves = []
     for _, run in frame.groupby("run_key", sort=False) if "run_key" in frame else [((), frame)]:
         run = run.sort_values(["fpr", "tpr"])
-        curves.append(np.interp(ROC_GRID, run["fpr"].to_numpy(dtype=np.float64), run["tpr"].to_numpy(dtype=np.float64)))
-    return np.mean(curves, axis=0)
+        run = run[np.isfinite(run["tpr"].to_numpy(dtype=np.float64))]
+        if len(run):
+            curves.append(np.interp(ROC_GRID, run["fpr"].to_numpy(dtype=np.float64),
+                                    run["tpr"].to_numpy(dtype=np.float64)))
+    return np.mean(curves, axis=0) if curves else np.full(len(ROC_GRID), np.nan)
 
 
 def roc_curves(tables: dict[str, pd.DataFrame], table: pd.DataFrame | None = None) -> bytes | None:
     """ROC curves of each defense's strongest informed attack on log-log axes, one panel per
     defense, one colour per click model: against the real clicks (solid) and the counterfactual
-    clicks (dashed), mean over runs. Without a ``roc`` table, the stored TPR at FPR 0.1 % and 1 %
-    are drawn as points (real clicks only)."""
+    clicks (dashed), mean over runs, with FPR 0.1 % and 1 % marked. The curves are the runs'
+    stored ROC points (``reports.leakage.roc_rows``, or a ``roc`` table); results without them
+    get the stored TPR at FPR 0.1 % and 1 % as points (real clicks only)."""
     table = compare(tables) if table is None else table
     if table.empty or table["leakage"].isna().all():
         return None
     pooled = _strongest(table, ["defense"])
+    if pooled.empty:  # e.g. only reference attacks ran
+        return None
     roc = tables.get("roc")
+    if roc is None or roc.empty:
+        roc = roc_rows(tables.get("attacks"))
     has_roc = roc is not None and not roc.empty and {"fpr", "tpr", "curve"} <= set(roc.columns)
     if not has_roc and not {"tpr_at_fpr_0_01", "tpr_at_fpr_0_001"} & set(table.columns):
         return None
@@ -171,7 +181,8 @@ def roc_curves(tables: dict[str, pd.DataFrame], table: pd.DataFrame | None = Non
                 for curve, style in (("real", "-"), ("counterfactual", "--")):
                     part = sel[sel["curve"] == curve]
                     if not part.empty:
-                        ax.plot(ROC_GRID, np.maximum(_mean_roc(part), 1e-3), linestyle=style, color=color)
+                        ax.plot(ROC_GRID, np.maximum(_mean_roc(part), 1e-3), linestyle=style, color=color,
+                                drawstyle="steps-post")
             else:
                 sel = table[(table["defense"] == best["defense"]) & (table["attack"] == best["attack"])
                             & ((table["click_model"] == click) if click else True)]
@@ -179,9 +190,13 @@ def roc_curves(tables: dict[str, pd.DataFrame], table: pd.DataFrame | None = Non
                 y = [sel[c].mean() for c in ("tpr_at_fpr_0_001", "tpr_at_fpr_0_01") if c in sel]
                 ax.plot(x, np.maximum(np.nan_to_num(y), 1e-3), marker="o", linestyle="-", color=color)
         ax.plot(ROC_GRID, ROC_GRID, color="0.6", linestyle=":", linewidth=1)
+        for x in (0.001, 0.01):
+            ax.axvline(x, color="0.35", linewidth=0.8, linestyle=(0, (1, 3)))
+            ax.text(x * 1.1, 1.2e-3, f"{x:.1%}".replace(".0%", "%") + " FPR", fontsize=7, color="0.35",
+                    rotation=90, va="bottom")
         ax.set_xscale("log")
         ax.set_yscale("log")
-        ax.set_xlim(1e-3, 1)
+        ax.set_xlim(7e-4, 1)
         ax.set_ylim(1e-3, 1.05)
         ax.set_title(_label(f"{best['defense']} ({best['attack']})", 40), fontsize=9)
         ax.grid(alpha=0.3)

@@ -37,12 +37,12 @@ def _leak_phrase(rows: pd.DataFrame) -> str:
         items, unmeasured = [], {}
         for _, r in sel.iterrows():
             where = _slice(r, rows)
-            if pd.isna(r.get("strongest_attack")) or r.get("strongest_attack") is None:
+            if pd.isna(r.get("headline_attack")) or r.get("headline_attack") is None:
                 unmeasured.setdefault(str(r["reason"]), []).append(where)
                 continue
             ci = (f" [{r['leakage_ci_low']:+.3f}, {r['leakage_ci_high']:+.3f}]"
                   if pd.notna(r.get("leakage_ci_low")) else "")
-            items.append(f"{where} clicks ({r['strongest_attack']} {r['leakage']:+.3f}{ci})".strip())
+            items.append(f"{where} clicks ({r['headline_attack']} {r['leakage']:+.3f}{ci})".strip())
         items += [f"{_names(wheres)} clicks: {reason}".strip() for reason, wheres in unmeasured.items()]
         parts.append(f"{verdict} with {', '.join(items)}")
     return "; ".join(parts)
@@ -78,9 +78,27 @@ def _worst(values, order) -> str | None:
     return present[0] if present else None
 
 
+def defense_leakage(rows: pd.DataFrame, alpha: float = 0.05) -> str | None:
+    """One defense's leakage badge over its contexts (click models, threat models): ``leaks``
+    only if the smallest Holm-adjusted p of a leaking context stays below ``alpha`` after
+    Bonferroni over the contexts (each context is its own family of attacks); ``no measurable
+    leakage`` only if every context reads so; else ``inconclusive``. Rows without
+    ``p_adjusted`` keep their own verdicts (the worst one)."""
+    verdicts = rows["leakage_verdict"]
+    if "p_adjusted" not in rows or not (verdicts == "leaks").any():
+        return _worst(verdicts, LEAKAGE_ORDER)
+    p = pd.to_numeric(rows["p_adjusted"], errors="coerce")
+    if p[verdicts == "leaks"].isna().any():
+        return "leaks"
+    if float(p.min()) * len(rows) < alpha:
+        return "leaks"
+    return "inconclusive"
+
+
 def defense_summary(v: pd.DataFrame) -> list[dict]:
     """One summary item per defense: ``defense``, ``badges`` (list of (css class, label): the
-    worst leakage verdict over its contexts, then its claim verdict) and ``text``: per threat
+    defense's leakage verdict over its contexts, corrected over them (``defense_leakage``), then
+    its claim verdict) and ``text``: per threat
     model the leakage verdict with the strongest attack's leakage per click model, the smallest
     leak the audit could have missed, the nDCG@10 cost and the claim in words."""
     ctx = [c for c in ("threat_model", "algo", "data") if c in v.columns]
@@ -96,7 +114,7 @@ def defense_summary(v: pd.DataFrame) -> list[dict]:
             claim = next((t for t in sel.get("claim_text", pd.Series(dtype=object)) if t), "")
             parts = [f"{where}: {_leak_phrase(sel)}", miss, _ndcg_phrase(sel, defense == "none"), claim]
             clauses.append(". ".join(p for p in parts if p))
-        leak = _worst(rows["leakage_verdict"], LEAKAGE_ORDER)
+        leak = defense_leakage(rows)
         claim = _worst(rows.get("claim_verdict", pd.Series(dtype=object)).dropna(), CLAIM_ORDER)
         badges = [(BADGE_CLASS[leak], leak)] if leak else []
         badges.append((BADGE_CLASS[claim], f"claim: {claim}") if claim else ("none", "no audit"))

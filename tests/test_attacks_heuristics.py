@@ -110,3 +110,28 @@ def test_registry_names_and_errors():
         make_attack("distance", threshold=-1)
     with pytest.raises(FltrError, match="--attack random3"):
         make_attack("random3", bogus=1)
+
+
+def test_distance_orders_every_list_as_score_does():
+    """Why ``score`` and ``distance`` gave identical AUC on every list: the distance count is the
+    within-list rank of the score change. Brute force on random lists (ties included): the count
+    equals #{j != i valid : delta_i > delta_j}, so the per-list Mann-Whitney AUC of both is equal
+    for any clicks. A distance rule that compared raw f' differences would fail this."""
+    from attacks.heuristics import heuristic_scores
+
+    rng = np.random.default_rng(5)
+    for _ in range(50):
+        new, old = rng.integers(0, 4, size=(2, 10)).astype(float)
+        mask = np.ones(10, dtype=bool)
+        mask[rng.integers(6, 11):] = False
+        delta = heuristic_scores("score", new, old, mask)
+        count = heuristic_scores("distance", new, old, mask)
+        valid = np.flatnonzero(mask)
+        for i in valid:
+            assert count[i] == sum(delta[i] > delta[j] for j in valid if j != i)
+        clicks = rng.random(len(valid)) < 0.4
+        if clicks.any() and not clicks.all():
+            def auc(s):
+                pos, neg = s[valid][clicks], s[valid][~clicks]
+                return np.mean([(p > q) + 0.5 * (p == q) for p in pos for q in neg])
+            assert auc(count) == auc(delta)

@@ -89,3 +89,70 @@ def test_bad_probe_options(vali, model):
         probe(alg(vali), model, vali, seed=0, queries_per_client=0)
     with pytest.raises(FltrError, match="--probe-cohort"):
         probe(alg(vali), model, vali, seed=0, cohort_size=0)
+
+
+def test_cohort_bounds_merge_a_too_small_last_cohort():
+    """Brute force over small sizes: cohorts cover 0..n once, in order; every cohort but a merged
+    last one has ``size`` clients; none is smaller than ``need`` unless it is the only one.
+    Catches a merge that drops the remainder, or one that merges when it need not."""
+    from fltr_audit.probe import cohort_bounds
+
+    for n in range(1, 30):
+        for size in range(1, 8):
+            for need in range(1, 4):
+                bounds = cohort_bounds(n, size, need)
+                assert [s for s, _ in bounds] == [0] + [e for _, e in bounds[:-1]] and bounds[-1][1] == n
+                plain = [(s, min(s + size, n)) for s in range(0, n, size)]
+                if len(plain) > 1 and plain[-1][1] - plain[-1][0] < need:
+                    assert bounds == plain[:-2] + [(plain[-2][0], n)]
+                else:
+                    assert bounds == plain
+
+
+def test_secagg_probe_never_makes_a_cohort_of_one(vali, model):
+    """52 queries in cohorts of 3 under secure aggregation: the last client (52 = 17 * 3 + 1) joins
+    the cohort before it, every query is probed, no cohort is lost. Without the merge the
+    aggregator aborts the whole probe on its cohort of one."""
+    from defenses.secagg import IdealSecAgg
+    from fltr_audit.probe import probe_cohorts
+
+    found = probe_cohorts(alg(vali), model, vali, seed=1, cohort_size=3, aggregator=IdealSecAgg())
+    sizes = [len(b.view.participants) for b in found.batches]
+    assert sizes == [3] * 16 + [4] and found.cohorts_lost == 0 and found.queries_left_out == 0
+    # B = 5 leaves one client of 2 queries that cannot join a cohort of 5-query clients
+    found = probe_cohorts(alg(vali), model, vali, seed=1, cohort_size=2, queries_per_client=5,
+                          aggregator=IdealSecAgg())
+    assert found.queries_left_out == 2 and sum(len(b.view.participants) for b in found.batches) == 10
+
+
+def test_dropouts_below_threshold_lose_that_cohort_only(vali, model):
+    """IdealSecAgg(drop=0.6) in cohorts of 2: the cohorts lost are exactly those whose own
+    aggregate stream drops a client (recomputed from ``stream(seed, "aggregate", r)``), the rest
+    are aggregated. P(pass) = 1 for a correct count; a probe that aborts on the first loss or
+    miscounts fails."""
+    from defenses.secagg import IdealSecAgg
+    from fltr_audit.probe import probe_cohorts
+    from fltr_audit.randomness import stream
+
+    found = probe_cohorts(alg(vali), model, vali, seed=4, cohort_size=2, aggregator=IdealSecAgg(drop=0.6))
+    lost = [r for r in range(1, 27) if (stream(4, "aggregate", r).random(2) >= 0.6).sum() < 2]
+    assert 0 < found.cohorts_lost == len(lost) and len(found.batches) == 26 - len(lost)
+    assert [b.view.round for b in found.batches] == [r for r in range(1, 27) if r not in lost]
+
+
+def test_probe_rounds_until_enough(vali, model):
+    """Passes issue every query again by new clients with new round streams, and stop after the
+    first pass after which ``enough`` holds (here: at least 100 lists, i.e. two passes of 52)."""
+    from fltr_audit.probe import probe_cohorts
+
+    found = probe_cohorts(alg(vali), model, vali, seed=1, cohort_size=20, passes=5,
+                          enough=lambda b: sum(x.view.n_clients if hasattr(x.view, "n_clients") else
+                                               len(x.view.participants) for x in b) >= 100)
+    queries = np.concatenate([b.view.interactions.queries[:, 0] for b in found.batches])
+    np.testing.assert_array_equal(queries, np.r_[np.arange(52), np.arange(52)])
+    ids = np.concatenate([b.truth.client_ids for b in found.batches])
+    assert len(set(ids.tolist())) == 104
+    assert [b.view.round for b in found.batches] == list(range(1, 7))
+    one = probe_cohorts(alg(vali), model, vali, seed=1, cohort_size=20)
+    assert not np.array_equal(one.batches[0].truth.clicks, found.batches[3].truth.clicks[:20])
+    np.testing.assert_array_equal(one.batches[0].truth.clicks, found.batches[0].truth.clicks)

@@ -80,9 +80,9 @@ def test_summary_gives_both_verdicts(report):
     sentences = re.findall(r"<li>([^<]*)</li>", html)
     secagg = [s for s in sentences if s.startswith("secagg under")]
     dp = [s for s in sentences if s.startswith(DP)]
-    assert len(secagg) == 2 and all("no measurable leakage — strongest attack olsr" in s for s in secagg)
+    assert len(secagg) == 2 and all("no measurable leakage — largest upper bound olsr" in s for s in secagg)
     assert all("threat model server (aggregate only)" in s for s in secagg)
-    assert dp and all("leaks — strongest attack olsr" in s and "Claimed ε 4.50" in s and "consistent" in s
+    assert dp and all("leaks — decided by olsr" in s and "Claimed ε 4.50" in s and "consistent" in s
                       for s in dp)
     assert any(s.startswith("none under threat model server") and "limit of 120,000 trials" in s for s in sentences)
 
@@ -187,7 +187,7 @@ def test_mixed_verdicts_name_the_click_models():
     from reports.summary import defense_summary
     nan = float("nan")
     v = pd.DataFrame([dict(defense="d", threat_model="server", click_model=c, leakage_verdict=lv,
-                           strongest_attack=a, leakage=x, leakage_ci_low=x - 0.01, leakage_ci_high=x + 0.01,
+                           headline_attack=a, leakage=x, leakage_ci_low=x - 0.01, leakage_ci_high=x + 0.01,
                            missable=x + 0.01, reason="", ndcg10=0.7, ndcg10_delta=-0.01, claim_verdict=cv,
                            claim_text=ct)
                       for c, lv, a, x, cv, ct in (
@@ -203,10 +203,10 @@ def test_mixed_verdicts_name_the_click_models():
     assert "leaks above 0.040 AUC are ruled out" in item["text"]  # the largest bound where no leak was found
     assert "Utility: nDCG@10 0.700 (-0.010 against no defense)" in item["text"]
     assert "outside the audit's scope" in item["text"]
-    v.loc[0, "strongest_attack"] = None
+    v.loc[0, "headline_attack"] = None
     v.loc[0, "reason"] = "no counterfactual scores in the results"
     assert "leaks with perfect clicks: no counterfactual scores in the results" in defense_summary(v)[0]["text"]
-    v["strongest_attack"], v["leakage_verdict"] = None, "inconclusive"
+    v["headline_attack"], v["leakage_verdict"] = None, "inconclusive"
     v["reason"] = "no counterfactual scores in the results"  # said once for every click model
     assert ("inconclusive with perfect, navigational and informational clicks: no counterfactual scores in "
             "the results.") in defense_summary(v)[0]["text"]

@@ -42,7 +42,7 @@ def audit_spec(*, algo: str, data: str, folds: list[int], rounds: int, clients: 
                require_click: bool, epsilon_audit: bool, trials: int = 10000, counterfactual: int = 20,
                name: str = "audit", population: int | None = None, threat_model: str = "server",
                manipulation: str = "isolate", names: dict[str, str] | None = None,
-               non_iid: str = "iid") -> dict:
+               non_iid: str = "iid", probe_lists: int | None = None) -> dict:
     """A campaign spec (fltr_audit.campaign) for the audit command's options."""
     from fltr_audit.algorithms.registry import algorithm_spec
     from fltr_audit.campaign import validate_spec
@@ -61,7 +61,7 @@ def audit_spec(*, algo: str, data: str, folds: list[int], rounds: int, clients: 
             "probe": {"split": split, "click_models": click_models, "cohort": cohort,
                       "queries_per_client": probe_queries, "min_shown": min_shown, "require_click": require_click,
                       "counterfactual": counterfactual, "threat_model": threat_model,
-                      "manipulation": manipulation},
+                      "manipulation": manipulation, **({"lists": probe_lists} if probe_lists is not None else {})},
             "audit": {"defenses": defenses, "attacks": attacks, "epsilon_audit": epsilon_audit, "trials": trials},
         },
         source="audit options",
@@ -90,7 +90,7 @@ def spec_from_options(*, algo: str, data: str, fold: list[int], train_rounds: in
                       min_shown: int | None, require_click: bool, epsilon_audit: bool, trials: int,
                       counterfactual: int = 20, population: int | None = None, threat_model: str = "server",
                       manipulation: str = "isolate", names: dict[str, str] | None = None,
-                      non_iid: str = "iid") -> dict:
+                      non_iid: str = "iid", probe_lists: int | None = None) -> dict:
     """The campaign spec of the ``audit`` command's options (named as its parameters); the
     Python API (``fltr_audit.audit``) builds its runs through this too, so both give the same numbers.
     ``names``: how errors name the run spec's parameters (default: this command's options)."""
@@ -111,7 +111,42 @@ def spec_from_options(*, algo: str, data: str, fold: list[int], train_rounds: in
                       min_shown=min_shown, require_click=require_click, epsilon_audit=epsilon_audit,
                       trials=trials, counterfactual=counterfactual, population=population,
                       threat_model=threat_model, manipulation=manipulation, names=names,
-                      non_iid=non_iid)
+                      non_iid=non_iid, probe_lists=probe_lists)
+
+
+def probe_size(probe_lists: int | None, power: float | None, min_effect: float, attacks: list[str],
+               available: int) -> int | None:
+    """The lists to score per click model: ``--probe-lists`` as given, else planned from
+    ``--min-effect`` and ``--power`` (``reports.leakage.planned_lists`` over the informed
+    attacks), else None (one pass over the probe split). One-line errors name the option:
+    ``--probe-lists`` below 1 or beyond the ``available`` lists (queries of the split times
+    ``MAX_PROBE_ROUNDS`` probe rounds), ``--power`` outside (0, 1)."""
+    from attacks.registry import attack_spec
+    from fltr_audit.probe import MAX_PROBE_ROUNDS
+    from reports.leakage import planned_lists
+
+    if power is not None and not 0.0 < power < 1.0:
+        raise FltrError(f"--power: must lie in (0, 1), got {power}")
+    if probe_lists is None and power is not None:
+        informed = sum(not attack_spec(a).reference for a in attacks)
+        probe_lists = planned_lists(min_effect, power, informed)
+        if probe_lists > available:
+            raise FltrError(f"--power: {power:g} at --min-effect {min_effect:g} needs {probe_lists:,} lists per click "
+                            f"model, beyond the {available:,} available; lower --power or raise --min-effect")
+    if probe_lists is not None and not 1 <= probe_lists <= available:
+        raise FltrError(f"--probe-lists: must lie in 1..{available:,} (the probe split's queries times "
+                        f"{MAX_PROBE_ROUNDS} probe rounds), got {probe_lists}")
+    return probe_lists
+
+
+def available_lists(data: str, folds: list[int], split: str, normalization: str, seeds: list[int]) -> int:
+    """Lists the probe can issue per click model: the smallest probe split over the folds
+    times ``MAX_PROBE_ROUNDS`` (the data loaded once here, cached for the runs)."""
+    from fltr_audit.data.load import load_splits
+    from fltr_audit.probe import MAX_PROBE_ROUNDS
+
+    sizes = [load_splits(data, f, normalization=normalization, seed=seeds[0]).get(split).n_queries for f in folds]
+    return min(sizes) * MAX_PROBE_ROUNDS
 
 
 def run_spec(spec: dict, store: Path | None, quiet: bool) -> dict[str, pd.DataFrame]:
@@ -225,6 +260,12 @@ def audit(
                                    help="N persistent users the training cohorts are drawn from (default: --clients)."),
     non_iid: str = typer.Option("iid", "--non-iid", help=NON_IID_HELP),
     min_effect: float = min_effect_option(),
+    probe_lists: int = typer.Option(None, "--probe-lists",
+                                    help="Lists to score per click model: the probe repeats the split with new "
+                                         "clients until then (default: one pass, or planned by --power)."),
+    power: float = typer.Option(None, "--power",
+                                help="Plan --probe-lists so that a leak of --min-effect is found, and zero "
+                                     "leakage shown, with this probability (0-1)."),
     threat_model: str = typer.Option("server", "--threat-model",
                                      help="server | server-blind | server-malicious (the server manipulates the "
                                           "probed round to isolate one target; fpdgd)."),
@@ -240,13 +281,21 @@ def audit(
     from reports.compare import verdicts
 
     min_effect = checked_min_effect(min_effect)
+    if probe_lists is not None or power is not None:
+        from fltr_audit.algorithms.registry import algorithm_spec
+
+        attacks, _, _ = algorithm_defaults(algo, attack, click_model, min_shown)
+        norm = algorithm_spec(algo, auditable=True).default_normalization if normalization == "auto" else normalization
+        probe_lists = probe_size(probe_lists, power, min_effect, attacks,
+                                 available_lists(data, list(fold), split, norm, list(seed)))
     spec = spec_from_options(algo=algo, data=data, fold=fold, train_rounds=train_rounds, clients=clients,
                              queries_per_client=queries_per_client, attack=attack, defense=defense,
                              click_model=click_model, split=split, seed=seed, probe_cohort=probe_cohort,
                              probe_queries=probe_queries, normalization=normalization, ranker=ranker,
                              min_shown=min_shown, require_click=require_click, epsilon_audit=epsilon_audit,
                              trials=trials, counterfactual=counterfactual, population=population,
-                             threat_model=threat_model, manipulation=manipulation, non_iid=non_iid)
+                             threat_model=threat_model, manipulation=manipulation, non_iid=non_iid,
+                             probe_lists=probe_lists)
     tables = run_spec(spec, store, quiet or json_out)
     table = attack_table(tables)
     v = verdicts(tables, min_effect=min_effect)
@@ -255,7 +304,10 @@ def audit(
     utility = tables.get("utility", pd.DataFrame())
     cost = manipulation_table(tables)
     if json_out:
+        from reports.leakage import roc_rows
+
         emit_json({"attacks": table.to_dict(orient="records"),
+                   "roc": roc_rows(tables.get("attacks")).to_dict(orient="records"),
                    "verdicts": v.to_dict(orient="records"),
                    "manipulation": cost.to_dict(orient="records"),
                    "audits": audits.to_dict(orient="records"),

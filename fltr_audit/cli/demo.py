@@ -13,8 +13,14 @@ from fltr_audit.cli.common import emit_json, progress
 from fltr_audit.cli.compare import checked_min_effect, min_effect_option
 from fltr_audit.errors import FltrError
 
-DEMO_DEFENSES = ["none", "clip(sensitivity=5)+dp-distributed(eps=4.5)", "dp-local-laplace(eps=4.5)", "secagg"]
-DEMO_ATTACKS = ["olsr", "olsr-l1", "score", "prob", "distance", "random3"]
+DEMO_DEFENSES = ["none", "clip(sensitivity=5)+dp-distributed(eps=4.5)", "dp-local-laplace(eps=4.5)", "secagg",
+                 "dp-local-laplace(eps=0.01)"]
+"""The last is the pure-noise control: its messages carry (almost) nothing of the clicks, so its
+leakage verdict must read 'no measurable leakage'."""
+DEMO_MIN_EFFECT = 0.05
+"""The demo's minimum effect (AUC): with DEMO_POWER it plans about 450 lists per click model."""
+DEMO_POWER = 0.9
+DEMO_ATTACKS = ["olsr", "olsr-l1", "score", "prob", "random3"]
 EPSILON_P = [0.25, 0.5, 0.75, 0.9, 0.95, 0.99]
 EPSILON_MODELS = ["perfect", "navigational", "informational"]
 
@@ -27,14 +33,21 @@ def demo(
     clients: int = typer.Option(1000, "--clients", help="Clients per round."),
     seed: int = typer.Option(0, "--seed", help="Run seed."),
     workers: int = typer.Option(0, "--workers", help="Worker processes (0: one per core)."),
-    min_effect: float = min_effect_option(),
+    min_effect: float = typer.Option(DEMO_MIN_EFFECT, "--min-effect",
+                                     help="Smallest AUC leakage worth calling measurable (0-1)."),
+    probe_lists: int = typer.Option(None, "--probe-lists",
+                                    help="Lists to score per click model (default: planned by --power)."),
+    power: float = typer.Option(DEMO_POWER, "--power",
+                                help="Plan --probe-lists so that a leak of --min-effect is found, and zero "
+                                     "leakage shown, with this probability (0-1)."),
     json_out: bool = typer.Option(False, "--json", help="Print the comparison and the report path as JSON."),
     quiet: bool = typer.Option(False, "--quiet", help="No progress bar."),
 ) -> None:
-    """Train FPDGD, attack it under four defenses, compute the FOLtR-ES epsilon table, write the report."""
+    """Train FPDGD, attack it under five defenses (one a pure-noise control), compute the FOLtR-ES epsilon table, write the report."""
     from attacks.epsilon import epsilon_rows
     from fltr_audit.campaign import expand, run_campaign, run_key
-    from fltr_audit.cli.audit import audit_spec
+    from fltr_audit.algorithms.registry import algorithm_spec
+    from fltr_audit.cli.audit import audit_spec, available_lists, probe_size
     from fltr_audit.store import ResultsStore, load
     from fltr_audit.atomic import write_files
     from fltr_audit.cli.verdict_tables import print_verdicts
@@ -42,13 +55,15 @@ def demo(
     from reports.render import render_report
 
     min_effect = checked_min_effect(min_effect)
+    probe_lists = probe_size(probe_lists, power, min_effect, DEMO_ATTACKS,
+                             available_lists(data, [1], "vali", algorithm_spec("fpdgd").default_normalization, [seed]))
     if out.exists() and not out.is_dir():
         raise FltrError(f"--out {out}: exists and is not a directory")
     start = time.perf_counter()
     spec = audit_spec(algo="fpdgd", data=data, folds=[1], rounds=rounds, clients=clients, queries_per_client=4,
                       attacks=DEMO_ATTACKS, defenses=DEMO_DEFENSES, click_models=EPSILON_MODELS, split="vali",
                       seeds=[seed], cohort=100, probe_queries=1, normalization="auto", ranker="linear",
-                      min_shown=10, require_click=True, epsilon_audit=True, name="demo")
+                      min_shown=10, require_click=True, epsilon_audit=True, name="demo", probe_lists=probe_lists)
     out.mkdir(parents=True, exist_ok=True)
     store = ResultsStore(out / "results.sqlite")
     failures = []
@@ -67,13 +82,17 @@ def demo(
     tables = load(out / "results.sqlite")
     table = compare(tables, by=("defense",), min_effect=min_effect)
     v = verdicts(tables, min_effect=min_effect)
-    command = f"fltr-audit demo --data {data} --rounds {rounds} --clients {clients} --seed {seed}"
-    write_files(out / "report", render_report(tables, title="fltr-audit demo: FPDGD under four defenses",
+    command = (f"fltr-audit demo --data {data} --rounds {rounds} --clients {clients} --seed {seed} "
+               f"--min-effect {min_effect:g} --probe-lists {probe_lists}")
+    write_files(out / "report", render_report(tables, title="fltr-audit demo: FPDGD under five defenses",
                                               methods={"demo": command}, min_effect=min_effect))
     html = out / "report" / "report.html"
     seconds = time.perf_counter() - start
     if json_out:
+        from reports.leakage import roc_rows
+
         emit_json({"comparison": table.to_dict(orient="records"), "verdicts": v.to_dict(orient="records"),
+                   "roc": roc_rows(tables.get("attacks")).to_dict(orient="records"),
                    "report": str(html), "seconds": seconds, "runs": counts})
         return
     print_verdicts(v, min_effect)
