@@ -54,9 +54,13 @@ def claim_component(stack: Any) -> Any:
 
 
 def dp_event_of(stack: Any) -> Any:
-    """The ``dp_event()`` of the component that makes the stack's claim (None without one)."""
+    """The event of the mechanism declared by the component that makes the stack's claim
+    (``defenses.mechanism_events.dp_event``; None without one)."""
+    from defenses.mechanism_events import dp_event
+    from fltr_audit.mechanisms import declared
+
     part = claim_component(stack)
-    return None if part is None else part.dp_event()
+    return None if part is None else dp_event(declared(part), part.claim)
 
 
 def _pure_epsilon(event: Any) -> float | None:

@@ -31,6 +31,7 @@ from defenses.secagg_protocol import SecAggProtocol
 from defenses.shuffle import Shuffle
 from fltr_audit.aggregation import FedAvg
 from fltr_audit.errors import FltrDeprecation, FltrError
+from fltr_audit.mechanisms import check_declaration
 from fltr_audit.interfaces import Aggregator, ClientDefense, PrivacyClaim, Role
 
 
@@ -296,6 +297,7 @@ def parse_defense(text: str) -> DefenseStack:
             obj = spec.build(**values, name=token)
         except FltrError as exc:
             raise FltrError(f"{where}: {str(exc).removeprefix(token + ': ')}") from None
+        check_declaration(obj, spec.role)  # an unknown or impossible declared mechanism, named
         tokens.append(token)
         if spec.role == "aggregator":
             aggregator = obj

@@ -30,7 +30,7 @@ Schema (``schema_version`` 1; every data table also has ``run_key`` and ``extra`
            epsilon_point REAL, epsilon_lb REAL, confidence REAL, n_trials INTEGER,
            fpr REAL, fnr REAL, neighbours TEXT, audited_scope TEXT, test TEXT, fp INTEGER,
            fn INTEGER, n0 INTEGER, n1 INTEGER, ceiling REAL, trial_limited BOOLEAN, mu REAL,
-           mu_lb REAL, rounds INTEGER, claim_verdict TEXT, tightness REAL, epsilon_total REAL,
+           mu_lb REAL, rounds INTEGER, claim_verdict TEXT, tightness REAL, small_error TEXT, epsilon_total REAL,
            delta_total REAL, rounds_participated REAL)
     utility(algo TEXT, data TEXT, fold INTEGER, seed INTEGER, click_model TEXT,
             defense TEXT, ndcg10 REAL, ndcg10_delta REAL)
