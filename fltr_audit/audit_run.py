@@ -279,25 +279,13 @@ def audit_trials(config: dict, stack: DefenseStack) -> int:
     """The run's trials per input for its epsilon audits: ``audit_trials`` (default 10,000), or
     ``auto``: sized to the stack's claim (``attacks.audit.auto_trials``); a stack without a claim
     (only audited on natural neighbours, for what its messages reveal) keeps the default -- the
-    doors refuse ``auto`` for a defense list where one claims nothing (``check_auto_trials``)."""
+    doors refuse ``auto`` for a defense list where one claims nothing (``campaign_spec``)."""
     trials = config.get("audit_trials", DEFAULT_AUDIT_TRIALS)
     if trials != "auto":
         return int(trials)
     if not np.isfinite(stack.claim.epsilon):
         return DEFAULT_AUDIT_TRIALS
     return auto_trials(stack.claim.epsilon, stack.claim.delta)[0]
-
-
-def check_auto_trials(defenses: list[str], trials: Any, where: str = "--trials") -> None:
-    """FltrError naming the defense when ``trials`` is ``auto`` and a defense (other than ``none``,
-    the baseline) claims no epsilon: there is nothing to size its trials by."""
-    if trials != "auto":
-        return
-    for text in defenses:
-        stack = parse_defense(text)
-        if stack.name != "none" and not np.isfinite(stack.claim.epsilon):
-            raise FltrError(f"{where} auto: defense {stack.name!r} claims no epsilon, so there is nothing to size "
-                            "its trials by; give a number of trials")
 
 
 def epsilon_audits(config: dict, splits: Any, stack: DefenseStack, base: TrainResult) -> list[dict]:

@@ -48,7 +48,7 @@ _SCHEMA: dict[str, dict[str, tuple[type, ...]]] = {
         "threat_model": (str, list),
         "manipulation": (str,),
     },
-    "audit": {"defenses": (str, list), "attacks": (str, list), "epsilon_audit": (bool,), "trials": (int,)},
+    "audit": {"defenses": (str, list), "attacks": (str, list), "epsilon_audit": (bool,), "trials": (int, str)},
 }
 
 DEFAULTS: dict[str, Any] = {
@@ -187,7 +187,16 @@ def _check_values(spec: dict, source: str) -> None:
     for key in ("rounds", "clients", "queries_per_client"):
         if any(v < 1 for v in as_list(spec["algorithm"][key])):
             raise FltrError(f"{source}: key 'algorithm.{key}' must be at least 1")
-    if spec["audit"]["trials"] < 4:
+    trials = spec["audit"]["trials"]
+    if isinstance(trials, str) and trials != "auto":
+        raise FltrError(f"{source}: key 'audit.trials' must be a number of trials or \"auto\", got {trials!r}")
+    if trials == "auto":  # sized to each defense's claim: a defense that claims none has nothing to size by
+        for text in as_list(spec["audit"]["defenses"]):
+            stack = parse_defense(text)
+            if stack.name != "none" and stack.claim.epsilon == float("inf"):
+                raise FltrError(f"{source}: key 'audit.trials' = \"auto\": defense {stack.name!r} claims no epsilon, "
+                                "so there is nothing to size its trials by; give a number of trials")
+    elif trials < 4:
         raise FltrError(f"{source}: key 'audit.trials' must be at least 4")
     if any(v < 1 for v in as_list(spec["probe"]["cohort"])):
         raise FltrError(f"{source}: key 'probe.cohort' must be at least 1")

@@ -24,7 +24,7 @@ SCORE_COLUMNS = ["reference", "auc", "auc_counterfactual", "leakage", "leakage_n
 def audit_spec(*, algo: str, data: str, folds: list[int], rounds: int, clients: int, queries_per_client: int,
                attacks: list[str], defenses: list[str], click_models: list[str], split: str, seeds: list[int],
                cohort: int, probe_queries: int, normalization: str, ranker: str, min_shown: int,
-               require_click: bool, epsilon_audit: bool, trials: int = 10000, counterfactual: int = 20,
+               require_click: bool, epsilon_audit: bool, trials: int | str = 10000, counterfactual: int = 20,
                name: str = "audit", population: int | None = None, threat_model: str = "server",
                manipulation: str = "isolate") -> dict:
     """A campaign spec (fltr_audit.campaign) for the audit command's options."""
@@ -51,6 +51,17 @@ def audit_spec(*, algo: str, data: str, folds: list[int], rounds: int, clients: 
     )
 
 
+def trials_option(text: str) -> int | str:
+    """``--trials``: a number of trials per input, or ``auto`` (sized to each defense's claim)."""
+    text = str(text).strip()
+    if text == "auto":
+        return text
+    try:
+        return int(text.replace("_", "").replace(",", ""))
+    except ValueError:
+        raise FltrError(f"--trials: must be a number of trials or 'auto', got {text!r}") from None
+
+
 def algorithm_defaults(algo: str, attack: str, click_model: str, min_shown: int | None
                        ) -> tuple[list[str], list[str], int]:
     """The attacks, probe click models and ``--min-shown`` of an audit, each option left at its
@@ -69,7 +80,7 @@ def algorithm_defaults(algo: str, attack: str, click_model: str, min_shown: int 
 def spec_from_options(*, algo: str, data: str, fold: list[int], train_rounds: int, clients: int,
                       queries_per_client: int, attack: str, defense: list[str], click_model: str, split: str,
                       seed: list[int], probe_cohort: int, probe_queries: int, normalization: str, ranker: str,
-                      min_shown: int | None, require_click: bool, epsilon_audit: bool, trials: int,
+                      min_shown: int | None, require_click: bool, epsilon_audit: bool, trials: int | str,
                       counterfactual: int = 20, population: int | None = None, threat_model: str = "server",
                       manipulation: str = "isolate") -> dict:
     """The campaign spec of the ``audit`` command's options (named as its parameters); the
@@ -193,7 +204,8 @@ def audit(
     require_click: bool = typer.Option(True, "--require-click/--all-lists", help="Score only lists with a click."),
     epsilon_audit: bool = typer.Option(True, "--epsilon-audit/--no-epsilon-audit",
                                        help="Audit each defense's claimed epsilon empirically."),
-    trials: int = typer.Option(10000, "--trials", help="Trials per input of the empirical epsilon audit."),
+    trials: str = typer.Option("10000", "--trials", help="Trials per input of the empirical epsilon audits, or "
+                               "'auto': sized to each defense's claim (capped at 1,000,000)."),
     counterfactual: int = typer.Option(20, "--counterfactual",
                                        help="Counterfactual click vectors drawn per probed list (the leakage baseline)."),
     population: int = typer.Option(None, "--population",
@@ -214,6 +226,7 @@ def audit(
     from reports.compare import verdicts
 
     min_effect = checked_min_effect(min_effect)
+    trials = trials_option(trials)
     spec = spec_from_options(algo=algo, data=data, fold=fold, train_rounds=train_rounds, clients=clients,
                              queries_per_client=queries_per_client, attack=attack, defense=defense,
                              click_model=click_model, split=split, seed=seed, probe_cohort=probe_cohort,
