@@ -90,6 +90,7 @@ def spec_from_options(*, algo: str, data: str, fold: list[int], train_rounds: in
     if counterfactual < 1:
         raise FltrError(f"--counterfactual: must be at least 1, got {counterfactual}")
     check_population(population, clients)
+    trials = trials_option(trials)
     attacks, models, min_shown = algorithm_defaults(algo, attack, click_model, min_shown)
     return audit_spec(algo=algo, data=data, folds=list(fold), rounds=train_rounds, clients=clients,
                       queries_per_client=queries_per_client, attacks=attacks, defenses=list(defense),
@@ -226,7 +227,6 @@ def audit(
     from reports.compare import verdicts
 
     min_effect = checked_min_effect(min_effect)
-    trials = trials_option(trials)
     spec = spec_from_options(algo=algo, data=data, fold=fold, train_rounds=train_rounds, clients=clients,
                              queries_per_client=queries_per_client, attack=attack, defense=defense,
                              click_model=click_model, split=split, seed=seed, probe_cohort=probe_cohort,

@@ -91,7 +91,7 @@ def claim_rows(v: pd.DataFrame) -> list[dict]:
             if verdict == "untestable" and pd.notna(r.get("trials_needed")):
                 verdict += f"\n(needs {int(r['trials_needed']):,} trials)"
             if isinstance(r.get("claim_neighbours"), str) and r["claim_neighbours"] != "audited":
-                audited += f"\n{r['claim_neighbours']} neighbours"
+                audited += f"\n({r['claim_neighbours']})"
             if isinstance(r.get("claim_verdict_natural"), str):
                 natural = f"{r['claim_verdict_natural']}\n" + bound_text(r.get("epsilon_lb_natural"), bool(r.get("trial_limited_natural")),
                                                                           r.get("n_trials_natural") or 0)
@@ -101,7 +101,7 @@ def claim_rows(v: pd.DataFrame) -> list[dict]:
         delta = sel["ndcg10_delta"].dropna()
         rows.append({"defense": wrap_name(defense), "claim verdict": verdict,
                      "claimed ε": "none" if pd.isna(claimed) or math.isinf(claimed) else f"{claimed:.2f}\n({scope})",
-                     "audited (runs pooled)": audited, "natural neighbours": natural or "n/a",
+                     "audited (runs pooled)": audited, "natural": natural or "n/a",
                      "ΔnDCG@10": f"{delta.mean():+.3f}" if len(delta) else "n/a"})
     return rows
 
@@ -113,4 +113,4 @@ def print_verdicts(v: pd.DataFrame, min_effect: float) -> None:
     print_rows("Leakage verdict: strongest informed attack, AUC real - counterfactual (95 % CI); "
                f"'no measurable leakage' needs every upper bound < {min_effect:g}", leakage_rows(v))
     print_rows("Claim verdict: claimed ε against the audited 95 % lower bound", claim_rows(v),
-               right=("ΔnDCG@10",), whole=("defense", "claim verdict", "audited (runs pooled)"))
+               right=("ΔnDCG@10",), whole=("defense", "claim verdict", "audited (runs pooled)", "natural"))
