@@ -76,6 +76,10 @@ AUDIT_POOL = 50
 AGGREGATE_TRIALS = 20_000
 """At most this many trials per input for a worst-case audit of a cohort aggregate (one defense
 call per trial)."""
+SHUFFLE_MESSAGES = 100_000
+"""At most this many messages per input for a worst-case audit of a shuffled cohort (each trial
+shuffles a whole cohort, of at least the shuffler's n for an amplified claim): 100 trials at
+n = 1000, some seconds."""
 DEFAULT_AUDIT_TRIALS = 10_000
 DEFAULT_COUNTERFACTUAL = 20
 TRAINING_KEYS = ("data", "fold", "normalization", "queries", "algo", "rounds", "clients", "queries_per_client",
@@ -333,6 +337,10 @@ def _audit_worst_case(config: dict, stack: DefenseStack, metric: bool, natural: 
         scope = "aggregate" if aggregate else "message"
         if scope == "aggregate":
             trials = min(trials, AGGREGATE_TRIALS)
+        shuffled = mech.declared(stack.aggregator)
+        if isinstance(shuffled, mech.Shuffle):
+            members = max(cohort, shuffled.n) if shuffled.amplified else cohort
+            trials = min(trials, max(100, SHUFFLE_MESSAGES // members))
     result = audit_stack(stack, claim=claim, inputs=worst_case_inputs(stack, dim), neighbours="worst-case",
                          scope=scope, trials=trials, cohort=cohort, seed=audit_seed(config, stack.name, "worst-case"),
                          min_trials=4)
