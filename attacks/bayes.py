@@ -454,9 +454,6 @@ class Bayes:
 
     # -- entry point ------------------------------------------------------------------------
     def guess(self, view: ServerView) -> Guess:
-        if getattr(self.algorithm, "name", "") in ("fedips", "fedavg"):      # update messages of an SGD pass
-            from attacks.bayes_fedips import BayesFedIPS
-            return BayesFedIPS(self.algorithm, self.noise, self.prior).guess(view)
         require_shown(view, self.name)
         if self.algorithm is None:
             raise FltrError("--attack bayes: needs the audited algorithm (its learning rate and click model)")

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 from attacks.bayes import Bayes
+from attacks.bayes_fedips import BayesFedIPS
 from attacks.foltr_decode import FoltrDecode, SeedReplay
 from attacks.heuristics import Heuristic
 from attacks.olsr import OLSR
@@ -37,6 +38,17 @@ class AttackSpec:
     summary: str
 
 
+def bayes_attack(algorithm: Any = None, noise: Any = None, prior: str = "click-model") -> Attack:
+    """The Bayes attack for the algorithm's messages: ``BayesFedIPS`` for the update of an SGD
+    pass over IPS-weighted hinge gradients (FedIPS, FedAvg), else ``Bayes`` (FPDGD weights,
+    FOLtR-ES metric values)."""
+    from fltr_audit.algorithms.fedips import FedIPS
+
+    if isinstance(algorithm, FedIPS):
+        return BayesFedIPS(algorithm, noise, prior)
+    return Bayes(algorithm, noise, prior=prior)
+
+
 def _distance(as_published: bool) -> Callable[..., Attack]:
     # Pham's threshold 5 is half of a 10-document list; FedIPS shows K = 5
     def build(k: int = 10, threshold: int | None = None, **p: Any) -> Attack:
@@ -51,11 +63,12 @@ SPECS: tuple[AttackSpec, ...] = (
     AttackSpec("olsr-t", lambda alpha=0.05, **p: OLSR(alpha=alpha, **p), False, (),
                "olsr guessing only coefficients with a significant one-sided t-test"),
     AttackSpec("olsr-l1", lambda **p: OLSR(loss="l1", **p), False, (), "olsr with least absolute deviations"),
-    AttackSpec("bayes", lambda algorithm=None, noise=None, **p: Bayes(algorithm, noise, **p), False,
+    AttackSpec("bayes", lambda algorithm=None, noise=None, **p: bayes_attack(algorithm, noise, **p), False,
                ("algorithm", "noise"), "Bayes posterior of the clicks: replays the local step for every "
                "click vector (FedIPS: every count matrix), weighs it by the defense's noise density; "
                "reported as bayes-approx where it searches (B k > 14) or replays in a canonical order (FedIPS)"),
-    AttackSpec("bayes-uniform", lambda algorithm=None, noise=None, **p: Bayes(algorithm, noise, prior="uniform", **p),
+    AttackSpec("bayes-uniform",
+               lambda algorithm=None, noise=None, **p: bayes_attack(algorithm, noise, prior="uniform", **p),
                False, ("algorithm", "noise"), "bayes with a uniform prior over the click vectors: what the message "
                "alone tells (no labels, no click-model rates)"),
     AttackSpec("score", lambda **p: Heuristic("score", **p), False, (), "score change f'(d) - f(d) (Pham)"),

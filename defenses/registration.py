@@ -7,7 +7,7 @@ from __future__ import annotations
 import inspect
 from typing import Any, Callable
 
-from defenses.stack import SPECS, Param, Spec
+from defenses.catalog import SPECS, Param, Spec
 from fltr_audit.errors import FltrError
 from fltr_audit.interfaces import ROLES, PrivacyClaim
 

@@ -96,43 +96,99 @@ class ProtocolResult:
     stats: dict
 
 
+@dataclass
+class ProtocolState:
+    """What the protocol's rounds pass on (as Flower's SecAgg+ workflow keeps one state object
+    across its stages): the inputs and parameters, then each round's keys, shares, masks and
+    messages, and the counters of ``ProtocolResult.stats``."""
+
+    inputs: np.ndarray
+    bits: int
+    neighbours: np.ndarray
+    alive: np.ndarray
+    threshold: float
+    name: str
+    stats: dict
+    ring_mask: np.uint64
+    c_keys: list = field(default_factory=list)
+    s_keys: list = field(default_factory=list)
+    c_pub: list = field(default_factory=list)
+    s_pub: list = field(default_factory=list)
+    holders: np.ndarray | None = None
+    t: int = 0
+    self_seeds: bytes = b""
+    shares: np.ndarray | None = None
+    pairwise: np.ndarray | None = None
+    ciphers: dict = field(default_factory=dict)
+    ciphertexts: dict = field(default_factory=dict)
+    received: np.ndarray | None = None
+    unmask_shares: np.ndarray | None = None
+    total: np.ndarray | None = None
+
+    @property
+    def n(self) -> int:
+        return self.inputs.shape[0]
+
+    @property
+    def dim(self) -> int:
+        return self.inputs.shape[1]
+
+
 def run_protocol(inputs: np.ndarray, bits: int, neighbours: np.ndarray, dropped: np.ndarray,
                  threshold: float, name: str = "secagg-protocol") -> ProtocolResult:
     """Run rounds 0-4 for clients with ring elements ``inputs`` (uint64 (n, D) < 2^bits).
 
     ``neighbours`` from ``neighbour_graph``; ``dropped`` marks clients lost after ShareKeys;
-    each secret is shared t-of-m with t = floor(threshold * m) + 1 over its m holders.
+    each secret is shared t-of-m with t = floor(threshold * m) + 1 over its m holders. One
+    function per round over a ``ProtocolState``; round 3 (ConsistencyChecks) is the malicious
+    model's and is not run (semi-honest server).
     """
     n, dim = inputs.shape
-    ring_mask = np.uint64((1 << bits) - 1) if bits < 64 else np.uint64(2**64 - 1)
     alive = ~np.asarray(dropped, dtype=bool)
+    state = ProtocolState(
+        inputs=inputs, bits=bits, neighbours=neighbours, alive=alive, threshold=threshold, name=name,
+        ring_mask=np.uint64((1 << bits) - 1) if bits < 64 else np.uint64(2**64 - 1),
+        stats={"clients": n, "dimension": dim, "degree": neighbours.shape[1], "dropouts": int((~alive).sum()),
+               "mask_key_agreements": 0, "encryption_key_agreements": 0, "bytes_up": 0, "bytes_down": 0})
+    for protocol_round in (advertise_keys, share_keys, collect_masked_inputs, unmask):
+        protocol_round(state)
+    transcript = {"masked": state.received, "public_keys": (state.c_pub, state.s_pub),
+                  "ciphertexts": state.ciphertexts, "unmask_shares": state.unmask_shares}
+    return ProtocolResult(total=state.total, survivors=alive, transcript=transcript, stats=state.stats)
+
+
+def advertise_keys(state: ProtocolState) -> None:
+    """Round 0, AdvertiseKeys: every client's two X25519 key pairs (share encryption c, masks s)."""
+    n, deg = state.n, state.neighbours.shape[1]
+    state.c_keys = [X25519PrivateKey.generate() for _ in range(n)]
+    state.s_keys = [X25519PrivateKey.generate() for _ in range(n)]
+    state.c_pub = [k.public_key() for k in state.c_keys]
+    state.s_pub = [k.public_key() for k in state.s_keys]
+    state.stats["bytes_up"] += 64 * n
+    state.stats["bytes_down"] += 64 * n * deg
+
+
+def share_keys(state: ProtocolState) -> None:
+    """Round 1, ShareKeys: t-of-m Shamir shares of each client's self-mask seed b_u and mask key
+    s_sk_u to its holders (u and its neighbours, sorted), encrypted pairwise; the pairwise masks
+    summed per client. FltrError for a cohort of one, t < 2, or no client alive."""
+    n, dim, name, neighbours, alive = state.n, state.dim, state.name, state.neighbours, state.alive
     deg = neighbours.shape[1]
-    stats = {"clients": n, "dimension": dim, "degree": deg, "dropouts": int((~alive).sum()),
-             "mask_key_agreements": 0, "encryption_key_agreements": 0, "bytes_up": 0, "bytes_down": 0}
-
-    # Round 0: AdvertiseKeys.
-    c_keys = [X25519PrivateKey.generate() for _ in range(n)]
-    s_keys = [X25519PrivateKey.generate() for _ in range(n)]
-    c_pub = [k.public_key() for k in c_keys]
-    s_pub = [k.public_key() for k in s_keys]
-    stats["bytes_up"] += 64 * n
-    stats["bytes_down"] += 64 * n * deg
-
-    # Round 1: ShareKeys. Holders of u's secrets: u and its neighbours, sorted.
+    stats = state.stats
     holders = np.sort(np.concatenate([np.arange(n)[:, None], neighbours], axis=1), axis=1)
     m = holders.shape[1]
-    t = int(math.floor(threshold * m)) + 1
+    t = int(math.floor(state.threshold * m)) + 1
     stats["threshold"] = t
     if n < 2:
         raise FltrError(f"{name}: a cohort of {n} client: the aggregate is that client's message; round aborted")
     if t < 2:
-        raise FltrError(f"{name}: threshold={threshold:g} gives t = 1 of {m} share holders, so any one holder "
+        raise FltrError(f"{name}: threshold={state.threshold:g} gives t = 1 of {m} share holders, so any one holder "
                         "reveals a client's masks (the aggregate-only claim needs t >= 2); raise threshold")
     if not alive.any():  # no secret is needed then, but the round has nothing to aggregate
         raise FltrError(f"{name}: only 0 of the {m} share holders of each client survived (0 of {n} clients "
                         f"alive), fewer than the threshold t = {t}; round aborted")
     self_seeds = os.urandom(32 * n)
-    secret_keys = b"".join(k.private_bytes_raw() for k in s_keys)
+    secret_keys = b"".join(k.private_bytes_raw() for k in state.s_keys)
     secrets = np.concatenate([shamir.bytes_to_field(self_seeds, n), shamir.bytes_to_field(secret_keys, n)], axis=1)
     points = holders[0] + 1 if (holders == holders[0]).all() else holders + 1
     shares = shamir.share(secrets, points, t)  # (n, m, 32)
@@ -147,8 +203,8 @@ def run_protocol(inputs: np.ndarray, bits: int, neighbours: np.ndarray, dropped:
     payload = shares.astype("<u4")
 
     pairwise = np.zeros((n, dim), dtype=np.uint64)
-    ciphers: dict[tuple[int, int], AESGCM] = {}
-    ciphertexts: dict[tuple[int, int], bytes] = {}
+    c_keys, c_pub, s_keys, s_pub = state.c_keys, state.c_pub, state.s_keys, state.s_pub
+    ciphers, ciphertexts = state.ciphers, state.ciphertexts
     for start in range(0, len(eu), _CHUNK):
         streams = []
         for u, v, ju, jv in zip(eu[start:start + _CHUNK].tolist(), ev[start:start + _CHUNK].tolist(),
@@ -158,7 +214,7 @@ def run_protocol(inputs: np.ndarray, bits: int, neighbours: np.ndarray, dropped:
             ciphertexts[u, v] = aead.encrypt(b"\x00" * 12, payload[u, ju].tobytes(), b"%d>%d" % (u, v))
             ciphertexts[v, u] = aead.encrypt(b"\x01" + b"\x00" * 11, payload[v, jv].tobytes(), b"%d>%d" % (v, u))
             streams.append(prg(_kdf(s_keys[u].exchange(s_pub[v]), b"fltr-audit secagg mask"), dim))
-        masks = _words(streams, dim, ring_mask)
+        masks = _words(streams, dim, state.ring_mask)
         np.add.at(pairwise, eu[start:start + _CHUNK], masks)
         np.subtract.at(pairwise, ev[start:start + _CHUNK], masks)
     stats["encryption_key_agreements"] += 2 * len(eu)
@@ -166,14 +222,26 @@ def run_protocol(inputs: np.ndarray, bits: int, neighbours: np.ndarray, dropped:
     share_message = 12 + 2 * _SHARE_BYTES + 16
     stats["bytes_up"] += share_message * n * deg
     stats["bytes_down"] += share_message * n * deg
+    state.holders, state.t, state.self_seeds, state.shares, state.pairwise = holders, t, self_seeds, shares, pairwise
 
-    # Round 2: MaskedInputCollection (dropouts send nothing from here on).
-    self_masks = _words([prg(self_seeds[32 * u:32 * u + 32], dim) for u in range(n)], dim, ring_mask)
-    masked = (inputs + self_masks + pairwise) & ring_mask
-    received = masked[alive]
-    stats["bytes_up"] += int(alive.sum()) * dim * math.ceil(bits / 8)
 
-    # Round 4: Unmasking. b_u of survivors, s_sk_u of dropouts with a surviving neighbour.
+def collect_masked_inputs(state: ProtocolState) -> None:
+    """Round 2, MaskedInputCollection: y_u = x_u + PRG(b_u) + sum of pairwise masks (mod 2^bits)
+    from the survivors (dropouts send nothing from here on)."""
+    n, dim = state.n, state.dim
+    self_masks = _words([prg(state.self_seeds[32 * u:32 * u + 32], dim) for u in range(n)], dim, state.ring_mask)
+    masked = (state.inputs + self_masks + state.pairwise) & state.ring_mask
+    state.received = masked[state.alive]
+    state.stats["bytes_up"] += int(state.alive.sum()) * dim * math.ceil(state.bits / 8)
+
+
+def unmask(state: ProtocolState) -> None:
+    """Round 4, Unmasking: b_u of survivors and s_sk_u of dropouts with a surviving neighbour,
+    each reconstructed from t decrypted shares; the sum of the survivors' inputs. FltrError
+    when a needed secret has fewer than t surviving holders."""
+    n, dim, name, alive, neighbours = state.n, state.dim, state.name, state.alive, state.neighbours
+    holders, t, shares, stats, ring_mask = state.holders, state.t, state.shares, state.stats, state.ring_mask
+    m = holders.shape[1]
     has_alive_neighbour = alive[neighbours].any(axis=1)
     needed = alive | has_alive_neighbour
     alive_holders = alive[holders]
@@ -198,12 +266,12 @@ def run_protocol(inputs: np.ndarray, bits: int, neighbours: np.ndarray, dropped:
                 continue
             key = (u, v) if u < v else (v, u)
             nonce = b"\x00" * 12 if u < v else b"\x01" + b"\x00" * 11
-            plain = ciphers[key].decrypt(nonce, ciphertexts[u, v], b"%d>%d" % (u, v))
+            plain = state.ciphers[key].decrypt(nonce, state.ciphertexts[u, v], b"%d>%d" % (u, v))
             unmask_shares[r, j] = np.frombuffer(plain, dtype="<u4").reshape(-1)[part]
     recovered = shamir.reconstruct(chosen_holders + 1, unmask_shares)
     recovered_bytes = shamir.field_to_bytes(recovered)
 
-    total = received.sum(axis=0, dtype=np.uint64)
+    total = state.received.sum(axis=0, dtype=np.uint64)
     alive_targets = alive[targets]
     seeds = [recovered_bytes[r] for r in np.flatnonzero(alive_targets)]
     total -= _words([prg(s, dim) for s in seeds], dim, ring_mask).sum(axis=0, dtype=np.uint64)
@@ -211,14 +279,12 @@ def run_protocol(inputs: np.ndarray, bits: int, neighbours: np.ndarray, dropped:
         u = int(targets[r])
         key = X25519PrivateKey.from_private_bytes(recovered_bytes[r])
         for v in neighbours[u][alive[neighbours[u]]].tolist():
-            mask = _words([prg(_kdf(key.exchange(s_pub[v]), b"fltr-audit secagg mask"), dim)], dim, ring_mask)[0]
+            mask = _words([prg(_kdf(key.exchange(state.s_pub[v]), b"fltr-audit secagg mask"), dim)], dim, ring_mask)[0]
             stats["mask_key_agreements"] += 1
             total = total - mask if v < u else total + mask  # v added +mask when v < u
-    total &= ring_mask
+    state.total = total & ring_mask
     stats["key_agreements"] = stats["mask_key_agreements"] + stats["encryption_key_agreements"]
-    transcript = {"masked": received, "public_keys": (c_pub, s_pub), "ciphertexts": ciphertexts,
-                  "unmask_shares": unmask_shares}
-    return ProtocolResult(total=total, survivors=alive, transcript=transcript, stats=stats)
+    state.unmask_shares = unmask_shares
 
 
 @dataclass(frozen=True)

@@ -55,6 +55,14 @@ def audit_defaults() -> dict[str, Any]:
     return defaults
 
 
+def api_names() -> dict[str, str]:
+    """The run spec's parameters as :func:`audit`'s keywords: what a Python caller typed."""
+    from fltr_audit.cli.audit import SPEC_PARAMETERS
+
+    keyword = {v: k for k, v in PLURAL.items()}
+    return {spec: keyword.get(name, name) for spec, name in SPEC_PARAMETERS.items()}
+
+
 @dataclass(frozen=True)
 class AuditResult:
     """The result of :func:`audit` or :func:`campaign`: its inputs and the result tables.
@@ -104,6 +112,42 @@ class AuditResult:
         if "attacks" not in self.tables:
             return pd.DataFrame()
         return verdicts(dict(self.tables), min_effect=self._min_effect())
+
+    @property
+    def roc(self) -> pd.DataFrame:
+        """ROC points per attack x click model x defense: the runs' ``roc`` table (FPR, TPR per
+        curve, real and counterfactual clicks) where they stored one, else the TPR at FPR 0.1 %
+        and 1 % of the attack rows (``curve`` "real")."""
+        if not self._table("roc").empty:
+            return self._table("roc")
+        attacks = self.attacks
+        points = [(0.001, "tpr_at_fpr_0_001"), (0.01, "tpr_at_fpr_0_01")]
+        if attacks.empty or not any(col in attacks for _, col in points):
+            return pd.DataFrame(columns=["attack", "click_model", "defense", "curve", "fpr", "tpr"])
+        keys = ["attack", "click_model", "defense"]
+        return pd.concat([attacks[keys].assign(curve="real", fpr=fpr, tpr=attacks[col])
+                          for fpr, col in points if col in attacks], ignore_index=True)
+
+    def summary(self, file: Any = None) -> str:
+        """The two verdicts per defense -- leakage verdict and claim verdict, nDCG beside them --
+        as the ``audit`` command prints them; printed (to ``file``, default stdout) and returned."""
+        import io
+        import sys
+
+        from rich.console import Console
+
+        from fltr_audit.cli import verdict_tables
+
+        buffer = io.StringIO()
+        verdicts = self.verdicts
+        if verdicts.empty:
+            text = "no verdicts: the runs have no attack rows"
+        else:
+            verdict_tables.print_verdicts(verdicts, self._min_effect(),
+                                          console=Console(file=buffer, width=verdict_tables.WIDTH))
+            text = buffer.getvalue().rstrip("\n")
+        print(text, file=file or sys.stdout)
+        return text
 
     def _min_effect(self) -> float:
         from reports.compare import MIN_EFFECT
@@ -206,11 +250,11 @@ def audit(**options: Any) -> AuditResult:
         command["click_model"] = DEFAULT_CLICK_MODELS  # the algorithm's family
     store = command.pop("store", None)
     command.pop("min_effect", None)  # a verdict option, not part of the runs
-    spec = spec_from_options(**command)
+    spec = spec_from_options(**command, names=api_names())
     return AuditResult(inputs=resolved, spec=spec, tables=_run(spec, store))
 
 
-def campaign(path_or_dict: str | Path | Mapping[str, Any], store: str | Path | None = None) -> AuditResult:
+def audit_campaign(path_or_dict: str | Path | Mapping[str, Any], store: str | Path | None = None) -> AuditResult:
     """Run a campaign (a TOML file, or the same tables as a dict; see ``fltr_audit.campaign``).
 
     Without ``store`` the runs are computed in this process and kept in memory; with a store
@@ -224,7 +268,7 @@ def campaign(path_or_dict: str | Path | Mapping[str, Any], store: str | Path | N
     elif isinstance(path_or_dict, (str, Path)):
         spec = load_spec(path_or_dict)
     else:
-        raise FltrError(f"fltr_audit.campaign: expected a TOML path or a dict, not {type(path_or_dict).__name__}")
+        raise FltrError(f"fltr_audit.audit_campaign: expected a TOML path or a dict, not {type(path_or_dict).__name__}")
     return AuditResult(inputs=spec, spec=spec, tables=_run(spec, store))
 
 
@@ -280,5 +324,5 @@ def register_algorithm(spec: AlgorithmSpec) -> None:
     _register_algorithm(spec)
 
 
-__all__ = ["AlgorithmSpec", "AuditResult", "audit", "audit_defaults", "campaign", "register_algorithm",
+__all__ = ["AlgorithmSpec", "AuditResult", "audit", "audit_campaign", "audit_defaults", "register_algorithm",
            "register_attack", "register_defense"]

@@ -1,9 +1,9 @@
 """One audit run: train, probe under a defense, attack, score, audit the defense's claim.
 
 Part of the composition root (with ``campaign`` and ``cli``): it wires the engine to the
-``defenses`` and ``attacks`` packages. A run's configuration is one grid point of a
-campaign (``fltr_audit.campaign.expand``); ``run_audit`` turns it into the result tables of
-``docs/store.md``:
+``defenses`` and ``attacks`` packages. A run's configuration is a typed ``RunSpec``
+(``fltr_audit.run_spec``; one grid point of a campaign, ``fltr_audit.campaign.expand``) with its
+defense stack parsed once; ``run_audit`` turns it into the result tables of ``docs/store.md``:
 
 1. **Base model** -- the algorithm trained for ``rounds`` rounds with the
    ``train_click_model`` and *no* defense (each round's queries drawn without replacement
@@ -35,17 +35,18 @@ campaign (``fltr_audit.campaign.expand``); ``run_audit`` turns it into the resul
    that runs pooled in a report are independent. ``audit_trials`` is a number of trials per
    input or ``auto`` (sized to the claim, ``attacks.audit.auto_trials``).
 
-The pre-trained models are cached per process, keyed by their configuration, so the runs of
-one campaign that differ only by defense train the base model once per worker.
+The pre-trained models are cached per process, keyed by their settings (the spec's frozen
+data and algorithm parts, the seed and the defense's canonical name), so the runs of one
+campaign that differ only by defense train the base model once per worker.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 import zlib
+from collections import OrderedDict
 from functools import lru_cache
-from typing import Any
+from typing import Any, Mapping
 
 import numpy as np
 import pandas as pd
@@ -71,6 +72,7 @@ from fltr_audit.probe import probe
 from fltr_audit.randomness import stream
 from fltr_audit.records import AuditMeasurement
 from fltr_audit.rankers import make_ranker
+from fltr_audit.run_spec import AlgorithmSettings, DataSettings, ProbeSettings, RunSpec, as_run_spec
 
 AUDIT_POOL = 50
 AGGREGATE_TRIALS = 4_000
@@ -81,94 +83,101 @@ SHUFFLE_MESSAGES = 100_000
 shuffles a whole cohort, of at least the shuffler's n for an amplified claim): 100 trials at
 n = 1000, some seconds."""
 DEFAULT_AUDIT_TRIALS = 10_000
-DEFAULT_COUNTERFACTUAL = 20
-TRAINING_KEYS = ("data", "fold", "normalization", "queries", "algo", "rounds", "clients", "queries_per_client",
-                 "ranker", "train_click_model", "params", "seed", "population")
 AUDIT_COLUMNS = tuple(f.name for f in dataclasses.fields(AuditMeasurement))
 """The measured columns of an ``audits`` row (the run's algorithm and defense lead, its privacy trails)."""
 
 
-def build_algorithm(config: dict, splits: Any, click_model: str) -> Algorithm:
+def build_algorithm(config: RunSpec, splits: Any, click_model: str) -> Algorithm:
     """The algorithm a run configuration names, with the given click model (cached per process)."""
-    return _algorithm(json.dumps({k: config.get(k) for k in TRAINING_KEYS}, sort_keys=True), click_model)
+    return _algorithm(config.data, config.algorithm, config.seed, click_model)
 
 
 @lru_cache(maxsize=32)
-def _algorithm(key: str, click_model: str) -> Algorithm:
-    config = json.loads(key)
-    settings = {k: config.get(k) for k in ("ranker", "seed", "clients", "queries_per_client", "params")}
-    return algorithms.build(config["algo"], splits_of(config), click_model, settings)
+def _algorithm(data: DataSettings, algo: AlgorithmSettings, seed: int, click_model: str) -> Algorithm:
+    settings = {"ranker": algo.ranker, "seed": seed, "clients": algo.clients,
+                "queries_per_client": algo.queries_per_client, "params": algo.kwargs()}
+    return algorithms.build(algo.name, _splits(data, seed), click_model, settings)
 
 
 @lru_cache(maxsize=8)
-def _splits(data: str, fold: int, normalization: str, queries: int | None, seed: int) -> Any:
-    return load_splits(data, fold, normalization=normalization, queries=queries, seed=seed)
+def _splits(data: DataSettings, seed: int) -> Any:
+    return load_splits(data.spec, data.fold, normalization=data.normalization, queries=data.queries, seed=seed)
 
 
-def splits_of(config: dict) -> Any:
-    return _splits(config["data"], config["fold"], config.get("normalization", "none"), config.get("queries"),
-                   config["seed"])
+def splits_of(config: RunSpec) -> Any:
+    return _splits(config.data, config.seed)
 
 
-def _training_key(config: dict, defense: str) -> str:
-    return json.dumps({**{k: config.get(k) for k in TRAINING_KEYS}, "defense": defense}, sort_keys=True)
+NO_DEFENSE = parse_defense("none")
+_TRAINED: OrderedDict[tuple, TrainResult] = OrderedDict()
+_TRAINED_MAX = 16
 
 
-@lru_cache(maxsize=16)
-def _trained(key: str) -> TrainResult:
-    config = json.loads(key)
+def trained(config: RunSpec, stack: DefenseStack | None = None) -> TrainResult:
+    """The model trained under the defense ``stack`` (None: no defense) for this configuration
+    (cached per process, keyed by the training settings and the stack's canonical name)."""
+    name = "none" if stack is None else stack.name
+    key = (config.data, config.algorithm, config.seed, name)
+    if key in _TRAINED:
+        _TRAINED.move_to_end(key)
+        return _TRAINED[key]
+    result = _train(config, stack if stack is not None else NO_DEFENSE)
+    _TRAINED[key] = result
+    while len(_TRAINED) > _TRAINED_MAX:
+        _TRAINED.popitem(last=False)
+    return result
+
+
+def _train(config: RunSpec, stack: DefenseStack) -> TrainResult:
     splits = splits_of(config)
-    stack = parse_defense(config["defense"])
-    algorithm = build_algorithm(config, splits, config["train_click_model"])
+    algo = config.algorithm
+    algorithm = build_algorithm(config, splits, algo.train_click_model)
     return train(
         algorithm,
         splits.train,
-        clients=config["clients"],
-        queries_per_client=config["queries_per_client"],
-        rounds=config["rounds"],
-        seed=config["seed"],
+        clients=algo.clients,
+        queries_per_client=algo.queries_per_client,
+        rounds=algo.rounds,
+        seed=config.seed,
         eval_data=splits.test,
-        eval_every=max(1, config["rounds"] // 20),
+        eval_every=max(1, algo.rounds // 20),
         client_defenses=stack.client,
         aggregator=stack.aggregator,
-        replace=config["clients"] * config["queries_per_client"] > splits.train.n_queries,
-        population=config.get("population"),
+        replace=algo.clients * algo.queries_per_client > splits.train.n_queries,
+        population=algo.population,
     )
 
 
-def trained(config: dict, defense: str = "none") -> TrainResult:
-    """The model trained under ``defense`` for this configuration (cached per process)."""
-    return _trained(_training_key(config, defense))
-
-
-def run_audit(config: dict) -> dict[str, pd.DataFrame]:
-    """Compute every table of one run (see the module docstring)."""
-    draws = counterfactual_draws(config["probe"])
+def run_audit(config: RunSpec | Mapping[str, Any]) -> dict[str, pd.DataFrame]:
+    """Compute every table of one run (see the module docstring); a run config dict is read as
+    ``RunSpec.from_json``."""
+    config = as_run_spec(config)
+    draws = counterfactual_draws(config.probe)
     splits = splits_of(config)
-    stack = parse_defense(config["defense"])
-    context = {"algo": config["algo"], "setting": algorithm_setting(config), "data": config["data"],
-               "fold": config["fold"], "seed": config["seed"]}
+    stack = config.defense
+    context = {"algo": config.algorithm.name, "setting": algorithm_setting(config), "data": config.data.spec,
+               "fold": config.data.fold, "seed": config.seed}
 
     base = trained(config)
-    defended = trained(config, stack.name) if stack.name != "none" else base
+    defended = trained(config, stack) if stack.name != "none" else base
     base_ndcg, _ = _final_ndcg(config, splits, base)
     ndcg, ndcg5 = _final_ndcg(config, splits, defended)
-    utility = pd.DataFrame([{**context, "click_model": config["train_click_model"], "defense": stack.name,
+    utility = pd.DataFrame([{**context, "click_model": config.algorithm.train_click_model, "defense": stack.name,
                              "ndcg10": ndcg, "ndcg10_delta": ndcg - base_ndcg, "ndcg5": ndcg5}])
     curves = defended.curves.assign(defense=stack.name, algo=context["algo"], setting=context["setting"])
 
-    probe_cfg = config["probe"]
-    data = splits.get(probe_cfg["split"])
+    probe_cfg = config.probe
+    data = splits.get(probe_cfg.split)
     attack_rows, query_rows = [], []
-    for click_model in probe_cfg["click_models"]:
+    for click_model in probe_cfg.click_models:
         algorithm = build_algorithm(config, splits, click_model)
         batches, manipulation = probe_rounds(config, algorithm, base.params, data, stack)
         counterfactual = [redraw(algorithm, b, data, draws, probe_seed(config)) for b in batches]
-        for name in config["attacks"]:
+        for name in config.attacks:
             attack = make_attack(name, **_attack_params(name, config, algorithm))
             guesses = [attack.guess(b.view) for b in batches]
-            scored = [evaluate(guess, b, counterfactual=cf, min_shown=probe_cfg["min_shown"],
-                               require_click=probe_cfg["require_click"])
+            scored = [evaluate(guess, b, counterfactual=cf, min_shown=probe_cfg.min_shown,
+                               require_click=probe_cfg.require_click)
                       for guess, b, cf in zip(guesses, batches, counterfactual)]
             per_query = pd.concat([e.per_query for e in scored], ignore_index=True)
             slots = Slots.concat([e.slots for e in scored])
@@ -179,7 +188,7 @@ def run_audit(config: dict) -> dict[str, pd.DataFrame]:
             for row in summarize(per_query, slots=slots):
                 attack_rows.append({**context, "click_model": click_model, "defense": stack.name,
                                     "threat_model": threat, "attack": label, "reference": reference,
-                                    "probe_cohort": probe_cfg["cohort"], **row, **manipulation})
+                                    "probe_cohort": probe_cfg.cohort, **row, **manipulation})
             query_rows.append(per_query.assign(click_model=click_model, defense=stack.name, attack=label))
 
     tables = {
@@ -188,29 +197,29 @@ def run_audit(config: dict) -> dict[str, pd.DataFrame]:
         "attacks": pd.DataFrame(attack_rows),
         "per_query": pd.concat(query_rows, ignore_index=True) if query_rows else pd.DataFrame(),
     }
-    if config.get("epsilon_audit", True):
+    if config.audit.epsilon_audit:
         audit_rows = epsilon_audits(config, splits, stack, base)
         if audit_rows:
             tables["audits"] = pd.DataFrame([{**context, "defense": stack.name, **row} for row in audit_rows])
         rr = randomized_response(stack)
         if rr is not None:
-            tables["epsilon"] = pd.DataFrame(epsilon_rows(probe_cfg["click_models"], [rr.p],
+            tables["epsilon"] = pd.DataFrame(epsilon_rows(probe_cfg.click_models, [rr.p],
                                                           levels=splits.train.n_levels))
     return tables
 
 
-def probe_seed(config: dict) -> int:
+def probe_seed(config: RunSpec) -> int:
     """The seed of a run's probe streams (clicks, counterfactual draws, random baselines),
     derived from the run seed *and the fold*: probe clients of different folds then draw
     independent clicks, so that lists pooled over the folds of one seed are independent
     replicates (the CIs over lists assume it). The same for every defense of a run
     (common random numbers: defenses are compared on the same clicks)."""
-    return int(np.random.SeedSequence([int(config["seed"]), int(config["fold"])]).generate_state(1)[0])
+    return int(np.random.SeedSequence([int(config.seed), int(config.data.fold)]).generate_state(1)[0])
 
 
-def counterfactual_draws(probe_cfg: dict) -> int:
+def counterfactual_draws(probe_cfg: ProbeSettings) -> int:
     """K, the counterfactual click vectors per probed list (``probe.counterfactual``, default 20)."""
-    draws = probe_cfg.get("counterfactual", DEFAULT_COUNTERFACTUAL)
+    draws = probe_cfg.counterfactual
     if isinstance(draws, bool) or int(draws) != draws or draws < 1:
         raise FltrError(f"--counterfactual: must be a positive integer, got {draws!r}")
     return int(draws)
@@ -230,20 +239,20 @@ def threat_label(view: Any) -> str:
     return "server (aggregate only)" if view.threat_model == "server" and view.messages is None else view.threat_model
 
 
-def probe_rounds(config: dict, algorithm: Any, params: np.ndarray, data: Any, stack: DefenseStack
+def probe_rounds(config: RunSpec, algorithm: Any, params: np.ndarray, data: Any, stack: DefenseStack
                  ) -> tuple[list, dict]:
     """The probe's rounds under the run's threat model (``probe.threat_model``, default server)
     and, for ``server-malicious``, the manipulation and its mean cost to the other members
     (nDCG@10 of their shown lists, honest vs served; ``fltr_audit.malicious``)."""
-    probe_cfg = config["probe"]
-    threat_model = config.get("threat_model", "server")
-    common = dict(seed=probe_seed(config), queries_per_client=probe_cfg["queries_per_client"],
-                  cohort_size=probe_cfg["cohort"], client_defenses=stack.client, aggregator=stack.aggregator)
+    probe_cfg = config.probe
+    threat_model = config.probe.threat_model
+    common = dict(seed=probe_seed(config), queries_per_client=probe_cfg.queries_per_client,
+                  cohort_size=probe_cfg.cohort, client_defenses=stack.client, aggregator=stack.aggregator)
     if threat_model != "server-malicious":
         return probe(algorithm, params, data, threat_model=threat_model, **common), {}
     from fltr_audit.malicious import malicious_probe
 
-    manipulation = config.get("manipulation", "isolate")
+    manipulation = config.probe.manipulation
     rounds = malicious_probe(algorithm, params, data, manipulation=manipulation, **common)
     honest = float(np.nanmean([r.others_ndcg_honest for r in rounds]))
     served = float(np.nanmean([r.others_ndcg_served for r in rounds]))
@@ -251,12 +260,12 @@ def probe_rounds(config: dict, algorithm: Any, params: np.ndarray, data: Any, st
                                        "others_ndcg_served": served, "others_ndcg_cost": honest - served}
 
 
-def algorithm_setting(config: dict) -> str:
+def algorithm_setting(config: RunSpec) -> str:
     """The algorithm's own parameters as one short label (e.g. ``gamma=0.5``), so that tables
     keep runs of different settings of one algorithm apart; empty for the defaults."""
-    parts = [f"{k}={v}" for k, v in sorted((config.get("params") or {}).items())]
-    if config.get("ranker", "linear") != "linear":
-        parts.insert(0, f"ranker={config['ranker']}")
+    parts = [f"{k}={v}" for k, v in config.algorithm.params]
+    if config.algorithm.ranker != "linear":
+        parts.insert(0, f"ranker={config.algorithm.ranker}")
     return ",".join(parts)
 
 
@@ -270,21 +279,21 @@ def randomized_response(stack: DefenseStack) -> Any:
 AUDIT_KINDS = ("worst-case", "natural")
 
 
-def audit_seed(config: dict, defense: str, kind: str) -> int:
+def audit_seed(config: RunSpec, defense: str, kind: str) -> int:
     """The seed of one epsilon audit: a ``SeedSequence`` spawn keyed by the run's seed, its fold,
     the defense and the audit kind (``AUDIT_KINDS``), so that the audits of different folds,
     defenses and kinds draw independent noise (pooling counts them as independent runs)."""
-    key = (int(config.get("fold") or 0), zlib.crc32(str(defense).encode()), AUDIT_KINDS.index(kind))
-    state = np.random.SeedSequence(int(config["seed"]), spawn_key=key).generate_state(2, np.uint32)
+    key = (int(config.data.fold), zlib.crc32(str(defense).encode()), AUDIT_KINDS.index(kind))
+    state = np.random.SeedSequence(int(config.seed), spawn_key=key).generate_state(2, np.uint32)
     return int(state[0]) << 31 | int(state[1]) >> 1
 
 
-def audit_trials(config: dict, stack: DefenseStack) -> int:
+def audit_trials(config: RunSpec, stack: DefenseStack) -> int:
     """The run's trials per input for its epsilon audits: ``audit_trials`` (default 10,000), or
     ``auto``: sized to the stack's claim (``attacks.audit.auto_trials``); a stack without a claim
     (only audited on natural neighbours, for what its messages reveal) keeps the default -- the
     doors refuse ``auto`` for a defense list where one claims nothing (``campaign_spec``)."""
-    trials = config.get("audit_trials", DEFAULT_AUDIT_TRIALS)
+    trials = config.audit.trials
     if trials != "auto":
         return int(trials)
     if not np.isfinite(stack.claim.epsilon):
@@ -292,27 +301,27 @@ def audit_trials(config: dict, stack: DefenseStack) -> int:
     return auto_trials(stack.claim.epsilon, stack.claim.delta)[0]
 
 
-def epsilon_audits(config: dict, splits: Any, stack: DefenseStack, base: TrainResult) -> list[dict]:
+def epsilon_audits(config: RunSpec, splits: Any, stack: DefenseStack, base: TrainResult) -> list[dict]:
     """The run's ``audits`` rows: the worst-case audit (when the stack claims an epsilon), then the
     natural one (module docstring, step 4)."""
-    metric = algorithms.algorithm_spec(config["algo"]).message_kind == "seed+metric"
+    metric = algorithms.algorithm_spec(config.algorithm.name).message_kind == "seed+metric"
     natural = _audit_metric(config, splits, stack, base) if metric else _audit_defense(config, splits, stack, base)
     worst = _audit_worst_case(config, stack, metric, natural, len(np.asarray(base.params)))
     return [row for row in (worst, natural) if row is not None]
 
 
-def _audit_metric(config: dict, splits: Any, stack: DefenseStack, base: TrainResult) -> dict | None:
+def _audit_metric(config: RunSpec, splits: Any, stack: DefenseStack, base: TrainResult) -> dict | None:
     """Empirical epsilon of a FOLtR-ES metric message on natural neighbours: the
     query-distinguishing attack on the worst-case pair of relevance placements of the exact
     enumeration (FOLtR-ES §4, Eq. 9)."""
-    algorithm = build_algorithm(config, splits, config["train_click_model"])
+    algorithm = build_algorithm(config, splits, config.algorithm.train_click_model)
     row = audit_query_distinguishing(randomized_response(stack), algorithm.click_model, n_trials=audit_trials(config, stack),
                                      seed=audit_seed(config, stack.name, "natural"), k=algorithm.k)
     row["mechanism"] = stack.name
     return {**{key: row[key] for key in AUDIT_COLUMNS}, **_run_privacy(config, stack)}
 
 
-def _audit_worst_case(config: dict, stack: DefenseStack, metric: bool, natural: dict | None,
+def _audit_worst_case(config: RunSpec, stack: DefenseStack, metric: bool, natural: dict | None,
                       dim: int) -> dict | None:
     """The worst-case audit the claim verdict rests on (None when the stack claims no epsilon, or
     its messages carry neither a vector nor a randomized metric): crafted inputs beyond the
@@ -322,7 +331,7 @@ def _audit_worst_case(config: dict, stack: DefenseStack, metric: bool, natural: 
     claim = stack.claim
     if not np.isfinite(claim.epsilon):
         return None
-    cohort = int(config["probe"]["cohort"])
+    cohort = int(config.probe.cohort)
     trials = audit_trials(config, stack)
     if metric:
         if randomized_response(stack) is None:
@@ -348,14 +357,14 @@ def _audit_worst_case(config: dict, stack: DefenseStack, metric: bool, natural: 
             **_run_privacy(config, stack)}
 
 
-def _attack_params(name: str, config: dict, algorithm: Any) -> dict:
+def _attack_params(name: str, config: RunSpec, algorithm: Any) -> dict:
     """What an attack needs beyond the server view, as its spec's ``needs`` says: the probe
     seed, the public algorithm, its list length, the defense stack's noise model."""
     available = {"seed": probe_seed(config), "algorithm": algorithm, "k": algorithm.k}
     if "noise" in attack_spec(name).needs:
-        isolated = config.get("threat_model", "server") == "server-malicious"
-        available["noise"] = noise_model(parse_defense(config["defense"]),
-                                         members=int(config["probe"]["cohort"]) if isolated else 1)
+        isolated = config.probe.threat_model == "server-malicious"
+        available["noise"] = noise_model(config.defense,
+                                         members=config.probe.cohort if isolated else 1)
     return needed(name, available)
 
 
@@ -430,14 +439,14 @@ def noise_model(stack: DefenseStack, members: int = 1) -> Any:
     return NoiseModel(clips=tuple(clips), defense=stack.name, **noise)
 
 
-def _final_ndcg(config: dict, splits: Any, result: TrainResult) -> tuple[float, float]:
+def _final_ndcg(config: RunSpec, splits: Any, result: TrainResult) -> tuple[float, float]:
     """Offline nDCG@10 and nDCG@5 of a trained model on the test split."""
-    algorithm = build_algorithm(config, splits, config["train_click_model"])
+    algorithm = build_algorithm(config, splits, config.algorithm.train_click_model)
     scores = algorithm.ranker.score(result.params, splits.test.features)
     return float(metrics.mean_ndcg(scores, splits.test, k=10)), float(metrics.mean_ndcg(scores, splits.test, k=5))
 
 
-def natural_messages(config: dict, splits: Any, base: TrainResult
+def natural_messages(config: RunSpec, splits: Any, base: TrainResult
                      ) -> tuple[np.ndarray, np.ndarray, str, tuple[np.ndarray, np.ndarray]] | None:
     """Natural neighbours for the epsilon audit (None for seed+metric messages).
 
@@ -451,18 +460,18 @@ def natural_messages(config: dict, splits: Any, base: TrainResult
     """
     from attacks.bayes import Bayes
 
-    algorithm = build_algorithm(config, splits, config["train_click_model"])
-    data = splits.get(config["probe"]["split"])
-    qpc = config["probe"]["queries_per_client"]
+    algorithm = build_algorithm(config, splits, config.algorithm.train_click_model)
+    data = splits.get(config.probe.split)
+    qpc = config.probe.queries_per_client
     first = data.subset(np.arange(min(AUDIT_POOL * qpc, data.n_queries)))  # one undefended cohort suffices
-    batches = probe(algorithm, base.params, first, seed=config["seed"], queries_per_client=qpc,
+    batches = probe(algorithm, base.params, first, seed=config.seed, queries_per_client=qpc,
                     cohort_size=AUDIT_POOL)
     messages = batches[0].view.messages
     if messages is None or messages.vector is None:
         return None
     g = np.asarray(base.params, dtype=np.float64)
     pool = messages.updates(g)
-    replayable = algorithms.algorithm_spec(config["algo"]).message_kind == "weights"  # FPDGD's PDGD step
+    replayable = algorithms.algorithm_spec(config.algorithm.name).message_kind == "weights"  # FPDGD's PDGD step
     pair = _one_click_pair(Bayes(algorithm), batches[0]) if replayable else None
     return pool, g, messages.vector_kind, pair if pair is not None else _farthest_pair(pool)
 
@@ -490,7 +499,7 @@ def hides_messages(stack: DefenseStack, dim: int) -> bool:
     return stack.aggregator.aggregate(msgs, np.arange(2), np.random.default_rng(0)).messages is None
 
 
-def _audit_defense(config: dict, splits: Any, stack: DefenseStack, base: TrainResult) -> dict | None:
+def _audit_defense(config: RunSpec, splits: Any, stack: DefenseStack, base: TrainResult) -> dict | None:
     """Empirical epsilon of the stack on natural neighbours (None for seed+metric messages): a
     probe client's real undefended message with and without one click (``natural_messages``),
     through the stack's client transforms -- one client's message, or, when the
@@ -503,18 +512,18 @@ def _audit_defense(config: dict, splits: Any, stack: DefenseStack, base: TrainRe
     hides = hides_messages(stack, pool.shape[1])
     result = audit_stack(stack, claim=stack.claim, inputs=(u0, u1), neighbours="natural",
                          scope="aggregate" if hides else "message", trials=audit_trials(config, stack),
-                         cohort=int(config["probe"]["cohort"]), seed=audit_seed(config, stack.name, "natural"),
-                         others=pool, g=g, kind=kind, min_trials=4)
+                         cohort=config.probe.cohort, seed=audit_seed(config, stack.name, "natural"), others=pool,
+                         g=g, kind=kind, min_trials=4)
     return {**{key: value for key, value in result.as_dict().items() if key in AUDIT_COLUMNS},
             **_run_privacy(config, stack)}
 
 
-def _run_privacy(config: dict, stack: DefenseStack) -> dict:
+def _run_privacy(config: RunSpec, stack: DefenseStack) -> dict:
     """The stack's claim composed over the run's training rounds at sampling rate clients /
     population (``defenses.accounting.privacy_spent``): ``epsilon_total``, ``delta_total``,
     ``rounds_participated``."""
-    population = config.get("population") or config["clients"]
-    spent = privacy_spent(stack, config["rounds"], config["clients"] / population)
+    population = config.algorithm.population or config.algorithm.clients
+    spent = privacy_spent(stack, config.algorithm.rounds, config.algorithm.clients / population)
     return {key: spent[key] for key in ("epsilon_total", "delta_total", "rounds_participated")}
 
 

@@ -57,8 +57,9 @@ from typing import Any, Callable, Iterator
 from fltr_audit.campaign_grid import MAX_RUNS, Run, expand, grid_size, run_key
 from fltr_audit.campaign_spec import ALGORITHMS, CLICK_MODELS, DEFAULTS, load_spec, validate_spec
 from fltr_audit.executors import check_scheduler, environment, execute_run, execute_runs
+from fltr_audit.run_spec import RunSpec
 
-__all__ = ["ALGORITHMS", "CLICK_MODELS", "DEFAULTS", "MAX_RUNS", "Run", "check_scheduler", "environment", "execute_run",
+__all__ = ["ALGORITHMS", "CLICK_MODELS", "DEFAULTS", "MAX_RUNS", "Run", "RunSpec", "check_scheduler", "environment", "execute_run",
            "expand", "grid_size", "load_spec", "run_campaign", "run_key", "validate_spec"]
 
 
@@ -69,7 +70,7 @@ def run_campaign(
     workers: int | None = None,
     scheduler: str | None = None,
     on_done: Callable[[Run, str | None], None] | None = None,
-    run_fn: Callable[[dict], dict] = execute_run,
+    run_fn: Callable[[RunSpec], dict] = execute_run,
     max_runs: int | None = MAX_RUNS,
 ) -> dict[str, int]:
     """Run every pending grid point of ``spec`` and record each in ``store`` as it finishes.
@@ -98,7 +99,7 @@ def run_campaign(
 
     def finish(run: Run, result: dict | None, error: str | None) -> None:
         if error is None:
-            store.record_run(run.key, spec["name"], run.config, result["env"], run.config["seed"],
+            store.record_run(run.key, spec["name"], run.config, result["env"], run.spec.seed,
                              result["seconds"], result["tables"])
             counts["done"] += 1
         else:

@@ -6,42 +6,28 @@ Part of the composition root: defense names are canonicalized by ``defenses.stac
 
 from __future__ import annotations
 
-import hashlib
 import itertools
-import json
 import math
 from dataclasses import dataclass
 
 from defenses.stack import parse_defense
 from fltr_audit.campaign_spec import as_list
-from fltr_audit.defense_spelling import legacy_spelling
 from fltr_audit.errors import FltrError
+from fltr_audit.run_spec import AlgorithmSettings, AuditSettings, DataSettings, ProbeSettings, RunSpec, run_key
+
+__all__ = ["MAX_RUNS", "Run", "expand", "grid_size", "run_key"]
 
 
 @dataclass(frozen=True)
 class Run:
-    """One grid point: its key and resolved configuration (JSON-able)."""
+    """One grid point: its key and typed spec; ``config`` is the spec's canonical JSON."""
 
     key: str
-    config: dict
+    spec: RunSpec
 
-
-def run_key(config: dict) -> str:
-    """SHA-256 of the canonical JSON of ``config`` without its campaign name (16 hex digits).
-
-    Key compatibility rule: the defense name is hashed in its legacy spelling
-    (``clip(sensitivity=5)`` as ``clip(delta=5)``, :mod:`fltr_audit.defense_spelling`), so runs
-    keep the keys they had before the parameter was renamed and existing stores resume.
-    """
-    body = {k: v for k, v in config.items() if k != "campaign"}
-    if isinstance(body.get("defense"), str):
-        body["defense"] = legacy_spelling(body["defense"])
-    text = json.dumps(body, sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-
-def _canonical_defense(text: str) -> str:
-    return parse_defense(text).name
+    @property
+    def config(self) -> dict:
+        return self.spec.to_json()
 
 
 MAX_RUNS = 1000
@@ -78,50 +64,33 @@ def expand(spec: dict, max_runs: int | None = MAX_RUNS) -> list[Run]:
         itertools.product(*param_lists),
         as_list(probe["split"]),
         as_list(probe["cohort"]),
-        [_canonical_defense(d) for d in as_list(audit["defenses"])],
+        as_list(audit["defenses"]),
         spec["seeds"],
         as_list(probe.get("threat_model", "server")),
     )
+    stacks = {d: parse_defense(d) for d in as_list(audit["defenses"])}  # each defense string parsed once
     runs = []
     for dspec, fold, name, rounds, clients, qpc, ranker, params, split, cohort, defense, seed, threat in axes:
-        config = {
-            "campaign": spec["name"],
-            "data": dspec,
-            "fold": fold,
-            "normalization": data["normalization"],
-            "queries": data.get("queries"),
-            "algo": name,
-            "rounds": rounds,
-            "clients": clients,
-            "queries_per_client": qpc,
-            "ranker": ranker,
-            "train_click_model": algo["train_click_model"],
-            "params": dict(zip(param_names, params)),
-            "probe": {
-                "split": split,
-                "click_models": as_list(probe["click_models"]),
-                "cohort": cohort,
-                "queries_per_client": probe["queries_per_client"],
-                "min_shown": probe["min_shown"],
-                "require_click": probe["require_click"],
-                "counterfactual": probe["counterfactual"],
-            },
-            "defense": defense,
-            "attacks": as_list(audit["attacks"]),
-            "epsilon_audit": audit["epsilon_audit"],
-            "audit_trials": audit["trials"],
-            "seed": seed,
-        }
-        if algo.get("population") is not None:  # absent by default: run keys of older campaigns unchanged
-            if algo["population"] < clients:
-                raise FltrError(f"campaign {spec['name']!r}: key 'algorithm.population' ({algo['population']}) must be "
-                                f"at least the cohort of {clients} clients drawn from it each round")
-            config["population"] = algo["population"]
-        if threat != "server":  # the honest server's runs keep the keys they had before threat models
-            config["threat_model"] = threat
-            if threat == "server-malicious":
-                config["manipulation"] = probe.get("manipulation", "isolate")
-        runs.append(Run(run_key(config), config))
+        population = algo.get("population")  # absent by default: run keys of older campaigns unchanged
+        if population is not None and population < clients:
+            raise FltrError(f"campaign {spec['name']!r}: key 'algorithm.population' ({population}) must be "
+                            f"at least the cohort of {clients} clients drawn from it each round")
+        run = RunSpec(
+            campaign=spec["name"],
+            data=DataSettings(spec=dspec, fold=fold, normalization=data["normalization"], queries=data.get("queries")),
+            algorithm=AlgorithmSettings(name=name, rounds=rounds, clients=clients, queries_per_client=qpc,
+                                        ranker=ranker, train_click_model=algo["train_click_model"],
+                                        params=tuple(zip(param_names, params)), population=population),
+            probe=ProbeSettings(split=split, click_models=tuple(as_list(probe["click_models"])), cohort=cohort,
+                                queries_per_client=probe["queries_per_client"], min_shown=probe["min_shown"],
+                                require_click=probe["require_click"], counterfactual=probe["counterfactual"],
+                                threat_model=threat, manipulation=probe.get("manipulation", "isolate")),
+            defense=stacks[defense],
+            attacks=tuple(as_list(audit["attacks"])),
+            audit=AuditSettings(epsilon_audit=audit["epsilon_audit"], trials=audit["trials"]),
+            seed=seed,
+        )
+        runs.append(Run(run.key(), run))
     keys = [r.key for r in runs]
     if len(set(keys)) != len(keys):
         raise FltrError(f"campaign {spec['name']!r}: the grid repeats a configuration (duplicate list entries)")

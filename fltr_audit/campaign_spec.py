@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any, Callable, NoReturn
+from typing import Any, Callable, Mapping
 
 from attacks.registry import make_attack
 from defenses.stack import parse_defense
 from fltr_audit.algorithms.registry import algorithm_names, algorithm_spec
+from fltr_audit.constraints import ParameterError
 from fltr_audit.errors import FltrError
+from fltr_audit.run_spec import (AlgorithmSettings, AuditSettings, DataSettings, ProbeSettings, RunSpec,
+                                 check_setting)
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -99,8 +102,12 @@ def load_spec(path: str | Path) -> dict:
     return validate_spec(raw, source=str(path))
 
 
-def validate_spec(raw: dict, source: str = "campaign") -> dict:
-    """Check keys and types (errors name the key), merge over the defaults, check values."""
+def validate_spec(raw: dict, source: str = "campaign", names: Mapping[str, str] | None = None) -> dict:
+    """Check keys and types (errors name the key), merge over the defaults, check values.
+
+    ``names`` maps the run spec's parameter names to a door's own (the ``audit`` command's
+    options, the API's keywords) so that a bad value names what its user typed; without it,
+    errors name the campaign key."""
     if "name" not in raw:
         raise FltrError(f"{source}: missing key 'name'")
     _check_table(raw, "", source)
@@ -108,7 +115,7 @@ def validate_spec(raw: dict, source: str = "campaign") -> dict:
     for table in ("data", "algorithm", "probe", "audit"):
         _check_table(raw.get(table, {}), table, source)
         spec[table] = {**DEFAULTS[table], **raw.get(table, {})}
-    _check_values(spec, source)
+    _check_values(spec, source, names)
     return spec
 
 
@@ -130,104 +137,90 @@ def _check_table(table: dict, name: str, source: str) -> None:
                     raise FltrError(f"{source}: key '{where}' holds {item!r}, expected {scalar[0].__name__} items")
 
 
-def _check_values(spec: dict, source: str) -> None:
+CAMPAIGN_KEYS = {"data.fold": "data.folds", "seed": "seeds"}
+"""The run spec's parameter names (``fltr_audit.run_spec``) that a campaign file spells otherwise."""
+
+_SETTINGS: dict[str, tuple[type, str]] = {
+    "seeds": (RunSpec, "seed"),
+    "data.spec": (DataSettings, "spec"), "data.folds": (DataSettings, "fold"),
+    "data.normalization": (DataSettings, "normalization"), "data.queries": (DataSettings, "queries"),
+    **{f"algorithm.{k}": (AlgorithmSettings, k) for k in ("name", "rounds", "clients", "queries_per_client",
+                                                          "ranker", "train_click_model", "population")},
+    **{f"probe.{k}": (ProbeSettings, k) for k in ("split", "cohort", "queries_per_client", "min_shown",
+                                                  "require_click", "counterfactual", "threat_model", "manipulation")},
+    "audit.epsilon_audit": (AuditSettings, "epsilon_audit"), "audit.trials": (AuditSettings, "trials"),
+}
+"""Campaign keys checked by the run spec's own constraints (each value of a grid axis)."""
+
+
+def _check_settings(spec: dict, source: str, names: Mapping[str, str] | None) -> None:
+    """Every value of every key in ``_SETTINGS`` against its setting's constraints; the error
+    names the key as the door's user wrote it: the campaign key, or (``names``) the option."""
+    for key, (section, name) in _SETTINGS.items():
+        table, _, field = key.rpartition(".")
+        value = (spec[table] if table else spec).get(field)
+        if value is None and key in ("data.queries", "algorithm.population"):
+            continue
+        for item in as_list(value):
+            try:
+                check_setting(section, name, item)
+            except ParameterError as exc:
+                raise door_error(exc, source, names) from None
+
+
+def door_error(exc: ParameterError, source: str, names: Mapping[str, str] | None) -> ParameterError:
+    """``exc`` as the campaign reader says it (``SOURCE: key 'probe.cohort': ...``), or, with a
+    door's ``names`` (the CLI's options, the API's keywords), naming what its user typed."""
+    if names is None:
+        return exc.renamed(CAMPAIGN_KEYS, where=f"{source}: ", form="key '{}'")
+    return exc.renamed(names)
+
+
+def _check_values(spec: dict, source: str, names: Mapping[str, str] | None = None) -> None:
     """Every value that would fail inside a run fails here, naming its key, before any store
     is written."""
     from fltr_audit.clicks import CCM_TABLES
-    from fltr_audit.data.normalize import NORMALIZATIONS
-    from fltr_audit.federation import BUDGET_LIMITS
-    from fltr_audit.randomness import check_seed
-    from fltr_audit.rankers import RANKERS
 
-    def fail(key: str, problem: str) -> NoReturn:
-        raise FltrError(f"{source}: key '{key}' {problem}")
-
+    _check_settings(spec, source, names)
     known_models = sorted({name for name, _ in CCM_TABLES}) + ["pbm"]
-    for seed in spec["seeds"]:
-        try:
-            check_seed(seed, "seeds")
-        except FltrError:
-            fail("seeds", f"holds {seed!r}, not an integer 0..2^63-1")
-    for fold in as_list(spec["data"]["folds"]):
-        if not 1 <= fold <= 5:
-            fail("data.folds", f"holds {fold}, folds are 1..5")
-    if spec["data"]["normalization"] not in NORMALIZATIONS + ("auto",):
-        fail("data.normalization", f"is {spec['data']['normalization']!r} (choose {', '.join(NORMALIZATIONS)})")
     queries = spec["data"].get("queries")
-    if queries is not None and queries < 1:
-        fail("data.queries", f"must be at least 1, got {queries}")
     for data in as_list(spec["data"]["spec"]):
         _check_data_spec(data, queries, source)
-    for ranker in as_list(spec["algorithm"]["ranker"]):
-        if ranker not in RANKERS:
-            fail("algorithm.ranker", f"has unknown ranker {ranker!r} (choose {', '.join(RANKERS)})")
-    for key, option in (("rounds", "--rounds"), ("clients", "--clients"),
-                        ("queries_per_client", "--queries-per-client")):
-        largest = max(as_list(spec["algorithm"][key]))
-        if largest > BUDGET_LIMITS[option]:
-            fail(f"algorithm.{key}", f"must be at most {BUDGET_LIMITS[option]:,}, got {largest:,}")
     _check_params(spec["algorithm"], source)
-    models = as_list(spec["probe"]["click_models"]) + [spec["algorithm"]["train_click_model"]]
-    for name in as_list(spec["algorithm"]["name"]):
-        position_based = name in ("fedips", "fedavg")  # FedIPS users click by the PBM (Eq. 11)
-        for model in models:
-            if (model == "pbm") != position_based:
-                raise FltrError(f"{source}: click model {model!r} in 'probe.click_models' or "
-                                f"'algorithm.train_click_model' does not fit algorithm {name!r} "
-                                f"({'pbm only' if position_based else 'pbm is for fedips and fedavg'})")
-    if spec["probe"]["min_shown"] < 0:
-        fail("probe.min_shown", f"must be 0 or more, got {spec['probe']['min_shown']}")
-    if spec["probe"]["queries_per_client"] < 1:
-        fail("probe.queries_per_client", f"must be at least 1, got {spec['probe']['queries_per_client']}")
     for name in as_list(spec["algorithm"]["name"]):
         algorithm_spec(name, option=f"{source}: key 'algorithm.name'", auditable=True)
-    for model in as_list(spec["probe"]["click_models"]) + [spec["algorithm"]["train_click_model"]]:
+    models = as_list(spec["probe"]["click_models"]) + [spec["algorithm"]["train_click_model"]]
+    for model in models:
         if model not in known_models:
             raise FltrError(f"{source}: unknown click model {model!r} in 'probe.click_models' or 'algorithm.train_click_model'")
-    for key in ("rounds", "clients", "queries_per_client"):
-        if any(v < 1 for v in as_list(spec["algorithm"][key])):
-            raise FltrError(f"{source}: key 'algorithm.{key}' must be at least 1")
+    for name in as_list(spec["algorithm"]["name"]):
+        family = algorithm_spec(name, auditable=True).click_models  # declared on the algorithm's spec
+        for model in models:
+            if (model == "pbm") != (family == "pbm"):
+                raise FltrError(f"{source}: click model {model!r} in 'probe.click_models' or "
+                                f"'algorithm.train_click_model' does not fit algorithm {name!r} "
+                                f"({'pbm only' if family == 'pbm' else 'its users click by a cascade model'})")
     trials = spec["audit"]["trials"]
-    if isinstance(trials, str) and trials != "auto":
-        raise FltrError(f"{source}: key 'audit.trials' must be a number of trials or \"auto\", got {trials!r}")
     if trials == "auto":  # sized to each defense's claim: a defense that claims none has nothing to size by
         for text in as_list(spec["audit"]["defenses"]):
             stack = parse_defense(text)
             if stack.name != "none" and stack.claim.epsilon == float("inf"):
                 raise FltrError(f"{source}: key 'audit.trials' = \"auto\": defense {stack.name!r} claims no epsilon, "
                                 "so there is nothing to size its trials by; give a number of trials")
-    elif trials < 4:
-        raise FltrError(f"{source}: key 'audit.trials' must be at least 4")
-    if any(v < 1 for v in as_list(spec["probe"]["cohort"])):
-        raise FltrError(f"{source}: key 'probe.cohort' must be at least 1")
-    if spec["probe"]["counterfactual"] < 1:
-        raise FltrError(f"{source}: key 'probe.counterfactual' must be at least 1 (counterfactual click draws per list)")
-    for split in as_list(spec["probe"]["split"]):
-        if split not in ("train", "vali", "test"):
-            raise FltrError(f"{source}: key 'probe.split' has unknown split {split!r}")
     _check_each(spec["audit"]["defenses"], parse_defense, "audit.defenses", source)
     _check_each(spec["audit"]["attacks"], make_attack, "audit.attacks", source)
     _check_threat_models(spec, source)
 
 
 def _check_threat_models(spec: dict, source: str) -> None:
-    """Known threat models; server-malicious only with an algorithm and manipulation it supports."""
-    from fltr_audit.malicious import MANIPULATIONS, SUPPORTED
-    from fltr_audit.messages import THREAT_MODELS
+    """server-malicious only with an algorithm it supports."""
+    from fltr_audit.malicious import SUPPORTED
 
-    models = as_list(spec["probe"]["threat_model"])
-    for model in models:
-        if model not in THREAT_MODELS:
-            raise FltrError(f"{source}: key 'probe.threat_model' (--threat-model) has unknown threat model {model!r} "
-                            f"(choose from {', '.join(THREAT_MODELS)})")
-    if "server-malicious" in models:
+    if "server-malicious" in as_list(spec["probe"]["threat_model"]):
         for name in as_list(spec["algorithm"]["name"]):
             if name not in SUPPORTED:
                 raise FltrError(f"{source}: --threat-model server-malicious: supported for {', '.join(SUPPORTED)} "
                                 f"(vector messages of PDGD steps), not {name}")
-        if spec["probe"]["manipulation"] not in MANIPULATIONS:
-            raise FltrError(f"{source}: key 'probe.manipulation' (--manipulation) has unknown manipulation "
-                            f"{spec['probe']['manipulation']!r} (choose from {', '.join(MANIPULATIONS)})")
 
 
 def _check_data_spec(data: str, queries: int | None, source: str) -> None:
@@ -249,38 +242,21 @@ def _check_data_spec(data: str, queries: int | None, source: str) -> None:
 
 
 def _check_params(algo: dict, source: str) -> None:
-    """``algorithm.params``: keys every named algorithm accepts, scalar values or lists of them."""
+    """``algorithm.params``: keys every named algorithm declares, scalar values within their
+    constraints (``AlgorithmSpec.params``), or lists of them (a grid axis)."""
     for key, value in algo["params"].items():
         where = f"algorithm.params.{key}"
+        if isinstance(value, list) and not value:
+            raise FltrError(f"{source}: key '{where}' is an empty list, so the grid is empty")
         for item in as_list(value):
             if isinstance(item, (dict, list)) or not isinstance(item, (int, float, str, bool)):
                 raise FltrError(f"{source}: key '{where}' holds {item!r}; a parameter is a number, a string, "
                                 "a boolean or a list of them (a grid axis)")
-        if isinstance(value, list) and not value:
-            raise FltrError(f"{source}: key '{where}' is an empty list, so the grid is empty")
-        for name in as_list(algo["name"]):
-            accepted = _algorithm_params(name)
-            if accepted is not None and key not in accepted:
-                raise FltrError(f"{source}: key '{where}': algorithm {name!r} has no parameter {key!r} "
-                                f"(parameters: {', '.join(sorted(accepted))})")
-
-
-def _algorithm_params(name: str) -> frozenset[str] | None:
-    """Keyword parameters the campaign may pass to algorithm ``name`` (None: not known here)."""
-    import inspect
-
-    if name == "fpdgd":
-        from fltr_audit.algorithms.fpdgd import FPDGD as build
-        skip = {"ranker", "click_model"}
-    elif name == "foltr-es":
-        from fltr_audit.algorithms.foltr_es import FOLtRES as build
-        skip = {"ranker", "click_model"}
-    elif name in ("fedips", "fedavg"):
-        from fltr_audit.algorithms.fedips import build_fedips as build
-        skip = {"data", "seed", "clients", "queries_per_client"} | ({"propensity"} if name == "fedavg" else set())
-    else:
-        return None
-    return frozenset(inspect.signature(build).parameters) - skip
+            for name in as_list(algo["name"]):
+                try:
+                    algorithm_spec(name, auditable=True).check_params({key: item}, prefix="algorithm.params.")
+                except ParameterError as exc:
+                    raise FltrError(f"{source}: key '{exc.parameter}': algorithm {name!r}: {exc.problem}") from None
 
 
 def _check_each(values: Any, build: Callable[[str], Any], key: str, source: str) -> None:

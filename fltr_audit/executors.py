@@ -14,6 +14,7 @@ from typing import Any, Callable, Iterable
 
 from fltr_audit.campaign_grid import Run
 from fltr_audit.errors import FltrError
+from fltr_audit.run_spec import RunSpec
 
 
 def environment() -> dict:
@@ -26,7 +27,7 @@ def environment() -> dict:
     import sklearn
     import statsmodels
 
-    from fltr_audit import __version__
+    from fltr_audit._version import __version__
 
     return {
         "fltr_audit": __version__,
@@ -41,7 +42,7 @@ def environment() -> dict:
     }
 
 
-def execute_run(config: dict) -> dict:
+def execute_run(spec: RunSpec) -> dict:
     """Compute one run in this process: its tables, timing and environment (picklable).
 
     The run computes with single-threaded BLAS: a multi-threaded BLAS sums in an order that
@@ -54,7 +55,7 @@ def execute_run(config: dict) -> dict:
 
     start = time.perf_counter()
     with threadpool_limits(limits=1, user_api="blas"):
-        tables = run_audit(config)
+        tables = run_audit(spec)
     return {"tables": tables, "seconds": time.perf_counter() - start, "env": environment()}
 
 
@@ -71,7 +72,7 @@ def _exit_with_parent(parent: int) -> None:
     threading.Thread(target=watch, name="fltr-audit parent watchdog", daemon=True).start()
 
 
-def execute_runs(runs: list[Run], run_fn: Callable[[dict], dict], workers: int | None,
+def execute_runs(runs: list[Run], run_fn: Callable[[RunSpec], dict], workers: int | None,
                  scheduler: str | None) -> Iterable[tuple[Run, dict | None, str | None]]:
     """Compute ``runs`` with ``run_fn`` (in this process, a spawned process pool of ``workers``, or
     on the Dask cluster at ``scheduler``), yielding ``(run, result, None)`` or ``(run, None, error)``
@@ -87,7 +88,7 @@ def execute_runs(runs: list[Run], run_fn: Callable[[dict], dict], workers: int |
     if workers == 1:
         for run in runs:
             try:
-                yield run, run_fn(run.config), None
+                yield run, run_fn(run.spec), None
             except Exception as exc:  # a failed run is recorded; the others go on
                 yield run, None, _describe(exc)
         return
@@ -96,7 +97,7 @@ def execute_runs(runs: list[Run], run_fn: Callable[[dict], dict], workers: int |
 
     with ProcessPoolExecutor(max_workers=min(workers, len(runs)), mp_context=multiprocessing.get_context("spawn"),
                              initializer=_exit_with_parent, initargs=(os.getpid(),)) as pool:
-        futures = {pool.submit(run_fn, run.config): run for run in runs}
+        futures = {pool.submit(run_fn, run.spec): run for run in runs}
         for future in as_completed(futures):
             run = futures[future]
             try:
@@ -125,13 +126,13 @@ def _connect_dask(address: str) -> Any:
         raise FltrError(f"--scheduler: cannot reach {address}: {' '.join(str(exc).split()) or type(exc).__name__}") from None
 
 
-def _execute_dask(runs: list[Run], run_fn: Callable[[dict], dict], scheduler: str
+def _execute_dask(runs: list[Run], run_fn: Callable[[RunSpec], dict], scheduler: str
                   ) -> Iterable[tuple[Run, dict | None, str | None]]:
     client = _connect_dask(scheduler)
     from distributed import as_completed
 
     try:
-        futures = {client.submit(run_fn, run.config, key=f"run-{run.key}", pure=False): run for run in runs}
+        futures = {client.submit(run_fn, run.spec, key=f"run-{run.key}", pure=False): run for run in runs}
         for future in as_completed(futures):
             run = futures[future]
             try:

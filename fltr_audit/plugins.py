@@ -35,6 +35,13 @@ def entry_points(group: str) -> dict[str, metadata.EntryPoint]:
     return {ep.name: ep for ep in metadata.entry_points(group=group)}
 
 
+def installed(group: str) -> dict[str, str]:
+    """The entry-point names of ``group`` with the distribution that declares each ("" when
+    unknown); nothing is imported."""
+    return {name: (ep.dist.name if getattr(ep, "dist", None) is not None else "")
+            for name, ep in entry_points(group).items()}
+
+
 def load(group: str, name: str) -> Any | None:
     """The object the entry point ``name`` of ``group`` names, or None when no package declares it.
 

@@ -138,15 +138,15 @@ def test_campaign_from_a_dict_returns_the_same_result_object(tmp_path):
             "algorithm": {"rounds": 2, "clients": 40, "queries_per_client": 2},
             "probe": {"click_models": ["perfect"], "cohort": 20, "min_shown": 5},
             "audit": {"attacks": ["olsr"], "epsilon_audit": False}}
-    memory = fltr_audit.campaign(spec)
-    stored = fltr_audit.campaign(spec, store=tmp_path / "runs.sqlite")
+    memory = fltr_audit.audit_campaign(spec)
+    stored = fltr_audit.audit_campaign(spec, store=tmp_path / "runs.sqlite")
     assert isinstance(memory, fltr_audit.AuditResult)
     pd.testing.assert_frame_equal(memory.attacks, stored.attacks.reset_index(drop=True), check_dtype=False)
     from fltr_audit.store import ResultsStore
 
     status = ResultsStore(tmp_path / "runs.sqlite").status()  # `campaign status` shows algorithm and defense
     assert status[["status", "algo", "defense"]].values.tolist() == [["done", "fpdgd", "none"]]
-    from fltr_audit.campaign import expand  # the module stays importable beside the callable
+    from fltr_audit.campaign import expand
 
     assert len(expand(memory.spec)) == 1
 
@@ -163,3 +163,20 @@ def test_example_script_registers_and_audits():
                          env=env, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert "quantize(step=0.5)" in out.stdout and "dot" in out.stdout
+
+
+def test_summary_prints_both_verdict_tables_as_the_console_does_and_roc_is_a_dataframe(capsys):
+    from fltr_audit.cli import main
+
+    result = fltr_audit.audit(attacks=["olsr", "random3"], defenses=["none", "secagg"], **SMALL)
+    text = result.summary()
+    assert capsys.readouterr().out.rstrip("\n") == text
+    assert main(["audit", "--data", SMALL["data"], "--train-rounds", "2", "--clients", "40", "--queries-per-client",
+                 "2", "--click-model", "perfect", "--probe-cohort", "20", "--min-shown", "5", "--trials", "200",
+                 "--attack", "olsr,random3", "--defense", "none", "--defense", "secagg", "--quiet"]) == 0
+    console = capsys.readouterr().out
+    assert text in console                     # the same two tables, character for character
+    assert "Leakage verdict" in text and "Claim verdict" in text and "secagg" in text
+    roc = result.roc
+    assert isinstance(roc, pd.DataFrame) and set(roc["attack"]) == {"olsr", "random3"}
+    assert {"fpr", "tpr", "curve"} <= set(roc.columns) and isinstance(result.verdicts, pd.DataFrame)

@@ -10,7 +10,6 @@ import pytest
 from scipy import stats
 from scipy.special import expit
 
-from attacks.bayes import Bayes
 from attacks.bayes_fedips import BayesFedIPS, canonical_order, count_matrices, session_count_log_prior
 from attacks.olsr import OLSR
 from attacks.registry import make_attack
@@ -213,7 +212,7 @@ def test_without_noise_recovers_every_clicked_slot_when_the_replay_is_the_client
 def test_without_noise_on_the_clients_own_logs_nearly_every_list_is_recovered():
     """Real logs (their own session order, gamma_u off the grid): the replay is approximate."""
     alg, batch, _ = _setup(n=40, K=5, m=10, F=46, lr=0.001, seed=5)
-    guess = Bayes(alg).guess(batch.view)                                 # through the registry's class
+    guess = make_attack("bayes", algorithm=alg).guess(batch.view)        # the registry picks BayesFedIPS
     assert guess.attack == "bayes-approx"
     mask = batch.view.interactions.shown >= 0
     exact = ((guess.decision == batch.truth.clicks) | ~mask).all(axis=(1, 2))
@@ -242,7 +241,7 @@ def test_refusals_are_one_line_errors():
     estimated = FedIPS(alg.ranker, alg.click_model, alg.policy, propensity="estimated",
                        relevance_params=np.zeros(6), clicks_per_client=10)
     with pytest.raises(FltrError, match="--attack bayes: .*estimated propensities"):
-        Bayes(estimated).guess(batch.view)
+        make_attack("bayes", algorithm=estimated).guess(batch.view)
     wide, wide_batch, _ = _setup(n=6, B=2, K=5, m=10, F=5)
     with pytest.raises(FltrError, match="--attack bayes: .*92378 count matrices.*20000"):
         make_attack("bayes", algorithm=wide).guess(wide_batch.view)
@@ -253,7 +252,7 @@ def test_refusals_are_one_line_errors():
     with pytest.raises(FltrError, match="--attack bayes: under secure aggregation the aggregate of 6"):
         BayesFedIPS(alg).guess(cohort.view)
     with pytest.raises(FltrError, match="--attack bayes: .*supported: fedips, fedavg"):
-        Bayes(type("FedIPSLike", (), {"name": "fedips"})()).guess(batch.view)
+        BayesFedIPS(type("FedIPSLike", (), {"name": "fedips"})()).guess(batch.view)
 
 
 def test_too_many_candidates_exits_2_through_the_cli(capsys):

@@ -206,7 +206,7 @@ def test_natural_neighbours_are_one_message_with_and_without_one_click():
 
     spec = validate_spec({"name": "t", "algorithm": {"rounds": 2, "clients": 100},
                           "probe": {"click_models": ["informational"]}, "audit": {"attacks": ["olsr"]}})
-    config = expand(spec)[0].config
+    config = expand(spec)[0].spec
     splits = audit_run.splits_of(config)
     pool, g, kind, (u0, u1) = audit_run.natural_messages(config, splits, audit_run.trained(config))
     assert kind == "weights"

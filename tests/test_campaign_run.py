@@ -123,12 +123,12 @@ def test_killed_campaign_completes_on_rerun_without_duplicates(spec_path, tmp_pa
 def test_failed_run_is_recorded_and_the_rest_go_on(spec_path, tmp_path):
     spec = load_spec(spec_path)
 
-    def flaky(config):
-        if config["seed"] == 1:
+    def flaky(spec):
+        if spec.seed == 1:
             raise RuntimeError("boom")
         from fltr_audit.campaign import execute_run
 
-        return execute_run(config)
+        return execute_run(spec)
 
     store = ResultsStore(tmp_path / "f.sqlite")
     counts = run_campaign(spec, store, workers=1, run_fn=flaky)

@@ -1,5 +1,6 @@
 """Campaign files: validation naming the key, grid expansion, run keys."""
 
+import dataclasses
 import subprocess
 import sys
 import textwrap
@@ -121,7 +122,9 @@ def test_missing_data_path_names_the_key():
 
 def test_algorithm_setting_names_the_grid_parameters():
     from fltr_audit.audit_run import algorithm_setting
+    from fltr_audit.campaign import expand, validate_spec
 
-    assert algorithm_setting({"params": {}, "ranker": "linear"}) == ""
-    assert algorithm_setting({"params": {"gamma": 0.5, "lr_local": 0.01}, "ranker": "mlp"}) == \
-        "ranker=mlp,gamma=0.5,lr_local=0.01"
+    run = expand(validate_spec({"name": "t"}))[0].spec
+    assert algorithm_setting(run) == ""
+    tuned = dataclasses.replace(run.algorithm, params={"lr_local": 0.01, "gamma": 0.5}, ranker="mlp")
+    assert algorithm_setting(run.replace(algorithm=tuned)) == "ranker=mlp,gamma=0.5,lr_local=0.01"

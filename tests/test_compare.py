@@ -296,3 +296,14 @@ def test_holm_matches_statsmodels():
         reject, expected, _, _ = multipletests(p, alpha=0.05, method="holm")
         np.testing.assert_allclose(holm(p), expected, rtol=1e-12)
         assert ((holm(p) < 0.05) == reject).all()
+
+
+def test_cli_compare_reference_rows_read_reference_and_the_default_is_a_narrow_table(store_path, capsys):
+    assert main(["compare", "--store", str(store_path), "--json"]) == 0
+    records = json.loads(capsys.readouterr().out)
+    references = [r for r in records if r["reference"]]
+    assert references and all(r["leakage_verdict"] == r["claim_verdict"] == "reference" for r in references)
+    assert {r["leakage_verdict"] for r in records if not r["reference"]} & {"leaks", "no measurable leakage"}
+    assert main(["compare", "--store", str(store_path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert max(len(line) for line in lines) <= 100 and any("reference" in line for line in lines)

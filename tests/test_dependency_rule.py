@@ -9,6 +9,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 COMPOSITION_ROOT = ("fltr_audit/cli/", "fltr_audit/campaign.py", "fltr_audit/campaign_spec.py",
                     "fltr_audit/campaign_grid.py", "fltr_audit/executors.py", "fltr_audit/audit_run.py", "fltr_audit/api.py",
+                    "fltr_audit/run_spec.py",
                     "fltr_audit/plugins.py")
 """The modules of ``fltr_audit`` that wire the packages together and may import all of them."""
 
@@ -50,3 +51,92 @@ def test_engine_never_imports_attacks_defenses_or_reports(path):
 @pytest.mark.parametrize("path", modules("reports"), ids=_rel)
 def test_reports_never_import_the_engine(path):
     assert not imported_packages(path) & {"fltr_audit", "attacks", "defenses"}
+
+
+PACKAGES = ("fltr_audit", "attacks", "defenses", "reports")
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(REPO).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Project module -> the project modules it imports anywhere (module level or in functions;
+    ``from pkg import name`` counts as an import of ``pkg.name`` when that is a module)."""
+    paths = [p for package in PACKAGES for p in modules(package)]
+    known = {_module_name(p) for p in paths}
+    graph: dict[str, set[str]] = {}
+    for path in paths:
+        name = _module_name(path)
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        edges = set()
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if isinstance(node, ast.Import):
+                edges |= {alias.name for alias in node.names}
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join(anchor + ([base] if base else []))
+                for alias in node.names:
+                    edges.add(f"{base}.{alias.name}" if f"{base}.{alias.name}" in known else base)
+        graph[name] = {e for e in edges if e in known and e != name}
+    return graph
+
+
+def import_circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    circles = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                circles.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return circles
+
+
+def test_the_circle_finder_finds_a_planted_circle():
+    assert import_circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert import_circles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_import_circles():
+    assert import_circles(import_graph()) == []
+
+
+def test_no_module_class_tricks():
+    """No module swaps its own class (``sys.modules[__name__].__class__ = ...``) or another's:
+    a name is a module or a function, never both."""
+    offenders = []
+    for package in PACKAGES:
+        for path in modules(package):
+            for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+                if isinstance(node, ast.Assign) and any(isinstance(t, ast.Attribute) and t.attr == "__class__"
+                                                        for t in node.targets):
+                    offenders.append(f"{_rel(path)}:{node.lineno}")
+    assert offenders == []

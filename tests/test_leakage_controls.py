@@ -11,6 +11,8 @@ Several CIs are checked at once, so each is taken at the family-wise level
 ``1 - 0.05 / (number of CIs)`` (Bonferroni); the claims hold at 95 % for the family.
 """
 
+import dataclasses
+
 import numpy as np
 import pytest
 from scipy import stats
@@ -20,6 +22,7 @@ from attacks.scoring import leakage_interval
 from fltr_audit.audit_run import build_algorithm, run_audit, splits_of, trained
 from fltr_audit.errors import FltrError
 from fltr_audit.probe import probe
+from fltr_audit.run_spec import RunSpec
 
 CLICK_MODELS = ["perfect", "navigational", "informational"]
 REFERENCE = ["random3", "guess-all", "prior"]
@@ -27,12 +30,12 @@ REFERENCE = ["random3", "guess-all", "prior"]
 
 def config(defense, *, seed=0, cohort=10, queries=600, attacks=("olsr", *REFERENCE), algo="fpdgd",
            models=CLICK_MODELS, counterfactual=20):
-    return {"data": f"synthetic:mq2008?queries={queries}", "fold": 1, "normalization": "zscore", "queries": None,
+    return RunSpec.from_json({"data": f"synthetic:mq2008?queries={queries}", "fold": 1, "normalization": "zscore", "queries": None,
             "algo": algo, "rounds": 2, "clients": 20, "queries_per_client": 2, "ranker": "linear",
             "train_click_model": "perfect", "params": {},
             "probe": {"split": "vali", "click_models": list(models), "cohort": cohort, "queries_per_client": 1,
                       "min_shown": 10, "require_click": True, "counterfactual": counterfactual},
-            "defense": defense, "attacks": list(attacks), "epsilon_audit": False, "audit_trials": 100, "seed": seed}
+            "defense": defense, "attacks": list(attacks), "epsilon_audit": False, "audit_trials": 100, "seed": seed})
 
 
 @pytest.fixture(scope="module")
@@ -110,8 +113,8 @@ def test_registry_specs():
         attack_spec("nope")
 
 
-def test_counterfactual_option_must_be_positive():
-    with pytest.raises(FltrError, match="--counterfactual"):
+def test_counterfactual_setting_must_be_positive():
+    with pytest.raises(FltrError, match="probe.counterfactual: must be an integer >= 1, got 0"):
         run_audit(config("none", queries=300, counterfactual=0))
 
 
@@ -119,5 +122,9 @@ def test_probe_streams_are_keyed_by_seed_and_fold():
     """Folds of one seed must not share click draws (pooled CIs over folds assume independence)."""
     from fltr_audit.audit_run import probe_seed
 
-    seeds = {probe_seed({"seed": s, "fold": f}) for s in (0, 1) for f in (1, 2, 3, 4, 5)}
-    assert len(seeds) == 10 and probe_seed({"seed": 0, "fold": 1}) == probe_seed({"seed": 0, "fold": 1})
+    def spec(seed, fold):
+        base = config("none", seed=seed)
+        return base.replace(data=dataclasses.replace(base.data, fold=fold))
+
+    seeds = {probe_seed(spec(s, f)) for s in (0, 1) for f in (1, 2, 3, 4, 5)}
+    assert len(seeds) == 10 and probe_seed(spec(0, 1)) == probe_seed(spec(0, 1))

@@ -46,6 +46,19 @@ class Halve:
 
 
 Halve.guarantee = "none"
+
+
+def _pbm_spec():
+    """A PBM-family plug-in algorithm (FedAvg's builder under another name, its own parameters)."""
+    from fltr_audit.algorithms.registry import AlgorithmSpec, algorithm_spec
+    from fltr_audit.constraints import Interval, Parameter
+
+    fedavg = algorithm_spec("fedavg")
+    return AlgorithmSpec("my-pbm", fedavg.build, "pbm", "query-minmax", ("olsr",), "update", "an update", "pbm",
+                         k=5, summary="a PBM plug-in", params=(Parameter("gamma", 1.0, (Interval(float, 0, None),)),))
+
+
+PBM_SPEC = _pbm_spec()
 '''
 
 ENTRY_POINTS = '''[fltr_audit.attacks]
@@ -54,6 +67,10 @@ broken-attack = not_a_module:thing
 
 [fltr_audit.defenses]
 halve = myplug:Halve
+
+[fltr_audit.algorithms]
+my-pbm = myplug:PBM_SPEC
+broken-algo = not_a_module:thing
 '''
 
 
@@ -98,3 +115,33 @@ def test_unknown_names_list_the_choices(site):
     out = _cli(site, "audit", "--algo", "sgd", "--quiet")
     assert out.returncode == 2
     assert out.stderr.strip().count("\n") == 0 and "--algo" in out.stderr and "fedips" in out.stderr
+
+
+def test_lists_show_installed_plug_ins_with_their_distribution(site):
+    attacks = {r["name"]: r for r in json.loads(_cli(site, "attacks", "list", "--json").stdout)}
+    assert attacks["first-slot"]["distribution"] == "myplug" and attacks["first-slot"]["reference"]
+    assert attacks["olsr"]["distribution"] == "" and attacks["olsr"]["summary"]          # descriptions listed
+    assert "does not load" in attacks["broken-attack"]["summary"]
+    algorithms = {r["name"]: r for r in json.loads(_cli(site, "algorithms", "list", "--json").stdout)}
+    assert algorithms["my-pbm"]["distribution"] == "myplug" and algorithms["my-pbm"]["click_models"] == "pbm"
+    assert [p["name"] for p in algorithms["my-pbm"]["params"]] == ["gamma"]
+    assert "does not load" in algorithms["broken-algo"]["summary"]
+    defenses = {r["name"]: r for r in json.loads(_cli(site, "defenses", "list", "--json").stdout)}
+    assert defenses["halve"]["distribution"] == "myplug"
+    assert "my-pbm" in _cli(site, "train", "--help").stdout
+
+
+def test_a_pbm_plug_in_trains_and_its_family_is_read_from_its_spec(site, tmp_path):
+    out = _cli(site, "train", "my-pbm", "--data", "synthetic:mq2008?queries=60", "--rounds", "2", "--clients", "10",
+               "--queries-per-client", "2", "--param", "gamma=0.5", "--out", str(tmp_path / "run"), "--json", "--quiet")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["algorithm"] == "my-pbm"
+    bad = _cli(site, "train", "my-pbm", "--data", "synthetic:mq2008?queries=60", "--param", "gama=0.5",
+               "--out", str(tmp_path / "bad"), "--quiet")
+    assert bad.returncode == 2 and "gama: no such parameter (parameters: gamma)" in bad.stderr
+    code = ("from fltr_audit.campaign import validate_spec; validate_spec({'name': 'x', 'algorithm': "
+            "{'name': 'my-pbm', 'train_click_model': 'pbm', 'params': {'gamma': [0.5, 1.0]}}, "
+            "'probe': {'click_models': ['pbm']}}); print('ok')")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), str(site)])}
+    checked = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True)
+    assert checked.stdout.strip() == "ok", checked.stderr

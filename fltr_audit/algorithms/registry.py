@@ -10,10 +10,12 @@ here instead of branching on their names; ``register_algorithm`` (also through t
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any, Callable, Literal
 
 from fltr_audit import plugins
+from fltr_audit.constraints import InstanceOf, Interval, Options, Parameter, validate
 from fltr_audit.errors import FltrError
 from fltr_audit.interfaces import Algorithm
 from fltr_audit.messages import MessageKind
@@ -55,6 +57,12 @@ class AlgorithmSpec:
     auditable : bool
         False for train-only entries (``audit`` and campaigns refuse them).
     summary : str
+    params : tuple of Parameter or None
+        The algorithm's own keywords (``algorithm.params`` of a campaign, ``--lr`` of ``train``)
+        with their defaults and constraints (``fltr_audit.constraints``); a key not declared is
+        an error at the door. None: undeclared (any key passes to the builder unchecked).
+    distribution : str
+        The installed distribution that registered it (a plug-in), empty for built-ins.
     """
 
     name: str
@@ -68,6 +76,8 @@ class AlgorithmSpec:
     k: int = 10
     auditable: bool = True
     summary: str = ""
+    params: tuple[Parameter, ...] | None = None
+    distribution: str = ""
 
     def probe_click_models(self) -> tuple[str, ...]:
         """The click models an audit probes by default: every one of the family."""
@@ -80,6 +90,13 @@ class AlgorithmSpec:
                             f"use click model 'pbm', not {click_model!r}")
         if self.click_models == "cascade" and click_model == "pbm":
             raise FltrError(f"{self.name}: click model 'pbm' is for FedIPS; choose {', '.join(CASCADE_CLICK_MODELS)}")
+
+
+    def check_params(self, params: dict, prefix: str = "") -> None:
+        """ParameterError naming ``PREFIX + key`` for a key this algorithm does not declare or a
+        value outside its constraints (nothing is checked when ``params`` is None)."""
+        if self.params is not None:
+            validate(params, self.params, prefix)
 
 
 def _cascade_builder(cls_path: str) -> Builder:
@@ -113,6 +130,30 @@ def _fedips_builder(default_propensity: str | None) -> Builder:
     return build
 
 
+_POSITIVE = (Interval(float, 0, None, closed="neither"),)
+_LIST_LENGTH = Parameter("k", 10, (Interval(int, 1, None),), "length of the shown lists")
+_PDGD_PARAMS = (Parameter("lr", 0.1, _POSITIVE, "PDGD learning rate eta"), _LIST_LENGTH)
+_FOLTR_ES_PARAMS = (
+    Parameter("sigma", 0.01, _POSITIVE, "ES perturbation scale"),
+    Parameter("lr", 0.001, _POSITIVE, "Adam learning rate"),
+    Parameter("antithetic", True, (InstanceOf(bool),), "antithetic perturbation pairs"),
+    _LIST_LENGTH,
+    Parameter("eps", 1e-8, _POSITIVE, "Adam epsilon"),
+    Parameter("flawed_seeding", False, (InstanceOf(bool),), "the reference code's seeding flaw"),
+)
+_FEDAVG_PARAMS = (
+    Parameter("gamma", 1.0, (Interval(float, 0, None),), "PBM position-bias exponent (FedIPS Eq. 11)"),
+    Parameter("k", 5, (Interval(int, 1, None),), "length of the shown lists"),
+    Parameter("clicks_per_client", 10, (Interval(int, 1, None),), "clicks a client collects per round"),
+    Parameter("lr_local", 0.001, _POSITIVE, "local learning rate"),
+    Parameter("lr_global", 1.0, _POSITIVE, "server learning rate"),
+    Parameter("logging_fraction", 0.01, (Interval(float, 0, 1, closed="right"),),
+              "share of training queries for the logging policy f_0"),
+    Parameter("em_rounds", 20, (Interval(int, 1, None),), "EM rounds of the estimated propensities"),
+)
+_FEDIPS_PARAMS = (Parameter("propensity", "true", (Options(("true", "estimated", "none")),),
+                            "true, estimated (federated EM) or none (FedAvg)"), *_FEDAVG_PARAMS)
+
 _PHAM_ATTACKS = ("olsr", "olsr-l1", "score", "prob", "distance", "random3", "random4")
 _VECTOR_ATTACKS = ("olsr", "score", "prob", "distance", "random3")
 
@@ -133,21 +174,24 @@ for _spec in (
     AlgorithmSpec("fpdgd", _cascade_builder("fltr_audit.algorithms.fpdgd:FPDGD"), "cascade", "zscore", _PHAM_ATTACKS,
                   "weights", "the client's local weights after B PDGD steps: a linear combination of the "
                   "features of the shown documents, weighted by the clicks", "perfect",
-                  summary="Federated PDGD (FPDGD Algorithm 2)"),
+                  summary="Federated PDGD (FPDGD Algorithm 2)", params=_PDGD_PARAMS),
     AlgorithmSpec("pdgd", _cascade_builder("fltr_audit.algorithms.pdgd:PDGD"), "cascade", "zscore", (), "none",
                   "nothing: centralized, the server holds the clicks", "perfect", auditable=False,
-                  summary="Centralized PDGD with batch-accumulated updates (FPDGD paper, baselines)"),
+                  summary="Centralized PDGD with batch-accumulated updates (FPDGD paper, baselines)",
+                  params=_PDGD_PARAMS),
     AlgorithmSpec("foltr-es", _cascade_builder("fltr_audit.algorithms.foltr_es:FOLtRES"), "cascade", "none",
                   ("foltr-decode", "random3"), "seed+metric",
                   "a public seed and one MaxRR value per interaction: the first-click position", "perfect",
-                  summary="FOLtR-ES: evolution strategies with seed + MaxRR messages (Kharitonov 2019)"),
+                  summary="FOLtR-ES: evolution strategies with seed + MaxRR messages (Kharitonov 2019)",
+                  params=_FOLTR_ES_PARAMS),
     AlgorithmSpec("fedips", _fedips_builder("true"), "pbm", "query-minmax", _VECTOR_ATTACKS, "update",
                   "the update w_local - w_global: IPS-weighted hinge gradients over the shown lists, "
                   "one per click", "pbm", k=5,
-                  summary="FedIPS: IPS-weighted federated counterfactual LTR (Li & Ouyang, Algorithm 1)"),
+                  summary="FedIPS: IPS-weighted federated counterfactual LTR (Li & Ouyang, Algorithm 1)",
+                  params=_FEDIPS_PARAMS),
     AlgorithmSpec("fedavg", _fedips_builder(None), "pbm", "query-minmax", _VECTOR_ATTACKS, "update",
                   "the update w_local - w_global: unweighted hinge gradients over the shown lists, one per click",
-                  "pbm", k=5, summary="FedAvg baseline of FedIPS: all propensities 1"),
+                  "pbm", k=5, summary="FedAvg baseline of FedIPS: all propensities 1", params=_FEDAVG_PARAMS),
     AlgorithmSpec("lambda-linear", None, "pbm", "query-minmax", (), "none",
                   "nothing: centralized, trained on labels", "pbm", k=5, auditable=False,
                   summary="LambdaMART-style linear ranker on labels (FedIPS's upper bound); train only"),
@@ -167,8 +211,10 @@ def algorithm_spec(name: str, option: str = "--algo", auditable: bool = False) -
     if spec is None:
         loaded = plugins.load(plugins.ALGORITHMS, name)
         if loaded is not None:
-            spec = register_algorithm(loaded() if callable(loaded) and not isinstance(loaded, AlgorithmSpec)
-                                      else loaded)
+            spec = loaded() if callable(loaded) and not isinstance(loaded, AlgorithmSpec) else loaded
+            if isinstance(spec, AlgorithmSpec) and not spec.distribution:
+                spec = dataclasses.replace(spec, distribution=plugins.installed(plugins.ALGORITHMS).get(name, ""))
+            spec = register_algorithm(spec)
     choices = [s.name for s in _REGISTRY.values() if s.auditable or not auditable]
     if spec is None or spec.name not in choices:
         raise FltrError(f"{option}: unknown algorithm {name!r} (choose from {', '.join(choices)})")
@@ -181,7 +227,7 @@ def algorithm_names(auditable: bool = False) -> tuple[str, ...]:
 
 
 def algorithm_specs() -> tuple[AlgorithmSpec, ...]:
-    """Every registered spec, built-ins first."""
+    """Every registered spec, built-ins first (installed plug-ins once looked up by name)."""
     return tuple(_REGISTRY.values())
 
 

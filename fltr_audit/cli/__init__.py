@@ -7,6 +7,7 @@ files), 1 for runs that failed (``RunsFailed``) and for internal errors (the tra
 
 from __future__ import annotations
 
+import importlib
 import os
 import signal
 import sys
@@ -21,25 +22,23 @@ except ImportError:  # pragma: no cover - typer releases built on the click pack
     from click.exceptions import ClickException, UsageError
 
 from fltr_audit.cli.app import app
-from fltr_audit.cli import (  # noqa: F401  (each module registers its commands)
-    attack,
-    audit,
-    audit_defense,
-    bench_attacks,
-    bench_core,
-    campaign,
-    compare,
-    data,
-    defenses,
-    demo,
-    epsilon,
-    lists,
-    report,
-    train,
-    train_fedips,
-    train_foltr_es,
-)
+from fltr_audit.cli.quick import COMMAND_MODULES, quick
+from fltr_audit.cli.spelling import normalize
 from fltr_audit.errors import FltrDeprecation, FltrError, RunsFailed
+
+_registered = False
+
+
+def register_commands() -> None:
+    """Import every command module (each registers its commands on ``cli.app``), then the
+    ``train`` commands read from the algorithm registry; once per process."""
+    global _registered
+    if _registered:
+        return
+    for module in COMMAND_MODULES:
+        importlib.import_module(f"fltr_audit.cli.{module}")
+    importlib.import_module("fltr_audit.cli.train").register_train_commands()  # after the algorithms' own
+    _registered = True
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -47,11 +46,16 @@ def main(argv: list[str] | None = None) -> int:
 
     With ``argv`` None (the installed command) the process exits with that code, and SIGTERM
     is turned into an interruption so that temporary output is cleaned up."""
+    quick_code = quick(sys.argv[1:] if argv is None else list(argv))
+    if quick_code is not None:  # --help, --version: no command module imported
+        return _exit(quick_code, argv)
+    register_commands()
     if argv is None:
         signal.signal(signal.SIGTERM, _interrupt)
     try:
         with _deprecations_as_lines():
-            code = app(args=argv, standalone_mode=False)
+            args = normalize(typer.main.get_command(app), sys.argv[1:] if argv is None else list(argv))
+            code = app(args=args, standalone_mode=False)
     except FltrError as exc:
         return _fail(f"fltr-audit: error: {_one_line(exc)}", 2, argv)
     except RunsFailed as exc:

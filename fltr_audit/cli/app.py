@@ -35,7 +35,7 @@ app.add_typer(bench_app, name="bench")
 
 def _print_version(value: bool) -> None:
     if value:
-        from fltr_audit import __version__
+        from fltr_audit._version import __version__
 
         typer.echo(f"fltr-audit {__version__}")
         raise typer.Exit(0)

@@ -12,7 +12,7 @@ from fltr_audit.algorithms.registry import algorithm_names
 from fltr_audit.cli.app import app
 from fltr_audit.cli.common import emit_json, parse_list, print_table, progress
 from fltr_audit.cli.compare import checked_min_effect, min_effect_option
-from fltr_audit.errors import FltrError, RunsFailed
+from fltr_audit.errors import RunsFailed
 
 DEFAULT_CLICK_MODELS = "perfect,navigational,informational"
 TABLE_COLUMNS = ["attack", "click_model", "defense", "threat_model", "accuracy", "precision", "recall", "f1",
@@ -21,12 +21,26 @@ SCORE_COLUMNS = ["reference", "auc", "auc_counterfactual", "leakage", "leakage_n
                  "advantage_counterfactual", "tpr_at_fpr_0_01", "tpr_at_fpr_0_001"]  # where the rows have them
 
 
+SPEC_PARAMETERS = {
+    "data.spec": "data", "data.fold": "fold", "data.normalization": "normalization", "algorithm.name": "algo",
+    "algorithm.rounds": "train_rounds", "algorithm.clients": "clients", "algorithm.queries_per_client": "queries_per_client",
+    "algorithm.ranker": "ranker", "algorithm.population": "population", "probe.split": "split",
+    "probe.click_models": "click_model", "probe.cohort": "probe_cohort", "probe.queries_per_client": "probe_queries",
+    "probe.min_shown": "min_shown", "probe.require_click": "require_click", "probe.counterfactual": "counterfactual",
+    "probe.threat_model": "threat_model", "probe.manipulation": "manipulation", "audit.trials": "trials",
+    "audit.epsilon_audit": "epsilon_audit", "seed": "seed",
+}
+"""The run spec's parameters (``fltr_audit.run_spec``) as this command's parameters, once."""
+OPTION_NAMES = {spec: "--" + name.replace("_", "-") for spec, name in SPEC_PARAMETERS.items()}
+"""The run spec's parameters as this command's options: what a CLI user typed."""
+
+
 def audit_spec(*, algo: str, data: str, folds: list[int], rounds: int, clients: int, queries_per_client: int,
                attacks: list[str], defenses: list[str], click_models: list[str], split: str, seeds: list[int],
                cohort: int, probe_queries: int, normalization: str, ranker: str, min_shown: int,
                require_click: bool, epsilon_audit: bool, trials: int | str = 10000, counterfactual: int = 20,
                name: str = "audit", population: int | None = None, threat_model: str = "server",
-               manipulation: str = "isolate") -> dict:
+               manipulation: str = "isolate", names: dict[str, str] | None = None) -> dict:
     """A campaign spec (fltr_audit.campaign) for the audit command's options."""
     from fltr_audit.algorithms.registry import algorithm_spec
     from fltr_audit.campaign import validate_spec
@@ -48,6 +62,7 @@ def audit_spec(*, algo: str, data: str, folds: list[int], rounds: int, clients: 
             "audit": {"defenses": defenses, "attacks": attacks, "epsilon_audit": epsilon_audit, "trials": trials},
         },
         source="audit options",
+        names=OPTION_NAMES if names is None else names,
     )
 
 
@@ -82,13 +97,12 @@ def spec_from_options(*, algo: str, data: str, fold: list[int], train_rounds: in
                       seed: list[int], probe_cohort: int, probe_queries: int, normalization: str, ranker: str,
                       min_shown: int | None, require_click: bool, epsilon_audit: bool, trials: int | str,
                       counterfactual: int = 20, population: int | None = None, threat_model: str = "server",
-                      manipulation: str = "isolate") -> dict:
+                      manipulation: str = "isolate", names: dict[str, str] | None = None) -> dict:
     """The campaign spec of the ``audit`` command's options (named as its parameters); the
-    Python API (``fltr_audit.audit``) builds its runs through this too, so both give the same numbers."""
+    Python API (``fltr_audit.audit``) builds its runs through this too, so both give the same numbers.
+    ``names``: how errors name the run spec's parameters (default: this command's options)."""
     from fltr_audit.federation import check_population
 
-    if counterfactual < 1:
-        raise FltrError(f"--counterfactual: must be at least 1, got {counterfactual}")
     check_population(population, clients)
     trials = trials_option(trials)
     attacks, models, min_shown = algorithm_defaults(algo, attack, click_model, min_shown)
@@ -98,7 +112,7 @@ def spec_from_options(*, algo: str, data: str, fold: list[int], train_rounds: in
                       probe_queries=probe_queries, normalization=normalization, ranker=ranker,
                       min_shown=min_shown, require_click=require_click, epsilon_audit=epsilon_audit,
                       trials=trials, counterfactual=counterfactual, population=population,
-                      threat_model=threat_model, manipulation=manipulation)
+                      threat_model=threat_model, manipulation=manipulation, names=names)
 
 
 def run_spec(spec: dict, store: Path | None, quiet: bool) -> dict[str, pd.DataFrame]:
@@ -120,7 +134,7 @@ def run_spec(spec: dict, store: Path | None, quiet: bool) -> dict[str, pd.DataFr
             return {name: t[t["run_key"].isin(keys)] if "run_key" in t else t for name, t in tables.items()}
         collected: dict[str, list[pd.DataFrame]] = {}
         for run in runs:
-            result = execute_run({**run.config, "run_key": run.key})
+            result = execute_run(run.spec)
             for name, table in result["tables"].items():
                 collected.setdefault(name, []).append(table.assign(run_key=run.key))
             bar.advance()
@@ -190,7 +204,7 @@ def audit(
     clients: int = typer.Option(1000, "--clients", help="Clients per training round."),
     queries_per_client: int = typer.Option(4, "--queries-per-client", help="Queries per client per round (B)."),
     attack: str = typer.Option("", "--attack", help="Comma-separated attacks (default: the algorithm's set)."),
-    defense: List[str] = typer.Option(["none"], "--defense", help="Defense stack; repeat for several."),
+    defense: List[str] = typer.Option(["none"], "--defense", help="Defense stack(s); repeat or comma-separate."),
     click_model: str = typer.Option(DEFAULT_CLICK_MODELS, "--click-model",
                                     help="Comma-separated click models for the probe (FedIPS: pbm)."),
     split: str = typer.Option("vali", "--split", help="Probe split (Pham: vali)."),

@@ -23,6 +23,7 @@ from fltr_audit.cli.app import app
 from fltr_audit.cli.common import emit_json, print_table
 from fltr_audit.errors import FltrError
 from fltr_audit.interfaces import PrivacyClaim
+from fltr_audit.run_spec import RunSpec
 
 AGGREGATE_TRIALS = 20_000
 NATURAL_DATA = {46: "synthetic:mq2008", 136: "synthetic:mslr10k"}
@@ -42,16 +43,17 @@ def composed_claim(stack: Any, rounds: int) -> PrivacyClaim:
                         scope=claim.scope)
 
 
-def natural_config(dim: int, cohort: int, seed: int) -> dict:
+def natural_config(dim: int, cohort: int, seed: int) -> RunSpec:
     """The run configuration whose probe messages serve as natural neighbours (20 pre-training
     rounds of 100 clients x 4 queries, as ``audit`` does with fewer clients)."""
     if dim not in NATURAL_DATA:
         raise FltrError(f"--dim: natural neighbours are real messages of a synthetic profile; choose --dim "
                         f"{' or '.join(map(str, NATURAL_DATA))} (or --neighbours worst-case for any D)")
-    return {"data": NATURAL_DATA[dim], "fold": 1, "normalization": "zscore", "queries": None, "algo": "fpdgd",
-            "rounds": 20, "clients": 100, "queries_per_client": 4, "ranker": "linear",
-            "train_click_model": "perfect", "params": {}, "seed": seed,
-            "probe": {"split": "vali", "queries_per_client": 1, "cohort": cohort}}
+    return RunSpec.from_json({
+        "data": NATURAL_DATA[dim], "fold": 1, "normalization": "zscore", "queries": None, "algo": "fpdgd",
+        "rounds": 20, "clients": 100, "queries_per_client": 4, "ranker": "linear",
+        "train_click_model": "perfect", "params": {}, "seed": seed, "defense": "none", "attacks": [],
+        "probe": {"split": "vali", "queries_per_client": 1, "cohort": cohort}})
 
 
 def run_audit_defense(stack_text: str, *, dim: int, trials: int, neighbours: str, rounds: int, cohort: int,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pandas as pd
 import typer
 
 from fltr_audit.cli.app import app
@@ -34,7 +35,8 @@ def checked_min_effect(value: float) -> float:
 def compare_command(
     store: Path = typer.Option(..., "--store", help="Results store (SQLite) written by a campaign."),
     by: str = typer.Option("defense", "--by", help="Comma-separated attack-table columns to group by."),
-    fmt: str = typer.Option("table", "--format", help=f"Output format: {', '.join(FORMATS)}."),
+    fmt: str = typer.Option("table", "--format", help=f"Output format: {', '.join(FORMATS)} (table: a rich "
+                                                     "table of the main columns; csv and json: every column)."),
     averaging: str = typer.Option("macro", "--averaging", help="Attack scores averaged per query (macro) or pooled (micro)."),
     min_effect: float = min_effect_option(),
     json_out: bool = typer.Option(False, "--json", help="Same as --format json."),
@@ -54,4 +56,53 @@ def compare_command(
         if key not in attacks.columns or key in ("attack", "f1", "precision", "recall"):
             raise FltrError(f"--by: unknown column {key!r} (choose from defense, click_model, algo, "
                             "data, threat_model, probe_cohort, fold, seed)")
-    typer.echo(format_table(compare(tables, by=keys, averaging=averaging, min_effect=min_effect), fmt), nl=False)
+    table = as_references(compare(tables, by=keys, averaging=averaging, min_effect=min_effect))
+    if fmt == "table":
+        print_compare(table, keys)
+        return
+    typer.echo(format_table(table, fmt), nl=False)
+
+
+REFERENCE = "reference"
+"""What the verdict columns of a reference attack's row read: a baseline that does not read the
+message is no test of the defense, so it repeats neither of the defense's verdicts."""
+
+
+def as_references(table: pd.DataFrame) -> pd.DataFrame:
+    """``table`` with the verdict columns of reference-attack rows (``random3``, ``prior``, ...)
+    set to ``reference``."""
+    if "reference" not in table or table.empty:
+        return table
+    out = table.copy()
+    is_reference = out["reference"].fillna(False).astype(bool)
+    for column in ("leakage_verdict", "claim_verdict"):
+        if column in out:
+            out[column] = out[column].astype(object).where(~is_reference, REFERENCE)
+    return out
+
+
+SHOWN = ("attack", "auc", "leakage", "leakage_verdict", "claim_verdict", "epsilon_lb", "ndcg10_delta")
+
+
+def print_compare(table: pd.DataFrame, keys: list[str]) -> None:
+    """The comparison as a rich table of at most 100 columns: the keys, the attack, AUC, leakage
+    with its 95 % CI, both verdicts, the audited epsilon bound and the nDCG@10 change (every
+    column: ``--format csv`` or ``json``)."""
+    from fltr_audit.cli.verdict_tables import print_rows, wrap_name
+    from reports.compare import with_ci
+
+    columns = [c for c in table.columns if c in keys or c in SHOWN or c.rsplit("_ci_", 1)[0] in ("leakage",)]
+    text = with_ci(table[columns])
+    rows = []
+    for _, r in text.iterrows():
+        row = {k: (wrap_name(r[k], 18) if k == "defense" else str(r[k])) for k in keys if k in r}
+        row["attack"] = str(r["attack"])
+        for column, label in (("auc", "AUC"), ("leakage", "leakage [95 % CI]"), ("leakage_verdict", "leakage verdict"),
+                              ("claim_verdict", "claim verdict"), ("epsilon_lb", "ε audited"),
+                              ("ndcg10_delta", "ΔnDCG@10")):
+            if column in r:
+                row[label] = str(r[column]).replace(" [", "\n[")
+        rows.append(row)
+    if rows:
+        print_rows("Compare: per group and attack (reference rows are baselines, not tests; every column: "
+                   "--format csv|json)", rows, right=("AUC", "ε audited", "ΔnDCG@10"))

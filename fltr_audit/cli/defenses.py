@@ -17,15 +17,28 @@ IDEAL_OVERHEAD_TARGET = 0.05
 
 @defenses_app.command("list")
 def list_command(json_out: bool = typer.Option(False, "--json", help="Print JSON to stdout.")) -> None:
-    """Every defense with its parameters, defaults and claimed guarantee."""
+    """Every defense (built-in, registered and installed plug-ins, with their distribution) with its
+    parameters, defaults and claimed guarantee."""
+    from defenses.catalog import SPECS
+    from defenses.registration import plugin_spec
     from defenses.stack import list_defenses
+    from fltr_audit import plugins
 
-    rows = list_defenses()
+    installed = plugins.installed(plugins.DEFENSES)
+    broken = []
+    for name in installed:
+        if name not in SPECS:
+            try:
+                plugin_spec(name)  # loads and registers it
+            except FltrError as exc:  # a broken plug-in is a row saying so, not a failed command
+                broken.append({"name": name, "role": "", "summary": str(exc), "guarantee": str(exc), "parameters": [],
+                               "default_claim": None})
+    rows = [{**row, "distribution": installed.get(row["name"], "")} for row in list_defenses() + broken]
     if json_out:
         emit_json(rows)
         return
     print_table("Defenses (combine with '+', e.g. clip(sensitivity=5)+dp-distributed(eps=4.5)+secagg)", [
-        {"name": row["name"], "role": row["role"],
+        {"name": row["name"] + (f" [{row['distribution']}]" if row["distribution"] else ""), "role": row["role"],
          "parameters (default)": ", ".join(f"{p['name']}={p['default']}" for p in row["parameters"]),
          "claimed guarantee": row["guarantee"]} for row in rows], min_width=120)
 

@@ -1,11 +1,12 @@
-"""``fltr-audit train fpdgd|pdgd`` and ``fltr-audit bench fpdgd``."""
+"""``fltr-audit train NAME`` for every registered algorithm without a command of its own (fpdgd, pdgd,
+plug-ins) and ``fltr-audit bench fpdgd``."""
 
 from __future__ import annotations
 
 import resource
 import time
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, List, Optional
 
 import typer
 
@@ -15,13 +16,12 @@ from fltr_audit.cli.app import bench_app, train_app
 from fltr_audit.cli.common import parse_list, atomic_out_dir, emit_json, print_figures, progress, round_reporter, write_run
 from fltr_audit.clicks import cascade_model
 from fltr_audit.data.load import load_splits
+from fltr_audit.errors import FltrError
 from fltr_audit.federation import check_budget, check_population, check_threat_model, train
 from fltr_audit.interceptors import RecordingInterceptor, parse_rounds
 from fltr_audit.randomness import check_seed
 from fltr_audit.rankers import make_ranker
 
-ALGORITHMS = ("fpdgd", "pdgd")
-"""The algorithms this module's ``train`` commands build (through ``fltr_audit.algorithms.registry``)."""
 
 
 def resolve_normalization(algorithm: str, normalization: str) -> str:
@@ -42,8 +42,37 @@ def resolve_replace(replace: Optional[bool], clients: int, queries_per_client: i
     return needed > n_queries
 
 
-def run_train(algorithm: str, *, data: str, fold: int, click_model: str, clients: int, queries_per_client: int,
-              rounds: int, lr: float, ranker: str, seed: int, out: Path, defense: str, record_rounds: Optional[str],
+def parse_params(items: list[str], algorithm: str) -> dict[str, Any]:
+    """``--param KEY=VALUE`` items as the algorithm's keywords: each value read as an int, a float,
+    true / false or else text, then checked against the algorithm's declared parameters."""
+    from fltr_audit.constraints import ParameterError
+
+    params: dict[str, Any] = {}
+    for item in items:
+        key, eq, raw = item.partition("=")
+        if not eq or not key.strip():
+            raise FltrError(f"--param: expected KEY=VALUE, got {item!r}")
+        params[key.strip()] = _literal(raw.strip())
+    try:
+        algorithms.algorithm_spec(algorithm).check_params(params)
+    except ParameterError as exc:
+        raise exc.renamed({}, where=f"--param {algorithm} ") from None
+    return params
+
+
+def _literal(raw: str) -> Any:
+    if raw.lower() in ("true", "false"):
+        return raw.lower() == "true"
+    for kind in (int, float):
+        try:
+            return kind(raw)
+        except ValueError:
+            pass
+    return raw
+
+
+def run_train(algorithm: str, *, data: str, fold: int, click_model: str | None, clients: int,
+              queries_per_client: int, rounds: int, params: dict[str, Any], ranker: str, seed: int, out: Path, defense: str, record_rounds: Optional[str],
               eval_every: int, eval_split: str, normalization: str, threat_model: str, replace: Optional[bool],
               quiet: bool, population: Optional[int] = None) -> dict:
     """Load, train, write ``curves.csv``, ``model.npy``, ``config.json`` (and a recording) into ``out``."""
@@ -51,6 +80,8 @@ def run_train(algorithm: str, *, data: str, fold: int, click_model: str, clients
     from defenses.stack import parse_defense  # the CLI is the composition root
 
     stack = parse_defense(defense)
+    spec = algorithms.algorithm_spec(algorithm)
+    click_model = click_model or spec.train_click_model
     check_budget(clients, queries_per_client, rounds, eval_every)
     check_seed(seed)
     parse_list(eval_split, "--eval-split", ("vali", "test"))
@@ -62,7 +93,9 @@ def run_train(algorithm: str, *, data: str, fold: int, click_model: str, clients
     splits = load_splits(data, fold, normalization=normalization)
     eval_data = splits.get(eval_split)
     replace = resolve_replace(replace, clients, queries_per_client, splits.train.n_queries, quiet)
-    alg = algorithms.build(algorithm, splits, click_model, {"ranker": ranker, "seed": seed, "params": {"lr": lr}})
+    alg = algorithms.build(algorithm, splits, click_model, {"ranker": ranker, "seed": seed, "clients": clients,
+                                                             "queries_per_client": queries_per_client,
+                                                             "params": params})
     with atomic_out_dir(out) as tmp:
         interceptors = [] if record_rounds is None else [RecordingInterceptor(tmp / "recording", record_rounds)]
         with progress(rounds, f"{algorithm} round", quiet) as bar:
@@ -87,12 +120,17 @@ def _train_command(algorithm: str):
     def command(
         data: str = typer.Option(..., "--data", help="Folder with Fold1..5, a LETOR file, or synthetic:PROFILE."),
         fold: int = typer.Option(1, "--fold", help="Fold 1..5."),
-        click_model: str = typer.Option("perfect", "--click-model", help="perfect | navigational | informational."),
+        click_model: Optional[str] = typer.Option(
+            None, "--click-model", help="The users' click model (default: the algorithm's training one; "
+                                        "perfect | navigational | informational, or pbm for the PBM family)."),
         clients: int = typer.Option(1000, "--clients", help="Clients per round."),
         queries_per_client: int = typer.Option(4, "--queries-per-client",
                                                help="B, queries (local updates) per client."),
         rounds: int = typer.Option(100, "--rounds", help="Global rounds."),
-        lr: float = typer.Option(0.1, "--lr", help="PDGD learning rate eta."),
+        lr: Optional[float] = typer.Option(None, "--lr", help="Learning rate (the algorithm's parameter lr, "
+                                                             "where it declares one; PDGD: eta, default 0.1)."),
+        param: List[str] = typer.Option([], "--param", help="An algorithm parameter KEY=VALUE; repeat for "
+                                                           "several (`fltr-audit algorithms list` names them)."),
         ranker: str = typer.Option("linear", "--ranker", help="linear | mlp."),
         seed: int = typer.Option(0, "--seed", help="Run seed."),
         out: Path = typer.Option(..., "--out", help="Output directory (created; must not hold files)."),
@@ -115,8 +153,9 @@ def _train_command(algorithm: str):
         json_out: bool = typer.Option(False, "--json", help="Print the result as JSON."),
         quiet: bool = typer.Option(False, "--quiet", help="No progress bar."),
     ) -> None:
+        params = parse_params(list(param) + ([f"lr={lr}"] if lr is not None else []), algorithm)
         result = run_train(algorithm, data=data, fold=fold, click_model=click_model, clients=clients,
-                           queries_per_client=queries_per_client, rounds=rounds, lr=lr, ranker=ranker, seed=seed,
+                           queries_per_client=queries_per_client, rounds=rounds, params=params, ranker=ranker, seed=seed,
                            out=out, defense=defense, record_rounds=record_rounds, eval_every=eval_every,
                            eval_split=eval_split, normalization=normalization, threat_model=threat_model,
                            replace=replace, quiet=quiet, population=population)
@@ -130,8 +169,21 @@ def _train_command(algorithm: str):
     return command
 
 
-for _name in ALGORITHMS:
-    train_app.command(_name, help=algorithms.algorithm_spec(_name).summary + ".")(_train_command(_name))
+def register_train_commands() -> None:
+    """``train NAME`` for every registered algorithm with a builder and every installed algorithm
+    plug-in (named by its entry point; loaded when the command runs) that has no command of its
+    own; called once every command module has registered its commands."""
+    from fltr_audit import plugins
+
+    taken = {c.name for c in train_app.registered_commands}
+    for spec in algorithms.algorithm_specs():
+        if spec.build is not None and spec.name not in taken:
+            train_app.command(spec.name, help=spec.summary + ".")(_train_command(spec.name))
+            taken.add(spec.name)
+    for name, distribution in plugins.installed(plugins.ALGORITHMS).items():
+        if name not in taken:
+            train_app.command(name, help=f"Plug-in algorithm (from {distribution or 'an installed package'}).")(
+                _train_command(name))
 
 
 @bench_app.command("fpdgd")

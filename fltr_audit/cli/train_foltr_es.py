@@ -129,16 +129,17 @@ def train_foltr_es(
 def train_baselines(
     data: str = typer.Option(..., "--data", help="Folder with Fold1..5, a LETOR file, or synthetic:PROFILE."),
     fold: int = typer.Option(1, "--fold", help="Fold 1..5."),
-    click_models: str = typer.Option("perfect,navigational,informational", "--click-models",
-                                     help="Comma-separated click models for expected MaxRR."),
-    C: float = typer.Option(1000.0, "--C", help="RankingSVM C."),
+    click_models: str = typer.Option("perfect,navigational,informational", "--click-model",
+                                     help="Comma-separated click models for expected MaxRR (--click-models: "
+                                          "deprecated spelling)."),
+    C: float = typer.Option(1000.0, "--svm-c", help="RankingSVM C (--C: deprecated spelling)."),
     max_pairs: int = typer.Option(200_000, "--max-pairs", help="Subsample preference pairs above this many."),
     normalization: str = typer.Option("none", "--normalization", help="none | query-minmax | zscore."),
     seed: int = typer.Option(0, "--seed", help="Seed of pair subsampling and label flips."),
     json_out: bool = typer.Option(False, "--json", help="Print the rows as JSON."),
     quiet: bool = typer.Option(False, "--quiet", help="No progress bar."),
 ) -> None:
-    names = parse_list(click_models, "--click-models", CCM_NAMES)
+    names = parse_list(click_models, "--click-model", CCM_NAMES)
     if max_pairs < 1:
         raise FltrError(f"--max-pairs: must be positive, got {max_pairs}")
     splits = load_splits(data, fold, normalization=normalization)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import re
+from typing import Any
 
 import pandas as pd
 
@@ -25,9 +26,11 @@ def wrap_name(name: str, width: int = NAME_WIDTH) -> str:
     return "\n".join(lines)
 
 
-def print_rows(title: str, rows: list[dict], right: tuple[str, ...] = (), whole: tuple[str, ...] = ("defense",)) -> None:
-    """``rows`` (dicts with the same keys) as a rich table on stdout, ``WIDTH`` columns at most;
-    the ``whole`` columns keep their (pre-broken) lines, the others fold to fit."""
+def print_rows(title: str, rows: list[dict], right: tuple[str, ...] = (), whole: tuple[str, ...] = ("defense",),
+               console: Any = None) -> None:
+    """``rows`` (dicts with the same keys) as a rich table on ``console`` (default: stdout),
+    ``WIDTH`` columns at most; the ``whole`` columns keep their (pre-broken) lines, the others
+    fold to fit."""
     from rich.console import Console
     from rich.table import Table
 
@@ -36,7 +39,7 @@ def print_rows(title: str, rows: list[dict], right: tuple[str, ...] = (), whole:
         table.add_column(key, justify="right" if key in right else "left", overflow="fold", no_wrap=key in whole)
     for row in rows:
         table.add_row(*(str(v) for v in row.values()))
-    Console(width=WIDTH).print(table)
+    (console or Console(width=WIDTH)).print(table)
 
 
 def _ci(r) -> str:
@@ -106,11 +109,12 @@ def claim_rows(v: pd.DataFrame) -> list[dict]:
     return rows
 
 
-def print_verdicts(v: pd.DataFrame, min_effect: float) -> None:
-    """Both verdict tables on stdout."""
+def print_verdicts(v: pd.DataFrame, min_effect: float, console: Any = None) -> None:
+    """Both verdict tables on ``console`` (default: stdout)."""
     if v.empty:
         return
     print_rows("Leakage verdict: strongest informed attack, AUC real - counterfactual (95 % CI); "
-               f"'no measurable leakage' needs every upper bound < {min_effect:g}", leakage_rows(v))
+               f"'no measurable leakage' needs every upper bound < {min_effect:g}", leakage_rows(v), console=console)
     print_rows("Claim verdict: claimed ε against the audited 95 % lower bound", claim_rows(v),
-               right=("ΔnDCG@10",), whole=("defense", "claim verdict", "audited (runs pooled)", "natural"))
+               right=("ΔnDCG@10",), whole=("defense", "claim verdict", "audited (runs pooled)", "natural"),
+               console=console)

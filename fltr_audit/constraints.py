@@ -1,0 +1,146 @@
+"""One constraint language for parameters, in the spirit of scikit-learn's ``Interval`` /
+``StrOptions`` / ``validate_params``.
+
+A parameter declares a tuple of constraints; a value is valid when it satisfies any of them
+(``None`` in the tuple admits None). A failed check raises ``ParameterError`` naming the
+parameter as the engine calls it (``probe.cohort``, ``lr``); each door renames it once with
+``ParameterError.renamed`` -- the CLI to its option (``--probe-cohort``), the campaign reader to
+its key -- so each user is told about what they typed::
+
+    check("probe.cohort", 0, (Interval(int, 1, None),))
+    # ParameterError: probe.cohort: must be an integer in [1, inf), got 0
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from fltr_audit.errors import FltrError
+
+
+class ParameterError(FltrError):
+    """A parameter's value breaks its constraints; ``parameter`` names it, ``problem`` says how."""
+
+    def __init__(self, parameter: str, problem: str, where: str = "") -> None:
+        self.parameter, self.problem, self.where = parameter, problem, where
+        super().__init__(f"{where}{parameter}: {problem}")
+
+    def renamed(self, names: Mapping[str, str], where: str = "", form: str = "{}") -> "ParameterError":
+        """The same error naming the parameter as a door's user typed it (``names`` maps the
+        engine's name to theirs; unmapped names stay), written by ``form`` after ``where``
+        (the campaign reader: ``where="c.toml: ", form="key '{}'"``)."""
+        error = ParameterError(form.format(names.get(self.parameter, self.parameter)), self.problem, where)
+        error.parameter = names.get(self.parameter, self.parameter)
+        return error
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_real(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _bound(value: float | None, sign: str) -> str:
+    return f"{sign}inf" if value is None else format(value, "g") if isinstance(value, float) else f"{value:,}"
+
+
+@dataclass(frozen=True)
+class Interval:
+    """Numbers of ``kind`` (``int``, or ``float`` for any real) between ``left`` and ``right``
+    (None: unbounded), the ends ``closed`` as "both", "left", "right" or "neither"."""
+
+    kind: type
+    left: float | None
+    right: float | None
+    closed: str = "both"
+
+    def accepts(self, value: Any) -> bool:
+        if not (_is_int(value) if self.kind is int else _is_real(value)) or math.isnan(value):
+            return False
+        if self.left is not None and (value < self.left or value == self.left and self.closed in ("right", "neither")):
+            return False
+        return self.right is None or value < self.right or value == self.right and self.closed in ("right", "both")
+
+    def describe(self) -> str:
+        what = "an integer" if self.kind is int else "a number"
+        if self.left is not None and self.right is None and self.closed in ("both", "left"):
+            return f"{what} >= {_bound(self.left, '')}"
+        opening = "[" if self.closed in ("both", "left") and self.left is not None else "("
+        closing = "]" if self.closed in ("both", "right") and self.right is not None else ")"
+        return f"{what} in {opening}{_bound(self.left, '-')}, {_bound(self.right, '')}{closing}"
+
+
+@dataclass(frozen=True)
+class Options:
+    """One of ``values`` (strings or other hashable values)."""
+
+    values: tuple
+
+    def accepts(self, value: Any) -> bool:
+        return any(value == v and isinstance(value, bool) == isinstance(v, bool) for v in self.values)
+
+    def describe(self) -> str:
+        return "one of " + ", ".join(map(str, self.values))
+
+
+@dataclass(frozen=True)
+class InstanceOf:
+    """Any value of ``kind`` (``bool`` accepts only True / False, ``int`` no bool)."""
+
+    kind: type
+
+    def accepts(self, value: Any) -> bool:
+        if self.kind is int:
+            return _is_int(value)
+        if self.kind is float:
+            return _is_real(value)
+        return isinstance(value, self.kind)
+
+    def describe(self) -> str:
+        return {bool: "true or false", str: "a string", int: "an integer", float: "a number"}.get(
+            self.kind, f"a {self.kind.__name__}")
+
+
+Constraint = Interval | Options | InstanceOf | None
+
+
+@dataclass(frozen=True)
+class Parameter:
+    """A declared parameter: its name, default, constraints and a one-line help."""
+
+    name: str
+    default: Any
+    constraints: tuple[Constraint, ...] = ()
+    help: str = ""
+
+
+def satisfied(value: Any, constraints: tuple[Constraint, ...]) -> bool:
+    """Whether ``value`` satisfies any of ``constraints`` (an empty tuple admits anything)."""
+    if not constraints:
+        return True
+    return any(value is None if c is None else c.accepts(value) for c in constraints)
+
+
+def describe(constraints: tuple[Constraint, ...]) -> str:
+    return " or ".join("None" if c is None else c.describe() for c in constraints)
+
+
+def check(name: str, value: Any, constraints: tuple[Constraint, ...]) -> None:
+    """ParameterError naming ``name`` unless ``value`` satisfies ``constraints``."""
+    if not satisfied(value, constraints):
+        raise ParameterError(name, f"must be {describe(constraints)}, got {value!r}")
+
+
+def validate(values: Mapping[str, Any], parameters: tuple[Parameter, ...], prefix: str = "") -> None:
+    """Check every value against its declared parameter (``validate_params``); an unknown
+    parameter is an error naming it and the known ones."""
+    declared = {p.name: p for p in parameters}
+    for name, value in values.items():
+        if name not in declared:
+            known = ", ".join(sorted(declared)) or "none"
+            raise ParameterError(f"{prefix}{name}", f"no such parameter (parameters: {known})")
+        check(f"{prefix}{name}", value, declared[name].constraints)

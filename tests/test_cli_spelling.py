@@ -1,0 +1,49 @@
+"""One command line (fltr_audit/cli/spelling.py): both list forms in every command, and the
+deprecated spellings still work with one warning line."""
+
+import json
+import warnings
+
+import pytest
+import typer
+
+from fltr_audit.cli import app, main, register_commands
+from fltr_audit.cli.spelling import normalize, split_top_level
+from fltr_audit.errors import FltrDeprecation
+
+
+@pytest.fixture(scope="module")
+def root():
+    register_commands()
+    return typer.main.get_command(app)
+
+
+def test_defense_lists_split_only_at_top_level_commas():
+    assert split_top_level("none, clip(sensitivity=5,of=update)+secagg,rr(values=[0,0.5,1])") == [
+        "none", "clip(sensitivity=5,of=update)+secagg", "rr(values=[0,0.5,1])"]
+
+
+def test_each_list_option_takes_both_forms(root):
+    assert normalize(root, ["audit", "--attack", "olsr", "--attack", "score", "--quiet"]) == [
+        "audit", "--attack", "olsr,score", "--quiet"]
+    assert normalize(root, ["audit", "--defense", "none,clip(sensitivity=5,of=update)+secagg"]) == [
+        "audit", "--defense", "none", "--defense", "clip(sensitivity=5,of=update)+secagg"]
+    assert normalize(root, ["audit", "--fold=1,2", "--seed", "0,1"]) == [
+        "audit", "--fold", "1", "--fold", "2", "--seed", "0", "--seed", "1"]
+    assert normalize(root, ["train", "fpdgd", "--fold", "2"]) == ["train", "fpdgd", "--fold", "2"]  # one value
+
+
+def test_deprecated_spellings_are_rewritten_with_a_warning(root):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        args = normalize(root, ["train", "baselines", "--click-models", "perfect", "--C=10"])
+    assert args == ["train", "baselines", "--click-model", "perfect", "--svm-c=10"]
+    assert [str(w.message) for w in caught if w.category is FltrDeprecation] == [
+        "--click-models is deprecated: write --click-model", "--C is deprecated: write --svm-c"]
+
+
+def test_repeated_and_comma_forms_give_the_same_output(capsys):
+    assert main(["epsilon", "--click-model", "perfect", "--click-model", "navigational", "--p", "0.9", "--json"]) == 0
+    repeated = json.loads(capsys.readouterr().out)
+    assert main(["epsilon", "--click-model", "perfect,navigational", "--p", "0.9", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == repeated

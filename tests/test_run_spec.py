@@ -1,0 +1,158 @@
+"""The typed run spec (fltr_audit/run_spec.py): canonical JSON equal to the run configs the
+grid always produced, round trips, pickling for workers, one parse of the defense, and the
+one-line rule for new settings that keep run keys."""
+
+import dataclasses
+import pickle
+from pathlib import Path
+
+import pytest
+
+from fltr_audit.campaign import expand, load_spec, validate_spec
+from fltr_audit.errors import FltrError
+from fltr_audit.run_spec import AuditSettings, RunSpec, optional, run_key
+
+CAMPAIGNS = sorted((Path(__file__).resolve().parents[1] / "campaigns").glob("*.toml"))
+
+
+def _legacy_config(spec, run):
+    """The run config as campaign_grid.expand wrote it before the typed spec (an independent
+    re-statement of the old dict literal), for the run ``run``."""
+    data, algo, probe, audit = spec["data"], spec["algorithm"], spec["probe"], spec["audit"]
+    as_list = lambda v: v if isinstance(v, list) else [v]  # noqa: E731
+    config = {"campaign": spec["name"], "data": run.data.spec, "fold": run.data.fold,
+              "normalization": data["normalization"], "queries": data.get("queries"), "algo": run.algorithm.name,
+              "rounds": run.algorithm.rounds, "clients": run.algorithm.clients,
+              "queries_per_client": run.algorithm.queries_per_client, "ranker": run.algorithm.ranker,
+              "train_click_model": algo["train_click_model"], "params": dict(run.algorithm.params),
+              "probe": {"split": run.probe.split, "click_models": as_list(probe["click_models"]),
+                        "cohort": run.probe.cohort, "queries_per_client": probe["queries_per_client"],
+                        "min_shown": probe["min_shown"], "require_click": probe["require_click"],
+                        "counterfactual": probe["counterfactual"]},
+              "defense": run.defense.name, "attacks": as_list(audit["attacks"]),
+              "epsilon_audit": audit["epsilon_audit"], "audit_trials": audit["trials"], "seed": run.seed}
+    if algo.get("population") is not None:
+        config["population"] = algo["population"]
+    if run.probe.threat_model != "server":
+        config["threat_model"] = run.probe.threat_model
+        if run.probe.threat_model == "server-malicious":
+            config["manipulation"] = probe.get("manipulation", "isolate")
+    return config
+
+
+@pytest.mark.parametrize("path", CAMPAIGNS, ids=lambda p: p.name)
+def test_to_json_is_the_legacy_run_config_and_round_trips(path):
+    spec = load_spec(path)
+    for run in expand(spec, max_runs=None):
+        assert run.config == _legacy_config(spec, run.spec)
+        again = RunSpec.from_json(run.config)
+        assert again == run.spec and again.key() == run.key == run_key(run.config)
+
+
+def _malicious():
+    return validate_spec({"name": "m", "seeds": [3], "algorithm": {"rounds": 2, "clients": 10, "population": 40,
+                                                                   "params": {"lr": [0.1, 0.2]}},
+                          "probe": {"threat_model": ["server", "server-malicious"], "manipulation": "inconsistent"},
+                          "audit": {"defenses": ["none", "clip(sensitivity=5)+secagg"], "attacks": ["olsr"]}})
+
+
+def test_optional_settings_are_written_only_when_set():
+    runs = expand(_malicious())
+    honest = [r for r in runs if r.spec.probe.threat_model == "server"]
+    malicious = [r for r in runs if r.spec.probe.threat_model == "server-malicious"]
+    assert all("threat_model" not in r.config and "manipulation" not in r.config for r in honest)
+    assert all(r.config["threat_model"] == "server-malicious" and r.config["manipulation"] == "inconsistent"
+               for r in malicious)
+    assert all(r.spec.probe.manipulation is None for r in honest)
+    assert all(r.config["population"] == 40 for r in runs)
+    assert {r.config["params"]["lr"] for r in runs} == {0.1, 0.2}
+
+
+def test_a_spec_pickles_as_its_json_and_parses_its_defense_again():
+    for run in expand(_malicious()):
+        back = pickle.loads(pickle.dumps(run.spec))
+        assert back == run.spec and back.key() == run.key
+        assert back.defense.name == run.spec.defense.name and back.defense is not run.spec.defense
+
+
+def test_the_defense_is_parsed_once_per_distinct_string(monkeypatch):
+    import defenses.stack
+    from fltr_audit import campaign_grid
+
+    calls = []
+    real = defenses.stack.parse_defense
+    monkeypatch.setattr(campaign_grid, "parse_defense", lambda text: calls.append(text) or real(text))
+    runs = expand(_malicious())
+    assert len(runs) == 8 and sorted(calls) == sorted(["none", "clip(sensitivity=5)+secagg"])
+
+
+def test_from_json_names_unknown_and_missing_keys():
+    config = expand(_malicious())[0].config
+    with pytest.raises(FltrError, match="unknown key 'audit_trails'"):
+        RunSpec.from_json({**config, "audit_trails": 5})
+    with pytest.raises(FltrError, match="unknown key 'probe.cohrt'"):
+        RunSpec.from_json({**config, "probe": {**config["probe"], "cohrt": 1}})
+    with pytest.raises(FltrError, match="missing key 'fold'"):
+        RunSpec.from_json({k: v for k, v in config.items() if k != "fold"})
+
+
+def test_a_new_optional_setting_keeps_the_key_until_it_is_set():
+    """The module docstring's one-line rule: a section with one more ``optional`` field writes
+    the same JSON (so the same key) at its default, and a different key once set."""
+
+    @dataclasses.dataclass(frozen=True)
+    class Extended(AuditSettings):
+        neighbours: str = optional("natural")
+
+    run = expand(_malicious())[0].spec
+    same = run.replace(audit=Extended(epsilon_audit=run.audit.epsilon_audit, trials=run.audit.trials))
+    assert same.to_json() == run.to_json() and same.key() == run.key()
+    changed = run.replace(audit=Extended(run.audit.epsilon_audit, run.audit.trials, "worst-case"))
+    assert changed.to_json()["neighbours"] == "worst-case" and changed.key() != run.key()
+
+
+def test_the_spec_s_literal_choices_are_the_engine_s():
+    from fltr_audit import run_spec
+    from fltr_audit.data.normalize import NORMALIZATIONS
+    from fltr_audit.federation import BUDGET_LIMITS
+    from fltr_audit.malicious import MANIPULATIONS
+    from fltr_audit.messages import SHUFFLED, THREAT_MODELS
+    from fltr_audit.randomness import MAX_SEED
+    from fltr_audit.rankers import RANKERS
+
+    assert run_spec.NORMALIZATIONS == NORMALIZATIONS + ("auto",) and run_spec.RANKERS == RANKERS
+    assert run_spec.THREAT_MODELS == tuple(t for t in THREAT_MODELS if t != SHUFFLED)  # a view's label, not chosen
+    assert run_spec.MANIPULATIONS == MANIPULATIONS
+    assert run_spec.MAX_SEED == MAX_SEED
+    assert run_spec.BUDGET == {k.removeprefix("--").replace("-", "_"): v for k, v in BUDGET_LIMITS.items()
+                               if k != "--eval-every"}
+
+
+def test_engine_errors_name_the_parameter_and_each_door_names_what_its_user_typed(capsys):
+    from fltr_audit.cli import main
+    from fltr_audit.run_spec import DataSettings
+
+    with pytest.raises(FltrError, match=r"^data\.fold: must be an integer in \[1, 5\], got 9$"):
+        DataSettings(spec="synthetic:mq2008", fold=9)
+    with pytest.raises(FltrError, match=r"^campaign: key 'probe\.cohort': must be an integer >= 1, got 0$"):
+        validate_spec({"name": "x", "probe": {"cohort": [0]}})
+    with pytest.raises(FltrError, match=r"^c\.toml: key 'data\.folds': must be an integer in \[1, 5\], got 6$"):
+        validate_spec({"name": "x", "data": {"folds": [1, 6]}}, source="c.toml")
+    assert main(["audit", "--probe-cohort", "0", "--quiet"]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == ["fltr-audit: error: --probe-cohort: must be an integer >= 1, got 0"]
+    import fltr_audit
+
+    with pytest.raises(FltrError, match=r"^probe_cohort: must be an integer >= 1, got 0$"):
+        fltr_audit.audit(probe_cohort=0)
+    with pytest.raises(FltrError, match=r"^train_rounds: must be an integer in \[1, 1,000,000\], got 0$"):
+        fltr_audit.audit(train_rounds=0)
+
+
+def test_a_mistyped_algorithm_parameter_fails_at_the_door():
+    with pytest.raises(FltrError, match=r"key 'algorithm\.params\.lrr': algorithm 'fpdgd': no such parameter "
+                                        r"\(parameters: k, lr\)"):
+        validate_spec({"name": "x", "algorithm": {"params": {"lrr": 0.1}}})
+    with pytest.raises(FltrError, match=r"key 'algorithm\.params\.gamma': algorithm 'fedips': must be a number >= 0"):
+        validate_spec({"name": "x", "algorithm": {"name": "fedips", "train_click_model": "pbm",
+                                                  "params": {"gamma": [0.5, -1.0]}},
+                       "probe": {"click_models": ["pbm"]}})
