@@ -279,12 +279,12 @@ def randomized_response(stack: DefenseStack) -> Any:
 AUDIT_KINDS = ("worst-case", "natural")
 
 
-def audit_seed(config: RunSpec, defense: str, kind: str) -> int:
+def audit_seed(seed: int, fold: int, defense: str, kind: str) -> int:
     """The seed of one epsilon audit: a ``SeedSequence`` spawn keyed by the run's seed, its fold,
     the defense and the audit kind (``AUDIT_KINDS``), so that the audits of different folds,
     defenses and kinds draw independent noise (pooling counts them as independent runs)."""
-    key = (int(config.data.fold), zlib.crc32(str(defense).encode()), AUDIT_KINDS.index(kind))
-    state = np.random.SeedSequence(int(config.seed), spawn_key=key).generate_state(2, np.uint32)
+    key = (int(fold), zlib.crc32(str(defense).encode()), AUDIT_KINDS.index(kind))
+    state = np.random.SeedSequence(int(seed), spawn_key=key).generate_state(2, np.uint32)
     return int(state[0]) << 31 | int(state[1]) >> 1
 
 
@@ -316,7 +316,7 @@ def _audit_metric(config: RunSpec, splits: Any, stack: DefenseStack, base: Train
     enumeration (FOLtR-ES §4, Eq. 9)."""
     algorithm = build_algorithm(config, splits, config.algorithm.train_click_model)
     row = audit_query_distinguishing(randomized_response(stack), algorithm.click_model, n_trials=audit_trials(config, stack),
-                                     seed=audit_seed(config, stack.name, "natural"), k=algorithm.k)
+                                     seed=audit_seed(config.seed, config.data.fold, stack.name, "natural"), k=algorithm.k)
     row["mechanism"] = stack.name
     return {**{key: row[key] for key in AUDIT_COLUMNS}, **_run_privacy(config, stack)}
 
@@ -351,7 +351,7 @@ def _audit_worst_case(config: RunSpec, stack: DefenseStack, metric: bool, natura
             members = max(cohort, shuffled.n) if shuffled.amplified else cohort
             trials = min(trials, max(100, SHUFFLE_MESSAGES // members))
     result = audit_stack(stack, claim=claim, inputs=worst_case_inputs(stack, dim), neighbours="worst-case",
-                         scope=scope, trials=trials, cohort=cohort, seed=audit_seed(config, stack.name, "worst-case"),
+                         scope=scope, trials=trials, cohort=cohort, seed=audit_seed(config.seed, config.data.fold, stack.name, "worst-case"),
                          min_trials=4)
     return {**{key: value for key, value in result.as_dict().items() if key in AUDIT_COLUMNS},
             **_run_privacy(config, stack)}
@@ -512,7 +512,7 @@ def _audit_defense(config: RunSpec, splits: Any, stack: DefenseStack, base: Trai
     hides = hides_messages(stack, pool.shape[1])
     result = audit_stack(stack, claim=stack.claim, inputs=(u0, u1), neighbours="natural",
                          scope="aggregate" if hides else "message", trials=audit_trials(config, stack),
-                         cohort=config.probe.cohort, seed=audit_seed(config, stack.name, "natural"), others=pool,
+                         cohort=config.probe.cohort, seed=audit_seed(config.seed, config.data.fold, stack.name, "natural"), others=pool,
                          g=g, kind=kind, min_trials=4)
     return {**{key: value for key, value in result.as_dict().items() if key in AUDIT_COLUMNS},
             **_run_privacy(config, stack)}
