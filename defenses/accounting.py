@@ -59,8 +59,11 @@ def dp_event_of(stack: Any) -> Any:
     from defenses.mechanism_events import dp_event
     from fltr_audit.mechanisms import declared
 
-    part = claim_component(stack)
-    return None if part is None else dp_event(declared(part), part.claim)
+    claim = stack.claim
+    for part in (*stack.client, stack.aggregator):
+        if getattr(part, "claim", None) == claim and declared(part) is not None:
+            return dp_event(declared(part), claim)
+    return None
 
 
 def _pure_epsilon(event: Any) -> float | None:

@@ -178,3 +178,19 @@ def test_claimed_epsilon_shown_when_the_audit_is_skipped():
     result = fltr_audit.audit(defenses=["dp-local-laplace(eps=2)"], epsilon_audit=False, **SMALL)
     rows = claim_rows(result.verdicts)
     assert rows[0]["claim verdict"] == "no audit" and rows[0]["claimed ε"].startswith("2.00")
+
+
+@pytest.mark.parametrize("text, event", [
+    ("dp-local-laplace(eps=2)", "LaplaceDpEvent(noise_multiplier=0.5)"),
+    ("clip+dp-distributed(eps=4)", "LaplaceDpEvent(noise_multiplier=0.25)"),
+    ("dp-gaussian(sigma=3)", "GaussianDpEvent(noise_multiplier=1.5)"),
+    ("dp-fedavg(noise_multiplier=2)", "GaussianDpEvent(noise_multiplier=2.0)"),
+    ("unclipped-laplace(eps=1,scale=3)", "LaplaceDpEvent(noise_multiplier=1.0)"),
+])
+def test_the_accountant_reads_the_declared_mechanism(text, event):
+    from defenses.accounting import dp_event_of
+
+    _register()
+    assert repr(dp_event_of(parse_defense(text))) == event
+    rr = dp_event_of(parse_defense("rr(p=0.9)"))  # k (1 - p) / (k - 1) of 11 values
+    assert rr.num_buckets == 11 and rr.noise_parameter == pytest.approx(11 * 0.1 / 10)
