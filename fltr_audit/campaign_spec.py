@@ -207,20 +207,20 @@ def _check_values(spec: dict, source: str, names: Mapping[str, str] | None = Non
             if stack.name != "none" and stack.claim.epsilon == float("inf"):
                 raise FltrError(f"{source}: key 'audit.trials' = \"auto\": defense {stack.name!r} claims no epsilon, "
                                 "so there is nothing to size its trials by; give a number of trials")
-    _check_each(spec["audit"]["defenses"], parse_defense, "audit.defenses", source)
-    _check_each(spec["audit"]["attacks"], make_attack, "audit.attacks", source)
+    _check_each(spec["audit"]["defenses"], parse_defense, "defense", source, names)
+    _check_each(spec["audit"]["attacks"], make_attack, "attacks", source, names)
     _check_threat_models(spec, source)
 
 
 def _check_threat_models(spec: dict, source: str) -> None:
     """server-malicious only with an algorithm it supports."""
-    from fltr_audit.malicious import SUPPORTED
+    from fltr_audit.algorithms.registry import manipulable_names
 
     if "server-malicious" in as_list(spec["probe"]["threat_model"]):
         for name in as_list(spec["algorithm"]["name"]):
-            if name not in SUPPORTED:
-                raise FltrError(f"{source}: --threat-model server-malicious: supported for {', '.join(SUPPORTED)} "
-                                f"(vector messages of PDGD steps), not {name}")
+            if not algorithm_spec(name, auditable=True).server_manipulable:
+                raise FltrError(f"{source}: --threat-model server-malicious: supported for "
+                                f"{', '.join(manipulable_names())} (vector messages of PDGD steps), not {name}")
 
 
 def _check_data_spec(data: str, queries: int | None, source: str) -> None:
@@ -259,13 +259,22 @@ def _check_params(algo: dict, source: str) -> None:
                     raise FltrError(f"{source}: key '{exc.parameter}': algorithm {name!r}: {exc.problem}") from None
 
 
-def _check_each(values: Any, build: Callable[[str], Any], key: str, source: str) -> None:
-    """Build every named object once so that a bad name fails before any run, naming the key."""
+_LIST_KEYS = {"defense": "audit.defenses", "attacks": "audit.attacks"}
+"""The run spec's name lists as campaign keys."""
+
+
+def _check_each(values: Any, build: Callable[[str], Any], parameter: str, source: str,
+                names: Mapping[str, str] | None = None) -> None:
+    """Build every named object once so that a bad name fails before any run, naming the campaign
+    key (or, with a door's ``names``, its option or keyword) once."""
     for value in as_list(values):
         try:
             build(value)
         except FltrError as exc:
-            raise FltrError(f"{source}: key '{key}': {exc}") from None
+            problem = str(exc).removeprefix("--attack: ")  # the registry's own wording names the CLI option
+            if names is None:
+                raise FltrError(f"{source}: key '{_LIST_KEYS[parameter]}': {problem}") from None
+            raise FltrError(f"{names.get(parameter, parameter)}: {problem}") from None
 
 
 def as_list(value: Any) -> list:

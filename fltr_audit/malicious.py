@@ -45,7 +45,6 @@ from fltr_audit.messages import GroundTruth, Interactions, RoundBatch, ServerVie
 from fltr_audit.randomness import stream
 
 MANIPULATIONS = ("isolate", "inconsistent")
-SUPPORTED = ("fpdgd",)
 SATURATION = 1e6
 """Scale of the model served to the non-targets under ``inconsistent``."""
 
@@ -61,9 +60,11 @@ class MaliciousRound:
 
 def check_supported(algorithm: Any, manipulation: str) -> None:
     """FltrError naming ``--threat-model`` unless the manipulation applies to the algorithm."""
+    from fltr_audit.algorithms.registry import manipulable_names
+
     name = getattr(algorithm, "name", type(algorithm).__name__)
-    if name not in SUPPORTED:
-        raise FltrError(f"--threat-model server-malicious: supported for {', '.join(SUPPORTED)} "
+    if name not in manipulable_names():  # declared on the algorithm's spec (server_manipulable)
+        raise FltrError(f"--threat-model server-malicious: supported for {', '.join(manipulable_names())} "
                         f"(vector messages of PDGD steps), not {name}")
     if manipulation not in MANIPULATIONS:
         raise FltrError(f"--manipulation: unknown manipulation {manipulation!r} (choose from {', '.join(MANIPULATIONS)})")

@@ -47,3 +47,13 @@ def test_repeated_and_comma_forms_give_the_same_output(capsys):
     repeated = json.loads(capsys.readouterr().out)
     assert main(["epsilon", "--click-model", "perfect,navigational", "--p", "0.9", "--json"]) == 0
     assert json.loads(capsys.readouterr().out) == repeated
+
+
+def test_train_names_the_option_the_user_typed(capsys, tmp_path):
+    assert main(["train", "fpdgd", "--data", "synthetic:mq2008?queries=30", "--lr", "-1", "--out", str(tmp_path / "a")]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "fltr-audit: error: train fpdgd: --lr: must be a number in (0, inf), got -1.0")
+    assert main(["train", "fpdgd", "--data", "synthetic:mq2008?queries=30", "--param", "k=0",
+                 "--out", str(tmp_path / "b")]) == 2
+    assert capsys.readouterr().err.strip() == "fltr-audit: error: train fpdgd: --param k: must be an integer >= 1, got 0"
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()

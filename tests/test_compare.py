@@ -307,3 +307,10 @@ def test_cli_compare_reference_rows_read_reference_and_the_default_is_a_narrow_t
     assert main(["compare", "--store", str(store_path)]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert max(len(line) for line in lines) <= 100 and any("reference" in line for line in lines)
+
+
+def test_cli_compare_json_writes_infinity_as_every_command_does(store_path, capsys):
+    assert main(["compare", "--store", str(store_path), "--json"]) == 0
+    records = json.loads(capsys.readouterr().out)
+    claimed = {r["defense"]: r["claimed_epsilon"] for r in records}
+    assert claimed["none"] == claimed["secagg"] == "inf" and claimed[DP] == 4.5   # no DP claim: inf, not null

@@ -138,7 +138,7 @@ def test_a_pbm_plug_in_trains_and_its_family_is_read_from_its_spec(site, tmp_pat
     assert json.loads(out.stdout)["algorithm"] == "my-pbm"
     bad = _cli(site, "train", "my-pbm", "--data", "synthetic:mq2008?queries=60", "--param", "gama=0.5",
                "--out", str(tmp_path / "bad"), "--quiet")
-    assert bad.returncode == 2 and "gama: no such parameter (parameters: gamma)" in bad.stderr
+    assert bad.returncode == 2 and "train my-pbm: --param gama: no such parameter (parameters: gamma)" in bad.stderr
     code = ("from fltr_audit.campaign import validate_spec; validate_spec({'name': 'x', 'algorithm': "
             "{'name': 'my-pbm', 'train_click_model': 'pbm', 'params': {'gamma': [0.5, 1.0]}}, "
             "'probe': {'click_models': ['pbm']}}); print('ok')")

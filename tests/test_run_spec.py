@@ -156,3 +156,17 @@ def test_a_mistyped_algorithm_parameter_fails_at_the_door():
         validate_spec({"name": "x", "algorithm": {"name": "fedips", "train_click_model": "pbm",
                                                   "params": {"gamma": [0.5, -1.0]}},
                        "probe": {"click_models": ["pbm"]}})
+
+
+def test_unknown_names_are_named_once_as_each_user_wrote_them(capsys):
+    import fltr_audit
+    from fltr_audit.cli import main
+
+    with pytest.raises(FltrError, match=r"^campaign: key 'audit\.attacks': unknown attack 'telepathy'"):
+        validate_spec({"name": "x", "audit": {"attacks": ["telepathy"]}})
+    assert main(["audit", "--attack", "telepathy", "--quiet"]) == 2
+    assert capsys.readouterr().err.startswith("fltr-audit: error: --attack: unknown attack 'telepathy'")
+    with pytest.raises(FltrError, match=r"^attacks: unknown attack 'telepathy'"):
+        fltr_audit.audit(attacks=["telepathy"])
+    with pytest.raises(FltrError, match=r"^defenses: defense 'tinfoil': unknown defense 'tinfoil'"):
+        fltr_audit.audit(defenses=["tinfoil"])

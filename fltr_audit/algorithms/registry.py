@@ -63,6 +63,9 @@ class AlgorithmSpec:
         an error at the door. None: undeclared (any key passes to the builder unchecked).
     distribution : str
         The installed distribution that registered it (a plug-in), empty for built-ins.
+    server_manipulable : bool
+        A ``server-malicious`` probe can isolate a target in its rounds (vector messages of
+        PDGD steps; ``fltr_audit.malicious``).
     """
 
     name: str
@@ -78,6 +81,7 @@ class AlgorithmSpec:
     summary: str = ""
     params: tuple[Parameter, ...] | None = None
     distribution: str = ""
+    server_manipulable: bool = False
 
     def probe_click_models(self) -> tuple[str, ...]:
         """The click models an audit probes by default: every one of the family."""
@@ -174,7 +178,7 @@ for _spec in (
     AlgorithmSpec("fpdgd", _cascade_builder("fltr_audit.algorithms.fpdgd:FPDGD"), "cascade", "zscore", _PHAM_ATTACKS,
                   "weights", "the client's local weights after B PDGD steps: a linear combination of the "
                   "features of the shown documents, weighted by the clicks", "perfect",
-                  summary="Federated PDGD (FPDGD Algorithm 2)", params=_PDGD_PARAMS),
+                  summary="Federated PDGD (FPDGD Algorithm 2)", params=_PDGD_PARAMS, server_manipulable=True),
     AlgorithmSpec("pdgd", _cascade_builder("fltr_audit.algorithms.pdgd:PDGD"), "cascade", "zscore", (), "none",
                   "nothing: centralized, the server holds the clicks", "perfect", auditable=False,
                   summary="Centralized PDGD with batch-accumulated updates (FPDGD paper, baselines)",
@@ -219,6 +223,11 @@ def algorithm_spec(name: str, option: str = "--algo", auditable: bool = False) -
     if spec is None or spec.name not in choices:
         raise FltrError(f"{option}: unknown algorithm {name!r} (choose from {', '.join(choices)})")
     return spec
+
+
+def manipulable_names() -> tuple[str, ...]:
+    """The registered algorithms a ``server-malicious`` probe supports (``server_manipulable``)."""
+    return tuple(s.name for s in _REGISTRY.values() if s.server_manipulable)
 
 
 def algorithm_names(auditable: bool = False) -> tuple[str, ...]:

@@ -38,6 +38,8 @@ def register_commands() -> None:
     for module in COMMAND_MODULES:
         importlib.import_module(f"fltr_audit.cli.{module}")
     importlib.import_module("fltr_audit.cli.train").register_train_commands()  # after the algorithms' own
+    order = {f"fltr_audit.cli.{m}": i for i, m in enumerate(COMMAND_MODULES)}  # not the order of first import
+    app.registered_commands.sort(key=lambda c: order.get(getattr(c.callback, "__module__", ""), len(order)))
     _registered = True
 
 

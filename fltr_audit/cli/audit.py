@@ -28,7 +28,7 @@ SPEC_PARAMETERS = {
     "probe.click_models": "click_model", "probe.cohort": "probe_cohort", "probe.queries_per_client": "probe_queries",
     "probe.min_shown": "min_shown", "probe.require_click": "require_click", "probe.counterfactual": "counterfactual",
     "probe.threat_model": "threat_model", "probe.manipulation": "manipulation", "audit.trials": "trials",
-    "audit.epsilon_audit": "epsilon_audit", "seed": "seed",
+    "audit.epsilon_audit": "epsilon_audit", "seed": "seed", "defense": "defense", "attacks": "attack",
 }
 """The run spec's parameters (``fltr_audit.run_spec``) as this command's parameters, once."""
 OPTION_NAMES = {spec: "--" + name.replace("_", "-") for spec, name in SPEC_PARAMETERS.items()}

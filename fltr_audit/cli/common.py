@@ -32,7 +32,9 @@ def _to_jsonable(obj: Any) -> Any:
 
 
 def emit_json(obj: Any) -> None:
-    """Print ``obj`` as JSON on stdout (numpy types converted, NaN as null)."""
+    """Print ``obj`` as JSON on stdout: the one encoding of every command's ``--json`` (numpy
+    types converted; NaN -- no value -- as null; an infinite value, such as the epsilon of a
+    defense without a DP claim, as the string "inf" or "-inf", never null)."""
     sys.stdout.write(json.dumps(_to_jsonable(obj), indent=2) + "\n")
 
 

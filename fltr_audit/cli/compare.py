@@ -8,7 +8,7 @@ import pandas as pd
 import typer
 
 from fltr_audit.cli.app import app
-from fltr_audit.cli.common import parse_list
+from fltr_audit.cli.common import emit_json, parse_list
 from fltr_audit.errors import FltrError
 from fltr_audit.store import load
 from reports.compare import FORMATS, check_min_effect, compare, format_table
@@ -59,6 +59,9 @@ def compare_command(
     table = as_references(compare(tables, by=keys, averaging=averaging, min_effect=min_effect))
     if fmt == "table":
         print_compare(table, keys)
+        return
+    if fmt == "json":  # the encoding every command's --json uses (infinite epsilon as "inf")
+        emit_json(table.to_dict(orient="records"))
         return
     typer.echo(format_table(table, fmt), nl=False)
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-COMMAND_MODULES = ("attack", "compare", "audit", "audit_defense", "bench_attacks", "bench_core", "campaign", "data",
-                   "defenses", "demo", "epsilon", "lists", "report", "train", "train_fedips", "train_foltr_es")
-"""The modules that register commands, in registration order (``compare`` before ``audit``, which imports it)."""
+COMMAND_MODULES = ("attack", "audit", "audit_defense", "bench_attacks", "bench_core", "campaign", "compare",
+                   "data", "defenses", "demo", "epsilon", "lists", "report", "train", "train_fedips", "train_foltr_es")
+"""The modules that register commands; the top-level commands are listed in this order."""
 
 
 def top_level_commands() -> list[tuple[str, str]]:

@@ -42,21 +42,26 @@ def resolve_replace(replace: Optional[bool], clients: int, queries_per_client: i
     return needed > n_queries
 
 
-def parse_params(items: list[str], algorithm: str) -> dict[str, Any]:
-    """``--param KEY=VALUE`` items as the algorithm's keywords: each value read as an int, a float,
-    true / false or else text, then checked against the algorithm's declared parameters."""
+def parse_params(items: list[str], algorithm: str, lr: float | None = None) -> dict[str, Any]:
+    """``--param KEY=VALUE`` items (and ``--lr``) as the algorithm's keywords: each value read as
+    an int, a float, true / false or else text, then checked against the algorithm's declared
+    parameters; an error names what the user typed (``--lr``, ``--param KEY``)."""
     from fltr_audit.constraints import ParameterError
 
     params: dict[str, Any] = {}
+    typed = {"lr": "--lr"} if lr is not None else {}
     for item in items:
         key, eq, raw = item.partition("=")
         if not eq or not key.strip():
             raise FltrError(f"--param: expected KEY=VALUE, got {item!r}")
         params[key.strip()] = _literal(raw.strip())
+        typed[key.strip()] = f"--param {key.strip()}"
+    if lr is not None:
+        params["lr"] = lr
     try:
         algorithms.algorithm_spec(algorithm).check_params(params)
     except ParameterError as exc:
-        raise exc.renamed({}, where=f"--param {algorithm} ") from None
+        raise exc.renamed(typed, where=f"train {algorithm}: ") from None
     return params
 
 
@@ -153,7 +158,7 @@ def _train_command(algorithm: str):
         json_out: bool = typer.Option(False, "--json", help="Print the result as JSON."),
         quiet: bool = typer.Option(False, "--quiet", help="No progress bar."),
     ) -> None:
-        params = parse_params(list(param) + ([f"lr={lr}"] if lr is not None else []), algorithm)
+        params = parse_params(list(param), algorithm, lr)
         result = run_train(algorithm, data=data, fold=fold, click_model=click_model, clients=clients,
                            queries_per_client=queries_per_client, rounds=rounds, params=params, ranker=ranker, seed=seed,
                            out=out, defense=defense, record_rounds=record_rounds, eval_every=eval_every,
