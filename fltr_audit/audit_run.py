@@ -301,6 +301,16 @@ def audit_trials(config: RunSpec, stack: DefenseStack) -> int:
     return auto_trials(stack.claim.epsilon, stack.claim.delta)[0]
 
 
+def shuffle_trials(stack: DefenseStack, trials: int, cohort: int) -> int:
+    """``trials``, at most ``SHUFFLE_MESSAGES`` messages' worth (at least 100 trials) when the stack
+    shuffles: each trial shuffles a cohort of at least the shuffler's n for an amplified claim."""
+    shuffled = mech.declared(stack.aggregator)
+    if not isinstance(shuffled, mech.Shuffle):
+        return trials
+    members = max(cohort, shuffled.n) if shuffled.amplified else cohort
+    return min(trials, max(100, SHUFFLE_MESSAGES // members))
+
+
 def epsilon_audits(config: RunSpec, splits: Any, stack: DefenseStack, base: TrainResult) -> list[dict]:
     """The run's ``audits`` rows: the worst-case audit (when the stack claims an epsilon), then the
     natural one (module docstring, step 4)."""
@@ -346,10 +356,7 @@ def _audit_worst_case(config: RunSpec, stack: DefenseStack, metric: bool, natura
         scope = "aggregate" if aggregate else "message"
         if scope == "aggregate":
             trials = min(trials, AGGREGATE_TRIALS)
-        shuffled = mech.declared(stack.aggregator)
-        if isinstance(shuffled, mech.Shuffle):
-            members = max(cohort, shuffled.n) if shuffled.amplified else cohort
-            trials = min(trials, max(100, SHUFFLE_MESSAGES // members))
+        trials = shuffle_trials(stack, trials, cohort)
     result = audit_stack(stack, claim=claim, inputs=worst_case_inputs(stack, dim), neighbours="worst-case",
                          scope=scope, trials=trials, cohort=cohort, seed=audit_seed(config.seed, config.data.fold, stack.name, "worst-case"),
                          min_trials=4)
@@ -511,7 +518,8 @@ def _audit_defense(config: RunSpec, splits: Any, stack: DefenseStack, base: Trai
     pool, g, kind, (u0, u1) = found
     hides = hides_messages(stack, pool.shape[1])
     result = audit_stack(stack, claim=stack.claim, inputs=(u0, u1), neighbours="natural",
-                         scope="aggregate" if hides else "message", trials=audit_trials(config, stack),
+                         scope="aggregate" if hides else "message",
+                         trials=shuffle_trials(stack, audit_trials(config, stack), config.probe.cohort),
                          cohort=config.probe.cohort, seed=audit_seed(config.seed, config.data.fold, stack.name, "natural"), others=pool,
                          g=g, kind=kind, min_trials=4)
     return {**{key: value for key, value in result.as_dict().items() if key in AUDIT_COLUMNS},
