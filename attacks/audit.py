@@ -27,11 +27,15 @@ the sum of per-round log-likelihood ratios is the optimal test of the K-fold com
 
 ``claim_verdict`` compares the bound with the claim (PLAN.md, issue #11): ``no claim`` for an
 infinite claimed epsilon, ``outside scope`` when an aggregate-scope claim is audited on single
-messages, else ``violated`` / ``consistent``; ``tightness`` = epsilon_lb / claimed_epsilon.
+messages, ``untestable`` when the claim is at or above the ceiling (no outcome of these trials
+could exceed it: ``trials_to_test`` says how many would), else ``violated`` / ``consistent``;
+``tightness`` = epsilon_lb / claimed_epsilon. ``small_error`` records which error rate the
+held-out half chose to keep small (``fp``: the bound ``ln((1 - delta - FNR) / FPR)``), so that
+runs can be oriented alike before their counts are pooled (``reports.claims``).
 
 Statistics for vector messages: ``projection_statistic`` (likelihood ratio under isotropic
 Gaussian noise) and ``vote_statistic`` (per-coordinate majority); mechanism-aware ones and the
-worst-case neighbours live in ``attacks.defense_audit``; ``defense_mechanism`` wraps a client defense.
+worst-case neighbours live in ``attacks.mechanism_tests`` and ``attacks.worst_case``; ``defense_mechanism`` wraps a client defense.
 """
 
 from __future__ import annotations
@@ -58,22 +62,68 @@ boolean decisions."""
 
 NEIGHBOURS = ("worst-case", "natural")
 SCOPES = ("message", "aggregate")
-CLAIM_VERDICTS = ("violated", "consistent", "outside scope", "no claim")
+CLAIM_VERDICTS = ("violated", "consistent", "untestable", "outside scope", "no claim")
+AUTO_TRIALS_CAP = 1_000_000
+"""``--trials auto`` never sizes an audit beyond this many trials per input (and says so)."""
+AUTO_MARGIN = 4
+"""``--trials auto`` runs this many times the trials whose ceiling just reaches the claim
+(the ceiling then lies about ln 4 above it)."""
 CHUNK_VALUES = 1 << 22
 """Output values (trials x coordinates) generated per call of the mechanism (32 MB of float64)."""
 CANDIDATES = 1024
 """Thresholds tried on the held-out half (quantiles of its scores)."""
 
 
-def claim_verdict(claimed_epsilon: float, claimed_scope: str, audited_scope: str, epsilon_lb: float) -> str:
+def claim_verdict(claimed_epsilon: float, claimed_scope: str, audited_scope: str, epsilon_lb: float,
+                  ceiling: float = math.inf) -> str:
     """The claim verdict of one audit (issue #11): ``no claim`` when nothing finite is claimed;
-    ``outside scope`` when an ``aggregate`` claim was audited on single messages; else
-    ``violated`` when the lower bound exceeds the claim, ``consistent`` otherwise."""
+    ``outside scope`` when an ``aggregate`` claim was audited on single messages; ``untestable``
+    when the claim is at or above ``ceiling`` (the largest bound the trial count can show: the
+    audit could not come out ``violated``); else ``violated`` when the lower bound exceeds the
+    claim, ``consistent`` otherwise."""
     if not math.isfinite(float(claimed_epsilon)):
         return "no claim"
     if claimed_scope == "aggregate" and audited_scope == "message":
         return "outside scope"
+    if float(claimed_epsilon) >= float(ceiling):
+        return "untestable"
     return "violated" if float(epsilon_lb) > float(claimed_epsilon) else "consistent"
+
+
+def trials_to_test(claimed_epsilon: float, delta: float = 0.0, confidence: float = 0.95) -> int:
+    """The fewest trials per input whose ceiling (the bound with no error on the evaluation half of
+    ``n - n // 2``) exceeds ``claimed_epsilon``: below them the claim is ``untestable``.
+    The ceiling grows with n (``epsilon_lower_bound(0, 0, m, m)``), so this is a doubling then a
+    bisection search; 0 for an infinite claim."""
+    if not math.isfinite(claimed_epsilon):
+        return 0
+
+    def above(n: int) -> bool:
+        m = n - n // 2
+        return float(epsilon_lower_bound(0, 0, m, m, delta, confidence)) > claimed_epsilon
+
+    hi = 4
+    while not above(hi):
+        hi *= 2
+        if hi > 1 << 62:
+            return hi
+    lo = hi // 2
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if above(mid) else (mid, hi)
+    return hi
+
+
+def auto_trials(claimed_epsilon: float, delta: float = 0.0, confidence: float = 0.95,
+                floor: int = 10_000) -> tuple[int, bool]:
+    """``--trials auto``: ``AUTO_MARGIN`` times the trials that can test the claim (at least
+    ``floor``), at most ``AUTO_TRIALS_CAP``; and whether the cap cut it (FltrError for a defense
+    that claims no epsilon: there is nothing to size the trials by)."""
+    if not math.isfinite(claimed_epsilon):
+        raise FltrError("--trials auto: the defense claims no epsilon, so there is nothing to size the trials "
+                        "by; give a number of trials")
+    wanted = max(floor, AUTO_MARGIN * trials_to_test(claimed_epsilon, delta, confidence))
+    return min(wanted, AUTO_TRIALS_CAP), wanted > AUTO_TRIALS_CAP
 
 
 @dataclass(frozen=True)
@@ -246,6 +296,7 @@ def audit(
     fp, fn = (int(v[0]) for v in _errors(sorted0, sorted1, np.array([threshold]), direction))
     fpr, fnr = fp / n0, fn / n1
     lb = float(epsilon_lower_bound(fp, fn, n0, n1, delta, confidence))
+    small_error = _small_error(held0, held1, threshold, direction, h, delta, confidence)
     ceiling = float(epsilon_lower_bound(0, 0, n0, n1, delta, confidence))
     mu_lb = float("nan")
     if math.isfinite(mu):
@@ -278,11 +329,23 @@ def audit(
         mu=float(mu),
         mu_lb=mu_lb,
         rounds=int(rounds),
-        claim_verdict=claim_verdict(claimed, claim.scope, audited_scope, lb),
+        claim_verdict=claim_verdict(claimed, claim.scope, audited_scope, lb, ceiling),
         tightness=lb / claimed if math.isfinite(claimed) and claimed > 0 else float("nan"),
+        small_error=small_error,
         threshold=threshold,
         direction=direction,
     )
+
+
+def _small_error(held0: np.ndarray, held1: np.ndarray, threshold: float, direction: int, h: int, delta: float,
+                 confidence: float) -> str:
+    """Which error the held-out half's test keeps small: ``fp`` when its bound there comes from
+    ``ln((1 - delta - FNR) / FPR)``, ``fn`` when from ``ln((1 - delta - FPR) / FNR)``."""
+    e = _errors(np.sort(direction * held0), np.sort(direction * held1), np.array([threshold]), direction)
+    fpr_u, fnr_u = _upper_rates(e[0][0], e[1][0], h, h, confidence)
+    small_fp = float(np.log(max(1 - delta - fnr_u, 1e-300) / fpr_u))
+    small_fn = float(np.log(max(1 - delta - fpr_u, 1e-300) / fnr_u))
+    return "fp" if small_fp >= small_fn else "fn"
 
 
 def defense_mechanism(

@@ -127,7 +127,10 @@ def audit_query_distinguishing(defense, click_model, *, n_trials: int = 4000, se
     from fltr_audit.interfaces import PrivacyClaim
     from fltr_audit.messages import Messages
 
-    p = float(getattr(defense, "p", 1.0)) if defense is not None else 1.0
+    from fltr_audit.mechanisms import RandomizedResponse, declared
+
+    declared_rr = declared(defense) if defense is not None else None
+    p = float(declared_rr.p) if isinstance(declared_rr, RandomizedResponse) else 1.0
     exact = maxrr_epsilon(click_model, p, length=k)
     lists = (np.array(exact.placement_low), np.array(exact.placement_high))   # input 0, input 1
 

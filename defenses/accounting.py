@@ -63,9 +63,16 @@ def claim_component(stack: Any) -> Any:
 
 
 def dp_event_of(stack: Any) -> Any:
-    """The ``dp_event()`` of the component that makes the stack's claim (None without one)."""
-    part = claim_component(stack)
-    return None if part is None else part.dp_event()
+    """The event of the mechanism declared by the component that makes the stack's claim
+    (``defenses.mechanism_events.dp_event``; None without one)."""
+    from defenses.mechanism_events import dp_event
+    from fltr_audit.mechanisms import declared
+
+    claim = stack.claim
+    for part in (*stack.client, stack.aggregator):
+        if getattr(part, "claim", None) == claim and declared(part) is not None:
+            return dp_event(declared(part), claim)
+    return None
 
 
 def _pure_epsilon(event: Any) -> float | None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from fltr_audit.errors import FltrError
+from fltr_audit import mechanisms as mech
 from fltr_audit.interfaces import PrivacyClaim
 from fltr_audit.messages import Messages
 
@@ -51,6 +52,11 @@ class Clip:
 
     def __init__(self, sensitivity: float = 5.0, of: str = "weights", name: str = "clip"):
         self.sensitivity, self.of, self.name = float(sensitivity), of, name
+
+    @property
+    def mechanism(self) -> mech.Clipping:
+        """Declared: L2 clipping to Delta/2 of the weights or the update (no noise)."""
+        return mech.Clipping(self.sensitivity / 2, self.of, "l2")
 
     def apply(self, messages: Messages, global_params: np.ndarray, rng: np.random.Generator) -> Messages:
         require_vector(messages, self.name)

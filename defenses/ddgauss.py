@@ -12,6 +12,8 @@ from defenses.dp_fedavg import clip_updates
 from defenses.secagg import require_vectors
 from defenses.secagg_protocol import neighbour_graph, run_protocol
 from fltr_audit.errors import FltrError
+from defenses.mechanism_events import dp_event
+from fltr_audit import mechanisms as mech
 from fltr_audit.interfaces import Aggregate, PrivacyClaim
 from fltr_audit.messages import Messages
 
@@ -197,11 +199,14 @@ class DDGauss:
         terms = zcdp_terms(self.sensitivity, self.local_sigma(n), n, self.dim)
         return min(terms, key=lambda t: zcdp_epsilon(*t, self.dp_delta))
 
-    def dp_event(self):
-        """One round for one participating user: ``ZCDpEvent(rho, xi)`` for a cohort of ``n``."""
-        import dp_accounting
+    @property
+    def mechanism(self) -> mech.DiscreteGaussianSum:
+        """Declared: the distributed discrete Gaussian sum, (xi, rho)-zCDP for a cohort of ``n``."""
+        return mech.DiscreteGaussianSum(self.noise_multiplier, self.clip, *self.zcdp)
 
-        return dp_accounting.ZCDpEvent(*self.zcdp)
+    def dp_event(self):
+        """One round for one participating user, from the declaration: ``ZCDpEvent(rho, xi)``."""
+        return dp_event(self.mechanism, self.claim)
 
     def encode(self, updates: np.ndarray, signs: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, int]:
         """Steps 1-2 for every client: the rounded, rotated, scaled updates (int64, n x dim)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from defenses.clipping import check_noise_scale, clip_rows, require_vector
+from defenses.mechanism_events import dp_event
+from fltr_audit import mechanisms as mech
 from fltr_audit.interfaces import PrivacyClaim
 from fltr_audit.messages import Messages
 
@@ -44,12 +46,15 @@ class DistributedLaplace:
         """lambda = Delta / epsilon."""
         return self.sensitivity / self.eps
 
-    def dp_event(self):
-        """One round of the aggregate (the claim's scope): ``LaplaceDpEvent`` with noise multiplier
-        lambda / Delta = 1 / eps."""
-        import dp_accounting
+    @property
+    def mechanism(self) -> mech.GammaShares:
+        """Declared: Gamma(1/n, lambda) differences on the weights clipped to L2 norm Delta/2."""
+        return mech.GammaShares(self.scale, self.sensitivity)
 
-        return dp_accounting.LaplaceDpEvent(self.scale / self.sensitivity)
+    def dp_event(self):
+        """One round of the aggregate (the claim's scope), from the declaration:
+        ``LaplaceDpEvent(1 / eps)``."""
+        return dp_event(self.mechanism, self.claim)
 
     def apply(self, messages: Messages, global_params: np.ndarray, rng: np.random.Generator) -> Messages:
         require_vector(messages, self.name)

@@ -10,6 +10,8 @@ import numpy as np
 from defenses.dp_gaussian import gaussian_epsilon
 from defenses.secagg import require_vectors
 from fltr_audit.errors import FltrError
+from defenses.mechanism_events import dp_event
+from fltr_audit import mechanisms as mech
 from fltr_audit.interfaces import Aggregate, PrivacyClaim
 from fltr_audit.messages import Messages
 
@@ -80,11 +82,14 @@ class DPFedAvg:
         """z_D: the multiplier of the noise on the update sum (z with fixed clipping)."""
         return update_noise_multiplier(self.noise_multiplier, self.count_std) if self.adaptive else self.noise_multiplier
 
-    def dp_event(self):
-        """One round for one participating user: the Gaussian mechanism of multiplier z."""
-        import dp_accounting
+    @property
+    def mechanism(self) -> mech.AggregatorGaussian:
+        """Declared: N(0, (z_D C)^2) on the sum of updates clipped to C (the initial C when adaptive)."""
+        return mech.AggregatorGaussian(self.noise_multiplier, self.update_multiplier, self.initial_clip, self.adaptive)
 
-        return dp_accounting.GaussianDpEvent(self.noise_multiplier)
+    def dp_event(self):
+        """One round for one participating user, from the declaration: ``GaussianDpEvent(z)``."""
+        return dp_event(self.mechanism, self.claim)
 
     def aggregate(self, messages: Messages, participants: np.ndarray, rng: np.random.Generator,
                   global_params: np.ndarray | None = None) -> Aggregate:

@@ -8,6 +8,8 @@ from scipy.special import log_ndtr, ndtr
 
 from defenses.clipping import check_noise_scale, clip_rows, require_vector
 from fltr_audit.errors import FltrError
+from defenses.mechanism_events import dp_event
+from fltr_audit import mechanisms as mech
 from fltr_audit.interfaces import PrivacyClaim
 from fltr_audit.messages import Messages
 
@@ -57,12 +59,15 @@ class Gaussian:
         """The noise standard deviation sigma * C."""
         return self.sigma * self.clip
 
-    def dp_event(self):
-        """One round: ``GaussianDpEvent`` with noise multiplier std / sensitivity = sigma C / 2C =
-        sigma / 2 (under add/remove-one it gives exactly the claimed epsilon at ``dp_delta``)."""
-        import dp_accounting
+    @property
+    def mechanism(self) -> mech.Gaussian:
+        """Declared: N(0, (sigma C)^2) on the update clipped to L2 norm C."""
+        return mech.Gaussian(self.std, self.clip)
 
-        return dp_accounting.GaussianDpEvent(self.std / (2 * self.clip))
+    def dp_event(self):
+        """One round, from the declaration: ``GaussianDpEvent(sigma / 2)`` (std sigma C over the
+        sensitivity 2C; under add/remove-one it gives exactly the claimed epsilon at ``dp_delta``)."""
+        return dp_event(self.mechanism, self.claim)
 
     def apply(self, messages: Messages, global_params: np.ndarray, rng: np.random.Generator) -> Messages:
         require_vector(messages, self.name)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from defenses.clipping import check_noise_scale, clip_rows, require_vector
+from defenses.mechanism_events import dp_event
+from fltr_audit import mechanisms as mech
 from fltr_audit.interfaces import PrivacyClaim
 from fltr_audit.messages import Messages
 
@@ -31,12 +33,15 @@ class LocalLaplace:
         """The Laplace scale Delta / epsilon."""
         return self.sensitivity / self.eps
 
-    def dp_event(self):
-        """One round: ``LaplaceDpEvent`` with noise multiplier scale / sensitivity = 1 / eps (the
-        claimed L1 sensitivity Delta; understated for ``norm=l2``, as the claim is)."""
-        import dp_accounting
+    @property
+    def mechanism(self) -> mech.Laplace:
+        """Declared: Laplace(Delta/eps) on the update clipped to ``norm`` Delta/2."""
+        return mech.Laplace(self.scale, self.sensitivity, self.norm, "update")
 
-        return dp_accounting.LaplaceDpEvent(self.scale / self.sensitivity)
+    def dp_event(self):
+        """One round, from the declaration: ``LaplaceDpEvent(1 / eps)`` (the claimed L1 sensitivity
+        Delta; understated for ``norm=l2``, as the claim is)."""
+        return dp_event(self.mechanism, self.claim)
 
     def apply(self, messages: Messages, global_params: np.ndarray, rng: np.random.Generator) -> Messages:
         require_vector(messages, self.name)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from fltr_audit.errors import FltrError
+from defenses.mechanism_events import dp_event
+from fltr_audit import mechanisms as mech
 from fltr_audit.interfaces import PrivacyClaim
 from fltr_audit.maxrr import maxrr_values, rr_epsilon  # noqa: F401 (rr_epsilon: Eq. 10, re-exported)
 from fltr_audit.messages import Messages
@@ -52,13 +54,17 @@ class RandomizedResponse:
             raise FltrError(f"{name}: needs 1/n < p <= 1, got p = {self.p:g} with n = {self.n} values")
         self.claim = PrivacyClaim(epsilon=rr_epsilon(self.p, self.n), delta=0.0, scope="message")
 
-    def dp_event(self):
-        """One transmitted value: ``RandomizedResponseDpEvent`` over the n values. dp-accounting's
-        mechanism sends a uniform value with probability ``noise`` (the true one included), ours
-        one of the n - 1 others with probability 1 - p: equal when noise / n = (1 - p) / (n - 1)."""
-        import dp_accounting
+    @property
+    def mechanism(self) -> mech.RandomizedResponse:
+        """Declared: randomized response with keep probability p over ``values``."""
+        return mech.RandomizedResponse(self.p, tuple(float(v) for v in self.values))
 
-        return dp_accounting.RandomizedResponseDpEvent(self.n * (1.0 - self.p) / (self.n - 1), self.n)
+    def dp_event(self):
+        """One transmitted value, from the declaration: ``RandomizedResponseDpEvent`` over the n
+        values. dp-accounting's mechanism sends a uniform value with probability ``noise`` (the true
+        one included), ours one of the n - 1 others with probability 1 - p: equal when
+        noise / n = (1 - p) / (n - 1)."""
+        return dp_event(self.mechanism, self.claim)
 
     def encode(self, metric: np.ndarray) -> np.ndarray:
         """Codes (indices into the sorted domain) of metric values; refuses values outside it."""

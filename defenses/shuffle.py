@@ -10,6 +10,8 @@ import numpy as np
 
 from fltr_audit.aggregation import weighted_mean
 from fltr_audit.errors import FltrError
+from defenses.mechanism_events import dp_event
+from fltr_audit import mechanisms as mech
 from fltr_audit.interfaces import Aggregate, ClientDefense, PrivacyClaim
 from fltr_audit.messages import Messages
 
@@ -87,6 +89,11 @@ class Shuffle:
         a user takes part in (basic composition of the delta part), see ``dp_event``."""
         return self.claim.delta
 
+    @property
+    def mechanism(self) -> mech.Shuffle:
+        """Declared: an anonymous shuffle of the cohort (amplified claim for cohorts of at least n)."""
+        return mech.Shuffle(self.n, self.amplified)
+
     def dp_event(self):
         """One round for one user. dp-accounting 0.6 has no (epsilon, delta) event, so this is
         the binary randomized response of the claimed epsilon,
@@ -95,9 +102,7 @@ class Shuffle:
         probability delta, so over K rounds the accountant's delta grows by K * ``dp_event_delta``.
         The claim is for replace-one neighbours (as Theorem 3.1), the relation dp-accounting
         requires for this event (``NeighboringRelation.REPLACE_ONE``)."""
-        import dp_accounting
-
-        return dp_accounting.RandomizedResponseDpEvent(2.0 / (1.0 + math.exp(self.claim.epsilon)), 2)
+        return dp_event(self.mechanism, self.claim)
 
     def aggregate(self, messages: Messages, participants: np.ndarray, rng: np.random.Generator) -> Aggregate:
         order = rng.permutation(messages.n_clients)

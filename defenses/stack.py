@@ -25,6 +25,7 @@ from defenses.randomized_response import MAXRR_VALUES
 from fltr_audit.aggregation import FedAvg
 from fltr_audit.errors import FltrDeprecation, FltrError
 from fltr_audit.interfaces import Aggregator, ClientDefense, PrivacyClaim
+from fltr_audit.mechanisms import check_declaration
 
 
 def _fmt(value: Any) -> str:
@@ -162,6 +163,7 @@ def parse_defense(text: str) -> DefenseStack:
             obj = spec.build(**values, name=token)
         except FltrError as exc:
             raise FltrError(f"{where}: {str(exc).removeprefix(token + ': ')}") from None
+        check_declaration(obj, spec.role)  # an unknown or impossible declared mechanism, named
         tokens.append(token)
         if spec.role == "aggregator":
             aggregator = obj

@@ -47,6 +47,8 @@ def audit_defaults() -> dict[str, Any]:
         if name in _CLI_ONLY:
             continue
         default = getattr(param.default, "default", param.default)
+        if name == "trials":  # a number, or "auto" (sized to each defense's claim)
+            default = int(default)
         if name in COMMA_SEPARATED and isinstance(default, str):
             default = [v for v in default.split(",") if v] or None
         defaults[api_name.get(name, name)] = default
@@ -211,6 +213,8 @@ def _check(options: dict[str, Any], defaults: dict[str, Any]) -> dict[str, Any]:
             if not isinstance(value, bool):
                 raise FltrError(f"fltr_audit.audit: {key} must be True or False, not {value!r}")
         elif isinstance(default, int):
+            if key == "trials" and value == "auto":
+                continue
             if not isinstance(value, int) or isinstance(value, bool):
                 raise FltrError(f"fltr_audit.audit: {key} must be an int, not {value!r}")
         elif isinstance(default, str) and not isinstance(value, str):
@@ -331,7 +335,10 @@ def register_defense(name: str, factory: Callable[..., Any], role: str = "client
     Messages``) or, with ``role="aggregator"``, an aggregator (``aggregate(messages,
     participants, rng) -> Aggregate``), carrying the ``claim`` (``PrivacyClaim``) it makes;
     ``guarantee`` states it in words for ``defenses list``. A client defense that transforms
-    FOLtR-ES metric values declares ``privatizes = "metric"``.
+    FOLtR-ES metric values declares ``privatizes = "metric"``. A defense declares what it does in
+    its ``mechanism`` attribute (``fltr_audit.mechanisms``: ``Laplace``, ``Gaussian``,
+    ``RandomizedResponse``, ...): the worst-case audit, the mechanism-aware test and the Bayes
+    likelihood read it; one that declares nothing is audited with the learned test.
     """
     from defenses.registration import register_defense as register
 

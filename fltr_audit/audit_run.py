@@ -20,14 +20,20 @@ defense stack parsed once; ``run_audit`` turns it into the result tables of ``do
    lists (``probe.counterfactual``, default 20; ``attacks.scoring``): leakage is the
    difference. The probe's random streams are keyed by the seed and the fold
    (``probe_seed``), so that folds are independent replicates.
-4. **Epsilon audit** -- for FOLtR-ES, the query-distinguishing test on the privatized
-   metric (``_audit_metric``) beside the exact epsilon by enumeration. For vector messages, the defense's client transforms (and its aggregation) as a
-   mechanism on two inputs of one client (two probe clients' undefended messages, the pair
-   farthest apart among the first probe clients): the projection test's error rates give an
-   empirical lower bound on epsilon, set beside the claimed epsilon and scope. When the
-   aggregator hides messages the audited output is the cohort mean, the other members drawn
+4. **Epsilon audits** -- two per run when the defense claims an epsilon, each an ``audits``
+   row named by its ``neighbours``: the *worst-case* audit (``_audit_worst_case``: crafted
+   inputs beyond the declared clip, ``attacks.worst_case``, scored by the declared mechanism's
+   test, or the learned test for a defense that declares nothing), on which the claim verdict
+   rests, and the *natural* audit beside it. Natural neighbours: for FOLtR-ES the
+   query-distinguishing test on the privatized metric (``_audit_metric``) beside the exact
+   epsilon by enumeration; for vector messages, the defense's client transforms (and its
+   aggregation) as a mechanism on one probe client's message with and without one click. When
+   the aggregator hides messages the audited output is the cohort mean, the other members drawn
    from the probe clients' messages (secure aggregation's exact sum is simulated by the mean:
-   its fixed-point error is far below the noise that matters here).
+   its fixed-point error is far below the noise that matters here). Every audit draws from its
+   own stream, keyed by the seed, the fold, the defense and the audit kind (``audit_seed``), so
+   that runs pooled in a report are independent. ``audit_trials`` is a number of trials per
+   input or ``auto`` (sized to the claim, ``attacks.audit.auto_trials``).
 
 The pre-trained models are cached per process, keyed by their settings (the spec's frozen
 data and algorithm parts, the seed and the defense's canonical name), so the runs of one
@@ -37,6 +43,7 @@ campaign that differ only by defense train the base model once per worker.
 from __future__ import annotations
 
 import dataclasses
+import zlib
 from collections import OrderedDict
 from functools import lru_cache
 from typing import Any, Mapping
@@ -44,19 +51,22 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
-from attacks.defense_audit import audit_stack
+from attacks.audit import auto_trials
 from attacks.epsilon import epsilon_rows
 from attacks.foltr_decode import audit_query_distinguishing
 from attacks.registry import attack_spec, make_attack, needed
 from attacks.scoring import Slots, evaluate, roc_points, summarize
+from attacks.stack_audit import audit_stack, protected_by_aggregator
+from attacks.worst_case import worst_case_inputs
 from defenses.accounting import ParticipationSchedule, privacy_spent
 from defenses.stack import DefenseStack, parse_defense
+from fltr_audit import mechanisms as mech
 from fltr_audit import metrics
 from fltr_audit.algorithms import registry as algorithms
 from fltr_audit.data.load import load_splits
 from fltr_audit.errors import FltrError
 from fltr_audit.federation import TrainResult, train
-from fltr_audit.interfaces import Algorithm
+from fltr_audit.interfaces import Algorithm, PrivacyClaim
 from fltr_audit.messages import Messages, RoundBatch
 from fltr_audit.population import parse_non_iid
 from fltr_audit.probe import MAX_PROBE_ROUNDS, probe, probe_cohorts
@@ -66,6 +76,14 @@ from fltr_audit.rankers import make_ranker
 from fltr_audit.run_spec import AlgorithmSettings, DataSettings, ProbeSettings, RunSpec, as_run_spec
 
 AUDIT_POOL = 50
+AGGREGATE_TRIALS = 4_000
+"""At most this many trials per input for a run's worst-case audit of a cohort aggregate (one
+defense call on a whole cohort per trial; ceiling 6.3, above every built-in aggregate claim)."""
+SHUFFLE_MESSAGES = 100_000
+"""At most this many messages per input for a worst-case audit of a shuffled cohort (each trial
+shuffles a whole cohort, of at least the shuffler's n for an amplified claim): 100 trials at
+n = 1000, some seconds."""
+DEFAULT_AUDIT_TRIALS = 10_000
 AUDIT_COLUMNS = tuple(f.name for f in dataclasses.fields(AuditMeasurement))
 """The measured columns of an ``audits`` row (the run's algorithm and defense lead, its privacy trails)."""
 
@@ -190,12 +208,10 @@ def run_audit(config: RunSpec | Mapping[str, Any]) -> dict[str, pd.DataFrame]:
         "per_query": pd.concat(query_rows, ignore_index=True) if query_rows else pd.DataFrame(),
     }
     if config.audit.epsilon_audit:
-        audit_row = _audit_defense(config, splits, stack, base)
-        if audit_row is None:
-            audit_row = _audit_metric(config, splits, stack, base)
-        if audit_row is not None:
-            tables["audits"] = pd.DataFrame([{**context, "defense": stack.name, **audit_row}])
-        rr = _randomized_response(stack)
+        audit_rows = epsilon_audits(config, splits, stack, base)
+        if audit_rows:
+            tables["audits"] = pd.DataFrame([{**context, "defense": stack.name, **row} for row in audit_rows])
+        rr = randomized_response(stack)
         if rr is not None:
             tables["epsilon"] = pd.DataFrame(epsilon_rows(probe_cfg.click_models, [rr.p],
                                                           levels=splits.train.n_levels))
@@ -290,23 +306,99 @@ def algorithm_setting(config: RunSpec) -> str:
     return ",".join(parts)
 
 
-def _randomized_response(stack: DefenseStack) -> Any:
-    """The stack's transform of FOLtR-ES metric values (randomized response), if any: the client
-    defense that declares ``privatizes = "metric"`` (vector defenses may leave it out)."""
-    found = [d for d in stack.client if getattr(d, "privatizes", "vector") == "metric"]
+def randomized_response(stack: DefenseStack) -> Any:
+    """The stack's transform of FOLtR-ES metric values, if any: the client defense that declares
+    randomized response (``fltr_audit.mechanisms.RandomizedResponse``)."""
+    found = [d for d in stack.client if isinstance(mech.declared(d), mech.RandomizedResponse)]
     return found[0] if found else None
 
 
+AUDIT_KINDS = ("worst-case", "natural")
+
+
+def audit_seed(seed: int, fold: int, defense: str, kind: str) -> int:
+    """The seed of one epsilon audit: a ``SeedSequence`` spawn keyed by the run's seed, its fold,
+    the defense and the audit kind (``AUDIT_KINDS``), so that the audits of different folds,
+    defenses and kinds draw independent noise (pooling counts them as independent runs)."""
+    key = (int(fold), zlib.crc32(str(defense).encode()), AUDIT_KINDS.index(kind))
+    state = np.random.SeedSequence(int(seed), spawn_key=key).generate_state(2, np.uint32)
+    return int(state[0]) << 31 | int(state[1]) >> 1
+
+
+def audit_trials(config: RunSpec, stack: DefenseStack) -> int:
+    """The run's trials per input for its epsilon audits: ``audit_trials`` (default 10,000), or
+    ``auto``: sized to the stack's claim (``attacks.audit.auto_trials``); a stack without a claim
+    (only audited on natural neighbours, for what its messages reveal) keeps the default -- the
+    doors refuse ``auto`` for a defense list where one claims nothing (``campaign_spec``)."""
+    trials = config.audit.trials
+    if trials != "auto":
+        return int(trials)
+    if not np.isfinite(stack.claim.epsilon):
+        return DEFAULT_AUDIT_TRIALS
+    return auto_trials(stack.claim.epsilon, stack.claim.delta)[0]
+
+
+def shuffle_trials(stack: DefenseStack, trials: int, cohort: int) -> int:
+    """``trials``, at most ``SHUFFLE_MESSAGES`` messages' worth (at least 100 trials) when the stack
+    shuffles: each trial shuffles a cohort of at least the shuffler's n for an amplified claim."""
+    shuffled = mech.declared(stack.aggregator)
+    if not isinstance(shuffled, mech.Shuffle):
+        return trials
+    members = max(cohort, shuffled.n) if shuffled.amplified else cohort
+    return min(trials, max(100, SHUFFLE_MESSAGES // members))
+
+
+def epsilon_audits(config: RunSpec, splits: Any, stack: DefenseStack, base: TrainResult) -> list[dict]:
+    """The run's ``audits`` rows: the worst-case audit (when the stack claims an epsilon), then the
+    natural one (module docstring, step 4)."""
+    metric = algorithms.algorithm_spec(config.algorithm.name).message_kind == "seed+metric"
+    natural = _audit_metric(config, splits, stack, base) if metric else _audit_defense(config, splits, stack, base)
+    worst = _audit_worst_case(config, stack, metric, natural, len(np.asarray(base.params)))
+    return [row for row in (worst, natural) if row is not None]
+
+
 def _audit_metric(config: RunSpec, splits: Any, stack: DefenseStack, base: TrainResult) -> dict | None:
-    """Empirical epsilon of a FOLtR-ES metric message: the query-distinguishing attack on the
-    worst-case pair of relevance placements of the exact enumeration (FOLtR-ES §4, Eq. 9)."""
-    if algorithms.algorithm_spec(config.algorithm.name).message_kind != "seed+metric":
-        return None
+    """Empirical epsilon of a FOLtR-ES metric message on natural neighbours: the
+    query-distinguishing attack on the worst-case pair of relevance placements of the exact
+    enumeration (FOLtR-ES §4, Eq. 9)."""
     algorithm = build_algorithm(config, splits, config.algorithm.train_click_model)
-    row = audit_query_distinguishing(_randomized_response(stack), algorithm.click_model,
-                                     n_trials=config.audit.trials, seed=config.seed, k=algorithm.k)
+    row = audit_query_distinguishing(randomized_response(stack), algorithm.click_model, n_trials=audit_trials(config, stack),
+                                     seed=audit_seed(config.seed, config.data.fold, stack.name, "natural"), k=algorithm.k)
     row["mechanism"] = stack.name
     return {**{key: row[key] for key in AUDIT_COLUMNS}, **_run_privacy(config, stack)}
+
+
+def _audit_worst_case(config: RunSpec, stack: DefenseStack, metric: bool, natural: dict | None,
+                      dim: int) -> dict | None:
+    """The worst-case audit the claim verdict rests on (None when the stack claims no epsilon, or
+    its messages carry neither a vector nor a randomized metric): crafted inputs beyond the
+    declared clip (``attacks.worst_case``) at the claim's scope -- one client's message, or the
+    cohort aggregate when the aggregator hides messages, protects them, or the claim covers only
+    the aggregate -- with the other members' inputs zero (fixed and known: the worst case)."""
+    claim = stack.claim
+    if not np.isfinite(claim.epsilon):
+        return None
+    cohort = int(config.probe.cohort)
+    trials = audit_trials(config, stack)
+    if metric:
+        if randomized_response(stack) is None:
+            return None
+        dim, scope = 1, "message"
+    else:
+        if natural is None:
+            return None
+        hides = hides_messages(stack, dim)
+        aggregate = hides or protected_by_aggregator(stack) is not None or \
+            (claim.scope == "aggregate" and cohort >= 2)
+        scope = "aggregate" if aggregate else "message"
+        if scope == "aggregate":
+            trials = min(trials, AGGREGATE_TRIALS)
+        trials = shuffle_trials(stack, trials, cohort)
+    result = audit_stack(stack, claim=claim, inputs=worst_case_inputs(stack, dim), neighbours="worst-case",
+                         scope=scope, trials=trials, cohort=cohort, seed=audit_seed(config.seed, config.data.fold, stack.name, "worst-case"),
+                         min_trials=4)
+    return {**{key: value for key, value in result.as_dict().items() if key in AUDIT_COLUMNS},
+            **_run_privacy(config, stack)}
 
 
 def _attack_params(name: str, config: RunSpec, algorithm: Any) -> dict:
@@ -321,8 +413,9 @@ def _attack_params(name: str, config: RunSpec, algorithm: Any) -> dict:
 
 
 def noise_model(stack: DefenseStack, members: int = 1) -> Any:
-    """The ``attacks.bayes.NoiseModel`` of a defense stack: its clipping steps in order and its
-    one noise mechanism (FltrError naming the defense when ``bayes`` has no likelihood for it).
+    """The ``attacks.bayes.NoiseModel`` of a defense stack, read from the mechanisms its parts
+    declare (``fltr_audit.mechanisms``): its clipping steps in order and its one noise mechanism
+    (FltrError naming the defense when ``bayes`` has no likelihood for it, or it declares nothing).
 
     The aggregators that add noise are mapped for the one case ``bayes`` attacks an aggregate:
     the target's update alone in it (a probe cohort of one, or ``server-malicious`` isolation,
@@ -330,60 +423,63 @@ def noise_model(stack: DefenseStack, members: int = 1) -> Any:
     the others' zero updates), of ``members`` clients in all. Then the attacked update is the
     clipped update plus the noise on the cohort's *sum*:
 
-    * ``dp-fedavg``: clip ``C`` (L2, of the update) and N(0, (z C)^2) per coordinate
-      (``z`` = ``update_multiplier``); adaptive clipping is refused (the clip moves every round);
-    * ``ddgauss``: clip ``C``, then a Gaussian approximation (``defenses.ddgauss.decoded_noise_std``).
+    * ``AggregatorGaussian`` (dp-fedavg): clip ``C`` (L2, of the update) and N(0, (z_D C)^2) per
+      coordinate; adaptive clipping is refused (the clip moves every round);
+    * ``DiscreteGaussianSum`` (ddgauss): clip ``C``, then a Gaussian approximation
+      (``defenses.ddgauss.decoded_noise_std``).
 
-    ``shuffle`` is refused: the server gets the messages without senders and cannot link one to
+    ``Shuffle`` is refused: the server gets the messages without senders and cannot link one to
     the list it was shown on.
     """
     from attacks.bayes import ClipStep, NoiseModel
-    from defenses.clipping import Clip
-    from defenses.ddgauss import DDGauss, decoded_noise_std
-    from defenses.dp_distributed import DistributedLaplace
-    from defenses.dp_fedavg import DPFedAvg
-    from defenses.dp_gaussian import Gaussian
-    from defenses.dp_local import LocalLaplace
-    from defenses.randomized_response import RandomizedResponse
-    from defenses.shuffle import Shuffle
 
     clips: list = []
     noise: dict = {}
+    two = (f"--attack bayes: defense {stack.name!r} stacks two noise mechanisms; bayes has a likelihood for one")
     for d in stack.client:
-        if isinstance(d, Clip):
-            clips.append(ClipStep(d.sensitivity / 2, d.of, "l2"))
+        m = mech.declared(d)
+        if isinstance(m, mech.Clipping):
+            clips.append(ClipStep(m.bound, m.of, m.norm))
             continue
         if noise:
-            raise FltrError(f"--attack bayes: defense {stack.name!r} stacks two noise mechanisms; "
-                            "bayes has a likelihood for one")
-        if isinstance(d, DistributedLaplace):
-            clips.append(ClipStep(d.sensitivity / 2, "weights", "l2"))
-            noise = {"kind": "gamma-difference", "scale": d.scale}
-        elif isinstance(d, LocalLaplace):
-            clips.append(ClipStep(d.sensitivity / 2, "update", d.norm))
-            noise = {"kind": "laplace", "scale": d.scale}
-        elif isinstance(d, Gaussian):
-            clips.append(ClipStep(d.clip, "update", "l2"))
-            noise = {"kind": "gaussian", "scale": d.std}
-        elif isinstance(d, RandomizedResponse):
-            noise = {"kind": "rr", "scale": d.p, "values": tuple(float(v) for v in d.values)}
+            raise FltrError(two)
+        if isinstance(m, mech.GammaShares):
+            clips.append(ClipStep(m.sensitivity / 2, m.of, "l2"))
+            noise = {"kind": "gamma-difference", "scale": m.scale}
+        elif isinstance(m, mech.Laplace):
+            clips.append(ClipStep(m.sensitivity / 2, m.of, m.norm))
+            noise = {"kind": "laplace", "scale": m.scale}
+        elif isinstance(m, mech.Gaussian):
+            clips.append(ClipStep(m.clip, "update", "l2"))
+            noise = {"kind": "gaussian", "scale": m.std}
+        elif isinstance(m, mech.RandomizedResponse):
+            noise = {"kind": "rr", "scale": m.p, "values": tuple(float(v) for v in m.values)}
         else:
-            raise FltrError(f"--attack bayes: no likelihood for defense {d.name!r} (supported: clip, "
-                            "dp-local-laplace, dp-gaussian, dp-distributed, rr, secagg, dp-fedavg, ddgauss)")
+            raise FltrError(f"--attack bayes: defense {d.name!r} declares no mechanism bayes has a likelihood for "
+                            "(declare one of fltr_audit.mechanisms: Clipping, Laplace, Gaussian, GammaShares, "
+                            "RandomizedResponse)")
     agg = stack.aggregator
-    if isinstance(agg, Shuffle):
+    m = mech.declared(agg)
+    if isinstance(m, mech.Shuffle):
         raise FltrError(f"--attack bayes: defense {stack.name!r} shuffles the messages, so the server cannot "
                         "link a message to the list it was shown on")
-    if isinstance(agg, (DPFedAvg, DDGauss)):
+    if isinstance(m, mech.AGGREGATOR_NOISE):
         if noise:
-            raise FltrError(f"--attack bayes: defense {stack.name!r} stacks two noise mechanisms; "
-                            "bayes has a likelihood for one")
-        if isinstance(agg, DPFedAvg) and agg.adaptive:
+            raise FltrError(two)
+        if isinstance(m, mech.AggregatorGaussian) and m.adaptive:
             raise FltrError(f"--attack bayes: defense {stack.name!r} adapts its clip norm every round "
                             "(quantile > 0); bayes needs the fixed clip (quantile=0)")
-        clips.append(ClipStep(agg.clip, "update", "l2"))
-        std = agg.update_multiplier * agg.clip if isinstance(agg, DPFedAvg) else decoded_noise_std(agg, members)
+        clips.append(ClipStep(m.clip, "update", "l2"))
+        if isinstance(m, mech.AggregatorGaussian):
+            std = m.std_multiplier * m.clip
+        else:
+            from defenses.ddgauss import decoded_noise_std
+
+            std = decoded_noise_std(agg, members)
         noise = {"kind": "gaussian", "scale": std}
+    elif m is None and np.isfinite(getattr(agg, "claim", PrivacyClaim()).epsilon):
+        raise FltrError(f"--attack bayes: aggregator {agg.name!r} claims an epsilon but declares no mechanism, so "
+                        "bayes has no likelihood for it")
     return NoiseModel(clips=tuple(clips), defense=stack.name, **noise)
 
 
@@ -452,16 +548,17 @@ def _audit_defense(config: RunSpec, splits: Any, stack: DefenseStack, base: Trai
     probe client's real undefended message with and without one click (``natural_messages``),
     through the stack's client transforms -- one client's message, or, when the
     aggregator hides messages, the cohort mean with the other members drawn from the probe
-    clients' messages -- scored by the stack's mechanism-aware test (``attacks.defense_audit``)."""
+    clients' messages -- scored by the stack's mechanism-aware test (``attacks.stack_audit``)."""
     found = natural_messages(config, splits, base)
     if found is None:
         return None
     pool, g, kind, (u0, u1) = found
     hides = hides_messages(stack, pool.shape[1])
     result = audit_stack(stack, claim=stack.claim, inputs=(u0, u1), neighbours="natural",
-                         scope="aggregate" if hides else "message", trials=config.audit.trials,
-                         cohort=config.probe.cohort, seed=config.seed, others=pool, g=g, kind=kind,
-                         min_trials=4)
+                         scope="aggregate" if hides else "message",
+                         trials=shuffle_trials(stack, audit_trials(config, stack), config.probe.cohort),
+                         cohort=config.probe.cohort, seed=audit_seed(config.seed, config.data.fold, stack.name, "natural"), others=pool,
+                         g=g, kind=kind, min_trials=4)
     return {**{key: value for key, value in result.as_dict().items() if key in AUDIT_COLUMNS},
             **_run_privacy(config, stack)}
 

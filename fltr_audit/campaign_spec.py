@@ -54,7 +54,7 @@ _SCHEMA: dict[str, dict[str, tuple[type, ...]]] = {
         "lists": (int,),
         "rounds": (int,),
     },
-    "audit": {"defenses": (str, list), "attacks": (str, list), "epsilon_audit": (bool,), "trials": (int,)},
+    "audit": {"defenses": (str, list), "attacks": (str, list), "epsilon_audit": (bool,), "trials": (int, str)},
 }
 
 DEFAULTS: dict[str, Any] = {
@@ -211,6 +211,13 @@ def _check_values(spec: dict, source: str, names: Mapping[str, str] | None = Non
                 raise FltrError(f"{source}: click model {model!r} in 'probe.click_models' or "
                                 f"'algorithm.train_click_model' does not fit algorithm {name!r} "
                                 f"({'pbm only' if family == 'pbm' else 'its users click by a cascade model'})")
+    trials = spec["audit"]["trials"]
+    if trials == "auto":  # sized to each defense's claim: a defense that claims none has nothing to size by
+        for text in as_list(spec["audit"]["defenses"]):
+            stack = parse_defense(text)
+            if stack.name != "none" and stack.claim.epsilon == float("inf"):
+                raise FltrError(f"{source}: key 'audit.trials' = \"auto\": defense {stack.name!r} claims no epsilon, "
+                                "so there is nothing to size its trials by; give a number of trials")
     _check_each(spec["audit"]["defenses"], parse_defense, "defense", source, names)
     _check_each(spec["audit"]["attacks"], make_attack, "attacks", source, names)
     _check_threat_models(spec, source)

@@ -118,6 +118,9 @@ class AuditMeasurement:
     rounds: int
     claim_verdict: str
     tightness: float
+    small_error: str
+    """``fp`` or ``fn``: the error rate the test chosen on the held-out half keeps small
+    (``reports.claims`` orients runs by it before pooling their counts)."""
 
 
 @dataclasses.dataclass(frozen=True)

@@ -209,12 +209,13 @@ class ProbeSettings(_Section):
 
 @dataclass(frozen=True)
 class AuditSettings(_Section):
-    """Whether the defense's claim is audited empirically, and the trials per input."""
+    """Whether the defense's claim is audited empirically, and the trials per input of each audit
+    (a number, or ``"auto"``: sized to the defense's claim, ``attacks.audit.auto_trials``)."""
 
     NAME = "audit"
 
     epsilon_audit: bool = setting(True, constraints=(InstanceOf(bool),))
-    trials: int = setting(10000, key="audit_trials", constraints=(Interval(int, 4, None),))
+    trials: int | str = setting(10000, key="audit_trials", constraints=(Interval(int, 4, None), Options(("auto",))))
 
 
 SECTIONS = ("data", "algorithm", "probe", "audit")

@@ -30,7 +30,8 @@ Schema (``schema_version`` 1; every data table also has ``run_key`` and ``extra`
            epsilon_point REAL, epsilon_lb REAL, confidence REAL, n_trials INTEGER,
            fpr REAL, fnr REAL, neighbours TEXT, audited_scope TEXT, test TEXT, fp INTEGER,
            fn INTEGER, n0 INTEGER, n1 INTEGER, ceiling REAL, trial_limited BOOLEAN, mu REAL,
-           mu_lb REAL, rounds INTEGER, claim_verdict TEXT, tightness REAL, epsilon_server REAL,
+           mu_lb REAL, rounds INTEGER, claim_verdict TEXT, tightness REAL, small_error TEXT,
+           epsilon_server REAL,
            epsilon_server_q99 REAL, epsilon_observer REAL, delta_total REAL,
            participations_max INTEGER, participations_q99 INTEGER)
     utility(algo TEXT, data TEXT, fold INTEGER, seed INTEGER, click_model TEXT,

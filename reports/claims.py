@@ -10,10 +10,16 @@ an evaluation half: ``fp`` of ``n0`` outputs of input 0, ``fn`` of ``n1`` of inp
 
 is a lower bound valid with probability ``confidence`` (as ``attacks/audit.py`` computes it per run).
 
-Several runs: the bound is recomputed from the summed error counts and sizes. This is sound
-because the constraints are linear in the error rates: when every run's test satisfies them,
-so does their trial-weighted average, which is the pooled rate the counts estimate; a binomial
-bound on the pooled counts is then one bound at ``confidence``. The maximum of per-run 95 %
+Several runs: the bound is recomputed from the summed error counts and sizes, after orienting
+every run alike: a run whose held-out half chose a test that keeps the false-negative rate small
+(``small_error == "fn"``) has its two inputs relabelled (fp <-> fn, n0 <-> n1), so that every run
+keeps its small error on the same side and the pooled rates do not average one run's small
+error with another's large one. This is sound because both constraints hold in every run (the
+relabelled run satisfies them as well: they are symmetric in the two inputs), the choice is made
+on held-out data only, and the constraints are linear in the error rates: when every run's test
+satisfies them, so does their trial-weighted average, which is the pooled rate the counts
+estimate; a binomial bound on the pooled counts is then one bound at ``confidence`` (runs must be
+independent: audits draw streams keyed by seed, fold, defense and audit kind). The maximum of per-run 95 %
 bounds is not a 95 % bound (with 15 runs a true epsilon is exceeded about 30 % of the time) and
 is never taken. When a defense has several pooled audits (tests, neighbours), the strongest is
 used with Bonferroni over them (each recomputed at ``1 - (1 - confidence) / m``).
@@ -23,8 +29,12 @@ mechanism's leakage; it is flagged ``trial_limited`` and printed as the trial co
 
 ``claim_verdict`` (PLAN.md): ``no claim`` when the claimed epsilon is infinite; ``outside scope``
 when the claim covers the aggregate (``claimed_scope == "aggregate"``) but the audit saw single
-messages (``audited_scope == "message"``); else ``violated`` when the bound exceeds the claim,
-``consistent`` otherwise (``tightness`` = bound / claim).
+messages (``audited_scope == "message"``); ``untestable`` when the claim is at or above the
+ceiling (no outcome of these trials could exceed it; ``trials_to_test`` says how many would);
+else ``violated`` when the bound exceeds the claim, ``consistent`` otherwise (``tightness`` =
+bound / claim). A defense's verdict rests on its worst-case audit (``neighbours ==
+"worst-case"``) where it has one; the natural audit's verdict is kept beside it
+(``claim_verdict_natural``).
 """
 
 from __future__ import annotations
@@ -71,13 +81,46 @@ def epsilon_lower_bound(fp, fn, n0, n1, delta=0.0, confidence: float = 0.95) -> 
     return lb, limited
 
 
-def claim_verdict(claimed_epsilon, claimed_scope, audited_scope, epsilon_lb) -> str:
+def claim_verdict(claimed_epsilon, claimed_scope, audited_scope, epsilon_lb, ceiling=math.inf) -> str:
     """The PLAN.md rule, re-derived here so that reports need not import the attacks."""
     if claimed_epsilon is None or pd.isna(claimed_epsilon) or math.isinf(claimed_epsilon) or claimed_epsilon >= HUGE:
         return "no claim"
     if str(claimed_scope) == "aggregate" and str(audited_scope) == "message":
         return "outside scope"
+    if pd.notna(ceiling) and claimed_epsilon >= ceiling:
+        return "untestable"
     return "violated" if epsilon_lb > claimed_epsilon else "consistent"
+
+
+def trials_to_test(claimed_epsilon: float, delta: float = 0.0, confidence: float = 0.95) -> int:
+    """The fewest trials per input (evaluation halves of ``n - n // 2``) whose ceiling exceeds the
+    claim: doubling, then bisection on the ceiling, which grows with n."""
+    def above(n: int) -> bool:
+        m = n - n // 2
+        return float(epsilon_lower_bound(0, 0, m, m, delta, confidence)[0]) > claimed_epsilon
+
+    hi = 4
+    while not above(hi) and hi < 1 << 62:
+        hi *= 2
+    lo = hi // 2
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if above(mid) else (mid, hi)
+    return hi
+
+
+def oriented(audits: pd.DataFrame) -> pd.DataFrame:
+    """Each run's counts relabelled so that its held-out test's small error is the false positive:
+    rows with ``small_error == "fn"`` get fp <-> fn and n0 <-> n1 (module docstring); rows without
+    the column (older stores) are left as they are."""
+    if "small_error" not in audits.columns:
+        return audits
+    flip = (audits["small_error"] == "fn").to_numpy()
+    out = audits.copy()
+    for a, b in (("fp", "fn"), ("n0", "n1"), ("fpr", "fnr")):
+        if a in out.columns and b in out.columns:
+            out.loc[flip, [a, b]] = audits.loc[flip, [b, a]].to_numpy()
+    return out
 
 
 def _counts(audits: pd.DataFrame) -> tuple[pd.DataFrame, str]:
@@ -115,7 +158,8 @@ def pooled_audits(audits: pd.DataFrame | None, keys: list[str]) -> pd.DataFrame:
         audits = audits.assign(claimed_delta=0.0)
     if "confidence" not in audits:
         audits = audits.assign(confidence=0.95)
-    audits, basis = _counts(audits)
+    audits, basis = _counts(oriented(audits))
+    basis += ", each run oriented by its held-out test" if "small_error" in audits.columns else ""
     by = [c for c in keys if c in audits.columns] + [c for c in POOL_BY if c in audits.columns]
     sums = ["fp", "fn", "n0", "n1", "n_trials"]
     out = audits.groupby(by, sort=False, dropna=False)[sums].sum().reset_index()
@@ -132,8 +176,8 @@ def finish_bounds(out: pd.DataFrame, *, basis: str = "pooled error counts", test
     out["epsilon_point"] = _epsilon(fp / n0, fn / n1, delta)[0]
     out["epsilon_lb"], out["trial_limited"] = epsilon_lower_bound(fp, fn, n0, n1, delta, confidence)
     out["ceiling"] = epsilon_lower_bound(np.zeros_like(fp), np.zeros_like(fn), n0, n1, delta, confidence)[0]
-    out["claim_verdict"] = [claim_verdict(c, s, a, lb) for c, s, a, lb in zip(
-        out["claimed_epsilon"], out["claimed_scope"], out["audited_scope"], out["epsilon_lb"])]
+    out["claim_verdict"] = [claim_verdict(c, s, a, lb, ceil) for c, s, a, lb, ceil in zip(
+        out["claimed_epsilon"], out["claimed_scope"], out["audited_scope"], out["epsilon_lb"], out["ceiling"])]
     claimed = out["claimed_epsilon"].to_numpy(dtype=np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
         out["tightness"] = np.where(np.isfinite(claimed) & (claimed > 0) & (claimed < HUGE),
@@ -142,17 +186,45 @@ def finish_bounds(out: pd.DataFrame, *, basis: str = "pooled error counts", test
     return out
 
 
+NEIGHBOUR_ORDER = ("worst-case", "natural")
+"""The audit a verdict rests on, strongest first."""
+
+
+def _verdict(frame: pd.DataFrame) -> tuple[str, pd.Series, pd.Series | None]:
+    """(verdict, the audit row it rests on, the strongest single-message row) of finished rows:
+    ``violated`` if any in-scope audit exceeds the claim, ``consistent`` if none does,
+    ``untestable`` when every in-scope audit's ceiling is at or below the claim, ``outside scope``
+    when only single-message audits of an aggregate claim exist, ``no claim``."""
+    claims = frame["claim_verdict"]
+    in_scope = frame[claims.isin(["violated", "consistent"])]
+    if (claims == "no claim").all():
+        pick, verdict = frame, "no claim"
+    elif not in_scope.empty:
+        pick = in_scope
+        verdict = "violated" if (in_scope["claim_verdict"] == "violated").any() else "consistent"
+    elif (claims == "untestable").any():
+        pick, verdict = frame[claims == "untestable"], "untestable"
+    else:
+        pick, verdict = frame, "outside scope"
+    messages = frame[frame["audited_scope"] == "message"]
+    return verdict, pick.loc[pick["epsilon_lb"].idxmax()], \
+        messages.loc[messages["epsilon_lb"].idxmax()] if not messages.empty else None
+
+
 def claim_summary(pooled: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     """One claim verdict per ``keys`` group of :func:`pooled_audits` rows.
 
-    With m audits in a group every bound is recomputed at ``1 - (1 - confidence) / m``;
-    the verdict then comes from the audits whose scope the claim covers (``violated`` if any
-    exceeds the claim), ``outside scope`` when only single-message audits of an aggregate
-    claim exist; ``message_lb`` keeps what single messages reveal.
+    The verdict rests on the group's worst-case audits where it has any (``claim_neighbours``
+    names the neighbour kind it rests on), else on its natural ones; within one neighbour kind,
+    m audits are each recomputed at ``1 - (1 - confidence) / m`` (Bonferroni) and ``_verdict``
+    decides. The natural audits' verdict and bound are kept beside it; ``message_lb`` keeps
+    what single messages reveal.
 
-    Columns: ``keys``, ``claim_verdict``, ``claimed_epsilon``, ``claimed_delta``,
-    ``claimed_scope``, ``audited_scope``, ``audit_attack``, ``epsilon_lb``, ``epsilon_point``,
-    ``ceiling``, ``trial_limited``, ``n_trials``, ``runs``, ``tightness``, ``message_lb``,
+    Columns: ``keys``, ``claim_verdict``, ``claim_neighbours``, ``claimed_epsilon``,
+    ``claimed_delta``, ``claimed_scope``, ``audited_scope``, ``audit_attack``, ``epsilon_lb``,
+    ``epsilon_point``, ``ceiling``, ``trial_limited``, ``n_trials``, ``runs``, ``tightness``,
+    ``trials_needed`` (per input, for an ``untestable`` verdict), ``claim_verdict_natural``,
+    ``epsilon_lb_natural``, ``trial_limited_natural``, ``n_trials_natural``, ``message_lb``,
     ``message_trial_limited``, ``message_n_trials``, ``claim_basis``.
     """
     if pooled.empty:
@@ -160,24 +232,26 @@ def claim_summary(pooled: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     on = [k for k in keys if k in pooled.columns]
     rows = []
     for group, frame in pooled.groupby(on, sort=False, dropna=False) if on else [((), pooled)]:
-        frame = finish_bounds(frame, basis=frame["claim_basis"].iloc[0], tests=len(frame))
-        claims = frame["claim_verdict"]
-        in_scope = frame[claims.isin(["violated", "consistent"])]
-        if (claims == "no claim").all():
-            pick, verdict = frame, "no claim"
-        elif not in_scope.empty:
-            pick = in_scope
-            verdict = "violated" if (in_scope["claim_verdict"] == "violated").any() else "consistent"
-        else:
-            pick, verdict = frame, "outside scope"
-        top = pick.loc[pick["epsilon_lb"].idxmax()]
-        messages = frame[frame["audited_scope"] == "message"]
-        msg = messages.loc[messages["epsilon_lb"].idxmax()] if not messages.empty else None
+        kinds = frame["neighbours"].fillna("audited") if "neighbours" in frame else pd.Series("audited", frame.index)
+        per = {}
+        for kind in dict.fromkeys(kinds):
+            part = frame[kinds == kind]
+            per[kind] = _verdict(finish_bounds(part, basis=part["claim_basis"].iloc[0], tests=len(part)))
+        main = next((k for k in NEIGHBOUR_ORDER if k in per), next(iter(per)))
+        verdict, top, msg = per[main]
+        natural = per.get("natural") if main != "natural" else None
+        needed = trials_to_test(float(top["claimed_epsilon"]), float(top["claimed_delta"]),
+                                float(top["confidence"])) if verdict == "untestable" else math.nan
         rows.append(dict(zip(on, group if isinstance(group, tuple) else (group,)), claim_verdict=verdict,
+                         claim_neighbours=main,
                          **{c: top[c] for c in ("claimed_epsilon", "claimed_delta", "claimed_scope", "audited_scope",
                                                 "epsilon_lb", "epsilon_point", "ceiling", "trial_limited",
                                                 "n_trials", "runs", "tightness", "claim_basis")},
-                         audit_attack=top.get("attack"),
+                         audit_attack=top.get("attack"), trials_needed=needed,
+                         claim_verdict_natural=natural[0] if natural else None,
+                         epsilon_lb_natural=natural[1]["epsilon_lb"] if natural else math.nan,
+                         trial_limited_natural=bool(natural[1]["trial_limited"]) if natural else False,
+                         n_trials_natural=natural[1]["n_trials"] if natural else math.nan,
                          message_lb=msg["epsilon_lb"] if msg is not None else math.nan,
                          message_trial_limited=bool(msg["trial_limited"]) if msg is not None else False,
                          message_n_trials=msg["n_trials"] if msg is not None else math.nan))
@@ -203,8 +277,15 @@ def claim_text(row) -> str:
     scope = f" (scope: {row['claimed_scope']})" if shown else ""
     audited = bound_text(row["epsilon_lb"], row["trial_limited"], row["n_trials"])
     on = "the aggregate" if row.get("audited_scope") == "aggregate" else "single messages"
+    neighbours = row.get("claim_neighbours")
+    if isinstance(neighbours, str) and neighbours != "audited":
+        on += f" with {neighbours} neighbours"
     runs = int(row["runs"]) if pd.notna(row.get("runs")) else 1
     pooled = f", {runs} runs pooled" if runs > 1 else ""
+    natural = ""
+    if isinstance(row.get("claim_verdict_natural"), str):
+        natural = (f"; natural neighbours: {row['claim_verdict_natural']}, "
+                   f"{bound_text(row['epsilon_lb_natural'], row['trial_limited_natural'], row['n_trials_natural'])}")
     if verdict == "no claim":
         return f"No ε claimed{scope}; audited on {on}: {audited}{pooled}"
     claim = f"Claimed ε {row['claimed_epsilon']:.2f}{scope}"
@@ -212,9 +293,14 @@ def claim_text(row) -> str:
         reveal = bound_text(row["message_lb"], row["message_trial_limited"], row["message_n_trials"])
         return (f"{claim}: outside the audit's scope — the claim covers the aggregate, the audit saw "
                 f"single messages, which reveal {reveal}{pooled}")
+    if verdict == "untestable":
+        needed = f"; about {int(row['trials_needed']):,} trials per input would test it" \
+            if pd.notna(row.get("trials_needed")) else ""
+        return (f"{claim}: untestable — at or above the ε ≤ {row['ceiling']:.2f} that {int(row['n_trials']):,} "
+                f"trials on {on} can show{needed}{pooled}{natural}")
     if verdict == "violated":
-        return f"{claim}: violated, audited on {on}: {audited}{pooled}"
-    return f"{claim}: consistent, audited on {on}: {audited} (tightness {row['tightness']:.2f}){pooled}"
+        return f"{claim}: violated, audited on {on}: {audited}{pooled}{natural}"
+    return f"{claim}: consistent, audited on {on}: {audited} (tightness {row['tightness']:.2f}){pooled}{natural}"
 
 
 def dp_tradeoff(fpr, epsilon, delta=0.0) -> np.ndarray:

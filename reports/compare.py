@@ -31,8 +31,11 @@ FORMATS = ("table", "markdown", "csv", "json")
 COMPACT = ("attack", "n", "auc", "auc_counterfactual", "leakage", "leakage_normalized", "advantage",
            "tpr_at_fpr_0_01", "n_lists", "leakage_verdict", "claim_verdict", "epsilon_lb", "f1",
            "ndcg10_delta")  # after the keys, what the text formats show (csv/json keep every column)
-CLAIM_COLUMNS = ("claim_verdict", "claimed_epsilon", "claimed_scope", "audited_scope", "epsilon_lb",
-                 "trial_limited", "n_trials", "tightness", "audit_attack")
+CLAIM_COLUMNS = ("claim_verdict", "claim_neighbours", "claimed_epsilon", "claimed_scope", "audited_scope",
+                 "epsilon_lb", "trial_limited", "n_trials", "tightness", "audit_attack", "claim_verdict_natural",
+                 "epsilon_lb_natural")
+CLAIM_TEXT_COLUMNS = ("claim_verdict", "claim_neighbours", "claimed_scope", "audited_scope", "audit_attack",
+                      "claim_verdict_natural")
 
 
 def check_min_effect(value: float) -> float:
@@ -153,8 +156,7 @@ def _claims(audits: pd.DataFrame | None, keys: list[str]) -> tuple[pd.DataFrame,
 def _join_claims(out: pd.DataFrame, audits: pd.DataFrame | None, keys: list[str]) -> pd.DataFrame:
     claims, on = _claims(audits, keys)
     if claims.empty:
-        return out.assign(**{c: None if c in ("claim_verdict", "claimed_scope", "audited_scope", "audit_attack")
-                             else math.nan for c in CLAIM_COLUMNS})
+        return out.assign(**{c: None if c in CLAIM_TEXT_COLUMNS else math.nan for c in CLAIM_COLUMNS})
     return out.merge(claims[[*on, *CLAIM_COLUMNS]], on=on, how="left")
 
 

@@ -9,9 +9,10 @@ import pandas as pd
 from reports.compare import fmt_number
 
 LEAKAGE_ORDER = ("leaks", "inconclusive", "no measurable leakage")  # worst first
-CLAIM_ORDER = ("violated", "outside scope", "consistent", "no claim")
+CLAIM_ORDER = ("violated", "outside scope", "untestable", "consistent", "no claim")
 BADGE_CLASS = {"leaks": "bad", "inconclusive": "warn", "no measurable leakage": "good",
-               "violated": "bad", "outside scope": "warn", "consistent": "good", "no claim": "none"}
+               "violated": "bad", "outside scope": "warn", "untestable": "warn", "consistent": "good",
+               "no claim": "none"}
 
 
 def _slice(r: pd.Series, rows: pd.DataFrame) -> str:
@@ -95,6 +96,15 @@ def defense_leakage(rows: pd.DataFrame, alpha: float = 0.05) -> str | None:
     return "inconclusive"
 
 
+def _neighbours(rows: pd.DataFrame, claim: str) -> str:
+    """`` (worst-case neighbours)``: the neighbours the shown claim verdict rests on, if recorded."""
+    if "claim_neighbours" not in rows or claim == "no claim":
+        return ""
+    kinds = rows.loc[rows["claim_verdict"] == claim, "claim_neighbours"].dropna()
+    kinds = [k for k in dict.fromkeys(kinds) if k != "audited"]
+    return f" ({', '.join(kinds)} neighbours)" if kinds else ""
+
+
 def defense_summary(v: pd.DataFrame) -> list[dict]:
     """One summary item per defense: ``defense``, ``badges`` (list of (css class, label): the
     defense's leakage verdict over its contexts, corrected over them (``defense_leakage``), then
@@ -117,7 +127,8 @@ def defense_summary(v: pd.DataFrame) -> list[dict]:
         leak = defense_leakage(rows)
         claim = _worst(rows.get("claim_verdict", pd.Series(dtype=object)).dropna(), CLAIM_ORDER)
         badges = [(BADGE_CLASS[leak], leak)] if leak else []
-        badges.append((BADGE_CLASS[claim], f"claim: {claim}") if claim else ("none", "no audit"))
+        badges.append((BADGE_CLASS[claim], f"claim{_neighbours(rows, claim)}: {claim}") if claim
+                      else ("none", "no audit"))
         out.append({"defense": str(defense), "badges": badges, "text": " / ".join(clauses) + "."})
     return out
 

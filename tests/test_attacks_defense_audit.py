@@ -15,14 +15,10 @@ from attacks.audit import (
     epsilon_lower_bound,
     mu_from_rates,
 )
-from attacks.defense_audit import (
-    audit_stack,
-    gamma_difference_logpdf,
-    laplace_statistic,
-    message_mechanism,
-    rr_statistic,
-    worst_case_inputs,
-)
+from attacks.mechanism_tests import gamma_difference_logpdf, laplace_statistic, rr_statistic
+from attacks.stack_audit import audit_stack
+from attacks.stack_outputs import message_mechanism
+from attacks.worst_case import worst_case_inputs
 from defenses.stack import parse_defense
 from fltr_audit.cli import main
 from fltr_audit.interfaces import PrivacyClaim

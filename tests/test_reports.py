@@ -161,7 +161,7 @@ def test_summary_has_one_bullet_per_defense_with_independent_numbers(report):
     assert [b[1] for b in bullets] == ["none", DP, "secagg"]
     badges = {b[1]: re.findall(r'class="badge (\w+)">([^<]*)<', b[0]) for b in bullets}
     assert badges == {"none": [("bad", "leaks"), ("none", "claim: no claim")],
-                      DP: [("bad", "leaks"), ("good", "claim: consistent")],
+                      DP: [("bad", "leaks"), ("good", "claim (natural neighbours): consistent")],
                       "secagg": [("good", "no measurable leakage"), ("none", "claim: no claim")]}
     pq = t["per_query"].dropna(subset=["auc"])
     for _, defense, text in bullets:
@@ -178,7 +178,7 @@ def test_summary_has_one_bullet_per_defense_with_independent_numbers(report):
     assert f"{util.get_group(DP).groupby(t['utility']['click_model']).mean().min():+.3f}" in text[DP]
     # the Markdown summary says the same, one bullet per defense
     md_bullets = re.findall(r"^- \*\*([^*]+)\*\* · \*\*([^*]+)\*\* · \*\*([^*]+)\*\* — (.*)$", md, flags=re.M)
-    assert [b[:3] for b in md_bullets] == [("LEAKS", "CLAIM: NO CLAIM", "none"), ("LEAKS", "CLAIM: CONSISTENT", DP),
+    assert [b[:3] for b in md_bullets] == [("LEAKS", "CLAIM: NO CLAIM", "none"), ("LEAKS", "CLAIM (NATURAL NEIGHBOURS): CONSISTENT", DP),
                                            ("NO MEASURABLE LEAKAGE", "CLAIM: NO CLAIM", "secagg")]
     assert md_bullets[2][3] == text["secagg"]
 

@@ -39,7 +39,7 @@ OPTION_NAMES = {spec: "--" + name.replace("_", "-") for spec, name in SPEC_PARAM
 def audit_spec(*, algo: str, data: str, folds: list[int], rounds: int, clients: int, queries_per_client: int,
                attacks: list[str], defenses: list[str], click_models: list[str], split: str, seeds: list[int],
                cohort: int, probe_queries: int, normalization: str, ranker: str, min_shown: int,
-               require_click: bool, epsilon_audit: bool, trials: int = 10000, counterfactual: int = 20,
+               require_click: bool, epsilon_audit: bool, trials: int | str = 10000, counterfactual: int = 20,
                name: str = "audit", population: int | None = None, threat_model: str = "server",
                manipulation: str = "isolate", names: dict[str, str] | None = None,
                non_iid: str = "iid", probe_lists: int | None = None) -> dict:
@@ -69,6 +69,17 @@ def audit_spec(*, algo: str, data: str, folds: list[int], rounds: int, clients: 
     )
 
 
+def trials_option(text: str) -> int | str:
+    """``--trials``: a number of trials per input, or ``auto`` (sized to each defense's claim)."""
+    text = str(text).strip()
+    if text == "auto":
+        return text
+    try:
+        return int(text.replace("_", "").replace(",", ""))
+    except ValueError:
+        raise FltrError(f"--trials: must be a number of trials or 'auto', got {text!r}") from None
+
+
 def algorithm_defaults(algo: str, attack: str, click_model: str, min_shown: int | None
                        ) -> tuple[list[str], list[str], int]:
     """The attacks, probe click models and ``--min-shown`` of an audit, each option left at its
@@ -87,7 +98,7 @@ def algorithm_defaults(algo: str, attack: str, click_model: str, min_shown: int 
 def spec_from_options(*, algo: str, data: str, fold: list[int], train_rounds: int, clients: int,
                       queries_per_client: int, attack: str, defense: list[str], click_model: str, split: str,
                       seed: list[int], probe_cohort: int, probe_queries: int, normalization: str, ranker: str,
-                      min_shown: int | None, require_click: bool, epsilon_audit: bool, trials: int,
+                      min_shown: int | None, require_click: bool, epsilon_audit: bool, trials: int | str,
                       counterfactual: int = 20, population: int | None = None, threat_model: str = "server",
                       manipulation: str = "isolate", names: dict[str, str] | None = None,
                       non_iid: str = "iid", probe_lists: int | None = None) -> dict:
@@ -103,6 +114,7 @@ def spec_from_options(*, algo: str, data: str, fold: list[int], train_rounds: in
     if users.per_user_clicks and not algorithm_spec(algo, auditable=True).user_clicks:
         raise FltrError(f"--non-iid: {users.setting} gives each user its own clicks, which {algo} does not simulate")
     non_iid = users.name
+    trials = trials_option(trials)
     attacks, models, min_shown = algorithm_defaults(algo, attack, click_model, min_shown)
     return audit_spec(algo=algo, data=data, folds=list(fold), rounds=train_rounds, clients=clients,
                       queries_per_client=queries_per_client, attacks=attacks, defenses=list(defense),
@@ -253,7 +265,8 @@ def audit(
     require_click: bool = typer.Option(True, "--require-click/--all-lists", help="Score only lists with a click."),
     epsilon_audit: bool = typer.Option(True, "--epsilon-audit/--no-epsilon-audit",
                                        help="Audit each defense's claimed epsilon empirically."),
-    trials: int = typer.Option(10000, "--trials", help="Trials per input of the empirical epsilon audit."),
+    trials: str = typer.Option("10000", "--trials", help="Trials per input of the empirical epsilon audits, or "
+                               "'auto': sized to each defense's claim (capped at 1,000,000)."),
     counterfactual: int = typer.Option(20, "--counterfactual",
                                        help="Counterfactual click vectors drawn per probed list (the leakage baseline)."),
     population: int = typer.Option(None, "--population",

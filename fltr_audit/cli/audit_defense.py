@@ -1,6 +1,6 @@
 """``fltr-audit audit-defense STACK``: a defense stack audited as a mechanism on two neighbouring inputs.
 
-Worst-case neighbours are crafted at the clip boundary (``attacks.defense_audit``); natural ones
+Worst-case neighbours are crafted beyond the declared clip (``attacks.worst_case``); natural ones
 are two real probe messages of an FPDGD model pre-trained on the synthetic profile with D
 features (D = 46: MQ2008, D = 136: MSLR-WEB10K) -- the pair ``audit`` uses -- or, for
 randomized response, FOLtR-ES's query-distinguishing pair (FOLtR-ES §4). Each row says what
@@ -69,7 +69,10 @@ def run_audit_defense(stack_text: str, *, dim: int, trials: int, neighbours: str
     the cohort aggregate use at most ``aggregate_trials`` trials (each runs the defense on a whole
     cohort: dp-distributed draws its shares for the cohort it is applied to)."""
     from attacks.audit import NEIGHBOURS
-    from attacks.defense_audit import aggregator_kind, audit_stack, audited_component, noise_kind, worst_case_inputs
+    from attacks.stack_audit import audit_stack, protected_by_aggregator
+    from attacks.stack_outputs import metric_randomizer, noise_declarations, undeclared_client
+    from attacks.worst_case import worst_case_inputs
+    from fltr_audit import mechanisms as mech
     from defenses.stack import parse_defense
 
     if neighbours not in NEIGHBOURS:
@@ -88,18 +91,22 @@ def run_audit_defense(stack_text: str, *, dim: int, trials: int, neighbours: str
     if not 100 <= aggregate_trials <= MAX_TRIALS:
         raise FltrError(f"--aggregate-trials: need 100..{MAX_TRIALS:,} trials per input, got {aggregate_trials:,}")
     stack = parse_defense(stack_text)
-    kind = noise_kind(audited_component(stack))  # FltrError: nothing to audit
+    if not noise_declarations(stack) and not undeclared_client(stack) and protected_by_aggregator(stack) is None:
+        raise FltrError(f"STACK: {stack.name!r} has nothing to audit (it claims no epsilon and declares no noise "
+                        "mechanism; audit a stack with dp-local-laplace, dp-gaussian, dp-distributed or rr)")
+    rr = metric_randomizer(stack) is not None
+    shares = any(isinstance(m, mech.GammaShares) for m in noise_declarations(stack))
     claim = composed_claim(stack, rounds)
     common = dict(claim=claim, neighbours=neighbours, rounds=rounds, cohort=cohort, seed=seed, test=test,
                   confidence=confidence)
     from fltr_audit.audit_run import hides_messages
 
-    in_aggregator = aggregator_kind(stack) is not None  # the aggregator's noise or shuffle is audited
-    hides = kind != "rr" and hides_messages(stack, dim)
+    in_aggregator = protected_by_aggregator(stack) is not None  # the aggregator's noise or shuffle is audited
+    hides = not rr and hides_messages(stack, dim)
     scopes = ["aggregate"] if hides or in_aggregator else \
-        ["message"] + (["aggregate"] if kind == "gamma-share" and cohort > 1 else [])
+        ["message"] + (["aggregate"] if shares and cohort > 1 else [])
     jobs: list[tuple[str, dict]] = []
-    if kind == "rr" and neighbours == "natural":
+    if rr and neighbours == "natural":
         return [_rr_natural(stack, claim, trials, seed, confidence, rounds)]
     if neighbours == "worst-case":
         inputs = worst_case_inputs(stack, dim)
@@ -125,17 +132,37 @@ def run_audit_defense(stack_text: str, *, dim: int, trials: int, neighbours: str
 def _rr_natural(stack: Any, claim: PrivacyClaim, trials: int, seed: int, confidence: float, rounds: int) -> dict:
     """Natural neighbours of randomized response: two queries' MaxRR under perfect clicks
     (``attacks.foltr_decode.audit_query_distinguishing``, one round)."""
-    from attacks.defense_audit import audited_component
     from attacks.foltr_decode import audit_query_distinguishing
     from fltr_audit.clicks import cascade_model
 
     if rounds != 1:
         raise FltrError("--rounds: natural neighbours of randomized response are audited over one round")
     start = time.perf_counter()
-    row = audit_query_distinguishing(audited_component(stack), cascade_model("perfect", 3), n_trials=trials,
+    from fltr_audit.audit_run import randomized_response
+
+    row = audit_query_distinguishing(randomized_response(stack), cascade_model("perfect", 3), n_trials=trials,
                                      seed=seed, confidence=confidence)
     row["mechanism"] = stack.name
     return {**{k: row[k] for k in COLUMNS}, "dim": 1, "cohort": 1, "seconds": time.perf_counter() - start}
+
+
+def parse_trials(text: str, stack_text: str, confidence: float = 0.95) -> tuple[int, bool]:
+    """``--trials``: a positive integer, or ``auto`` (``attacks.audit.auto_trials``: sized to the
+    stack's claim, capped; exit 2 for a stack that claims no epsilon); and whether the cap cut it."""
+    from attacks.audit import auto_trials
+    from defenses.stack import parse_defense
+
+    if str(text).strip() == "auto":
+        claim = parse_defense(stack_text).claim
+        try:
+            return auto_trials(claim.epsilon, claim.delta, confidence)
+        except FltrError:
+            raise FltrError(f"--trials auto: defense {parse_defense(stack_text).name!r} claims no epsilon, so there "
+                            "is nothing to size the trials by; give a number of trials") from None
+    try:
+        return int(str(text).replace("_", "").replace(",", "")), False
+    except ValueError:
+        raise FltrError(f"--trials: must be a positive integer or 'auto', got {text!r}") from None
 
 
 def record_rows(store_path: Path, rows: list[dict], config: dict) -> str:
@@ -155,7 +182,8 @@ def record_rows(store_path: Path, rows: list[dict], config: dict) -> str:
 def audit_defense(
     stack: str = typer.Argument(..., help="Defense stack, e.g. 'dp-local-laplace(eps=1)' or 'clip+dp-distributed'."),
     dim: int = typer.Option(46, "--dim", help="Message dimension D (natural neighbours: 46 or 136)."),
-    trials: int = typer.Option(100_000, "--trials", help="Trials per input (half choose the threshold)."),
+    trials: str = typer.Option("100000", "--trials", help="Trials per input (half choose the threshold), or "
+                               "'auto': sized to the claim (capped; the table says so)."),
     neighbours: str = typer.Option("worst-case", "--neighbours", help="worst-case | natural."),
     rounds: int = typer.Option(1, "--rounds", help="K outputs per trial, combined (sum of per-round tests)."),
     cohort: int = typer.Option(10, "--cohort", help="Cohort size C (dp-distributed's shares; the aggregate)."),
@@ -176,6 +204,7 @@ def audit_defense(
 
     if not 0.0 < confidence < 1.0:
         raise FltrError(f"--confidence: must lie in (0, 1), got {confidence}")
+    trials, capped = parse_trials(trials, stack, confidence)
     rows = run_audit_defense(stack, dim=dim, trials=trials, neighbours=neighbours, rounds=rounds, cohort=cohort,
                              seed=seed, test=test, confidence=confidence, aggregate_trials=aggregate_trials)
     privacy = privacy_spent(parse_defense(stack), ParticipationSchedule.full(rounds)).as_dict()
@@ -186,6 +215,8 @@ def audit_defense(
     if json_out:
         emit_json({"audits": rows, "privacy": privacy, "run_key": key})
         return
+    if capped:
+        print(f"--trials auto: capped at {trials:,} trials per input; the claim needs more to be tested well")
     print_table(f"audit of {rows[0]['mechanism']} ({neighbours} neighbours, D = {dim}, {trials:,} trials per input, "
                 f"{rounds} round{'s' * (rounds > 1)})", [
         {"scope": r["audited_scope"], "test": r["test"], "claimed ε": f"{r['claimed_epsilon']:.3g}",

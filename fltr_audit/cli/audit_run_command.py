@@ -82,12 +82,12 @@ def canary_design(stack: Any, options: RunAuditOptions, dim: int, seed: int, met
     otherwise, tested by its likelihood ratio; canary users of one query's click for ``metric``
     messages (FOLtR-ES)."""
     from attacks.canaries import design
-    from defenses.ddgauss import DDGauss
     from defenses.dp_fedavg import DPFedAvg
-    from defenses.shuffle import Shuffle
+    from fltr_audit import mechanisms as mech
     from fltr_audit.audit_run import hides_messages, noise_model
 
-    if isinstance(stack.aggregator, Shuffle):
+    aggregation = mech.declared(stack.aggregator)
+    if isinstance(aggregation, mech.Shuffle):
         raise FltrError(f"--defense: {stack.name!r} shuffles the messages; audit-run's canary users need "
                         "messages linked to their senders")
     if isinstance(stack.aggregator, DPFedAvg) and stack.aggregator.adaptive:
@@ -102,8 +102,8 @@ def canary_design(stack: Any, options: RunAuditOptions, dim: int, seed: int, met
         model = noise_model(stack)
         return design("message", radius=None, test="metric", values=model.values or MAXRR_VALUES, **common)
     if hides_messages(stack, dim):
-        if isinstance(stack.aggregator, (DPFedAvg, DDGauss)):
-            return design("aggregate", radius=stack.aggregator.clip, weighting="count", **common)
+        if isinstance(aggregation, (mech.AggregatorGaussian, mech.DiscreteGaussianSum)):
+            return design("aggregate", radius=aggregation.clip, weighting="count", **common)
         clips = noise_model(stack).clips
         last = clips[-1] if clips else None
         return design("aggregate", radius=last.bound if last else None,

@@ -68,25 +68,48 @@ def leakage_rows(v: pd.DataFrame) -> list[dict]:
     return rows
 
 
+def stated_claim(defense: str) -> tuple[float, str]:
+    """(epsilon, scope) the defense stack claims, read from the stack itself: shown even when no
+    audit ran (``--no-epsilon-audit``)."""
+    from defenses.stack import parse_defense
+
+    try:
+        claim = parse_defense(defense).claim
+    except Exception:  # a stored name this installation cannot parse (e.g. a plug-in not installed)
+        return math.nan, ""
+    return claim.epsilon, claim.scope
+
+
 def claim_rows(v: pd.DataFrame) -> list[dict]:
-    """Per defense: the claim verdict (with tightness when consistent), the claimed epsilon and
-    its scope, the audited bound pooled over runs (trial limits named), the nDCG@10 cost."""
+    """Per defense: the claim verdict and the neighbours it rests on (with tightness when
+    consistent), the claimed epsilon and its scope (from the stack when no audit ran), the audited
+    bound pooled over runs (trial limits named), the natural neighbours' verdict beside it, the
+    nDCG@10 cost."""
     rows = []
     for defense, sel in v.groupby("defense", sort=False):
         r = sel.iloc[0]
         verdict = r.get("claim_verdict")
+        natural = ""
         if verdict is None or pd.isna(verdict):
             verdict, audited = "no audit", "n/a"
         else:
             audited = bound_text(r["epsilon_lb"], r["trial_limited"], r["n_trials"]).replace(" (", "\n(")
             if verdict == "consistent" and pd.notna(r.get("tightness")):
                 verdict += f"\n(lb/claim {r['tightness']:.2f})"
-        claimed = r.get("claimed_epsilon")
+            if verdict == "untestable" and pd.notna(r.get("trials_needed")):
+                verdict += f"\n(needs {int(r['trials_needed']):,} trials)"
+            if isinstance(r.get("claim_neighbours"), str) and r["claim_neighbours"] != "audited":
+                audited += f"\n({r['claim_neighbours']})"
+            if isinstance(r.get("claim_verdict_natural"), str):
+                natural = f"{r['claim_verdict_natural']}\n" + bound_text(r.get("epsilon_lb_natural"), bool(r.get("trial_limited_natural")),
+                                                                          r.get("n_trials_natural") or 0)
+        claimed, scope = r.get("claimed_epsilon"), r.get("claimed_scope")
+        if claimed is None or pd.isna(claimed):
+            claimed, scope = stated_claim(str(defense))
         delta = sel["ndcg10_delta"].dropna()
         rows.append({"defense": wrap_name(defense), "claim verdict": verdict,
-                     "claimed ε": "none" if claimed is None or pd.isna(claimed) or math.isinf(claimed)
-                     else f"{claimed:.2f}\n({r['claimed_scope']})",
-                     "audited (runs pooled)": audited,
+                     "claimed ε": "none" if pd.isna(claimed) or math.isinf(claimed) else f"{claimed:.2f}\n({scope})",
+                     "audited (runs pooled)": audited, "natural": natural or "n/a",
                      "ΔnDCG@10": f"{delta.mean():+.3f}" if len(delta) else "n/a"})
     return rows
 
@@ -101,4 +124,5 @@ def print_verdicts(v: pd.DataFrame, min_effect: float, console: Any = None) -> N
                "lists could tell from zero", leakage_rows(v), whole=("leakage [sim. CI]", "clicks", "leakage verdict"),
                console=console)
     print_rows("Claim verdict: claimed ε against the audited 95 % lower bound", claim_rows(v),
-               right=("ΔnDCG@10",), whole=("defense", "claim verdict", "audited (runs pooled)"), console=console)
+               right=("ΔnDCG@10",), whole=("defense", "claim verdict", "audited (runs pooled)", "natural"),
+               console=console)

@@ -1,0 +1,131 @@
+"""The audit of a defense stack as a mechanism: its outputs on two neighbouring inputs
+(``attacks.stack_outputs``), scored by the test of the mechanism it declares
+(``attacks.mechanism_tests``) or the learned test, turned into an epsilon lower bound
+(``attacks.audit.audit``).
+
+The inputs are worst-case (``attacks.worst_case``) or natural (two real messages, handed in by
+the caller); the result names which. What is audited follows the stack's declarations
+(``fltr_audit.mechanisms``): a noisy aggregator's released mean, a shuffled cohort, or the client
+transforms (one message, or the cohort mean behind secure aggregation). A part that claims an
+epsilon but declares no mechanism is audited black-box with the learned test.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from attacks.audit import AuditResult, audit
+from attacks.mechanism_tests import (
+    LEARN_TRIALS,
+    learned_statistic,
+    mechanism_statistic,
+    noisy_aggregate_statistic,
+    shuffle_statistic,
+)
+from attacks.stack_outputs import aggregate_mechanism, message_mechanism, noisy_aggregate_mechanism, shuffle_mechanism
+from attacks.worst_case import claimed_mu
+from fltr_audit import mechanisms as mech
+from fltr_audit.errors import FltrError
+from fltr_audit.interfaces import PrivacyClaim
+
+TESTS = ("auto", "llr", "learned")
+
+
+def protected_by_aggregator(stack: Any) -> str | None:
+    """How the stack's aggregator protects users, from its declaration: ``noise`` (a declared
+    Gaussian or discrete Gaussian sum, or an aggregator that claims an epsilon and declares
+    nothing), ``shuffle``, or None (the noise, if any, is in the client transforms)."""
+    declared = mech.declared(stack.aggregator)
+    if isinstance(declared, mech.Shuffle):
+        return "shuffle"
+    if isinstance(declared, mech.AGGREGATOR_NOISE):
+        return "noise"
+    if declared is None and math.isfinite(getattr(stack.aggregator, "claim", PrivacyClaim()).epsilon):
+        return "noise"
+    return None
+
+
+def audit_stack(stack: Any, *, claim: PrivacyClaim, inputs: tuple[np.ndarray, np.ndarray], neighbours: str,
+                scope: str = "message", trials: int = 100_000, rounds: int = 1, cohort: int = 1, seed: int = 0,
+                test: str = "auto", confidence: float = 0.95, others: np.ndarray | None = None,
+                g: np.ndarray | None = None, kind: str = "update", threat_model: str | None = None,
+                min_trials: int = 100) -> AuditResult:
+    """Audit ``stack`` on the neighbouring ``inputs`` (updates relative to the global model ``g``,
+    sent as ``kind``) at ``scope`` (``message``: one client's defended message; ``aggregate``: the
+    cohort mean, the other members drawn from ``others`` or zero) with the declared mechanism's
+    test, or the learned one (``test='learned'``, or when no single noise is declared). ``claim``
+    is what the result is judged against (the per-round claim composed over ``rounds``)."""
+    if test not in TESTS:
+        raise FltrError(f"--test: unknown test {test!r} (choose from {', '.join(TESTS)})")
+    if trials < min_trials:
+        raise FltrError(f"--trials: need at least {min_trials} trials per input, got {trials}")
+    common = dict(claim=claim, n_trials=trials, seed=seed, confidence=confidence, mechanism_name=stack.name,
+                  neighbours=neighbours, rounds=rounds, mu=claimed_mu(stack, rounds))
+    protection = protected_by_aggregator(stack)
+    if protection == "shuffle":
+        return _audit_shuffle(stack, inputs, trials, rounds, cohort, seed, test, g, kind, threat_model, common)
+    if protection == "noise":
+        return _audit_noisy_aggregator(stack, inputs, neighbours, trials, rounds, cohort, seed, test, threat_model,
+                                       common)
+    if scope == "aggregate":
+        output = aggregate_mechanism(stack, inputs, cohort, others, g, kind)
+    else:
+        output = message_mechanism(stack, inputs, cohort, g, kind)
+    found = None if test == "learned" else mechanism_statistic(stack, inputs, scope, cohort, g, kind)
+    if found is None:
+        statistic, name = _learned(output, seed, trials, rounds)
+    else:
+        statistic, name = found
+    return audit(output, statistic, attack_name=name, audited_scope=scope,
+                 threat_model=threat_model or ("server (aggregate only)" if scope == "aggregate" else "server"),
+                 **common)
+
+
+def _learned(output: Any, seed: int, trials: int, rounds: int) -> tuple[Any, str]:
+    """The learned test, trained on a stream of its own (``[seed, 1]``)."""
+    return learned_statistic(output, np.random.default_rng([seed, 1]), min(LEARN_TRIALS, trials), rounds), \
+        "learned-logistic"
+
+
+def _audit_shuffle(stack: Any, inputs: tuple[np.ndarray, np.ndarray], trials: int, rounds: int, cohort: int,
+                   seed: int, test: str, g: np.ndarray | None, kind: str, threat_model: str | None,
+                   common: dict) -> AuditResult:
+    """A shuffled cohort (test ``shuffle-llr``: the exact likelihood ratio of the multiset), at a
+    cohort of at least the shuffler's n when its claim is the amplified one; replace-one
+    neighbours (the target's input 0 or 1, the others all holding input 0)."""
+    declared = mech.declared(stack.aggregator)
+    if declared.amplified:  # the amplified claim is for cohorts of at least n
+        cohort = max(cohort, int(declared.n))
+    if cohort < 2:
+        raise FltrError(f"--cohort: a shuffled cohort needs at least 2 messages, got {cohort}")
+    found = mechanism_statistic(stack, inputs, "message", cohort, g, kind)
+    if found is None:
+        raise FltrError(f"STACK: {stack.name!r}: the shuffle audit needs a single declared local randomizer")
+    output = shuffle_mechanism(stack, inputs, cohort, found[0], g, kind)
+    statistic, name = (shuffle_statistic, "shuffle-llr") if test != "learned" else _learned(output, seed, trials,
+                                                                                               rounds)
+    return audit(output, statistic, attack_name=name, audited_scope="aggregate",
+                 threat_model=threat_model or "server (shuffled)", **common)
+
+
+def _audit_noisy_aggregator(stack: Any, inputs: tuple[np.ndarray, np.ndarray], neighbours: str, trials: int,
+                            rounds: int, cohort: int, seed: int, test: str, threat_model: str | None,
+                            common: dict) -> AuditResult:
+    """The released mean of a noisy aggregator (test ``projection`` on the declared Gaussian sum;
+    the learned test for an aggregator that declares nothing). Add/remove-one-user neighbours:
+    natural ones are the larger of the two real updates against no update (two real updates
+    would be a replace-one pair, twice the sensitivity the claim covers)."""
+    if neighbours == "natural":
+        u = max(inputs, key=lambda v: float(np.linalg.norm(v)))
+        inputs = (np.zeros(len(u)), np.asarray(u, dtype=np.float64))
+    output = noisy_aggregate_mechanism(stack, inputs, cohort)
+    declared = mech.declared(stack.aggregator)
+    if test == "learned" or declared is None:
+        statistic, name = _learned(output, seed, trials, rounds)
+    else:
+        statistic, name = noisy_aggregate_statistic(declared, inputs, cohort), "projection"
+    return audit(output, statistic, attack_name=name, audited_scope="aggregate",
+                 threat_model=threat_model or "server (aggregate only)", **common)

@@ -1,0 +1,173 @@
+"""What the server sees of a defense stack on two chosen inputs, as audit mechanisms
+(``attacks.audit.Mechanism``: ``(rng, n, which) -> n outputs on input which``).
+
+* ``message_mechanism``: one client's defended message (rows of a cohort are independent trials);
+* ``aggregate_mechanism``: the cohort mean of the client transforms (secure aggregation);
+* ``noisy_aggregate_mechanism``: the mean a noisy aggregator releases (dp-fedavg, ddgauss, or an
+  aggregator plug-in that declares nothing);
+* ``shuffle_mechanism``: a shuffled cohort, as its messages' log-likelihood ratios.
+
+What a stack does is read from the mechanisms its parts declare (``fltr_audit.mechanisms``),
+never from their attribute names.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import numpy as np
+
+from attacks.audit import Mechanism, Statistic
+from fltr_audit import mechanisms as mech
+from fltr_audit.errors import FltrError
+from fltr_audit.messages import Messages
+
+
+def noise_declarations(stack: Any) -> list[Any]:
+    """The noise mechanisms the stack's client defenses declare, in order."""
+    return [m for m in (mech.declared(d) for d in stack.client) if isinstance(m, mech.NOISE)]
+
+
+def undeclared_client(stack: Any) -> list[Any]:
+    """The stack's client defenses that declare no mechanism (a plug-in: unknown transform)."""
+    return [d for d in stack.client if mech.declared(d) is None]
+
+
+def metric_randomizer(stack: Any) -> mech.RandomizedResponse | None:
+    """The randomized response the stack's client defenses declare, if any."""
+    found = [m for m in noise_declarations(stack) if isinstance(m, mech.RandomizedResponse)]
+    return found[-1] if found else None
+
+
+class _NoNoise:
+    """A stand-in generator whose every draw is zero: running the stack with it gives the
+    noise-free output (the clipped input), the centre of the noise distribution."""
+
+    @staticmethod
+    def _zeros(*args: Any, size: Any = None, **kwargs: Any) -> np.ndarray:
+        return np.zeros(size)
+
+    def __getattr__(self, name: str) -> Any:
+        return self._zeros
+
+
+def run_client(stack: Any, updates: np.ndarray, rng: Any, g: np.ndarray | None = None,
+               kind: str = "update") -> np.ndarray:
+    """The stack's client transforms on a cohort of ``updates`` relative to the global model ``g``
+    (zero by default), sent as ``kind`` (weights or update) as the algorithm sends them; returns
+    the defended updates."""
+    g = np.zeros(updates.shape[1]) if g is None else np.asarray(g, dtype=np.float64)
+    updates = np.asarray(updates, dtype=np.float64)
+    msgs = Messages(n_interactions=np.ones(len(updates), dtype=np.int64), vector_kind=kind,
+                    vector=updates + g if kind == "weights" else updates.copy())
+    for defense in stack.client:
+        msgs = defense.apply(msgs, g, rng)
+    return msgs.updates(g)
+
+
+def centre(stack: Any, update: np.ndarray, g: np.ndarray | None = None, kind: str = "update") -> np.ndarray:
+    """The noise-free output of the stack's client transforms on one update."""
+    return run_client(stack, np.asarray(update, dtype=np.float64)[None, :], _NoNoise(), g, kind)[0]
+
+
+def clipped(update: np.ndarray, clip: float) -> np.ndarray:
+    """``update`` scaled to L2 norm at most ``clip``."""
+    norm = float(np.linalg.norm(update))
+    return update * min(1.0, clip / norm) if norm > 0 else update
+
+
+def message_mechanism(stack: Any, inputs: tuple[np.ndarray, np.ndarray], cohort: int,
+                      g: np.ndarray | None = None, kind: str = "update") -> Mechanism:
+    """One client's defended message on input ``which``; the client defenses see cohorts of
+    ``cohort`` clients (Gamma shares are calibrated to the cohort size), every row of a cohort an
+    independent trial (client transforms treat rows independently)."""
+    if metric_randomizer(stack) is not None:
+        def rr_mechanism(rng: np.random.Generator, n: int, which: int) -> np.ndarray:
+            metric = np.full((n, 1), float(inputs[which][0]))
+            msgs = Messages(n_interactions=np.ones(n, dtype=np.int64), seed=np.zeros(n, dtype=np.uint64),
+                            metric=metric)
+            for defense in stack.client:
+                msgs = defense.apply(msgs, np.zeros(0), rng)
+            return msgs.metric
+        return rr_mechanism
+    per_cohort = any(isinstance(m, mech.GammaShares) for m in noise_declarations(stack)) or bool(undeclared_client(stack))
+
+    def mechanism(rng: np.random.Generator, n: int, which: int) -> np.ndarray:
+        u = np.asarray(inputs[which], dtype=np.float64)
+        if not per_cohort:
+            return run_client(stack, np.repeat(u[None, :], n, axis=0), rng, g, kind)
+        out = np.empty((n, len(u)))
+        for start in range(0, n, cohort):
+            rows = min(cohort, n - start)
+            out[start:start + rows] = run_client(stack, np.repeat(u[None, :], cohort, axis=0), rng, g, kind)[:rows]
+        return out
+
+    return mechanism
+
+
+def aggregate_mechanism(stack: Any, inputs: tuple[np.ndarray, np.ndarray], cohort: int,
+                        others: np.ndarray | None = None, g: np.ndarray | None = None,
+                        kind: str = "update") -> Mechanism:
+    """The cohort mean the server sees: the audited client on input ``which`` plus ``cohort - 1``
+    others (rows of ``others``, drawn at random, or zero updates -- fixed inputs the attacker
+    knows, the worst case), all through the client defenses; one trial per cohort."""
+    if cohort < 2:
+        raise FltrError(f"--cohort: an aggregate needs a cohort of at least 2, got {cohort}")
+
+    def mechanism(rng: np.random.Generator, n: int, which: int) -> np.ndarray:
+        u = np.asarray(inputs[which], dtype=np.float64)
+        out = np.empty((n, len(u)))
+        rows = np.zeros((cohort, len(u)))
+        rows[0] = u
+        for t in range(n):
+            if others is not None:
+                rows[1:] = others[rng.integers(0, len(others), size=cohort - 1)]
+            out[t] = run_client(stack, rows, rng, g, kind).mean(axis=0)
+        return out
+
+    return mechanism
+
+
+def noisy_aggregate_mechanism(stack: Any, inputs: tuple[np.ndarray, np.ndarray], cohort: int) -> Mechanism:
+    """The mean a noisy aggregator releases for a fixed cohort of ``cohort``: the target holding
+    update ``inputs[which]``, the ``cohort - 1`` others zero updates (fixed and known: the worst
+    case), every member still adding its noise share; one aggregation per trial, each by a fresh
+    copy of the aggregator (adaptive clipping's clip starts where the stack's does)."""
+
+    def mechanism(rng: np.random.Generator, n: int, which: int) -> np.ndarray:
+        rows = np.zeros((cohort, len(inputs[which])))
+        rows[0] = inputs[which]
+        msgs = Messages(vector=rows, vector_kind="update", n_interactions=np.ones(cohort, dtype=np.int64))
+        ids = np.arange(cohort)
+        return np.stack([copy.copy(stack.aggregator).aggregate(msgs, ids, rng).mean for _ in range(n)])
+
+    return mechanism
+
+
+def shuffle_mechanism(stack: Any, inputs: tuple[np.ndarray, np.ndarray], cohort: int, message_llr: Statistic,
+                      g: np.ndarray | None = None, kind: str = "update") -> Mechanism:
+    """The shuffled cohort the server receives (replace-one worst case): the target's local input
+    ``inputs[which]``, the ``cohort - 1`` others all holding ``inputs[0]``, each through the local
+    randomizer, then the stack's shuffler. Returned as the shuffled messages' log-likelihood
+    ratios ``log p1(y_i) / p0(y_i)`` (``message_llr``), in the shuffled order: every message
+    coordinate where the inputs agree has the same law under both, so the ratios are a
+    sufficient statistic of the multiset (the server's view) and keep the audit's memory small."""
+    single = message_mechanism(stack, inputs, cohort, g, kind)
+    rr = metric_randomizer(stack) is not None
+
+    def mechanism(rng: np.random.Generator, n: int, which: int) -> np.ndarray:
+        ids = np.arange(cohort)
+        target, others = single(rng, n, which), single(rng, n * (cohort - 1), 0)
+        others = others.reshape(n, cohort - 1, *others.shape[1:])
+        shuffled = np.empty((n, cohort, *others.shape[2:]))
+        for t in range(n):
+            rows = np.concatenate([target[t:t + 1], others[t]])
+            fields = ({"metric": rows, "seed": np.zeros(cohort, dtype=np.uint64)} if rr
+                      else {"vector": rows, "vector_kind": "update"})
+            view = stack.aggregator.aggregate(Messages(n_interactions=np.ones(cohort, dtype=np.int64), **fields),
+                                              ids, rng).messages
+            shuffled[t] = view.metric if rr else view.vector
+        return np.asarray(message_llr(shuffled.reshape(n * cohort, -1))).reshape(n, cohort)
+
+    return mechanism
