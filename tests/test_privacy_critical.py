@@ -469,3 +469,28 @@ def test_a_gaussian_sigma_whose_epsilon_overflows_is_refused():
 
     with pytest.raises(FltrError, match="too small"):
         Gaussian(sigma=1e-200)
+
+
+def test_shuffle_pays_its_delta_once_per_round_and_composes_the_rest_by_hand():
+    """The shuffler's (eps_s, delta_s) claim as a binary randomized response of eps_s plus delta_s per
+    round: over K rounds at total delta D, epsilon solves delta_RR(eps; K) = D - K delta_s (privacy
+    loss +-eps_s enumerated), inf when D <= K delta_s; the default D is 2 K delta_s."""
+    stack = parse_defense("dp-local-laplace(eps=1)+shuffle(n=1000)")
+    eps_s, delta_s = stack.claim.epsilon, stack.claim.delta
+    assert delta_s > 0 and stack.claim.scope == "aggregate"
+    k = 4
+    p = math.exp(eps_s) / (1 + math.exp(eps_s))
+
+    def by_hand(total_delta):
+        rest = total_delta - k * delta_s
+        return optimize.brentq(lambda e: _rr_delta(e, eps_s, p, 2, k) - rest, 0.0, k * eps_s, xtol=1e-10)
+
+    default = privacy_spent(stack, k)
+    assert default["delta_total"] == pytest.approx(2 * k * delta_s)
+    want = by_hand(2 * k * delta_s)
+    assert want - 1e-6 <= default["epsilon_total"] <= want + 0.02
+    explicit = privacy_spent(stack, k, 1.0, 10 * k * delta_s)["epsilon_total"]
+    assert by_hand(10 * k * delta_s) - 1e-6 <= explicit <= by_hand(10 * k * delta_s) + 0.02
+    for too_small in (k * delta_s, 0.5 * k * delta_s):
+        spent = privacy_spent(stack, k, 1.0, too_small)
+        assert math.isinf(spent["epsilon_total"]) and spent["accountant"].startswith("none")
