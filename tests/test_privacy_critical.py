@@ -494,3 +494,17 @@ def test_shuffle_pays_its_delta_once_per_round_and_composes_the_rest_by_hand():
     for too_small in (k * delta_s, 0.5 * k * delta_s):
         spent = privacy_spent(stack, k, 1.0, too_small)
         assert math.isinf(spent["epsilon_total"]) and spent["accountant"].startswith("none")
+
+
+def test_scores_in_chunks_equal_one_pass_and_rounds_sum_their_scores():
+    from attacks.audit import scores_of
+
+    def mechanism(rng, n, which):
+        return rng.random(n) + which
+
+    one = scores_of(mechanism, lambda x: x, np.random.default_rng(3), 100, 1, chunk=1000)
+    chunked = scores_of(mechanism, lambda x: x, np.random.default_rng(3), 100, 1, chunk=7)
+    np.testing.assert_array_equal(one, chunked)
+    summed = scores_of(lambda rng, n, w: np.full(n, 2.5), lambda x: x, np.random.default_rng(0), 10, 0, rounds=3,
+                       chunk=4)
+    np.testing.assert_array_equal(summed, np.full(10, 7.5))
