@@ -161,6 +161,9 @@ def test_audit_counts_errors_on_the_evaluation_half_and_reports_the_bound_of_tho
     assert r.tightness == pytest.approx(want / 2.0)
     flipped = audit(lambda rng, s, w: -mechanism(rng, s, w), lambda x: x, claim=claim, n_trials=n, seed=0)
     assert (flipped.fp, flipped.fn, flipped.direction) == (30, 70, -1)
+    # shifted far from 0: the better direction wins by its bound, whatever the other's threshold
+    shifted = audit(lambda rng, s, w: 1000 - 1000 * mechanism(rng, s, w), lambda x: x, claim=claim, n_trials=n, seed=0)
+    assert (shifted.fp, shifted.fn, shifted.direction) == (30, 70, -1)
 
 
 # --- what leaves each defense ------------------------------------------------------------------
