@@ -161,9 +161,14 @@ def test_audit_counts_errors_on_the_evaluation_half_and_reports_the_bound_of_tho
     assert r.tightness == pytest.approx(want / 2.0)
     flipped = audit(lambda rng, s, w: -mechanism(rng, s, w), lambda x: x, claim=claim, n_trials=n, seed=0)
     assert (flipped.fp, flipped.fn, flipped.direction) == (30, 70, -1)
-    # shifted far from 0: the better direction wins by its bound, whatever the other's threshold
-    shifted = audit(lambda rng, s, w: 1000 - 1000 * mechanism(rng, s, w), lambda x: x, claim=claim, n_trials=n, seed=0)
-    assert (shifted.fp, shifted.fn, shifted.direction) == (30, 70, -1)
+    # both directions separate: input 0 at 50, input 1 at 0 (60 %) or 100 (40 %). Flagging "below 50"
+    # errs on 40 % of input 1, "above 50" on 60 %: the direction with the larger bound (-1) wins,
+    # although the other's threshold (~75) exceeds both bounds
+    def two_sided(rng, size, which):
+        return np.full(size, 50.0) if which == 0 else np.where(np.arange(size) % 10 < 6, 0.0, 100.0)
+
+    both = audit(two_sided, lambda x: x, claim=claim, n_trials=n, seed=0)
+    assert (both.direction, both.fp, both.fn) == (-1, 0, 200)
 
 
 # --- what leaves each defense ------------------------------------------------------------------
