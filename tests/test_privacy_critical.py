@@ -516,3 +516,13 @@ def test_scores_in_chunks_equal_one_pass_and_rounds_sum_their_scores():
     summed = scores_of(lambda rng, n, w: np.full(n, 2.5), lambda x: x, np.random.default_rng(0), 10, 0, rounds=3,
                        chunk=4)
     np.testing.assert_array_equal(summed, np.full(10, 7.5))
+
+
+@pytest.mark.parametrize("kwargs,option", [({"rounds": 0}, "--rounds"), ({"rounds": 2.5}, "--rounds"),
+                                           ({"sampling_rate": 0.0}, "--population"),
+                                           ({"sampling_rate": 1.01}, "--population"), ({"delta": -0.1}, "--delta")])
+def test_privacy_spent_refuses_bad_parameters_by_option(kwargs, option):
+    from fltr_audit.errors import FltrError
+
+    with pytest.raises(FltrError, match=option):
+        privacy_spent(parse_defense("dp-local-laplace(eps=1)"), **{"rounds": 3, "sampling_rate": 1.0, **kwargs})
