@@ -526,3 +526,8 @@ def test_privacy_spent_refuses_bad_parameters_by_option(kwargs, option):
 
     with pytest.raises(FltrError, match=option):
         privacy_spent(parse_defense("dp-local-laplace(eps=1)"), **{"rounds": 3, "sampling_rate": 1.0, **kwargs})
+
+
+def test_an_approximate_dp_event_has_no_finite_epsilon_at_delta_zero():
+    spent = privacy_spent(parse_defense("dp-gaussian(sigma=1,clip=1)"), 3, 1.0, 0.0)
+    assert math.isinf(spent["epsilon_total"]) and "delta 0" in spent["accountant"]
