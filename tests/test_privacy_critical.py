@@ -531,3 +531,15 @@ def test_privacy_spent_refuses_bad_parameters_by_option(kwargs, option):
 def test_an_approximate_dp_event_has_no_finite_epsilon_at_delta_zero():
     spent = privacy_spent(parse_defense("dp-gaussian(sigma=1,clip=1)"), 3, 1.0, 0.0)
     assert math.isinf(spent["epsilon_total"]) and "delta 0" in spent["accountant"]
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_secagg_protocol_refuses_vectors_fixed_point_cannot_encode(bad):
+    from defenses.secagg_protocol import SecAggProtocol
+    from fltr_audit.errors import FltrError
+
+    vector = np.zeros((3, 4))
+    vector[1, 2] = bad
+    msgs = Messages(n_interactions=np.ones(3, dtype=np.int64), vector=vector, vector_kind="update")
+    with pytest.raises(FltrError, match="NaN or infinity"):
+        SecAggProtocol().aggregate(msgs, np.arange(3), np.random.default_rng(0))
