@@ -15,3 +15,21 @@ def mq2008_dir() -> Path:
     if not (MQ2008 / "Fold1" / "train.txt").is_file():
         pytest.skip(f"MQ2008 not found at {MQ2008} (set FLTR_MQ2008 to its folder)")
     return MQ2008
+
+
+SLOW_LIST = Path(__file__).with_name("slow_tests.txt")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark ``slow`` the tests listed in tests/slow_tests.txt (measured with ``--durations``: the
+    quick subset ``pytest -m "not slow"`` leaves them out; CI runs everything). A line names a test
+    function (``tests/test_x.py::test_y``, every parametrization) or a whole file."""
+    if not SLOW_LIST.is_file():
+        return
+    listed = {line.split("#")[0].strip() for line in SLOW_LIST.read_text().splitlines()}
+    listed.discard("")
+    for item in items:
+        path = item.nodeid.split("::")[0]
+        function = item.nodeid.split("[")[0]
+        if path in listed or function in listed:
+            item.add_marker(pytest.mark.slow)

@@ -161,6 +161,14 @@ def test_audit_counts_errors_on_the_evaluation_half_and_reports_the_bound_of_tho
     assert r.tightness == pytest.approx(want / 2.0)
     flipped = audit(lambda rng, s, w: -mechanism(rng, s, w), lambda x: x, claim=claim, n_trials=n, seed=0)
     assert (flipped.fp, flipped.fn, flipped.direction) == (30, 70, -1)
+    # both directions separate: input 0 at 50, input 1 at 0 (60 %) or 100 (40 %). Flagging "below 50"
+    # errs on 40 % of input 1, "above 50" on 60 %: the direction with the larger bound (-1) wins,
+    # although the other's threshold (~75) exceeds both bounds
+    def two_sided(rng, size, which):
+        return np.full(size, 50.0) if which == 0 else np.where(np.arange(size) % 10 < 6, 0.0, 100.0)
+
+    both = audit(two_sided, lambda x: x, claim=claim, n_trials=n, seed=0)
+    assert (both.direction, both.fp, both.fn) == (-1, 0, 200)
 
 
 # --- what leaves each defense ------------------------------------------------------------------
@@ -469,3 +477,69 @@ def test_a_gaussian_sigma_whose_epsilon_overflows_is_refused():
 
     with pytest.raises(FltrError, match="too small"):
         Gaussian(sigma=1e-200)
+
+
+def test_shuffle_pays_its_delta_once_per_round_and_composes_the_rest_by_hand():
+    """The shuffler's (eps_s, delta_s) claim as a binary randomized response of eps_s plus delta_s per
+    round: over K rounds at total delta D, epsilon solves delta_RR(eps; K) = D - K delta_s (privacy
+    loss +-eps_s enumerated), inf when D <= K delta_s; the default D is 2 K delta_s."""
+    stack = parse_defense("dp-local-laplace(eps=1)+shuffle(n=1000)")
+    eps_s, delta_s = stack.claim.epsilon, stack.claim.delta
+    assert delta_s > 0 and stack.claim.scope == "aggregate"
+    k = 4
+    p = math.exp(eps_s) / (1 + math.exp(eps_s))
+
+    def by_hand(total_delta):
+        rest = total_delta - k * delta_s
+        return optimize.brentq(lambda e: _rr_delta(e, eps_s, p, 2, k) - rest, 0.0, k * eps_s, xtol=1e-10)
+
+    default = privacy_spent(stack, k)
+    assert default["delta_total"] == pytest.approx(2 * k * delta_s)
+    want = by_hand(2 * k * delta_s)
+    assert want - 1e-6 <= default["epsilon_total"] <= want + 0.02
+    explicit = privacy_spent(stack, k, 1.0, 10 * k * delta_s)["epsilon_total"]
+    assert by_hand(10 * k * delta_s) - 1e-6 <= explicit <= by_hand(10 * k * delta_s) + 0.02
+    for too_small in (k * delta_s, 0.5 * k * delta_s):
+        spent = privacy_spent(stack, k, 1.0, too_small)
+        assert math.isinf(spent["epsilon_total"]) and spent["accountant"].startswith("none")
+
+
+def test_scores_in_chunks_equal_one_pass_and_rounds_sum_their_scores():
+    from attacks.audit import scores_of
+
+    def mechanism(rng, n, which):
+        return rng.random(n) + which
+
+    one = scores_of(mechanism, lambda x: x, np.random.default_rng(3), 100, 1, chunk=1000)
+    chunked = scores_of(mechanism, lambda x: x, np.random.default_rng(3), 100, 1, chunk=7)
+    np.testing.assert_array_equal(one, chunked)
+    summed = scores_of(lambda rng, n, w: np.full(n, 2.5), lambda x: x, np.random.default_rng(0), 10, 0, rounds=3,
+                       chunk=4)
+    np.testing.assert_array_equal(summed, np.full(10, 7.5))
+
+
+@pytest.mark.parametrize("kwargs,option", [({"rounds": 0}, "--rounds"), ({"rounds": 2.5}, "--rounds"),
+                                           ({"sampling_rate": 0.0}, "--population"),
+                                           ({"sampling_rate": 1.01}, "--population"), ({"delta": -0.1}, "--delta")])
+def test_privacy_spent_refuses_bad_parameters_by_option(kwargs, option):
+    from fltr_audit.errors import FltrError
+
+    with pytest.raises(FltrError, match=option):
+        privacy_spent(parse_defense("dp-local-laplace(eps=1)"), **{"rounds": 3, "sampling_rate": 1.0, **kwargs})
+
+
+def test_an_approximate_dp_event_has_no_finite_epsilon_at_delta_zero():
+    spent = privacy_spent(parse_defense("dp-gaussian(sigma=1,clip=1)"), 3, 1.0, 0.0)
+    assert math.isinf(spent["epsilon_total"]) and "delta 0" in spent["accountant"]
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_secagg_protocol_refuses_vectors_fixed_point_cannot_encode(bad):
+    from defenses.secagg_protocol import SecAggProtocol
+    from fltr_audit.errors import FltrError
+
+    vector = np.zeros((3, 4))
+    vector[1, 2] = bad
+    msgs = Messages(n_interactions=np.ones(3, dtype=np.int64), vector=vector, vector_kind="update")
+    with pytest.raises(FltrError, match="NaN or infinity"):
+        SecAggProtocol().aggregate(msgs, np.arange(3), np.random.default_rng(0))
