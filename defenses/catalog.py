@@ -42,6 +42,9 @@ class Param:
 
 @dataclass(frozen=True)
 class Spec:
+    """One defense of the catalog: its name, role (client or aggregator), factory, typed
+    parameters, summary and the guarantee it states."""
+
     name: str
     role: Role
     build: Callable[..., Any]

@@ -21,6 +21,9 @@ API_MODULES = (
     "fltr_audit.algorithms.registry",
     "attacks.registry",
     "defenses.stack",
+    "defenses.catalog",
+    "fltr_audit.run_spec",
+    "fltr_audit.mechanisms",
 )
 """The modules ``docs/reference/api.md`` documents; keep the two lists in step."""
 

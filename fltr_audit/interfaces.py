@@ -96,6 +96,8 @@ class Aggregator(Protocol):
     claim: PrivacyClaim
 
     def aggregate(self, messages: Messages, participants: np.ndarray, rng: np.random.Generator) -> Aggregate:
+        """The server's update from the cohort's ``messages`` (``participants``: their client ids),
+        drawing any noise from ``rng``."""
         ...
 
 
@@ -105,6 +107,7 @@ class Attack(Protocol):
     name: str
 
     def guess(self, view: ServerView) -> Guess:
+        """Per shown document a score and a 0/1 decision, from what the server sees alone."""
         ...
 
 
@@ -139,6 +142,7 @@ class ClientOutput:
     round_metrics: Mapping[str, float] = field(default_factory=dict)
 
     def truth(self, client_ids: np.ndarray) -> GroundTruth:
+        """The ground truth of this output (clicks and private data), kept apart from the server's view."""
         return GroundTruth(clicks=self.clicks, client_ids=client_ids, private=self.private)
 
 

@@ -64,6 +64,7 @@ class Messages:
         return int(len(self.n_interactions))
 
     def replace(self, **changes: Any) -> "Messages":
+        """A copy with ``changes`` applied (what a defense returns)."""
         return dataclasses.replace(self, **changes)
 
     def updates(self, global_params: np.ndarray) -> np.ndarray:

@@ -215,6 +215,7 @@ class RunAuditRecord:
     seconds: float
 
     def as_dict(self) -> dict:
+        """The record as a plain dict (a stored row, ``--json``)."""
         return dataclasses.asdict(self)
 
 
