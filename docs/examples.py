@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -30,27 +31,39 @@ import cog
 ROOT = Path(__file__).resolve().parent.parent
 TIMES = re.compile(r"\b\d+(?:\.\d+)?\s?(?:s|ms|min)\b(?=[\s).,;]|$)")
 """Wall-clock figures (``28 s``, ``0.4 s``, ``120 ms``): masked, they vary from run to run."""
+RATES = re.compile(r"\b\d[\d,]*(?:\.\d+)?/s\b")
+"""Throughputs (``15,262/s``): masked for the same reason."""
 COLUMNS = "100"
 
 
 def masked(text: str) -> str:
     """``text`` with every wall-clock figure replaced by ``… s``."""
-    return TIMES.sub("… s", text)
+    return RATES.sub("…/s", TIMES.sub("… s", text))
 
 
-def run(command: str, *, cwd: Path = ROOT) -> str:
-    """Stdout of ``command`` (``fltr-audit …`` runs this checkout's CLI), times masked."""
+def run(command: str, *, cwd: Path = ROOT, out_name: str = "fltr-audit-demo") -> str:
+    """Stdout of ``command`` (``fltr-audit …`` runs this checkout's CLI), times masked. ``{out}``
+    in the command is a fresh temporary folder, shown as ``out_name`` in the output (so a
+    store left by an earlier run is never reused)."""
+    import tempfile
+
+    scratch = tempfile.mkdtemp(prefix="fltr-docs-")
+    out = str(Path(scratch) / "out")
+    command = command.replace("{out}", out)
     argv = shlex.split(command)
     if argv[0] == "fltr-audit":
         argv = [sys.executable, "-m", "fltr_audit", *argv[1:]]
     elif argv[0] == "python":
         argv = [sys.executable, *argv[1:]]
     env = {**os.environ, "COLUMNS": COLUMNS, "PYTHONPATH": str(ROOT), "NO_COLOR": "1", "TERM": "dumb"}
-    done = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
+    try:
+        done = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
     if done.returncode not in (0, 2):
         raise RuntimeError(f"{command!r} exited {done.returncode}: {done.stderr.strip()[-500:]}")
     text = done.stdout if done.stdout.strip() else done.stderr
-    return masked(text.rstrip("\n"))
+    return masked(text.replace(out, out_name).rstrip("\n"))
 
 
 def console(command: str, *, shown: str | None = None) -> None:
@@ -58,7 +71,9 @@ def console(command: str, *, shown: str | None = None) -> None:
     command line, e.g. to hide a test-only option)."""
     cog.outl("```console")
     cog.outl(f"$ {shown or command}")
-    cog.outl(run(command))
+    words = (shown or "").split()
+    out_name = words[words.index("--out") + 1] if "--out" in words[:-1] else "fltr-audit-demo"
+    cog.outl("\n".join(line.rstrip() for line in run(command, out_name=out_name).splitlines()))
     cog.outl("```")
 
 
