@@ -17,6 +17,7 @@ import argparse
 import numpy as np
 
 import fltr_audit
+from fltr_audit import mechanisms
 from fltr_audit.interfaces import PrivacyClaim
 from fltr_audit.messages import Guess, Messages, ServerView
 
@@ -40,6 +41,24 @@ class DotAttack:
         return Guess(attack=self.name, score=score, decision=decision & (shown >= 0))
 
 
+class ForgetfulLaplace:
+    """Local Laplace noise that *declares* the usual mechanism -- clip the update to L1 norm
+    ``sensitivity / 2``, add Laplace(``sensitivity / eps``) per coordinate -- and claims ``eps``,
+    but forgets to clip. The declaration is all the worst-case audit needs: it crafts two updates
+    beyond the declared clip, and the claim comes out ``violated``."""
+
+    privatizes = "vector"
+
+    def __init__(self, eps: float = 1.0, sensitivity: float = 1.0):
+        self.claim = PrivacyClaim(eps, 0.0, "message")
+        self.mechanism = mechanisms.Laplace(scale=sensitivity / eps, sensitivity=sensitivity, norm="l1")
+
+    def apply(self, messages: Messages, global_params: np.ndarray, rng: np.random.Generator) -> Messages:
+        updates = messages.updates(global_params)  # the clip to sensitivity / 2 is missing here
+        noise = rng.laplace(0.0, self.mechanism.scale, size=updates.shape)
+        return messages.with_updates(updates + noise, global_params)
+
+
 class Quantize:
     """Round each coordinate of the update to a multiple of ``step``."""
 
@@ -58,12 +77,12 @@ class Quantize:
 def main(rounds: int = 5) -> fltr_audit.AuditResult:
     fltr_audit.register_attack("dot", lambda: DotAttack())
     fltr_audit.register_defense("quantize", Quantize, guarantee="none (coarser messages, no DP claim)")
+    fltr_audit.register_defense("forgetful-laplace", ForgetfulLaplace, guarantee="eps-DP per message (as declared)")
     result = fltr_audit.audit(data="synthetic:mq2008", algo="fpdgd", train_rounds=rounds, clients=200,
-                              attacks=["dot", "olsr", "random3"], defenses=["none", "quantize(step=0.5)"],
-                              click_models=["informational"], seeds=[0], trials=500)
-    print(result.attacks.to_string(index=False))
-    print(result.verdicts[["defense", "click_model", "leakage_verdict", "strongest_attack", "leakage",
-                           "claim_verdict"]].to_string(index=False))
+                              attacks=["dot", "olsr", "random3"],
+                              defenses=["none", "quantize(step=0.5)", "forgetful-laplace(eps=1)"],
+                              click_models=["informational"], seeds=[0], trials=2000)
+    result.summary()
     return result
 
 

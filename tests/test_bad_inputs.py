@@ -313,7 +313,7 @@ OPTION_CASES = [
     ("record-rounds-step-beyond-rounds", _train("--record-rounds", "every:3"), "--record-rounds every:3"),
     ("foltr-record-rounds-beyond", ["train", "foltr-es", "--data", SMALL, "--out", "o", "--rounds", 1,
                                     "--record-rounds", "5"], "--record-rounds 5"),
-    ("attack-empty-folder", ["attack", "rec", "--quiet"], "rec: no recorded rounds"),
+    ("attack-empty-folder", ["attack", "rec", "--quiet"], "rec: not a recording"),
     # round 2: messages that misled
     ("lr-inf", _train("--lr", "inf"), "--lr"),
     ("lr-nan", _train("--lr", "nan"), "--lr"),

@@ -95,7 +95,7 @@ def run_train(algorithm: str, *, data: str, fold: int, click_model: str | None, 
     users = parse_non_iid(non_iid)
     check_threat_model(threat_model)
     if record_rounds is not None:
-        parse_rounds(record_rounds)  # bad input fails before any data is loaded
+        parse_rounds(record_rounds, rounds)  # bad input fails before any data is loaded
     normalization = resolve_normalization(algorithm, normalization)
     splits = load_splits(data, fold, normalization=normalization)
     eval_data = splits.get(eval_split)
