@@ -108,8 +108,8 @@ def test_bad_stacks_name_the_defense_string(text, pattern):
 
 
 def test_list_defenses_covers_every_defense():
-    rows = {r["name"]: r for r in list_defenses()}
-    assert set(rows) == {"clip", "dp-distributed", "dp-local-laplace", "dp-gaussian", "rr", "secagg",
+    rows = {r["name"]: r for r in list_defenses()}  # plug-ins other tests registered in this process may follow
+    assert set(rows) >= {"clip", "dp-distributed", "dp-local-laplace", "dp-gaussian", "rr", "secagg",
                          "secagg-protocol", "dp-fedavg", "ddgauss", "shuffle"}
     assert rows["dp-fedavg"]["default_claim"]["scope"] == rows["ddgauss"]["default_claim"]["scope"] == "aggregate"
     assert rows["shuffle"]["default_claim"]["scope"] == "none"  # its claim rests on the randomizer before it

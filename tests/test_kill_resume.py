@@ -85,7 +85,9 @@ def _stored(path: Path) -> dict[str, pd.DataFrame]:
     out = {}
     for name in ("attacks", "utility", "curves", "audits", "per_query"):
         frame = tables[name]
-        out[name] = frame.sort_values(list(frame.columns)).reset_index(drop=True)
+        sortable = frame.apply(lambda col: col.map(lambda v: repr(v) if isinstance(v, (list, dict)) else v))
+        order = sortable.sort_values(list(frame.columns)).index  # list cells (ROC points) sort by their text
+        out[name] = frame.loc[order].reset_index(drop=True)
     return out
 
 

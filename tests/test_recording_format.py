@@ -154,9 +154,13 @@ def _write_member(path: Path, name: str, header: dict, payload: bytes = b"") -> 
 
 
 def _attack_in_child(rec: Path) -> tuple[int, list[str], float]:
-    """``fltr-audit attack rec`` in a fresh interpreter: exit code, stderr lines, peak RSS (MB)."""
-    script = ("import resource, sys\nfrom fltr_audit.cli import main\ncode = main(sys.argv[1:])\n"
-              "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)\nsys.exit(code)")
+    """``fltr-audit attack rec`` in a fresh interpreter: exit code, stderr lines, peak RSS (MB).
+
+    The peak is the child's own ``VmHWM``: ``getrusage``'s ``ru_maxrss`` survives ``execve`` on
+    Linux, so a child of a large pytest process would report its parent's peak."""
+    script = ("import re, sys\nfrom fltr_audit.cli import main\ncode = main(sys.argv[1:])\n"
+              "hwm = re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read()).group(1)\n"
+              "print(int(hwm) / 1024)\nsys.exit(code)")
     done = subprocess.run([sys.executable, "-c", script, "attack", str(rec), "--attack", "olsr", "--quiet"],
                           capture_output=True, text=True, cwd=REPO, timeout=300)
     lines = [line for line in done.stderr.splitlines() if line.strip()]
