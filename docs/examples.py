@@ -18,6 +18,7 @@ the same numbers), so they are masked before comparing: ``in 28 s`` -> ``in … 
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shlex
@@ -41,8 +42,10 @@ def masked(text: str) -> str:
     return RATES.sub("…/s", TIMES.sub("… s", text))
 
 
+@functools.lru_cache(maxsize=None)
 def run(command: str, *, cwd: Path = ROOT, out_name: str = "fltr-audit-demo") -> str:
-    """Stdout of ``command`` (``fltr-audit …`` runs this checkout's CLI), times masked. ``{out}``
+    """Stdout of ``command`` (``fltr-audit …`` runs this checkout's CLI), times masked; run once per
+    cog process (the README and the demo page show the same demo). ``{out}``
     in the command is a fresh temporary folder, shown as ``out_name`` in the output (so a
     store left by an earlier run is never reused)."""
     import tempfile
