@@ -12,6 +12,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.mark.slow
+@pytest.mark.mutation
 def test_no_sampled_mutant_of_the_privacy_critical_modules_survives(capsys):
     sys.path.insert(0, str(REPO / "tools"))
     try:

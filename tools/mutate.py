@@ -160,6 +160,10 @@ def load_equivalent(path: Path) -> dict[str, str]:
     return out
 
 
+PROJECT_PACKAGES = ("fltr_audit", "attacks", "defenses", "reports", "tests", "conftest")
+"""Top-level names a forked child must import afresh from the mutant copy."""
+
+
 def _preload() -> None:
     """Third-party imports done once in the parent, so every forked child starts warm."""
     import numpy  # noqa: F401
@@ -183,6 +187,9 @@ def _run_tests(copy_root: Path, tests: list[str], timeout: float) -> str:
         try:
             os.chdir(copy_root)
             sys.path.insert(0, str(copy_root))
+            for name in list(sys.modules):  # a parent (pytest) may hold the unmutated project modules
+                if name.split(".")[0] in PROJECT_PACKAGES:
+                    del sys.modules[name]
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, 1)
             os.dup2(devnull, 2)
