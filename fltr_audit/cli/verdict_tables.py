@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import re
+import textwrap
 from typing import Any
 
 import pandas as pd
@@ -93,8 +94,7 @@ def claim_rows(v: pd.DataFrame) -> list[dict]:
         if verdict is None or pd.isna(verdict):
             verdict, audited = "no audit", "n/a"
         else:
-            audited = bound_text(r["epsilon_lb"], r["trial_limited"], r["n_trials"]).replace(" (", "\n(").replace(
-                " of ", "\nof ")
+            audited = bound_text(r["epsilon_lb"], r["trial_limited"], r["n_trials"]).replace(" (", "\n(")
             if verdict == "consistent" and pd.notna(r.get("tightness")):
                 verdict += f"\n(lb/claim\n{r['tightness']:.2f})"
             if verdict == "untestable" and pd.notna(r.get("trials_needed")):
@@ -104,14 +104,15 @@ def claim_rows(v: pd.DataFrame) -> list[dict]:
             if isinstance(r.get("claim_verdict_natural"), str):
                 natural = f"{r['claim_verdict_natural']}\n" + bound_text(
                     r.get("epsilon_lb_natural"), bool(r.get("trial_limited_natural")),
-                    r.get("n_trials_natural") or 0).replace(" (", "\n(").replace(" of ", "\nof ")
+                    r.get("n_trials_natural") or 0).replace(" (", "\n(")
         claimed, scope = r.get("claimed_epsilon"), r.get("claimed_scope")
         if claimed is None or pd.isna(claimed):
             claimed, scope = stated_claim(str(defense))
         delta = sel["ndcg10_delta"].dropna()
         rows.append({"defense": wrap_name(defense), "claim verdict": verdict,
-                     "claimed ε": "none" if pd.isna(claimed) or math.isinf(claimed) else f"{claimed:.2f}\n({scope})",
-                     "audited, runs pooled": audited, "natural neighbours": natural or "n/a",
+                     "claimed ε": "none" if pd.isna(claimed) or math.isinf(claimed)
+                     else f"{claimed:.2f}\n" + textwrap.fill(f"({scope})", 13),
+                     "audited, runs pooled": audited + (f"\nnatural: {natural}" if natural else ""),
                      "ΔnDCG@10": f"{delta.mean():+.3f}" if len(delta) else "n/a"})
     return rows
 
@@ -126,5 +127,5 @@ def print_verdicts(v: pd.DataFrame, min_effect: float, console: Any = None) -> N
                "lists could tell from zero", leakage_rows(v), whole=("leakage [sim. CI]", "clicks", "leakage verdict"),
                console=console)
     print_rows("Claim verdict: claimed ε against the audited 95 % lower bound", claim_rows(v),
-               right=("ΔnDCG@10",), whole=("defense", "claim verdict", "claimed ε", "ΔnDCG@10"),
+               right=("ΔnDCG@10",), whole=("defense", "claim verdict", "claimed ε", "audited, runs pooled", "ΔnDCG@10"),
                console=console)
