@@ -31,6 +31,12 @@ def only_array_record(content: RecordDict) -> ArrayRecord | None:
     return records[0] if records else None
 
 
+def served_round(content: RecordDict) -> tuple[ArrayRecord | None, int]:
+    """What a train message served (its one ``ArrayRecord``) and its ``server-round`` (0 if absent)."""
+    config = next(iter(content.config_records.values()), {})
+    return only_array_record(content), int(config.get("server-round", 0))
+
+
 def pack(**arrays: np.ndarray) -> ConfigRecord:
     """int64 arrays as ``{name: bytes, name.shape: [dims]}``."""
     out: dict = {}

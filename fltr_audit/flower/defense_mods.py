@@ -16,7 +16,7 @@ from typing import Any, Callable
 import numpy as np
 from flwr.app import Array, ArrayRecord, Context, Message, MessageType
 
-from fltr_audit.flower.convert import flat, only_array_record
+from fltr_audit.flower.convert import flat, only_array_record, served_round
 from fltr_audit.messages import Messages
 from fltr_audit.randomness import stream
 
@@ -30,9 +30,7 @@ class DefenseMod:
     def __call__(self, msg: Message, context: Context, call_next: Callable[[Message, Context], Message]) -> Message:
         if msg.metadata.message_type != MessageType.TRAIN:
             return call_next(msg, context)
-        served = only_array_record(msg.content)
-        config = next(iter(msg.content.config_records.values()), {})
-        round_ = int(config.get("server-round", 0))
+        served, round_ = served_round(msg.content)
         reply = call_next(msg, context)
         key = next(iter(reply.content.array_records), None)
         if reply.has_error() or key is None or served is None:

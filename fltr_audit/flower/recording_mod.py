@@ -24,7 +24,7 @@ import numpy as np
 from flwr.app import Context, Error, Message, MessageType
 
 from fltr_audit.data.dataset import Dataset
-from fltr_audit.flower.convert import SHOWN, TRUTH, flat, only_array_record, unpack
+from fltr_audit.flower.convert import SHOWN, TRUTH, flat, only_array_record, served_round, unpack
 from fltr_audit.messages import GroundTruth, Interactions, Messages, RoundBatch, ServerView
 from fltr_audit.rankers import LinearRanker
 from fltr_audit.recording import RecordingHeader, RecordingWriter
@@ -65,9 +65,7 @@ class RecordingMod:
     def __call__(self, msg: Message, context: Context, call_next: Callable[[Message, Context], Message]) -> Message:
         if msg.metadata.message_type != MessageType.TRAIN:
             return call_next(msg, context)
-        served = only_array_record(msg.content)
-        config = next(iter(msg.content.config_records.values()), {})
-        round_ = int(config.get("server-round", 0))
+        served, round_ = served_round(msg.content)
         reply = call_next(msg, context)
         if reply.has_error() or (self.rounds is not None and round_ not in self.rounds):
             return reply
