@@ -103,8 +103,8 @@ def test_synthetic_cache_hit_is_mapped_copy_on_write(monkeypatch):
         calls.append(1)
         return synthetic.generate("mq2008", 40, seed=3)
 
-    first = cache.cached_synthetic("mq2008", 40, 3, generate, 1)
-    second = cache.cached_synthetic("mq2008", 40, 3, generate, 1)
+    first = cache.cached_synthetic("mq2008", 40, 3, generate, 1, synthetic.GENERATOR_VERSION)
+    second = cache.cached_synthetic("mq2008", 40, 3, generate, 1, synthetic.GENERATOR_VERSION)
     assert len(calls) == 1
     base = second.features
     while base.base is not None and not isinstance(base, np.memmap):
@@ -112,10 +112,11 @@ def test_synthetic_cache_hit_is_mapped_copy_on_write(monkeypatch):
     assert isinstance(base, np.memmap)
     np.testing.assert_array_equal(first.features, second.features)
     second.features[:] = -1.0  # a private page: the entry is untouched
-    third = cache.cached_synthetic("mq2008", 40, 3, generate, 1)
+    third = cache.cached_synthetic("mq2008", 40, 3, generate, 1, synthetic.GENERATOR_VERSION)
     np.testing.assert_array_equal(third.features, first.features)
     # another seed is another entry
-    cache.cached_synthetic("mq2008", 40, 4, lambda: synthetic.generate("mq2008", 40, seed=4), 1)
+    cache.cached_synthetic("mq2008", 40, 4, lambda: synthetic.generate("mq2008", 40, seed=4), 1,
+                           synthetic.GENERATOR_VERSION)
     assert len(list(cache.cache_dir().glob("synthetic-*.npz"))) == 2
 
 

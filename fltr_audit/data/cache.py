@@ -66,13 +66,13 @@ def cached_read(path: str | os.PathLike, reader: Callable[[Path], Dataset]) -> D
 
 
 def cached_synthetic(name: str, queries: int | None, seed: int, generate: Callable[[], Dataset],
-                     n_bytes: int) -> Dataset:
-    """``generate()`` (the synthetic set ``name`` of ``queries`` queries and ``seed``), answered
-    from the cache when it was generated before; only sets of ``n_bytes`` >= SYNTHETIC_MIN_BYTES
-    are cached."""
+                     n_bytes: int, generator: str) -> Dataset:
+    """``generate()`` (the synthetic set ``name`` of ``queries`` queries and ``seed`` made by the
+    generator of version ``generator``), answered from the cache when it was generated before; only
+    sets of ``n_bytes`` >= SYNTHETIC_MIN_BYTES are cached."""
     if n_bytes < SYNTHETIC_MIN_BYTES:
         return generate()
-    who = "synthetic-" + hashlib.sha256(f"{name}|{queries}|{seed}".encode()).hexdigest()[:20]
+    who = "synthetic-" + hashlib.sha256(f"{name}|{queries}|{seed}|{generator}".encode()).hexdigest()[:20]
     entry = cache_dir() / f"{who}-{hashlib.sha256(_FORMAT.encode()).hexdigest()[:20]}.npz"
     if entry.is_file():
         try:

@@ -15,7 +15,7 @@ from fltr_audit.data.letor import read_letor
 from fltr_audit.data.normalize import (
     check_normalization, drop_single_label as _drop, query_minmax, zscore, zscore_stats,
 )
-from fltr_audit.data.synthetic import fold_split, generate, profile
+from fltr_audit.data.synthetic import GENERATOR_VERSION, fold_split, generate, profile
 from fltr_audit.errors import FltrError
 
 SPLITS = ("train", "vali", "test")
@@ -100,7 +100,8 @@ def _synthetic(name: str, queries: int | None, seed: int, cache: bool) -> Datase
         return generate(name, queries, seed)
     p = profile(name)
     n_bytes = int((p.default_queries if queries is None else queries) * p.docs_mean * p.n_features * 4)
-    return cached_synthetic(name, queries, seed, lambda: generate(name, queries, seed), n_bytes)
+    return cached_synthetic(name, queries, seed, lambda: generate(name, queries, seed), n_bytes,
+                            GENERATOR_VERSION)
 
 
 def _parts(splits: Splits) -> tuple[Dataset, Dataset, Dataset]:

@@ -69,6 +69,8 @@ PROFILES: dict[str, Profile] = {
     "istella": Profile(220, (0.89, 0.035, 0.045, 0.02, 0.01), 3, 100, 103.2, 250, 500, 1.0, False),
 }
 
+GENERATOR_VERSION = "2"
+"""Changes when the same name, size and seed give other data (2: factor sums without BLAS)."""
 _LATENT = 8  # latent factors behind the features and the relevance
 MAX_FEATURE_CELLS = 2**29
 """Largest synthetic feature matrix (documents x features, float32: 2 GiB); bounds ``queries``."""
@@ -130,7 +132,7 @@ def generate(name: str, queries: int | None = None, seed: int = 0) -> Dataset:
     features = np.empty((n, d), dtype=np.float32)
     for q0, q1 in query_blocks(ptr, BLOCK_ROWS):
         _feature_block(features, z, loadings, scale, ptr[q0:q1 + 1], rng)
-    score = z.astype(np.float64) @ u + 0.8 * np.sqrt(_LATENT) * rng.standard_normal(n)
+    score = latent_mix(z.astype(np.float64), u) + 0.8 * np.sqrt(_LATENT) * rng.standard_normal(n)
     score += np.repeat(p.query_spread * np.sqrt(_LATENT) * rng.standard_normal(n_q), counts)
     cuts = np.quantile(score, np.cumsum(p.label_shares)[:-1])
     labels = np.searchsorted(cuts, score).astype(np.int8)
@@ -144,13 +146,25 @@ def generate(name: str, queries: int | None = None, seed: int = 0) -> Dataset:
     )
 
 
+def latent_mix(z: np.ndarray, loadings: np.ndarray) -> np.ndarray:
+    """``z @ loadings`` summed factor by factor in a fixed order, ``sum_k z[:, k] * loadings[k]``:
+    a BLAS product's rounding depends on its thread count and kernel, so the same seed would give
+    other data under another executor; elementwise products and sums round the same everywhere."""
+    out = np.multiply.outer(z[:, 0], loadings[0])
+    term = np.empty_like(out)
+    for k in range(1, z.shape[1]):
+        np.multiply.outer(z[:, k], loadings[k], out=term)
+        out += term
+    return out
+
+
 def _feature_block(features: np.ndarray, z: np.ndarray, loadings: np.ndarray, scale: np.ndarray | None,
                    ptr: np.ndarray, rng: np.random.Generator) -> None:
     """Fill the rows ``ptr[0]:ptr[-1]`` (whole queries) of ``features``: latent mixture plus noise,
     per-query min-max (``scale is None``) or ``exp(x * scale)``, rounded to 6 decimals. The noise
     is drawn block after block from one stream, so the data do not depend on the block size."""
     lo, hi = int(ptr[0]), int(ptr[-1])
-    block = z[lo:hi] @ loadings
+    block = latent_mix(z[lo:hi], loadings)
     block += rng.standard_normal((hi - lo, loadings.shape[1]), dtype=np.float32)
     if scale is None:
         from fltr_audit.data.normalize import minmax_rows
