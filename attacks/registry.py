@@ -152,7 +152,7 @@ def make_attack(name: str, **params: Any) -> Attack:
     ``olsr`` / ``olsr-t`` / ``olsr-l1``: ``target`` ("update" | "weights"), ``global_regressor``
     (default True); ``olsr-t`` also ``alpha`` (default 0.05); ``distance``: ``k`` (threshold
     k // 2, default 5) or ``threshold``; ``random3`` / ``random4``: ``seed``; ``prior``: ``m``;
-    ``bayes``: ``algorithm``, ``noise`` (an ``attacks.bayes.NoiseModel``), ``prior``;
+    ``bayes``: ``algorithm``, ``noise`` (an ``attacks.bayes_noise.NoiseModel``), ``prior``;
     ``bayes-uniform``: ``algorithm``, ``noise``.
     FltrError naming ``--attack`` for an unknown name or parameter.
     """
