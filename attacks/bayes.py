@@ -62,6 +62,7 @@ from attacks.bayes_posterior import configuration_log_odds, posterior_log_odds
 from attacks.bayes_prior import PRIORS, click_vectors, log_prior
 from attacks.view import client_updates, require_shown
 from fltr_audit.algorithms.fpdgd import pair_weights
+from fltr_audit.constraints import Options, check
 from fltr_audit.errors import FltrError
 from fltr_audit.messages import Guess, ServerView
 
@@ -100,8 +101,7 @@ class Bayes:
     """
 
     def __init__(self, algorithm: Any = None, noise: NoiseModel | None = None, prior: str = "click-model"):
-        if prior not in PRIORS:
-            raise FltrError(f"--attack bayes: prior must be one of {', '.join(PRIORS)}, got {prior!r}")
+        check("prior", prior, (Options(PRIORS),))
         self.algorithm = algorithm
         self.noise = noise if noise is not None else NoiseModel()
         self.prior = prior

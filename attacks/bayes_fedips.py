@@ -57,8 +57,9 @@ from scipy import stats
 from attacks.bayes_likelihoods import loglik_full
 from attacks.bayes_noise import NoiseModel
 from attacks.bayes_posterior import posterior_log_odds
-from attacks.bayes_prior import click_vectors
+from attacks.bayes_prior import PRIORS, click_vectors
 from attacks.view import client_updates, require_shown, shown_features
+from fltr_audit.constraints import Interval, Options, check
 from fltr_audit.errors import FltrError
 from fltr_audit.messages import Guess, ServerView
 
@@ -217,10 +218,8 @@ class BayesFedIPS:
         if algorithm.propensity == "estimated":
             raise FltrError("--attack bayes: cannot replay FedIPS with estimated propensities (each client's EM "
                             "estimate is private; supported: propensity true or none)")
-        if prior not in ("click-model", "uniform"):
-            raise FltrError(f"--attack bayes: prior must be click-model or uniform, got {prior!r}")
-        if int(gamma_nodes) != gamma_nodes or gamma_nodes < 1:
-            raise FltrError(f"--attack bayes: gamma_nodes must be a positive integer, got {gamma_nodes!r}")
+        check("prior", prior, (Options(PRIORS),))
+        check("gamma_nodes", gamma_nodes, (Interval(int, 1, None),))
         self.algorithm = algorithm
         self.noise = noise if noise is not None else NoiseModel()
         self.prior = prior
