@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 import numbers
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from fltr_audit.errors import FltrError
 
@@ -106,7 +106,23 @@ class InstanceOf:
             self.kind, f"a {self.kind.__name__}")
 
 
-Constraint = Interval | Options | InstanceOf | None
+@dataclass(frozen=True)
+class Satisfies:
+    """Values of ``kind`` (as ``InstanceOf``) that pass ``test``, described by ``text``: a rule
+    no interval or option list states (a power of two, an even number)."""
+
+    kind: type
+    test: Callable[[Any], bool]
+    text: str
+
+    def accepts(self, value: Any) -> bool:
+        return InstanceOf(self.kind).accepts(value) and bool(self.test(value))
+
+    def describe(self) -> str:
+        return self.text
+
+
+Constraint = Interval | Options | InstanceOf | Satisfies | None
 
 
 @dataclass(frozen=True)
