@@ -28,7 +28,8 @@ the sum of per-round log-likelihood ratios is the optimal test of the K-fold com
 ``claim_verdict`` compares the bound with the claim (PLAN.md, issue #11): ``no claim`` for an
 infinite claimed epsilon, ``outside scope`` when an aggregate-scope claim is audited on single
 messages, ``untestable`` when the claim is at or above the ceiling (no outcome of these trials
-could exceed it: ``trials_to_test`` says how many would), else ``violated`` / ``consistent``;
+could exceed it: ``fltr_audit.claim_trials.trials_to_test`` says how many would), else
+``violated`` / ``consistent``;
 ``tightness`` = epsilon_lb / claimed_epsilon. ``small_error`` records which error rate the
 held-out half chose to keep small (``fp``: the bound ``ln((1 - delta - FNR) / FPR)``), so that
 runs can be oriented alike before their counts are pooled (``reports.claims``).
@@ -48,6 +49,8 @@ import numpy as np
 from scipy import stats
 from scipy.special import ndtri
 
+from fltr_audit.claim_trials import trials_to_test
+from fltr_audit.constraints import Interval, check
 from fltr_audit.errors import FltrError
 from fltr_audit.interfaces import ClientDefense, PrivacyClaim
 from fltr_audit.messages import Messages
@@ -88,30 +91,6 @@ def claim_verdict(claimed_epsilon: float, claimed_scope: str, audited_scope: str
     if float(claimed_epsilon) >= float(ceiling):
         return "untestable"
     return "violated" if float(epsilon_lb) > float(claimed_epsilon) else "consistent"
-
-
-def trials_to_test(claimed_epsilon: float, delta: float = 0.0, confidence: float = 0.95) -> int:
-    """The fewest trials per input whose ceiling (the bound with no error on the evaluation half of
-    ``n - n // 2``) exceeds ``claimed_epsilon``: below them the claim is ``untestable``.
-    The ceiling grows with n (``epsilon_lower_bound(0, 0, m, m)``), so this is a doubling then a
-    bisection search; 0 for an infinite claim."""
-    if not math.isfinite(claimed_epsilon):
-        return 0
-
-    def above(n: int) -> bool:
-        m = n - n // 2
-        return float(epsilon_lower_bound(0, 0, m, m, delta, confidence)) > claimed_epsilon
-
-    hi = 4
-    while not above(hi):
-        hi *= 2
-        if hi > 1 << 62:
-            return hi
-    lo = hi // 2
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        lo, hi = (lo, mid) if above(mid) else (mid, hi)
-    return hi
 
 
 def auto_trials(claimed_epsilon: float, delta: float = 0.0, confidence: float = 0.95,
@@ -274,14 +253,11 @@ def audit(
     mu : float
         The claimed Gaussian-DP mu (NaN: not a Gaussian mechanism, no ``mu_lb``).
     """
-    if n_trials < 4:
-        raise FltrError(f"--trials: need at least 4 trials per input, got {n_trials}")
-    if not 0.0 < confidence < 1.0:
-        raise FltrError(f"--confidence: must lie in (0, 1), got {confidence}")
+    check("n_trials", n_trials, (Interval(int, 4, None),))
+    check("confidence", confidence, (Interval(float, 0.0, 1.0, closed="neither"),))
     if neighbours not in NEIGHBOURS:
         raise FltrError(f"--neighbours: unknown neighbour kind {neighbours!r} (choose {' or '.join(NEIGHBOURS)})")
-    if rounds < 1:
-        raise FltrError(f"--rounds: must be a positive integer, got {rounds}")
+    check("rounds", rounds, (Interval(int, 1, None),))
     audited_scope = audited_scope or ("aggregate" if "aggregate" in threat_model else "message")
     delta = claim.delta if delta is None else float(delta)
     rng = np.random.default_rng(seed)
@@ -364,8 +340,7 @@ def defense_mechanism(
     Gamma shape), filled with copies of the audited message: a client-side defense treats
     rows independently, so every row of every cohort is one independent trial.
     """
-    if cohort_size < 1:
-        raise FltrError(f"--probe-cohort: cohort size must be positive, got {cohort_size}")
+    check("cohort_size", cohort_size, (Interval(int, 1, None),))
     g = np.asarray(global_params, dtype=np.float64)
 
     def mechanism(rng: np.random.Generator, n_trials: int, which: int) -> np.ndarray:

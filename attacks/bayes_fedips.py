@@ -7,8 +7,8 @@ every count matrix N (B x K non-negative integers summing to m: C(m + BK - 1, BK
 candidates, 1001 for the probe's B = 1, K = 5, m = 10; more than ``MAX_CANDIDATES`` are
 refused) jointly with the client's position bias gamma_u on a quadrature grid, weighs each
 pair by ``prior(N | gamma) p(message | N, gamma)``, and scores each slot by the posterior
-``P(N_slot >= 1 | message)`` as log-odds (``attacks.bayes.posterior_log_odds``); decisions are
-those marginals above 0.5. The client is assumed
+``P(N_slot >= 1 | message)`` as log-odds (``attacks.bayes_posterior.posterior_log_odds``);
+decisions are those marginals above 0.5. The client is assumed
 to have collected its m clicks (n_c = m): the session cap (``max_sessions``, 100 by default)
 is not modelled -- a client that reaches it sends fewer clicks, which no candidate explains.
 
@@ -39,8 +39,8 @@ probe messages of the audit's pre-trained FedIPS, 152 replay to 1e-10 from their
 and gamma_u, 5 differ by 3-32 %) or, else, by float rounding; the replay is not exact in
 general and the guess is named ``bayes-approx``. Candidates sharing their first clicks share
 that part of the replay (``prefix_tree``). The replayed updates go through the defense's
-clipping and noise density as in ``attacks.bayes`` (``_loglik_full``: exact-match test,
-Laplace, Gaussian, Gamma-difference); without noise the posterior is a point mass on the
+clipping and noise density as in ``attacks.bayes`` (``attacks.bayes_likelihoods.loglik_full``:
+exact-match test, Laplace, Gaussian, Gamma-difference); without noise the posterior is a point mass on the
 nearest candidate: its marginals are 0 or 1, its log-odds still ordered by how far the
 next candidate falls behind.
 """
@@ -54,8 +54,12 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from attacks.bayes import NoiseModel, _loglik_full, click_vectors, posterior_log_odds
+from attacks.bayes_likelihoods import loglik_full
+from attacks.bayes_noise import NoiseModel
+from attacks.bayes_posterior import posterior_log_odds
+from attacks.bayes_prior import PRIORS, click_vectors
 from attacks.view import client_updates, require_shown, shown_features
+from fltr_audit.constraints import Interval, Options, check
 from fltr_audit.errors import FltrError
 from fltr_audit.messages import Guess, ServerView
 
@@ -214,10 +218,8 @@ class BayesFedIPS:
         if algorithm.propensity == "estimated":
             raise FltrError("--attack bayes: cannot replay FedIPS with estimated propensities (each client's EM "
                             "estimate is private; supported: propensity true or none)")
-        if prior not in ("click-model", "uniform"):
-            raise FltrError(f"--attack bayes: prior must be click-model or uniform, got {prior!r}")
-        if int(gamma_nodes) != gamma_nodes or gamma_nodes < 1:
-            raise FltrError(f"--attack bayes: gamma_nodes must be a positive integer, got {gamma_nodes!r}")
+        check("prior", prior, (Options(PRIORS),))
+        check("gamma_nodes", gamma_nodes, (Interval(int, 1, None),))
         self.algorithm = algorithm
         self.noise = noise if noise is not None else NoiseModel()
         self.prior = prior
@@ -262,7 +264,7 @@ class BayesFedIPS:
         for s in range(0, n, chunk):
             part = slice(s, s + chunk)
             u = replay(self.algorithm, g, X[part], valid[part], tree, steps)
-            loglik = _loglik_full(self.noise, g, u, updates[part], cohort).reshape(-1, E, C)
+            loglik = loglik_full(self.noise, g, u, updates[part], cohort).reshape(-1, E, C)
             loglik = np.broadcast_to(loglik, (len(loglik), G, C))
             out[part] = posterior_log_odds(log_prior[part].reshape(-1, G * C) + loglik.reshape(-1, G * C), clicked)
         score = out.reshape(n, B, K)

@@ -32,6 +32,7 @@ from __future__ import annotations
 import numpy as np
 
 from attacks.view import client_updates, require_shown, shown_features
+from fltr_audit.constraints import Interval, check
 from fltr_audit.errors import FltrError
 from fltr_audit.messages import Guess, ServerView
 
@@ -85,8 +86,7 @@ class Heuristic:
     def __init__(self, kind: str, threshold: int = 5, as_published: bool = False):
         if kind not in KINDS:
             raise FltrError(f"--attack: unknown heuristic {kind!r} (choose from {', '.join(KINDS)})")
-        if int(threshold) != threshold or threshold < 0:
-            raise FltrError(f"--attack {kind}: threshold must be a non-negative integer, got {threshold}")
+        check("threshold", threshold, (Interval(int, 0, None),))
         self.kind = kind
         self.threshold = int(threshold)
         self.as_published = bool(as_published)

@@ -39,7 +39,7 @@ import numpy as np
 from scipy import stats
 
 from attacks.view import client_updates, require_shown, shown_features
-from fltr_audit.errors import FltrError
+from fltr_audit.constraints import Interval, Options, ParameterError, check
 from fltr_audit.messages import Guess, ServerView
 
 RCOND = 1e-6
@@ -313,12 +313,11 @@ class OLSR:
 
     def __init__(self, target: str = "update", alpha: float | None = None, global_regressor: bool = True,
                  loss: str = "l2"):
-        if loss not in ("l2", "l1") or (loss == "l1" and alpha is not None):
-            raise FltrError(f"--attack olsr: loss must be 'l2' or 'l1' (l1 without alpha), got {loss!r}")
-        if target not in ("update", "weights"):
-            raise FltrError(f"--attack olsr: target must be 'update' or 'weights', got {target!r}")
-        if alpha is not None and not 0.0 < float(alpha) < 1.0:
-            raise FltrError(f"--attack olsr-t: alpha must lie in (0, 1), got {alpha}")
+        check("loss", loss, (Options(("l2", "l1")),))
+        check("target", target, (Options(("update", "weights")),))
+        check("alpha", alpha, (None, Interval(float, 0.0, 1.0, closed="neither")))
+        if loss == "l1" and alpha is not None:
+            raise ParameterError("alpha", f"must be None with loss 'l1' (no t-test), got {alpha!r}")
         self.target = target
         self.global_regressor = bool(global_regressor)
         self.alpha = None if alpha is None else float(alpha)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from attacks.view import require_shown
-from fltr_audit.errors import FltrError
+from fltr_audit.constraints import Interval, check
 from fltr_audit.messages import Guess, ServerView
 from fltr_audit.randomness import stream
 
@@ -19,10 +19,8 @@ class RandomK:
     """
 
     def __init__(self, k: int = 3, seed: int = 0):
-        if int(k) != k or k < 1:
-            raise FltrError(f"--attack random{k}: k must be a positive integer")
-        if int(seed) != seed or seed < 0:
-            raise FltrError(f"--attack random{k}: seed must be a non-negative integer, got {seed}")
+        check("k", k, (Interval(int, 1, None),))
+        check("seed", seed, (Interval(int, 0, None),))
         self.k, self.seed = int(k), int(seed)
         self.name = f"random{self.k}"
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from attacks.view import require_shown, shown_features
-from fltr_audit.errors import FltrError
+from fltr_audit.constraints import Interval, check
 from fltr_audit.messages import Guess, ServerView
 
 
@@ -58,8 +58,7 @@ class Prior:
     name = "prior"
 
     def __init__(self, m: int = 1):
-        if int(m) != m or m < 1:
-            raise FltrError(f"--attack prior: m must be a positive integer, got {m}")
+        check("m", m, (Interval(int, 1, None),))
         self.m = int(m)
 
     def guess(self, view: ServerView) -> Guess:

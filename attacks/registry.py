@@ -21,6 +21,7 @@ from attacks.heuristics import Heuristic
 from attacks.olsr import OLSR
 from attacks.random_k import RandomK
 from attacks.reference import GuessAll, Prior
+from fltr_audit.constraints import ParameterError
 from fltr_audit.errors import FltrError
 from fltr_audit.interfaces import Attack
 
@@ -152,9 +153,10 @@ def make_attack(name: str, **params: Any) -> Attack:
     ``olsr`` / ``olsr-t`` / ``olsr-l1``: ``target`` ("update" | "weights"), ``global_regressor``
     (default True); ``olsr-t`` also ``alpha`` (default 0.05); ``distance``: ``k`` (threshold
     k // 2, default 5) or ``threshold``; ``random3`` / ``random4``: ``seed``; ``prior``: ``m``;
-    ``bayes``: ``algorithm``, ``noise`` (an ``attacks.bayes.NoiseModel``), ``prior``;
+    ``bayes``: ``algorithm``, ``noise`` (an ``attacks.bayes_noise.NoiseModel``), ``prior``;
     ``bayes-uniform``: ``algorithm``, ``noise``.
-    FltrError naming ``--attack`` for an unknown name or parameter.
+    FltrError naming ``--attack`` for an unknown name or parameter; ParameterError naming the
+    attack and the parameter for a bad value (``attack distance: threshold: ...``).
     """
     factory = attack_spec(name).factory
     if name in _PLUGINS:
@@ -168,5 +170,7 @@ def make_attack(name: str, **params: Any) -> Attack:
         return attack
     try:
         return factory(**params)
+    except ParameterError as exc:
+        raise exc.renamed({}, where=f"attack {name}: ") from None
     except TypeError as exc:
         raise FltrError(f"--attack {name}: bad parameters {sorted(params)} ({exc})") from None

@@ -46,6 +46,7 @@ import pandas as pd
 from scipy import stats
 from sklearn.metrics import roc_auc_score, roc_curve
 
+from fltr_audit.constraints import Options, check
 from fltr_audit.errors import FltrError
 from fltr_audit.messages import Guess, RoundBatch
 
@@ -274,8 +275,7 @@ def summarize(per_query: pd.DataFrame, zero_division: str = "0", slots: Slots | 
     tpr_at_fpr_0_001, n_counterfactual, n_queries, zero_division (see the module docstring).
     The pooled measures need ``slots`` (NaN without them).
     """
-    if zero_division not in ZERO_DIVISION:
-        raise FltrError(f"zero_division must be one of {', '.join(ZERO_DIVISION)}, got {zero_division!r}")
+    check("zero_division", zero_division, (Options(ZERO_DIVISION),))
     q = per_query
     n_queries = int(len(q))
     if zero_division == "skip":

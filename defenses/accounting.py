@@ -44,6 +44,7 @@ from typing import Any
 import numpy as np
 
 from fltr_audit.cohorts import participation_counts
+from fltr_audit.constraints import Interval, ParameterError, check
 from fltr_audit.errors import FltrError
 
 DISCRETIZATION = 1e-3
@@ -145,10 +146,9 @@ class ParticipationSchedule:
     @classmethod
     def of_run(cls, seed: int, rounds: int, clients: int, population: int | None = None) -> "ParticipationSchedule":
         """The schedule ``federation.train`` draws for this seed (``fltr_audit.cohorts``)."""
-        if int(rounds) != rounds or rounds < 1:
-            raise FltrError(f"--rounds: must be a positive integer, got {rounds}")
+        check("rounds", rounds, (Interval(int, 1, None),))
         if population is not None and population < clients:
-            raise FltrError(f"--population: must be at least --clients ({clients}), got {population}")
+            raise ParameterError("population", f"must be at least clients ({clients}), got {population}")
         counts = participation_counts(seed, int(rounds), clients, population)
         return cls(int(rounds), clients / (population or clients), counts)
 
@@ -225,8 +225,7 @@ class RunAccountant:
     def _epsilon(self, delta: float, scope: str, quantile: float | None) -> tuple[float, str]:
         if scope not in ("server", "observer"):
             raise FltrError(f"scope: 'server' or 'observer', got {scope!r}")
-        if not 0.0 <= delta < 1.0:
-            raise FltrError(f"--delta: must lie in [0, 1), got {delta}")
+        check("delta", delta, (Interval(float, 0.0, 1.0, closed="left"),))
         if self.part is None:
             return math.inf, "none"
         s = self.schedule

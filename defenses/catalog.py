@@ -19,13 +19,14 @@ from defenses.randomized_response import MAXRR_VALUES, RandomizedResponse
 from defenses.secagg import IdealSecAgg
 from defenses.secagg_protocol import SecAggProtocol
 from defenses.shuffle import Shuffle
+from fltr_audit.constraints import Constraint, Interval, Satisfies
 from fltr_audit.interfaces import Role
 
 
 @dataclass(frozen=True)
 class Param:
-    """One parameter: its type (``float``, ``int``, ``choice``, ``values``), default, a check
-    returning an error text or None, where a default is inherited from a preceding clip,
+    """One parameter: its type (``float``, ``int``, ``choice``, ``values``), default, the
+    constraints a number must satisfy (``fltr_audit.constraints``), where a default is inherited from a preceding clip,
     whether it is a ``key`` parameter, always written in the canonical name, and a deprecated
     ``alias`` still accepted (with a warning) in place of ``name``."""
 
@@ -33,7 +34,7 @@ class Param:
     kind: str
     default: Any
     help: str
-    check: Callable[[Any], str | None] = lambda v: None
+    constraints: tuple[Constraint, ...] = ()
     choices: tuple[str, ...] = ()
     inherit: Callable[[Clip], Any] | None = None
     key: bool = False
@@ -56,24 +57,11 @@ class Spec:
 _LARGEST = 1e100  # larger values overflow squares and sums of squares into inf / NaN
 
 
-def _positive(v: float) -> str | None:
-    return None if 0 < v <= _LARGEST else f"must be a positive number at most {_LARGEST:g}"
-
-
-def _unit_open(v: float) -> str | None:
-    return None if 0 < v < 1 else "must lie strictly between 0 and 1"
-
-
-def _rate(v: float) -> str | None:
-    return None if 0 <= v < 1 else "must lie in [0, 1)"
-
-
-def _degree(v: int) -> str | None:
-    return None if v >= 0 and v % 2 == 0 else "must be 0 (complete graph) or an even number >= 2"
-
-
-def _bits(v: int) -> str | None:
-    return None if 16 <= v <= 64 else "must lie in 16..64"
+_positive = (Interval(float, 0.0, _LARGEST, closed="right"),)
+_unit_open = (Interval(float, 0.0, 1.0, closed="neither"),)
+_rate = (Interval(float, 0.0, 1.0, closed="left"),)
+_degree = (Satisfies(int, lambda v: v >= 0 and v % 2 == 0, "0 (complete graph) or an even number >= 2"),)
+_bits = (Interval(int, 16, 64),)
 
 
 _EPS = Param("eps", "float", 4.5, "privacy budget epsilon", _positive, key=True)
@@ -131,12 +119,10 @@ SPECS: dict[str, Spec] = {s.name: s for s in (
     Spec("ddgauss", "aggregator", DDGauss,
          (Param("noise_multiplier", "float", 1.0, "z: the sum's noise std is z * clip", _positive, key=True),
           Param("clip", "float", 1.0, "L2 clip norm C of each update", _positive, inherit=lambda c: c.sensitivity / 2),
-          Param("bits", "int", 20, "modular secure aggregation in Z_(2^bits)", lambda v: None if 2 <= v <= 62
-                else "must lie in 2..62"),
-          Param("n", "int", 1000, "cohort size the scale and the claim are computed for", lambda v: None if v >= 1
-                else "must be a positive integer"),
+          Param("bits", "int", 20, "modular secure aggregation in Z_(2^bits)", (Interval(int, 2, 62),)),
+          Param("n", "int", 1000, "cohort size the scale and the claim are computed for", (Interval(int, 1, None),)),
           Param("dim", "int", 64, "padded dimension (a power of two >= the model's parameters)",
-                lambda v: None if v >= 1 and v & (v - 1) == 0 else "must be a power of two"),
+                (Satisfies(int, lambda v: v >= 1 and v & (v - 1) == 0, "a power of two"),)),
           Param("dp_delta", "float", 1e-5, "delta of the (epsilon, delta) claim", _unit_open),
           Param("secagg", "choice", "sum", "the modular sum: exact numpy sum, or the Bonawitz protocol",
                 choices=("sum", "protocol"))),
@@ -144,8 +130,7 @@ SPECS: dict[str, Spec] = {s.name: s for s in (
          "randomized rounding, per-client discrete Gaussian shares, modular secure sum in Z_(2^bits)",
          "the paper's zCDP bound for the cohort n, as (epsilon, dp_delta) per round, scope aggregate"),
     Spec("shuffle", "aggregator", Shuffle,
-         (Param("n", "int", 1000, "cohort size the amplified claim assumes", lambda v: None if v >= 2
-                else "must be at least 2"),
+         (Param("n", "int", 1000, "cohort size the amplified claim assumes", (Interval(int, 2, None),)),
           Param("dp_delta", "float", 1e-6, "delta of the amplified (epsilon, delta) claim", _unit_open)),
          "anonymous shuffler: the server gets the cohort's messages without senders, in random order "
          "(threat model 'server (shuffled)'); follows a local randomizer (dp-local-laplace, rr)",

@@ -11,6 +11,7 @@ from scipy.optimize import minimize_scalar
 from defenses.dp_fedavg import clip_updates
 from defenses.secagg import require_vectors
 from defenses.secagg_protocol import neighbour_graph, run_protocol
+from fltr_audit.constraints import Interval, ParameterError, check
 from fltr_audit.errors import FltrError
 from defenses.mechanism_events import dp_event
 from fltr_audit import mechanisms as mech
@@ -157,15 +158,15 @@ class DDGauss:
         self.noise_multiplier, self.clip, self.bits = float(noise_multiplier), float(clip), int(bits)
         self.secagg = secagg
         self.n, self.dim, self.dp_delta, self.name = int(n), int(dim), float(dp_delta), name
-        for option, value in (("noise_multiplier", self.noise_multiplier), ("clip", self.clip)):
-            if not (value > 0 and math.isfinite(value)):
-                raise FltrError(f"{name}: {option} must be a positive number, got {value:g}")
-        if not 2 <= self.bits <= 62:
-            raise FltrError(f"{name}: bits must lie in 2..62, got {self.bits}")
+        try:
+            for parameter, value in (("noise_multiplier", self.noise_multiplier), ("clip", self.clip)):
+                check(parameter, value, (Interval(float, 0.0, math.inf, closed="neither"),))
+            check("bits", self.bits, (Interval(int, 2, 62),))
+            check("n", self.n, (Interval(int, 1, None),))   # the cohort size
+        except ParameterError as exc:
+            raise exc.renamed({}, where=f"{name}: ") from None
         if self.dim < 1 or self.dim & (self.dim - 1):
-            raise FltrError(f"{name}: dim must be a power of two (the padded model size), got {self.dim}")
-        if self.n < 1:
-            raise FltrError(f"{name}: n must be a positive cohort size, got {self.n}")
+            raise ParameterError("dim", f"must be a power of two (the padded model size), got {self.dim}", f"{name}: ")
         self.gamma = scale_for_bits(self.bits, self.n, self.clip, self.noise_std, self.dim)
         if not math.isfinite(self.gamma):
             raise FltrError(f"{name}: bits = {self.bits} are too few for the rounding errors of n = {self.n} clients "

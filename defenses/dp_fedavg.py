@@ -9,6 +9,7 @@ import numpy as np
 
 from defenses.dp_gaussian import gaussian_epsilon
 from defenses.secagg import require_vectors
+from fltr_audit.constraints import Interval, ParameterError, check
 from fltr_audit.errors import FltrError
 from defenses.mechanism_events import dp_event
 from fltr_audit import mechanisms as mech
@@ -61,11 +62,12 @@ class DPFedAvg:
                  quantile: float = 0.0, lr: float = 0.2, count_std: float = 50.0, name: str = "dp-fedavg"):
         self.noise_multiplier, self.initial_clip, self.dp_delta = float(noise_multiplier), float(clip), float(dp_delta)
         self.quantile, self.lr, self.count_std, self.name = float(quantile), float(lr), float(count_std), name
-        for option, value in (("noise_multiplier", self.noise_multiplier), ("clip", self.initial_clip)):
-            if not (value > 0 and math.isfinite(value)):
-                raise FltrError(f"{name}: {option} must be a positive number, got {value:g}")
-        if not 0.0 <= self.quantile < 1.0:
-            raise FltrError(f"{name}: quantile must lie in [0, 1) (0: fixed clipping), got {self.quantile:g}")
+        try:
+            for parameter, value in (("noise_multiplier", self.noise_multiplier), ("clip", self.initial_clip)):
+                check(parameter, value, (Interval(float, 0.0, math.inf, closed="neither"),))
+            check("quantile", self.quantile, (Interval(float, 0.0, 1.0, closed="left"),))   # 0: fixed clipping
+        except ParameterError as exc:
+            raise exc.renamed({}, where=f"{name}: ") from None
         if self.adaptive and not 2.0 * self.count_std > self.noise_multiplier:
             raise FltrError(f"{name}: count_std = {self.count_std:g} must exceed noise_multiplier / 2 "
                             f"= {self.noise_multiplier / 2:g} (the count's noise is paid from the same budget)")

@@ -23,6 +23,7 @@ from defenses.registration import plugin_spec
 from defenses.clipping import Clip
 from defenses.randomized_response import MAXRR_VALUES
 from fltr_audit.aggregation import FedAvg
+from fltr_audit.constraints import describe, satisfied
 from fltr_audit.errors import FltrDeprecation, FltrError
 from fltr_audit.interfaces import Aggregator, ClientDefense, PrivacyClaim
 from fltr_audit.mechanisms import check_declaration
@@ -93,9 +94,8 @@ def _convert(param: Param, raw: str, where: str, written: str) -> Any:
         raise FltrError(f"{where}: parameter {written}={raw!r} is not a valid {kind}") from None
     if param.kind == "choice" and value not in param.choices:
         raise FltrError(f"{where}: parameter {written}={raw!r} must be one of {', '.join(param.choices)}")
-    problem = param.check(value) if param.kind in ("float", "int") else None
-    if problem:
-        raise FltrError(f"{where}: parameter {written}={raw} {problem}")
+    if param.kind in ("float", "int") and not satisfied(value, param.constraints):
+        raise FltrError(f"{where}: parameter {written}={raw} must be {describe(param.constraints)}")
     return value
 
 

@@ -413,7 +413,7 @@ def _attack_params(name: str, config: RunSpec, algorithm: Any) -> dict:
 
 
 def noise_model(stack: DefenseStack, members: int = 1) -> Any:
-    """The ``attacks.bayes.NoiseModel`` of a defense stack, read from the mechanisms its parts
+    """The ``attacks.bayes_noise.NoiseModel`` of a defense stack, read from the mechanisms its parts
     declare (``fltr_audit.mechanisms``): its clipping steps in order and its one noise mechanism
     (FltrError naming the defense when ``bayes`` has no likelihood for it, or it declares nothing).
 
@@ -431,7 +431,7 @@ def noise_model(stack: DefenseStack, members: int = 1) -> Any:
     ``Shuffle`` is refused: the server gets the messages without senders and cannot link one to
     the list it was shown on.
     """
-    from attacks.bayes import ClipStep, NoiseModel
+    from attacks.bayes_noise import ClipStep, NoiseModel
 
     clips: list = []
     noise: dict = {}

@@ -14,8 +14,9 @@ its key -- so each user is told about what they typed::
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from fltr_audit.errors import FltrError
 
@@ -37,11 +38,11 @@ class ParameterError(FltrError):
 
 
 def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
 def _is_real(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
 def _bound(value: float | None, sign: str) -> str:
@@ -105,7 +106,23 @@ class InstanceOf:
             self.kind, f"a {self.kind.__name__}")
 
 
-Constraint = Interval | Options | InstanceOf | None
+@dataclass(frozen=True)
+class Satisfies:
+    """Values of ``kind`` (as ``InstanceOf``) that pass ``test``, described by ``text``: a rule
+    no interval or option list states (a power of two, an even number)."""
+
+    kind: type
+    test: Callable[[Any], bool]
+    text: str
+
+    def accepts(self, value: Any) -> bool:
+        return InstanceOf(self.kind).accepts(value) and bool(self.test(value))
+
+    def describe(self) -> str:
+        return self.text
+
+
+Constraint = Interval | Options | InstanceOf | Satisfies | None
 
 
 @dataclass(frozen=True)

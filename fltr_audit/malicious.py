@@ -38,6 +38,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from fltr_audit.aggregation import FedAvg
+from fltr_audit.constraints import Interval, check
 from fltr_audit.data.dataset import Dataset
 from fltr_audit.errors import FltrError
 from fltr_audit.interfaces import Aggregator, ClientDefense
@@ -99,9 +100,9 @@ def malicious_probe(algorithm: Any, params: np.ndarray, data: Dataset, *, seed: 
     check_supported(algorithm, manipulation)
     params = np.asarray(params, dtype=np.float64)
     aggregator = aggregator or FedAvg()
+    check("queries_per_client", queries_per_client, (Interval(int, 1, None),))
+    check("cohort_size", cohort_size, (Interval(int, 1, None),))
     B = int(queries_per_client)
-    if B < 1 or cohort_size < 1:
-        raise FltrError("--probe-queries and --probe-cohort must be positive integers")
     full = data.n_queries // B
     queries = np.arange(full * B, dtype=np.int64).reshape(full, B)
     if full == 0:

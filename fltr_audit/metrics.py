@@ -13,8 +13,8 @@ import weakref
 
 import numpy as np
 
+from fltr_audit.constraints import Interval, Options, check
 from fltr_audit.data.dataset import Dataset
-from fltr_audit.errors import FltrError
 from fltr_audit.plackett_luce import topk
 
 EMPTY = ("skip", "zero")
@@ -25,10 +25,8 @@ def _discounts(k: int) -> np.ndarray:
 
 
 def _check(k: int, empty: str = "skip") -> None:
-    if k < 1:
-        raise FltrError(f"--k: the cut-off must be at least 1, got {k}")
-    if empty not in EMPTY:
-        raise FltrError(f"--empty: unknown value {empty!r} (choose from {', '.join(EMPTY)})")
+    check("k", k, (Interval(int, 1, None),))
+    check("empty", empty, (Options(EMPTY),))
 
 
 def dcg(ranked_labels: np.ndarray, k: int = 10) -> np.ndarray:
@@ -172,8 +170,7 @@ def online_performance(ndcg_sequence: np.ndarray, gamma: float = 0.9995) -> floa
     NaN entries (queries without a relevant document) are dropped before discounting, so t
     counts the evaluated interactions, matching the skip convention of the nDCG means.
     """
-    if not 0 < gamma <= 1:
-        raise FltrError(f"--gamma: the discount must be in (0, 1], got {gamma}")
+    check("gamma", gamma, (Interval(float, 0.0, 1.0, closed="right"),))
     seq = np.asarray(ndcg_sequence, dtype=np.float64).ravel()
     seq = seq[~np.isnan(seq)]
     return float(seq @ np.power(gamma, np.arange(len(seq))))

@@ -27,6 +27,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from fltr_audit.constraints import Interval, check
 from fltr_audit.data.dataset import Dataset
 from fltr_audit.errors import CohortLost, FltrError
 from fltr_audit.federation import run_round
@@ -76,10 +77,9 @@ def probe_cohorts(algorithm: Algorithm, params: np.ndarray, data: Dataset, *, se
     (with fewer local updates). Cohort ``i`` (1-based, counted over the passes) uses the round
     streams of index ``i`` under ``seed``, so every pass draws new clicks.
     """
-    for option, value in (("--queries-per-client", queries_per_client), ("--probe-cohort", cohort_size),
-                          ("--probe-rounds", passes)):
-        if int(value) != value or value < 1:
-            raise FltrError(f"{option}: must be a positive integer, got {value}")
+    for parameter, value in (("queries_per_client", queries_per_client), ("cohort_size", cohort_size),
+                             ("passes", passes)):
+        check(parameter, value, (Interval(int, 1, None),))
     if data.n_queries < 1:
         raise FltrError("--data: the probed split has no queries")
     params = np.asarray(params, dtype=np.float64)

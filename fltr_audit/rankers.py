@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from fltr_audit.constraints import Interval, check
 from fltr_audit.errors import FltrError
 
 RANKERS = ("linear", "mlp")
@@ -67,8 +68,7 @@ class LinearRanker:
     name = "linear"
 
     def __init__(self, n_features: int):
-        if n_features < 1:
-            raise FltrError(f"--ranker: need at least one feature, got {n_features}")
+        check("n_features", n_features, (Interval(int, 1, None),))
         self.n_features = int(n_features)
         self.n_params = self.n_features
 
@@ -138,8 +138,8 @@ class MLPRanker:
     name = "mlp"
 
     def __init__(self, n_features: int, hidden: int = 10):
-        if n_features < 1 or hidden < 1:
-            raise FltrError(f"--ranker: need at least one feature and one hidden unit, got {n_features}, {hidden}")
+        check("n_features", n_features, (Interval(int, 1, None),))
+        check("hidden", hidden, (Interval(int, 1, None),))
         self.n_features = int(n_features)
         self.hidden = int(hidden)
         self.n_params = self.hidden * self.n_features + 2 * self.hidden

@@ -30,7 +30,8 @@ mechanism's leakage; it is flagged ``trial_limited`` and printed as the trial co
 ``claim_verdict`` (PLAN.md): ``no claim`` when the claimed epsilon is infinite; ``outside scope``
 when the claim covers the aggregate (``claimed_scope == "aggregate"``) but the audit saw single
 messages (``audited_scope == "message"``); ``untestable`` when the claim is at or above the
-ceiling (no outcome of these trials could exceed it; ``trials_to_test`` says how many would);
+ceiling (no outcome of these trials could exceed it; ``fltr_audit.claim_trials.trials_to_test``
+says how many would);
 else ``violated`` when the bound exceeds the claim, ``consistent`` otherwise (``tightness`` =
 bound / claim). A defense's verdict rests on its worst-case audit (``neighbours ==
 "worst-case"``) where it has one; the natural audit's verdict is kept beside it
@@ -44,6 +45,8 @@ import math
 import numpy as np
 import pandas as pd
 from scipy import stats
+
+from fltr_audit.claim_trials import trials_to_test
 
 POOL_BY = ("mechanism", "attack", "test", "neighbours", "threat_model", "claimed_epsilon", "claimed_delta",
            "claimed_scope", "audited_scope", "confidence")
@@ -90,23 +93,6 @@ def claim_verdict(claimed_epsilon, claimed_scope, audited_scope, epsilon_lb, cei
     if pd.notna(ceiling) and claimed_epsilon >= ceiling:
         return "untestable"
     return "violated" if epsilon_lb > claimed_epsilon else "consistent"
-
-
-def trials_to_test(claimed_epsilon: float, delta: float = 0.0, confidence: float = 0.95) -> int:
-    """The fewest trials per input (evaluation halves of ``n - n // 2``) whose ceiling exceeds the
-    claim: doubling, then bisection on the ceiling, which grows with n."""
-    def above(n: int) -> bool:
-        m = n - n // 2
-        return float(epsilon_lower_bound(0, 0, m, m, delta, confidence)[0]) > claimed_epsilon
-
-    hi = 4
-    while not above(hi) and hi < 1 << 62:
-        hi *= 2
-    lo = hi // 2
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        lo, hi = (lo, mid) if above(mid) else (mid, hi)
-    return hi
 
 
 def oriented(audits: pd.DataFrame) -> pd.DataFrame:

@@ -9,7 +9,10 @@ import pytest
 from scipy import stats
 from scipy.special import expit
 
-from attacks.bayes import LOG_ODDS_BOUND, Bayes, ClipStep, NoiseModel, cascade_log_prior, click_vectors
+from attacks.bayes import Bayes
+from attacks.bayes_noise import ClipStep, NoiseModel
+from attacks.bayes_posterior import LOG_ODDS_BOUND
+from attacks.bayes_prior import cascade_log_prior, click_vectors
 from attacks.olsr import OLSR
 from attacks.registry import make_attack
 from attacks.scoring import score_guess
@@ -517,7 +520,7 @@ def test_bayes_under_server_malicious_isolation_with_dp_fedavg_and_a_global_mode
 def test_posterior_log_odds_is_the_marginal_and_keeps_near_point_masses_apart():
     """expit(log-odds) equals the marginal computed directly; where the marginal rounds to
     exactly 1 the log-odds is the analytic gap to the best alternative."""
-    from attacks.bayes import posterior_log_odds
+    from attacks.bayes_posterior import posterior_log_odds
 
     rng = np.random.default_rng(5)
     vectors = click_vectors(3)

@@ -106,7 +106,7 @@ def test_registry_names_and_errors():
                             "score-as-published", "prob-as-published", "distance-as-published"}
     for name in ATTACKS:
         assert make_attack(name).name == name
-    with pytest.raises(FltrError, match="--attack distance"):
+    with pytest.raises(FltrError, match="^attack distance: threshold: must be an integer >= 0, got -1$"):
         make_attack("distance", threshold=-1)
     with pytest.raises(FltrError, match="--attack random3"):
         make_attack("random3", bogus=1)

@@ -206,7 +206,7 @@ def test_view_checks():
         OLSR().guess(foltr)
     with pytest.raises(FltrError, match="--attack: unknown attack 'nope'"):
         make_attack("nope")
-    with pytest.raises(FltrError, match="--attack olsr"):
+    with pytest.raises(FltrError, match="^attack olsr: target: must be one of update, weights, got 'raw'$"):
         make_attack("olsr", target="raw")
 
 

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 import fltr_audit
-from attacks.audit import auto_trials, claim_verdict, epsilon_lower_bound, trials_to_test
+from attacks.audit import auto_trials, claim_verdict, epsilon_lower_bound
+from fltr_audit.claim_trials import trials_to_test
 from defenses.registration import register_defense
 from defenses.stack import parse_defense
 from fltr_audit import mechanisms as mech

@@ -5,8 +5,8 @@ import math
 
 import pytest
 
-from fltr_audit.constraints import (InstanceOf, Interval, Options, Parameter, ParameterError, check, describe,
-                                    satisfied, validate)
+from fltr_audit.constraints import (InstanceOf, Interval, Options, Parameter, ParameterError, Satisfies, check,
+                                    describe, satisfied, validate)
 
 
 @pytest.mark.parametrize("closed", ["both", "left", "right", "neither"])
@@ -50,3 +50,16 @@ def test_validate_refuses_undeclared_keys():
         validate({"lrr": 0.5}, params)
     with pytest.raises(ParameterError, match=r"^lr: must be a number in \(0, inf\), got -1"):
         validate({"lr": -1}, params)
+
+
+def test_numpy_integers_are_integers_and_a_rule_checks_its_kind_first():
+    import numpy as np
+
+    assert Interval(int, 1, None).accepts(np.int64(3)) and not Interval(int, 1, None).accepts(np.float64(3.0))
+    assert Interval(float, 0, 1).accepts(np.float32(0.5)) and not Interval(float, 0, 1).accepts(np.bool_(True))
+    power = Satisfies(int, lambda v: v >= 1 and v & (v - 1) == 0, "a power of two")
+    brute = {2 ** e for e in range(12)}
+    assert [v for v in range(-4, 2049) if power.accepts(v)] == sorted(brute)
+    assert not power.accepts(64.0) and not power.accepts(True)
+    with pytest.raises(ParameterError, match="^dim: must be a power of two, got 48$"):
+        check("dim", 48, (power,))

@@ -114,10 +114,11 @@ def test_accountant_object_answers_from_the_same_code_as_privacy_spent():
     assert acc.get_epsilon(1e-6) > acc.get_epsilon(1e-5)
 
 
-@pytest.mark.parametrize("make,option", [(lambda: ParticipationSchedule.of_run(0, 0, 3), "--rounds"),
-                                         (lambda: ParticipationSchedule.of_run(0, 3, 5, 4), "--population"),
-                                         (lambda: privacy_spent(parse_defense("dp-gaussian"),
-                                                                ParticipationSchedule.full(3), 1.0), "--delta")])
-def test_bad_input(make, option):
-    with pytest.raises(FltrError, match=option):
+@pytest.mark.parametrize("make,message", [
+    (lambda: ParticipationSchedule.of_run(0, 0, 3), "^rounds: must be an integer >= 1, got 0$"),
+    (lambda: ParticipationSchedule.of_run(0, 3, 5, 4), r"^population: must be at least clients \(5\), got 4$"),
+    (lambda: privacy_spent(parse_defense("dp-gaussian"), ParticipationSchedule.full(3), 1.0),
+     r"^delta: must be a number in \[0, 1\), got 1.0$")])
+def test_bad_input_names_the_parameter(make, message):
+    with pytest.raises(FltrError, match=message):
         make()

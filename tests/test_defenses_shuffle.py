@@ -145,7 +145,7 @@ def test_dp_event_is_the_claimed_epsilon_and_composes_with_the_delta_left_out():
     ("clip+shuffle", "clip(sensitivity=5) is not one"),
     ("dp-distributed(eps=4)+shuffle", "dp-distributed(eps=4) is not one"),
     ("dp-gaussian(sigma=1)+shuffle", "dp-gaussian(sigma=1) is not one"),
-    ("dp-local-laplace+shuffle(n=1)", "parameter n=1 must be at least 2"),
+    ("dp-local-laplace+shuffle(n=1)", "parameter n=1 must be an integer >= 2"),
 ])
 def test_shuffle_without_a_local_randomizer_is_one_line_naming_it(text, fragment):
     with pytest.raises(FltrError) as err:

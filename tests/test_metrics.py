@@ -130,7 +130,11 @@ def test_max_rr_and_online_performance():
 
 def test_bad_options():
     ds = make_dataset(np.random.default_rng(0), n_queries=3)
-    with pytest.raises(FltrError, match="--empty"):
+    with pytest.raises(FltrError, match="^empty: must be one of skip, zero, got 'nan'$"):
         ndcg_at_k(np.zeros(ds.n_docs), ds, 10, empty="nan")
-    with pytest.raises(FltrError, match="--k"):
+    with pytest.raises(FltrError, match="^k: must be an integer >= 1, got 0$"):
         ndcg_at_k(np.zeros(ds.n_docs), ds, 0)
+    for gamma in (0, 1.5):
+        with pytest.raises(FltrError, match=rf"^gamma: must be a number in \(0, 1\], got {gamma}$"):
+            online_performance([0.5], gamma)
+    assert online_performance([0.5, 0.5], 1) == 1.0                  # the closed end is accepted

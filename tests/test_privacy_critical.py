@@ -473,13 +473,16 @@ def test_fixed_point_scale_is_the_finest_whose_n_fold_sum_fits(bits, n, bound):
     assert n * bound * 2.0 ** codec.frac < 2.0 ** (bits - 1) <= n * bound * 2.0 ** (codec.frac + 1)
 
 
-@pytest.mark.parametrize("kwargs,option", [({"n_trials": 3}, "--trials"), ({"confidence": 1.0}, "--confidence"),
-                                           ({"confidence": 0.0}, "--confidence"), ({"rounds": 0}, "--rounds"),
-                                           ({"neighbours": "nearby"}, "--neighbours")])
-def test_audit_refuses_bad_parameters_by_option(kwargs, option):
+@pytest.mark.parametrize("kwargs,message", [
+    ({"n_trials": 3}, "^n_trials: must be an integer >= 4, got 3$"),
+    ({"confidence": 1.0}, r"^confidence: must be a number in \(0, 1\), got 1.0$"),
+    ({"confidence": 0.0}, r"^confidence: must be a number in \(0, 1\), got 0.0$"),
+    ({"rounds": 0}, "^rounds: must be an integer >= 1, got 0$"), ({"rounds": 2.5}, "^rounds: must be an integer"),
+    ({"neighbours": "nearby"}, "--neighbours")])
+def test_audit_refuses_bad_parameters_by_name(kwargs, message):
     from fltr_audit.errors import FltrError
 
-    with pytest.raises(FltrError, match=option):
+    with pytest.raises(FltrError, match=message):
         audit(lambda rng, n, w: rng.random(n) + w, lambda x: x, claim=PrivacyClaim(), **{"n_trials": 100, **kwargs})
     audit(lambda rng, n, w: rng.random(n) + w, lambda x: x, claim=PrivacyClaim(), n_trials=4, rounds=1,
           confidence=0.5, neighbours="worst-case")                      # the edges themselves are accepted
@@ -531,13 +534,15 @@ def test_scores_in_chunks_equal_one_pass_and_rounds_sum_their_scores():
     np.testing.assert_array_equal(summed, np.full(10, 7.5))
 
 
-@pytest.mark.parametrize("kwargs,option", [({"rounds": 0}, "--rounds"), ({"rounds": 2.5}, "--rounds"),
-                                           ({"population": 5}, "--population"), ({"delta": -0.1}, "--delta")])
-def test_privacy_spent_refuses_bad_parameters_by_option(kwargs, option):
+@pytest.mark.parametrize("kwargs,message", [
+    ({"rounds": 0}, "^rounds: must be an integer >= 1, got 0$"), ({"rounds": 2.5}, "^rounds: must be an integer"),
+    ({"population": 5}, r"^population: must be at least clients \(10\), got 5$"),
+    ({"delta": -0.1}, r"^delta: must be a number in \[0, 1\), got -0.1$")])
+def test_privacy_spent_refuses_bad_parameters_by_name(kwargs, message):
     from fltr_audit.errors import FltrError
 
     args = {"rounds": 3, "population": None, "delta": None, **kwargs}
-    with pytest.raises(FltrError, match=option):
+    with pytest.raises(FltrError, match=message):
         schedule = ParticipationSchedule.of_run(0, args["rounds"], 10, args["population"])
         run_privacy_spent(parse_defense("dp-local-laplace(eps=1)"), schedule, args["delta"])
 

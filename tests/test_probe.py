@@ -84,11 +84,13 @@ def test_probe_messages_go_through_defenses_and_threat_model(vali, model):
     np.testing.assert_array_equal(defended[0].truth.clicks, plain[0].truth.clicks)
 
 
-def test_bad_probe_options(vali, model):
-    with pytest.raises(FltrError, match="--queries-per-client"):
+def test_bad_probe_parameters_are_named(vali, model):
+    with pytest.raises(FltrError, match="^queries_per_client: must be an integer >= 1, got 0$"):
         probe(alg(vali), model, vali, seed=0, queries_per_client=0)
-    with pytest.raises(FltrError, match="--probe-cohort"):
+    with pytest.raises(FltrError, match="^cohort_size: must be an integer >= 1, got 0$"):
         probe(alg(vali), model, vali, seed=0, cohort_size=0)
+    with pytest.raises(FltrError, match="^passes: must be an integer >= 1, got 1.5$"):
+        probe(alg(vali), model, vali, seed=0, passes=1.5)
 
 
 def test_cohort_bounds_merge_a_too_small_last_cohort():

@@ -1,0 +1,106 @@
+"""PDGD's geometry as the Bayes attack replays it: the update of one shown list under click
+vector c is ``lr * coef(c) @ J`` (Eq. 5-6), ``J`` the shown documents' score gradients and
+``coef(c)`` the per-position sums of the pair weights ``W[a, b] = rho_ab sigma(d) sigma(-d)``
+signed by c (``pairwise_weights``, ``pair_sign_tensor``, ``candidate_coefficients``), and the
+batched scores and vector-Jacobian products of many models at once (``score_many``,
+``vjp_many``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from scipy.special import expit
+
+from fltr_audit import plackett_luce
+from fltr_audit.algorithms.fpdgd import swap_log_ratios
+
+def examined_unclicked(vectors: np.ndarray) -> np.ndarray:
+    """PDGD's losing positions of each click vector: unclicked, at or above the one right
+    after the last click (``fpdgd.pair_weights``), bool (C, k)."""
+    k = vectors.shape[-1]
+    any_click = vectors.any(-1)
+    last = np.where(any_click, k - 1 - np.argmax(vectors[..., ::-1], axis=-1), -1)
+    return ~vectors & (np.arange(k) <= last[..., None] + 1)
+
+
+def ranking_geometry(scores: np.ndarray, valid: np.ndarray, positions: np.ndarray
+                     ) -> tuple[np.ndarray, np.ndarray]:
+    """Shown scores (n, k) (-inf on empty slots) and the log-denominators (n, k + 1) of the
+    shown ranking over each query's candidates (as ``fpdgd.cohort_rankings``).
+
+    ``scores`` (n, D) and ``valid`` (n, D) cover each query's candidates; ``positions`` (n, k)
+    are the shown candidates' columns, -1 on empty slots.
+    """
+    ok = positions >= 0
+    shown_scores = np.where(ok, np.take_along_axis(scores, np.where(ok, positions, 0), axis=1), -np.inf)
+    extended = np.concatenate([positions, np.full((len(positions), 1), -1, dtype=np.int64)], axis=1)
+    return shown_scores, plackett_luce.log_denominators(scores, valid, extended)
+
+
+def pairwise_weights(shown_scores: np.ndarray, log_dens: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """``W[a, b] = rho_ab sigma(s_a - s_b) sigma(s_b - s_a)`` for every pair of shown positions,
+    symmetric (n, k, k), zero diagonal and on empty slots (Eq. 5-6; the weight a pair adds
+    to its preferred position and subtracts from the other, whichever is preferred)."""
+    n, k = mask.shape
+    a, b = np.triu_indices(k, 1)
+    rows = np.repeat(np.arange(n), len(a))
+    aa, bb = np.tile(a, n), np.tile(b, n)
+    keep = mask[rows, aa] & mask[rows, bb]
+    rows, aa, bb = rows[keep], aa[keep], bb[keep]
+    W = np.zeros((n, k, k))
+    if len(rows):
+        rho = expit(swap_log_ratios(shown_scores, log_dens, rows, aa, bb))
+        d = shown_scores[rows, aa] - shown_scores[rows, bb]
+        w = rho * expit(d) * expit(-d)
+        W[rows, aa, bb] = w
+        W[rows, bb, aa] = w
+    return W
+
+
+def pair_sign_tensor(vectors: np.ndarray) -> np.ndarray:
+    """``T[a, b, c] = clicks_c[a] neg_c[b] - neg_c[a] clicks_c[b]`` (k, k, C): with it the PDGD
+    coefficients of candidate c are ``coef[a] = sum_b W[a, b] T[a, b, c]`` (Eq. 5)."""
+    clicks = vectors.T.astype(np.float64)                                  # (k, C)
+    neg = examined_unclicked(vectors).T.astype(np.float64)
+    return clicks[:, None, :] * neg[None, :, :] - neg[:, None, :] * clicks[None, :, :]
+
+
+def candidate_coefficients(W: np.ndarray, T: np.ndarray, left: np.ndarray | None = None) -> np.ndarray:
+    """The PDGD gradient coefficients (Eq. 5) of every candidate on every list, (n, k, C), from
+    the pair weights W (n, k, k) -- zero on empty slots, so no mask is needed -- and
+    ``pair_sign_tensor`` T (k, k, C); with ``left`` (n, r, k), the products ``left @ coef``
+    (n, r, C) instead. Either way one GEMM: ``Q[n, j, (a, b)] = left[n, j, a] W[n, a, b]`` times
+    T as a (k^2, C) matrix (``left`` = identity gives the coefficients themselves)."""
+    n, k, _ = W.shape
+    if left is None:
+        Q = np.zeros((n, k, k, k))
+        Q[:, np.arange(k), np.arange(k), :] = W
+    else:
+        Q = left[:, :, :, None] * W[:, None, :, :]
+    r = Q.shape[1]
+    return (Q.reshape(n * r, k * k) @ T.reshape(k * k, -1)).reshape(n, r, -1)
+
+
+def score_many(ranker: Any, params: np.ndarray, X: np.ndarray) -> np.ndarray:
+    """Scores (m, C, D) of each message's rows X (m, D, F) under C models each (m, C, P)."""
+    X = X.astype(np.float64)
+    if ranker.name == "linear":
+        return np.einsum("mcf,mdf->mcd", params, X)
+    W, b, v = ranker.unpack(params)                                           # (m, C, H, F), (m, C, H)
+    z = np.einsum("mchf,mdf->mcdh", W, X) + b[:, :, None, :]
+    return np.einsum("mcdh,mch->mcd", np.maximum(z, 0.0), v)
+
+
+def vjp_many(ranker: Any, params: np.ndarray, X: np.ndarray, coef: np.ndarray) -> np.ndarray:
+    """``sum_docs coef * df/dparams`` (m, C, P) for models (m, C, P), rows X (m, k, F), coef (m, C, k)."""
+    X = X.astype(np.float64)
+    if ranker.name == "linear":
+        return coef @ X
+    W, b, v = ranker.unpack(params)
+    z = np.einsum("mchf,mkf->mckh", W, X) + b[:, :, None, :]
+    gz = coef[..., None] * (z > 0) * v[:, :, None, :]                       # (m, C, k, H)
+    dW = np.einsum("mckh,mkf->mchf", gz, X)
+    m, C = coef.shape[:2]
+    return np.concatenate([dW.reshape(m, C, -1), gz.sum(2), np.einsum("mck,mckh->mch", coef, np.maximum(z, 0.0))],
+                          axis=-1)
