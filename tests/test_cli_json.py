@@ -151,6 +151,8 @@ def test_every_json_command_is_run_here_described_by_the_schema_and_documented()
         result = schema["$defs"][command.replace(" ", "-")]
         for required in _required_keys(result):
             assert f"`{required}`" in text, (command, required)
+    shared = DOC.read_text().split("**`privacy`**")[1]
+    assert all(f"`{key}`" in shared for key in schema["$defs"]["privacy"]["required"])
 
 
 def _required_keys(schema: dict) -> list[str]:
