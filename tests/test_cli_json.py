@@ -119,19 +119,23 @@ def printed(tmp_path_factory):
 
 
 def json_commands() -> set[str]:
-    """Every command of the CLI that has a ``--json`` option, by its path."""
+    """Every command of the CLI that has a ``--json`` option, by its path (not the ``train``
+    commands of algorithms an earlier test registered and removed again)."""
     import typer
 
+    from fltr_audit.algorithms.registry import algorithm_specs
     from fltr_audit.cli import register_commands
     from fltr_audit.cli.app import app
 
     register_commands()
+    algorithms = {spec.name for spec in algorithm_specs()} | {"baselines"}
     found = set()
 
     def walk(command, path):
         for name, sub in getattr(command, "commands", {}).items():
             walk(sub, [*path, name])
-        if not hasattr(command, "commands") and any("--json" in p.opts for p in command.params):
+        gone = len(path) == 2 and path[0] == "train" and path[1] not in algorithms
+        if not hasattr(command, "commands") and any("--json" in p.opts for p in command.params) and not gone:
             found.add(" ".join(path))
 
     walk(typer.main.get_command(app), [])
@@ -143,8 +147,7 @@ def test_every_json_command_is_run_here_described_by_the_schema_and_documented()
     commands = json_commands()
     assert set(INVOCATIONS) == commands
     schema = json.loads(SCHEMA.read_text())
-    assert set(schema["properties"]["command"]["enum"]) == commands
-    assert {c.replace("-", " ") for c in schema["$defs"] if c not in ("real", "privacy")} == {c.replace("-", " ") for c in commands}
+    assert set(schema["$defs"]) - {"real", "privacy"} == {c.replace(" ", "-") for c in commands}
     sections = dict(re.findall(r"^### `([a-z -]+)`\n(.*?)(?=^### |\Z)", DOC.read_text(), flags=re.M | re.S))
     assert set(sections) == commands
     for command, text in sections.items():  # every key the schema requires is documented in its section
