@@ -14,26 +14,12 @@ import pytest
 from fltr_audit._version import __version__
 from fltr_audit.cli import main
 from tests.cli_json import SCHEMA, envelope
+from tests.test_bad_inputs import CAMPAIGN_BASE
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "reference" / "json.md"
 DATA = "synthetic:mq2008?queries=60"
-CAMPAIGN = """\
-name = "tiny"
-seeds = [0]
-[data]
-spec = ["synthetic:mq2008?queries=30"]
-[algorithm]
-name = ["fpdgd"]
-rounds = [1]
-clients = [5]
-[probe]
-click_models = ["perfect"]
-cohort = [4]
-[audit]
-defenses = ["none"]
-attacks = ["random3"]
-trials = 100
-"""
+CAMPAIGN = CAMPAIGN_BASE.replace('name = "bad"', 'name = "tiny"')
+"""A campaign of one run."""
 
 INVOCATIONS: dict[str, list[str]] = {
     "data synth": ["--profile", "mq2008", "--queries", "40", "--out", "{tmp}/syn", "--quiet"],
@@ -79,13 +65,12 @@ INVOCATIONS: dict[str, list[str]] = {
     "bench foltr-es": ["--data", DATA, "--clients", "5", "--rounds", "2", "--quiet"],
     "flower run": ["--data", DATA, "--clients", "2", "--rounds", "1", "--out", "{tmp}/flower"],
 }
-"""One tiny invocation of every command with ``--json``, in an order where each finds what an
-earlier one wrote (the recording, the stores, the synthetic folds)."""
+"""One tiny invocation of every command with ``--json`` (``{tmp}``: the module's scratch folder)."""
 
 
 NEEDS = {"data info": "data synth", "attack": "train fpdgd", "compare": "audit", "report": "audit",
          "campaign status": "campaign run"}
-"""The invocation that writes what another one reads."""
+"""The invocation that writes what another one reads (the folds, the recording, the stores)."""
 SLOW = ("demo", "flower run")
 """Tested on their own (listed in tests/slow_tests.txt): about a minute each on a loaded machine."""
 
