@@ -11,6 +11,7 @@ from fltr_audit.algorithms.fpdgd import FPDGD
 from fltr_audit.cli import main
 from fltr_audit.data.load import load_splits
 from fltr_audit.errors import FltrError
+from tests.cli_json import cli_result
 
 
 @pytest.fixture(scope="module")
@@ -58,10 +59,10 @@ def test_registered_algorithm_is_auditable_by_name(splits):
 
 def test_algorithms_list_json(capsys):
     assert main(["algorithms", "list", "--json"]) == 0
-    rows = {r["name"]: r for r in json.loads(capsys.readouterr().out)}
+    rows = {r["name"]: r for r in cli_result(capsys.readouterr().out)}
     assert rows["fedips"]["probe_click_models"] == ["pbm"] and rows["lambda-linear"]["auditable"] is False
     assert main(["attacks", "list", "--json"]) == 0
-    attacks = {r["name"]: r for r in json.loads(capsys.readouterr().out)}
+    attacks = {r["name"]: r for r in cli_result(capsys.readouterr().out)}
     assert attacks["random3"]["reference"] is True and attacks["seed-replay"]["needs"] == ["algorithm"]
     assert main(["--version"]) == 0 and capsys.readouterr().out.startswith("fltr-audit ")
 

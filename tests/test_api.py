@@ -1,6 +1,5 @@
 """The Python API: same numbers as the CLI, validation up front, plug-ins by registration."""
 
-import json
 import os
 import subprocess
 import sys
@@ -14,6 +13,7 @@ import fltr_audit
 from fltr_audit.errors import FltrError
 from fltr_audit.interfaces import PrivacyClaim
 from fltr_audit.messages import Guess
+from tests.cli_json import cli_result
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -41,7 +41,7 @@ def _cli_json(*args: str) -> dict:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     out = subprocess.run([sys.executable, "-m", "fltr_audit", *args, "--json", "--quiet"], cwd=REPO, env=env,
                          capture_output=True, text=True, check=True)
-    return json.loads(out.stdout)
+    return cli_result(out.stdout)
 
 
 def test_audit_matches_the_cli_json():

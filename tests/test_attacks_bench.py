@@ -1,11 +1,11 @@
 """``bench attacks`` runs and reports; the synthetic round it uses is what it claims to be."""
 
-import json
 
 import numpy as np
 
 from attacks.registry import make_attack
 from attacks.synthetic import pdgd_batch, pdgd_like_coefficients, synthetic_batch
+from tests.cli_json import cli_result
 
 
 def test_pdgd_like_coefficients_by_hand():
@@ -25,7 +25,7 @@ def test_bench_attacks_cli(capsys):
     from fltr_audit.cli import main
 
     assert main(["bench", "attacks", "--messages", "300", "--features", "46", "--repeats", "1", "--json"]) == 0
-    out = json.loads(capsys.readouterr().out)
+    out = cli_result(capsys.readouterr().out)
     assert [r["attack"] for r in out["results"]] == ["olsr", "olsr-l1", "score", "prob", "distance", "bayes"]
     assert out["results"][0]["precision"] > 0.9 and out["target_seconds"] is None
     bayes = out["results"][-1]

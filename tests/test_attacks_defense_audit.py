@@ -2,7 +2,6 @@
 numerical integration, tightness on worst-case neighbours, soundness over seeds, the flawed
 published variants, composition over rounds, the learned test, and the audit-defense CLI."""
 
-import json
 
 import numpy as np
 import pytest
@@ -23,6 +22,7 @@ from defenses.stack import parse_defense
 from fltr_audit.cli import main
 from fltr_audit.interfaces import PrivacyClaim
 from tests.power import binomial_plan
+from tests.cli_json import cli_result
 
 
 def worst(text, dim=46, trials=50_000, **kw):
@@ -200,7 +200,7 @@ def test_cli_json_rows_and_store(tmp_path, capsys):
     code = main(["audit-defense", "clip+dp-distributed(eps=4.5)", "--dim", "8", "--trials", "400", "--cohort", "3",
                  "--aggregate-trials", "200", "--json", "--store", str(store), "--rounds", "2"])
     assert code == 0
-    out = json.loads(capsys.readouterr().out)
+    out = cli_result(capsys.readouterr().out)
     rows = out["audits"]
     assert [r["audited_scope"] for r in rows] == ["message", "aggregate"]
     assert rows[0]["claimed_epsilon"] == 9.0 and rows[0]["rounds"] == 2 and rows[1]["n_trials"] == 200

@@ -2,7 +2,6 @@
 over all pairs of placements, monotonicity in p, the theoretical bound, FOLtR-ES Table 2."""
 
 import itertools
-import json
 
 import numpy as np
 import pytest
@@ -10,6 +9,7 @@ import pytest
 from attacks.epsilon import maxrr_epsilon, theoretical_bound
 from fltr_audit.clicks import CCM_TABLES, cascade_model
 from fltr_audit.errors import FltrError
+from tests.cli_json import cli_result
 
 
 def _pattern_prob(labels, pattern, click_prob, stop_prob):
@@ -115,11 +115,11 @@ def test_cli_json_and_errors(capsys):
     from fltr_audit.cli import main
 
     assert main(["epsilon", "--click-model", "navigational", "--p", "0.5", "--length", "5", "--json"]) == 0
-    (obj,) = json.loads(capsys.readouterr().out)  # one shape: a list of records, even of one
+    (obj,) = cli_result(capsys.readouterr().out)  # one shape: a list of records, even of one
     assert obj["epsilon"] == pytest.approx(maxrr_epsilon("navigational", 0.5, 5).epsilon)
     assert obj["theoretical"] == pytest.approx(np.log(0.5 * 5 / 0.5))
     assert main(["epsilon", "--click-model", "perfect", "--p", "0.5,0.9", "--json"]) == 0
-    rows = json.loads(capsys.readouterr().out)
+    rows = cli_result(capsys.readouterr().out)
     assert [r["p"] for r in rows] == [0.5, 0.9]
     assert main(["epsilon", "--p", "0.01"]) == 2
     err = capsys.readouterr()

@@ -22,6 +22,7 @@ import numpy as np
 import pytest
 
 from fltr_audit.cli import main
+from tests.cli_json import cli_result
 
 N_FEATURES = 46
 SMALL = "synthetic:mq2008?queries=50"
@@ -758,8 +759,7 @@ def test_campaign_stops_on_a_signal_and_keeps_every_finished_run(tmp_path, signu
     # the store is whole and resumable: status lists the finished runs as done, the others pending
     status = subprocess.run([sys.executable, "-m", "fltr_audit", "campaign", "status", "--store", str(store), "--json"],
                             env=env, capture_output=True, text=True)
-    import json
 
-    rows = json.loads(status.stdout)
+    rows = cli_result(status.stdout)
     assert sum(r["status"] == "done" for r in rows) == after
     assert sum(r["status"] == "pending" for r in rows) == 10 - after

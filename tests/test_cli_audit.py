@@ -1,8 +1,8 @@
 """`fltr-audit audit` end to end on a small synthetic set: the table, the threat models, the claims."""
 
-import json
 
 from fltr_audit.cli import main
+from tests.cli_json import cli_result
 
 
 def test_audit_json_records(capsys):
@@ -12,7 +12,7 @@ def test_audit_json_records(capsys):
                  "--probe-cohort", "20", "--min-shown", "5", "--trials", "400", "--json", "--quiet"])
     assert code == 0
     text = capsys.readouterr().out
-    out = json.loads(text)
+    out = cli_result(text)
     rows = {(r["defense"], r["attack"]): r for r in out["attacks"]}
     assert set(rows) == {(d, a) for d in ("none", "dp-local-laplace(eps=1)", "secagg") for a in ("olsr", "random3")}
     assert rows[("secagg", "olsr")]["threat_model"] == "server (aggregate only)"

@@ -1,7 +1,6 @@
 """One command line (fltr_audit/cli/spelling.py): both list forms in every command, and the
 deprecated spellings still work with one warning line."""
 
-import json
 import warnings
 
 import pytest
@@ -10,6 +9,7 @@ import typer
 from fltr_audit.cli import app, main, register_commands
 from fltr_audit.cli.spelling import normalize, split_top_level
 from fltr_audit.errors import FltrDeprecation
+from tests.cli_json import cli_result
 
 
 @pytest.fixture(scope="module")
@@ -44,9 +44,9 @@ def test_deprecated_spellings_are_rewritten_with_a_warning(root):
 
 def test_repeated_and_comma_forms_give_the_same_output(capsys):
     assert main(["epsilon", "--click-model", "perfect", "--click-model", "navigational", "--p", "0.9", "--json"]) == 0
-    repeated = json.loads(capsys.readouterr().out)
+    repeated = cli_result(capsys.readouterr().out)
     assert main(["epsilon", "--click-model", "perfect,navigational", "--p", "0.9", "--json"]) == 0
-    assert json.loads(capsys.readouterr().out) == repeated
+    assert cli_result(capsys.readouterr().out) == repeated
 
 
 def test_train_names_the_option_the_user_typed(capsys, tmp_path):

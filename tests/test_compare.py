@@ -14,6 +14,7 @@ from fltr_audit.store import ResultsStore
 from reports.compare import compare, format_table, verdicts
 
 from synthetic_results import CLICK_MODELS, DEFENSES, DP, FOLDS, LISTS, SEEDS, synthetic_runs, synthetic_tables
+from tests.cli_json import cli_result
 
 
 @pytest.fixture(scope="module")
@@ -234,10 +235,10 @@ def store_path(tmp_path_factory):
 
 def test_cli_compare_json_parses(store_path, capsys):
     assert main(["compare", "--store", str(store_path), "--format", "json"]) == 0
-    records = json.loads(capsys.readouterr().out)
+    records = cli_result(capsys.readouterr().out)
     assert {r["defense"] for r in records} == set(DEFENSES)
     assert main(["compare", "--store", str(store_path), "--json", "--by", "defense,click_model"]) == 0
-    assert len(json.loads(capsys.readouterr().out)) == len(DEFENSES) * len(CLICK_MODELS) * 2
+    assert len(cli_result(capsys.readouterr().out)) == len(DEFENSES) * len(CLICK_MODELS) * 2
     assert main(["compare", "--store", str(store_path), "--format", "markdown"]) == 0
     assert capsys.readouterr().out.startswith("| defense |")
 
@@ -263,7 +264,7 @@ REQUIRED_JSON = ("auc", "auc_counterfactual", "leakage", "leakage_ci_low", "leak
 def test_cli_compare_json_carries_both_verdicts(store_path, capsys):
     assert main(["compare", "--store", str(store_path), "--json"]) == 0
     text = capsys.readouterr().out
-    records = json.loads(text)
+    records = cli_result(text)
     assert isinstance(records, list) and all(set(REQUIRED_JSON) <= set(r) for r in records)
     by = {(r["defense"], r["click_model"], r["attack"]): r for r in records}
     assert by[("none", "perfect", "olsr")]["leakage_verdict"] == "leaks"
@@ -272,7 +273,7 @@ def test_cli_compare_json_carries_both_verdicts(store_path, capsys):
     assert "holds" not in text.lower()
     # a larger minimum effect cannot make a leak disappear, only widen "no measurable leakage"
     assert main(["compare", "--store", str(store_path), "--json", "--min-effect", "0.5"]) == 0
-    wide = {(r["defense"], r["click_model"], r["attack"]): r for r in json.loads(capsys.readouterr().out)}
+    wide = {(r["defense"], r["click_model"], r["attack"]): r for r in cli_result(capsys.readouterr().out)}
     assert wide[("none", "perfect", "olsr")]["leakage_verdict"] == "leaks"
 
 
@@ -300,7 +301,7 @@ def test_holm_matches_statsmodels():
 
 def test_cli_compare_reference_rows_read_reference_and_the_default_is_a_narrow_table(store_path, capsys):
     assert main(["compare", "--store", str(store_path), "--json"]) == 0
-    records = json.loads(capsys.readouterr().out)
+    records = cli_result(capsys.readouterr().out)
     references = [r for r in records if r["reference"]]
     assert references and all(r["leakage_verdict"] == r["claim_verdict"] == "reference" for r in references)
     assert {r["leakage_verdict"] for r in records if not r["reference"]} & {"leaks", "no measurable leakage"}
@@ -311,6 +312,6 @@ def test_cli_compare_reference_rows_read_reference_and_the_default_is_a_narrow_t
 
 def test_cli_compare_json_writes_infinity_as_every_command_does(store_path, capsys):
     assert main(["compare", "--store", str(store_path), "--json"]) == 0
-    records = json.loads(capsys.readouterr().out)
+    records = cli_result(capsys.readouterr().out)
     claimed = {r["defense"]: r["claimed_epsilon"] for r in records}
     assert claimed["none"] == claimed["secagg"] == "inf" and claimed[DP] == 4.5   # no DP claim: inf, not null

@@ -1,6 +1,5 @@
 """The data CLI as a user runs it: results, JSON, and bad input (exit 2, one line)."""
 
-import json
 import re
 
 import numpy as np
@@ -8,6 +7,7 @@ import pytest
 
 from fltr_audit.cli import main
 from fltr_audit.data.load import load_splits
+from tests.cli_json import cli_result
 
 
 @pytest.fixture(autouse=True)
@@ -26,7 +26,7 @@ def test_synth_writes_folds_that_load_as_the_in_memory_data(tmp_path, capsys):
     code, out, err = run(capsys, "data", "synth", "--profile", "mq2008", "--queries", "40", "--seed", "1",
                          "--out", str(out_dir), "--quiet", "--json")
     assert code == 0, err
-    assert json.loads(out)["queries"] == 40
+    assert cli_result(out)["queries"] == 40
     for k in (1, 5):
         disk = load_splits(str(out_dir), fold=k)
         mem = load_splits("synthetic:mq2008", fold=k, queries=40, seed=1)
@@ -35,7 +35,7 @@ def test_synth_writes_folds_that_load_as_the_in_memory_data(tmp_path, capsys):
             np.testing.assert_array_equal(disk.get(split).labels, mem.get(split).labels)
             np.testing.assert_array_equal(disk.get(split).qids, mem.get(split).qids)
     code, out, err = run(capsys, "data", "info", str(out_dir), "--json")
-    info = json.loads(out)
+    info = cli_result(out)
     assert code == 0 and info["queries"] == 40 and info["queries_once_per_fold"]
     code, out, err = run(capsys, "data", "info", str(out_dir))
     assert code == 0 and "40 queries" in out and "46 features" in out
@@ -43,7 +43,7 @@ def test_synth_writes_folds_that_load_as_the_in_memory_data(tmp_path, capsys):
 
 def test_info_of_synthetic_spec(capsys):
     code, out, _ = run(capsys, "data", "info", "synthetic:mslr10k?queries=20", "--json")
-    info = json.loads(out)
+    info = cli_result(out)
     assert code == 0 and info["queries"] == 20 and info["features"] == 136 and info["levels"] == 5
 
 
@@ -79,6 +79,6 @@ def test_bad_input_exits_2_with_one_line(tmp_path, capsys):
 def test_bench_data_json(capsys):
     code, out, err = run(capsys, "bench", "data", "--queries", "10", "--repeats", "1", "--json", "--quiet")
     assert code == 0, err
-    result = json.loads(out)
+    result = cli_result(out)
     assert result["identical"] and result["features"] == 136
     assert [r["task"] for r in result["results"]] == ["text_load", "first_cached_load", "cached_load"]

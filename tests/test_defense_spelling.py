@@ -18,6 +18,7 @@ from fltr_audit.errors import FltrDeprecation
 from fltr_audit.messages import Messages
 from fltr_audit.store import ResultsStore, load
 from tests.test_bad_inputs import CAMPAIGN_BASE
+from tests.cli_json import cli_result
 
 # (written with the deprecated alias, its canonical name)
 ALIASED = [
@@ -145,13 +146,13 @@ def test_cli_prints_the_deprecation_once_as_one_line_and_resumes_across_spelling
     store = tmp_path / "results.sqlite"
     assert main(["campaign", "run", str(legacy), "--store", str(store), "--workers", "1", "--json"]) == 0
     out, err = capsys.readouterr()
-    assert json.loads(out)["done"] == 1
+    assert cli_result(out)["done"] == 1
     # parsed twice (validation, grid): one line, Python's warning block (file:line, source) not shown
     assert err.splitlines() == ["fltr-audit: warning: defense 'clip(delta=3)+dp-distributed(eps=4.5)': clip parameter "
                                 "'delta' is deprecated: write 'sensitivity' (canonical name "
                                 "clip(sensitivity=3)+dp-distributed(eps=4.5))"]
     assert main(["campaign", "run", str(current), "--store", str(store), "--workers", "1", "--json"]) == 0
     out, err = capsys.readouterr()
-    assert (json.loads(out)["done"], json.loads(out)["skipped"], err) == (0, 1, "")  # the same run key
+    assert (cli_result(out)["done"], cli_result(out)["skipped"], err) == (0, 1, "")  # the same run key
     assert main(["campaign", "status", "--store", str(store), "--json"]) == 0
-    assert [r["defense"] for r in json.loads(capsys.readouterr().out)] == ["clip(sensitivity=3)+dp-distributed(eps=4.5)"]
+    assert [r["defense"] for r in cli_result(capsys.readouterr().out)] == ["clip(sensitivity=3)+dp-distributed(eps=4.5)"]

@@ -1,7 +1,6 @@
 """Defense stacks: parsing, canonical names, inherited sensitivities, the deprecated ``delta``
 alias of ``sensitivity``, claims, the CLI."""
 
-import json
 import warnings
 
 import numpy as np
@@ -18,6 +17,7 @@ from defenses.stack import list_defenses, parse_defense
 from fltr_audit.aggregation import FedAvg
 from fltr_audit.cli import main
 from fltr_audit.errors import FltrDeprecation, FltrError
+from tests.cli_json import cli_result
 
 
 def test_none_is_the_empty_stack_with_fedavg():
@@ -122,7 +122,7 @@ def test_list_defenses_covers_every_defense():
 
 def test_cli_defenses_list_json_and_table(capsys):
     assert main(["defenses", "list", "--json"]) == 0
-    rows = json.loads(capsys.readouterr().out)
+    rows = cli_result(capsys.readouterr().out)
     assert {r["name"] for r in rows} >= {"clip", "secagg-protocol"}
     assert rows[0]["default_claim"]["epsilon"] == "inf"
     assert main(["defenses", "list"]) == 0

@@ -18,6 +18,7 @@ from fltr_audit.federation import GAMMA, run_round, sample_queries, train
 from fltr_audit.interfaces import Aggregate, PrivacyClaim
 from fltr_audit.randomness import stream
 from fltr_audit.rankers import LinearRanker
+from tests.cli_json import cli_result
 
 
 @pytest.fixture(scope="module")
@@ -183,7 +184,7 @@ def test_cli_train_writes_outputs_atomically(tmp_path, capsys):
     args = ["train", "fpdgd", "--data", "synthetic:mq2008?queries=150", "--clients", "10", "--queries-per-client", "2",
             "--rounds", "3", "--seed", "1", "--quiet", "--json", "--record-rounds", "2"]
     assert main(args + ["--out", str(tmp_path / "run")]) == 0
-    result = json.loads(capsys.readouterr().out)
+    result = cli_result(capsys.readouterr().out)
     assert sorted(p.name for p in (tmp_path / "run").iterdir()) == ["config.json", "curves.csv", "model.npy",
                                                                        "recording"]
     curves = pd.read_csv(tmp_path / "run" / "curves.csv")

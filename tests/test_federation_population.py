@@ -1,6 +1,5 @@
 """--population: cohorts drawn from N persistent users, each with its own query stream."""
 
-import json
 
 import numpy as np
 import pytest
@@ -14,6 +13,7 @@ from fltr_audit.errors import FltrError
 from fltr_audit.cohorts import participation_counts
 from fltr_audit.federation import train, user_queries
 from fltr_audit.rankers import LinearRanker
+from tests.cli_json import cli_result
 
 
 class Ids:
@@ -79,7 +79,7 @@ def test_cli_train_reports_privacy(tmp_path, capsys):
                  "--population", "50", "--defense", "dp-gaussian(sigma=1,clip=1)", "--out", str(tmp_path / "o"),
                  "--json", "--quiet"])
     assert code == 0
-    privacy = json.loads(capsys.readouterr().out)["privacy"]
+    privacy = cli_result(capsys.readouterr().out)["privacy"]
     assert privacy["sampling_rate"] == 0.1 and "rounds_participated" not in privacy
     assert privacy["participations_max"] == participation_counts(0, 4, 5, 50).max() >= 1
     assert privacy["accountant_observer"] == "pld, poisson sampling"

@@ -14,6 +14,7 @@ from fltr_audit.data.load import load_splits
 from fltr_audit.errors import FltrError
 from fltr_audit.federation import run_round, train
 from fltr_audit.rankers import LinearRanker
+from tests.cli_json import cli_result
 
 
 def toy_data(n_queries=6, n_features=4, seed=0, sizes=None):
@@ -223,9 +224,8 @@ def test_cli_writes_run_and_rejects_bad_input(tmp_path, capsys):
             "--gamma", "2", "--out", str(out), "--quiet", "--json"]
     assert main(args) == 0
     assert sorted(p.name for p in out.iterdir()) == ["config.json", "curves.csv", "model.npy"]
-    import json
 
-    result = json.loads(capsys.readouterr().out)
+    result = cli_result(capsys.readouterr().out)
     assert result["algorithm"] == "fedips" and 0 <= result["final_ndcg5"] <= 1
     assert main(args[:-4] + ["--out", str(tmp_path / "bad"), "--propensity", "bogus", "--quiet"]) == 2
     assert "--propensity" in capsys.readouterr().err

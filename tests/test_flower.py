@@ -1,10 +1,10 @@
 """fltr_audit.flower on Flower itself: the mods on real Flower messages, and FPDGD on Flower's
 simulation runtime against the engine (same seed -> the same curve, the same OLSR guesses)."""
 
-import json
 
 import numpy as np
 import pytest
+from tests.cli_json import cli_result
 
 flwr = pytest.importorskip("flwr", reason="the Flower integration needs the [flower] extra (flwr[simulation])")
 
@@ -150,5 +150,5 @@ def test_attack_reads_the_flower_recordings(simulated, capsys):
     for folder, rows in ((root / "recording", 3), (root / "server-recording", 1)):
         assert main(["attack", str(folder), "--attack", "olsr", "--all-lists", "--min-shown", "0", "--json",
                      "--quiet"]) == 0
-        out = json.loads(capsys.readouterr().out)
+        out = cli_result(capsys.readouterr().out)
         assert len(out) == rows and all(r["round"] == 2 for r in out)

@@ -1,10 +1,10 @@
 """FPDGD on a real local Flower deployment: a SuperLink and 3 SuperNodes on 127.0.0.1, `flwr run`,
 every process stopped by its pid; then `fltr-audit attack` on what the mod and the strategy recorded."""
 
-import json
 import os
 
 import pytest
+from tests.cli_json import cli_result
 
 pytest.importorskip("flwr", reason="the Flower integration needs the [flower] extra (flwr[simulation])")
 
@@ -44,7 +44,7 @@ def test_local_deployment_records_and_is_attacked(tmp_path, capsys, monkeypatch)
     for folder, rows in ((tmp_path / "clients", 3), (tmp_path / "server", 1)):
         assert main(["attack", str(folder), "--attack", "olsr", "--all-lists", "--min-shown", "0", "--json",
                      "--quiet"]) == 0
-        assert len(json.loads(capsys.readouterr().out)) == rows
+        assert len(cli_result(capsys.readouterr().out)) == rows
 
 
 def test_an_unreachable_superlink_is_named():

@@ -11,6 +11,7 @@ from fltr_audit.data.dataset import Dataset
 from fltr_audit.errors import FltrError
 from fltr_audit.messages import Messages, ServerView
 from fltr_audit.rankers import LinearRanker, MLPRanker
+from tests.cli_json import cli_result
 
 
 def toy_data(n_queries=30, n_features=5, seed=0, min_docs=3, max_docs=25):
@@ -202,7 +203,6 @@ def test_learning_on_mq2008_perfect(mq2008_dir):
 
 
 def test_cli_train_foltr_es_writes_outputs_and_rejects_bad_input(tmp_path, capsys):
-    import json
 
     from fltr_audit.cli import main
 
@@ -210,7 +210,7 @@ def test_cli_train_foltr_es_writes_outputs_and_rejects_bad_input(tmp_path, capsy
     argv = ["train", "foltr-es", "--data", "synthetic:mq2008?queries=120", "--clients", "50", "--rounds", "3",
             "--defense", "rr(p=0.9)", "--out", str(out), "--json", "--quiet"]
     assert main(argv) == 0
-    result = json.loads(capsys.readouterr().out)
+    result = cli_result(capsys.readouterr().out)
     assert result["defense"] == "rr(p=0.9)" and result["n_interactions"] == 3 * 50 * 4
     assert sorted(p.name for p in out.iterdir()) == ["config.json", "curves.csv", "model.npy"]
     curves = (out / "curves.csv").read_text().splitlines()

@@ -4,7 +4,6 @@ concurrent campaigns on one store share the grid (run claiming)."""
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import signal
@@ -21,6 +20,7 @@ import pytest
 from fltr_audit.campaign import expand, load_spec, run_campaign
 from fltr_audit.store import ResultsStore, load
 from tests.test_campaign_run import TINY
+from tests.cli_json import cli_result
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -136,7 +136,7 @@ def test_sigkilled_campaign_resumes_to_identical_results(tmp_path):
     result = subprocess.run(_command(spec_path, db), cwd=REPO, capture_output=True, text=True, timeout=300)
     elapsed = time.time() - start
     assert result.returncode == 0, result.stderr
-    counts = json.loads(result.stdout)
+    counts = cli_result(result.stdout)
     print(f"kill-resume: {kills} SIGKILLs ({attempts} attempts), done at each kill {done_at_kill} of {len(keys)}, "
           f"final run {counts['done']} done {counts['skipped']} skipped, {elapsed:.1f} s in all")
     assert not leftovers, f"worker processes outlived the killed campaign: {sorted(leftovers)}"
@@ -168,7 +168,7 @@ def test_two_concurrent_campaigns_compute_each_run_once(tmp_path):
                               stderr=subprocess.PIPE, text=True) for _ in range(2)]
     outputs = [p.communicate(timeout=300) for p in procs]
     assert all(p.returncode == 0 for p in procs), [err for _, err in outputs]
-    counts = [json.loads(out) for out, _ in outputs]
+    counts = [cli_result(out) for out, _ in outputs]
     grid = len(expand(load_spec(spec_path)))
     assert sum(c["done"] for c in counts) == grid, counts  # each run computed by exactly one process
     assert load(db)["runs"]["status"].eq("done").sum() == grid

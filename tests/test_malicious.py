@@ -15,6 +15,7 @@ from fltr_audit.errors import FltrError
 from fltr_audit.malicious import malicious_probe, saturated
 from fltr_audit.probe import probe
 from fltr_audit.rankers import make_ranker
+from tests.cli_json import cli_result
 
 
 def _setup(ranker="linear", n_queries=24, F=20, seed=0):
@@ -87,7 +88,6 @@ def test_unsupported_algorithm_and_manipulation_are_refused():
 
 
 def test_audit_cli_server_malicious_rows_and_bad_algorithm(capsys):
-    import json
 
     from fltr_audit.cli import main
 
@@ -96,7 +96,7 @@ def test_audit_cli_server_malicious_rows_and_bad_algorithm(capsys):
                  "--defense", "secagg", "--probe-cohort", "10", "--min-shown", "5", "--no-epsilon-audit",
                  "--threat-model", "server-malicious", "--json", "--quiet"])
     assert code == 0
-    out = json.loads(capsys.readouterr().out)
+    out = cli_result(capsys.readouterr().out)
     rows = {r["attack"]: r for r in out["attacks"]}
     assert {r["threat_model"] for r in out["attacks"]} == {"server-malicious"}
     assert rows["bayes"]["f1"] > 0.9 and rows["olsr"]["f1"] > 0.9

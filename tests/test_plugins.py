@@ -1,13 +1,13 @@
 """Entry-point plug-ins: an installed package adds an attack, a defense or an algorithm without
 touching the project; a broken one fails with one line and never breaks other commands."""
 
-import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from tests.cli_json import cli_result
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -98,7 +98,7 @@ def test_installed_attack_and_defense_are_found_by_name(site):
                "--defense", "halve", "--click-model", "perfect", "--probe-cohort", "20", "--min-shown", "5",
                "--no-epsilon-audit", "--json", "--quiet")
     assert out.returncode == 0, out.stderr
-    rows = {(r["defense"], r["attack"]) for r in json.loads(out.stdout)["attacks"]}
+    rows = {(r["defense"], r["attack"]) for r in cli_result(out.stdout)["attacks"]}
     assert rows == {(d, a) for d in ("none", "halve(factor=0.5)") for a in ("first-slot", "olsr")}
 
 
@@ -118,15 +118,15 @@ def test_unknown_names_list_the_choices(site):
 
 
 def test_lists_show_installed_plug_ins_with_their_distribution(site):
-    attacks = {r["name"]: r for r in json.loads(_cli(site, "attacks", "list", "--json").stdout)}
+    attacks = {r["name"]: r for r in cli_result(_cli(site, "attacks", "list", "--json").stdout)}
     assert attacks["first-slot"]["distribution"] == "myplug" and attacks["first-slot"]["reference"]
     assert attacks["olsr"]["distribution"] == "" and attacks["olsr"]["summary"]          # descriptions listed
     assert "does not load" in attacks["broken-attack"]["summary"]
-    algorithms = {r["name"]: r for r in json.loads(_cli(site, "algorithms", "list", "--json").stdout)}
+    algorithms = {r["name"]: r for r in cli_result(_cli(site, "algorithms", "list", "--json").stdout)}
     assert algorithms["my-pbm"]["distribution"] == "myplug" and algorithms["my-pbm"]["click_models"] == "pbm"
     assert [p["name"] for p in algorithms["my-pbm"]["params"]] == ["gamma"]
     assert "does not load" in algorithms["broken-algo"]["summary"]
-    defenses = {r["name"]: r for r in json.loads(_cli(site, "defenses", "list", "--json").stdout)}
+    defenses = {r["name"]: r for r in cli_result(_cli(site, "defenses", "list", "--json").stdout)}
     assert defenses["halve"]["distribution"] == "myplug"
     assert "my-pbm" in _cli(site, "train", "--help").stdout
 
@@ -135,7 +135,7 @@ def test_a_pbm_plug_in_trains_and_its_family_is_read_from_its_spec(site, tmp_pat
     out = _cli(site, "train", "my-pbm", "--data", "synthetic:mq2008?queries=60", "--rounds", "2", "--clients", "10",
                "--queries-per-client", "2", "--param", "gamma=0.5", "--out", str(tmp_path / "run"), "--json", "--quiet")
     assert out.returncode == 0, out.stderr
-    assert json.loads(out.stdout)["algorithm"] == "my-pbm"
+    assert cli_result(out.stdout)["algorithm"] == "my-pbm"
     bad = _cli(site, "train", "my-pbm", "--data", "synthetic:mq2008?queries=60", "--param", "gama=0.5",
                "--out", str(tmp_path / "bad"), "--quiet")
     assert bad.returncode == 2 and "train my-pbm: --param gama: no such parameter (parameters: gamma)" in bad.stderr

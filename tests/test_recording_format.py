@@ -15,6 +15,7 @@ import pytest
 
 from fltr_audit.cli import main
 from fltr_audit.recording import MAX_ARRAY_BYTES, read_recording
+from tests.cli_json import cli_result
 
 REPO = Path(__file__).resolve().parents[1]
 SMALL = "synthetic:mq2008?queries=120"
@@ -246,5 +247,5 @@ def test_a_folder_of_recordings_is_attacked_whole(capsys, recording, tmp_path):
     for name in ("node-1", "node-2"):
         shutil.copytree(recording, parent / name)
     assert main(["attack", str(parent), "--attack", "olsr", "--json", "--quiet"]) == 0
-    rows = json.loads(capsys.readouterr().out)
+    rows = cli_result(capsys.readouterr().out)
     assert [r["round"] for r in rows] == [1, 3, 1, 3]

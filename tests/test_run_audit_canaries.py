@@ -17,6 +17,7 @@ from fltr_audit.clicks import cascade_model
 from fltr_audit.algorithms.fpdgd import FPDGD
 from fltr_audit.federation import train
 from fltr_audit.rankers import LinearRanker
+from tests.cli_json import cli_result
 
 DATA = "synthetic:mq2008?queries=200"
 SMALL = dict(canaries=100, rounds=5, clients=10, population=100, queries_per_client=2, data=DATA)
@@ -101,7 +102,6 @@ def test_bad_input_is_one_line_naming_the_option(args, option, capsys):
 
 
 def test_python_api_and_stored_row(tmp_path, capsys):
-    import json
 
     import fltr_audit
     from fltr_audit.store import load
@@ -115,7 +115,7 @@ def test_python_api_and_stored_row(tmp_path, capsys):
             "--clients", "10", "--population", "100", "--queries-per-client", "2", "--data", DATA, "--json",
             "--store", str(store)]
     assert main(args) == 0
-    printed = json.loads(capsys.readouterr().out)
+    printed = cli_result(capsys.readouterr().out)
     row = load(store)["run_audits"].iloc[0]
     assert row["epsilon_lb"] == printed["epsilon_lb"] == out.epsilon_lb and row["claim_verdict"] == out.claim_verdict
     with pytest.raises(fltr_audit.api.FltrError, match="unknown option"):

@@ -31,11 +31,35 @@ def _to_jsonable(obj: Any) -> Any:
     return obj
 
 
-def emit_json(obj: Any) -> None:
-    """Print ``obj`` as JSON on stdout: the one encoding of every command's ``--json`` (numpy
-    types converted; NaN -- no value -- as null; an infinite value, such as the epsilon of a
-    defense without a DP claim, as the string "inf" or "-inf", never null)."""
-    sys.stdout.write(json.dumps(_to_jsonable(obj), indent=2) + "\n")
+JSON_SCHEMA = 1
+"""The version of the ``--json`` envelope (``docs/json-envelope.schema.json``); raised when the
+envelope's own keys change, not when a command's result gains a key."""
+
+
+def emit_json(result: Any) -> None:
+    """Print the ``--json`` envelope of the running command on stdout (``docs/reference/json.md``)::
+
+        {"fltr_audit": "<version>", "schema": 1, "command": "train fpdgd", "result": ...}
+
+    ``command`` is the command path as typed, without the program name; ``result`` is the
+    command's payload, numpy types converted, NaN (no value) as null and an infinite value (the
+    epsilon of a defense without a DP claim) as the string "inf" or "-inf", never null."""
+    from fltr_audit._version import __version__
+
+    envelope = {"fltr_audit": __version__, "schema": JSON_SCHEMA, "command": command_path(), "result": result}
+    sys.stdout.write(json.dumps(_to_jsonable(envelope), indent=2, allow_nan=False) + "\n")
+
+
+def command_path() -> str:
+    """The running command as typed, without the program name (``"train fpdgd"``, ``"audit"``)."""
+    import click
+
+    names = []
+    ctx = click.get_current_context()
+    while ctx.parent is not None:
+        names.append(ctx.info_name)
+        ctx = ctx.parent
+    return " ".join(reversed(names))
 
 
 def format_cell(value: Any) -> str:

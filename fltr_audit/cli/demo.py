@@ -40,7 +40,7 @@ def demo(
     power: float = typer.Option(DEMO_POWER, "--power",
                                 help="Plan --probe-lists so that a leak of --min-effect is found, and zero "
                                      "leakage shown, with this probability (0-1)."),
-    json_out: bool = typer.Option(False, "--json", help="Print the comparison and the report path as JSON."),
+    json_out: bool = typer.Option(False, "--json", help="Print the attack rows, verdicts and the report path as JSON."),
     quiet: bool = typer.Option(False, "--quiet", help="No progress bar."),
 ) -> None:
     """Train FPDGD, attack it under five defenses (one a pure-noise control), compute the FOLtR-ES epsilon table, write the report."""
@@ -89,9 +89,10 @@ def demo(
     html = out / "report" / "report.html"
     seconds = time.perf_counter() - start
     if json_out:
+        from fltr_audit.cli.compare import as_references
         from reports.leakage import roc_rows
 
-        emit_json({"comparison": table.to_dict(orient="records"), "verdicts": v.to_dict(orient="records"),
+        emit_json({"attacks": as_references(table).to_dict(orient="records"), "verdicts": v.to_dict(orient="records"),
                    "roc": roc_rows(tables.get("attacks")).to_dict(orient="records"),
                    "report": str(html), "seconds": seconds, "runs": counts})
         return

@@ -1,0 +1,34 @@
+"""Reading a command's ``--json`` output in tests: the envelope checked against
+``docs/json-envelope.schema.json``, its ``result`` returned."""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+SCHEMA = Path(__file__).resolve().parents[1] / "docs" / "json-envelope.schema.json"
+
+
+@lru_cache(maxsize=1)
+def _validator():
+    from jsonschema import Draft202012Validator
+
+    schema = json.loads(SCHEMA.read_text())
+    Draft202012Validator.check_schema(schema)
+    return Draft202012Validator(schema)
+
+
+def envelope(text: str) -> dict:
+    """The parsed ``--json`` output ``text``, validated against the envelope's schema (the
+    command's result too, where the schema describes it); an invalid one fails the test."""
+    out = json.loads(text)
+    errors = sorted(_validator().iter_errors(out), key=lambda e: list(e.absolute_path))
+    assert not errors, "; ".join(f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in errors)[:2000]
+    return out
+
+
+def cli_result(text: str) -> Any:
+    """The ``result`` of the ``--json`` output ``text`` (its envelope validated)."""
+    return envelope(text)["result"]
