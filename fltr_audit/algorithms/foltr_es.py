@@ -227,18 +227,20 @@ class FOLtRES:
         q = queries.ravel()
         order = np.argsort(q, kind="stable")
         theta = theta.reshape(n * B, -1)[order]                    # interactions grouped by query
-        uniq, starts = np.unique(q[order], return_index=True)
+        q_sorted = q[order]
+        uniq, starts = np.unique(q_sorted, return_index=True)
         ends = np.append(starts[1:], len(q)).tolist()
         ptr = data.query_ptr
-        sorted_scores = np.full((len(q), data.padded_rows.shape[1]), -np.inf)
+        counts = data.docs_per_query[q_sorted]
+        width = int(counts.max(initial=0))
+        # ranked in the sorted order; only the (I, k) result is put back in the interactions' order
+        scores = np.full((len(q), width), -np.inf)
         for qi, s, e in zip(uniq.tolist(), starts.tolist(), ends):
             X = data.features[ptr[qi]:ptr[qi + 1]]
-            sorted_scores[s:e, : X.shape[0]] = self._score_block(theta[s:e], X)
-        scores = np.empty_like(sorted_scores)
-        scores[order] = sorted_scores
-        padded = data.padded_rows[q]                               # (I, Dmax)
-        pos = plackett_luce.topk(scores, padded >= 0, self.k)      # (I, k)
-        rows = np.where(pos >= 0, np.take_along_axis(padded, np.maximum(pos, 0), axis=1), -1)
+            scores[s:e, : X.shape[0]] = self._score_block(theta[s:e], X)
+        pos = plackett_luce.topk(scores, np.arange(width)[None, :] < counts[:, None], self.k)  # (I, k)
+        rows = np.empty_like(pos)
+        rows[order] = np.where(pos >= 0, ptr[q_sorted][:, None] + pos, -1)
         return rows.reshape(n, B, self.k)
 
     def _score_block(self, thetas: np.ndarray, X: np.ndarray) -> np.ndarray:
