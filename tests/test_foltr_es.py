@@ -221,9 +221,15 @@ def test_cli_train_foltr_es_writes_outputs_and_rejects_bad_input(tmp_path, capsy
     assert not (tmp_path / "bad").exists()
 
 
-def test_shown_lists_are_each_interactions_top_k_by_its_perturbed_model():
+@pytest.mark.parametrize("n_threads", [1, 3])
+def test_shown_lists_are_each_interactions_top_k_by_its_perturbed_model(monkeypatch, n_threads):
     """Brute force per interaction: score the query's rows under ``params + sign * sigma * v``,
-    take the top k by score (ties by position), -1 padded (catches lists put back in the wrong order)."""
+    take the top k by score (ties by position), -1 padded (catches lists put back in the wrong
+    order, and parts of the queries on threads ranking rows outside their part)."""
+    from fltr_audit import threads
+
+    monkeypatch.setattr(threads, "THREADS", n_threads)
+    monkeypatch.setattr(threads, "PARALLEL_ROWS", 0)
     data = toy_data(max_docs=12)
     algo = FOLtRES(LinearRanker(5), cascade_model("perfect", 3), sigma=0.5)
     rng = np.random.default_rng(4)

@@ -35,6 +35,7 @@ from fltr_audit.errors import FltrError
 from fltr_audit.interfaces import ClientOutput
 from fltr_audit.clicks import redraw_cascade, shown_labels
 from fltr_audit.messages import GroundTruth, Interactions, Messages, ServerView
+from fltr_audit.threads import row_parts, thread_map
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 
@@ -233,12 +234,23 @@ class FOLtRES:
         ptr = data.query_ptr
         counts = data.docs_per_query[q_sorted]
         width = int(counts.max(initial=0))
-        # ranked in the sorted order; only the (I, k) result is put back in the interactions' order
+        # ranked in the sorted order, in parts of the distinct queries on the thread pool (each
+        # query's rows scored and ranked as in one pass); only the (I, k) result is put back
         scores = np.full((len(q), width), -np.inf)
-        for qi, s, e in zip(uniq.tolist(), starts.tolist(), ends):
-            X = data.features[ptr[qi]:ptr[qi + 1]]
-            scores[s:e, : X.shape[0]] = self._score_block(theta[s:e], X)
-        pos = plackett_luce.topk(scores, np.arange(width)[None, :] < counts[:, None], self.k)  # (I, k)
+        valid = np.arange(width)[None, :] < counts[:, None]
+        pos = np.empty((len(q), self.k), dtype=np.int64)
+        uniq_l, starts_l = uniq.tolist(), starts.tolist()
+
+        def rank_part(part: slice) -> None:
+            if part.start == part.stop:
+                return
+            for qi, s, e in zip(uniq_l[part], starts_l[part], ends[part]):
+                X = data.features[ptr[qi]:ptr[qi + 1]]
+                scores[s:e, : X.shape[0]] = self._score_block(theta[s:e], X)
+            lo, hi = starts_l[part.start], ends[part.stop - 1]
+            pos[lo:hi] = plackett_luce.topk(scores[lo:hi], valid[lo:hi], self.k)
+
+        thread_map(rank_part, row_parts(len(uniq_l)), rows=int(counts.sum()))
         rows = np.empty_like(pos)
         rows[order] = np.where(pos >= 0, ptr[q_sorted][:, None] + pos, -1)
         return rows.reshape(n, B, self.k)
