@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 from threadpoolctl import threadpool_limits
 
-from fltr_audit import metrics
+from fltr_audit import metrics, threads
 from fltr_audit.aggregation import FedAvg
 from fltr_audit.data.dataset import Dataset
 from fltr_audit.errors import FltrError
@@ -87,8 +87,9 @@ _EVALUATORS: dict[int, ThreadPoolExecutor] = {}  # per process id: the one threa
 def _offline_ndcg_soon(ranker: Any, params: np.ndarray, data: Dataset) -> Future:
     """``offline_ndcg`` of ``params`` started on a background thread, so the next round trains
     meanwhile (the evaluation reads only ``params``: same value as computed in place). With one
-    thread (``threads.thread_count() == 1``, e.g. inside a campaign's worker process) it runs now."""
-    if thread_count() == 1:
+    thread (``threads.thread_count() == 1``, e.g. inside a campaign's worker process) or a split
+    below ``threads.PARALLEL_ROWS`` rows (a thread costs more than it saves) it runs now."""
+    if thread_count() == 1 or data.n_docs < threads.PARALLEL_ROWS:
         done: Future = Future()
         done.set_result(offline_ndcg(ranker, params, data))
         return done
