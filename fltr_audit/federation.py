@@ -12,7 +12,9 @@ global model on a held-out split, FPDGD Eq. 17 online performance of what users 
 
 from __future__ import annotations
 
+import os
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
@@ -20,7 +22,7 @@ import numpy as np
 import pandas as pd
 from threadpoolctl import threadpool_limits
 
-from fltr_audit import metrics
+from fltr_audit import metrics, threads
 from fltr_audit.aggregation import FedAvg
 from fltr_audit.data.dataset import Dataset
 from fltr_audit.errors import FltrError
@@ -30,7 +32,7 @@ from fltr_audit.population import (
     NonIID, check_buildable, counter_uniform, query_sets, skewed_queries, weighted_cohort, with_population_clicks,
 )
 from fltr_audit.randomness import stream
-from fltr_audit.threads import thread_map
+from fltr_audit.threads import thread_count, thread_map
 from fltr_audit.round_parts import RoundParts
 
 GAMMA = 0.9995  # FPDGD Eq. 17 discount, following PDGD
@@ -77,6 +79,24 @@ def offline_ndcg(ranker: Any, params: np.ndarray, data: Dataset, k: int = 10) ->
 
     thread_map(score_chunk, range(0, data.n_docs, EVAL_CHUNK), rows=data.n_docs)
     return metrics.mean_ndcg(scores, data, k)
+
+
+_EVALUATORS: dict[int, ThreadPoolExecutor] = {}  # per process id: the one thread evaluating while a round trains
+
+
+def _offline_ndcg_soon(ranker: Any, params: np.ndarray, data: Dataset) -> Future:
+    """``offline_ndcg`` of ``params`` started on a background thread, so the next round trains
+    meanwhile (the evaluation reads only ``params``: same value as computed in place). With one
+    thread (``threads.thread_count() == 1``, e.g. inside a campaign's worker process) or a split
+    below ``threads.PARALLEL_ROWS`` rows (a thread costs more than it saves) it runs now."""
+    if thread_count() == 1 or data.n_docs < threads.PARALLEL_ROWS:
+        done: Future = Future()
+        done.set_result(offline_ndcg(ranker, params, data))
+        return done
+    pid = os.getpid()
+    if pid not in _EVALUATORS:
+        _EVALUATORS[pid] = ThreadPoolExecutor(1, thread_name_prefix="fltr-audit-eval")
+    return _EVALUATORS[pid].submit(offline_ndcg, ranker, np.array(params, dtype=np.float64), data)
 
 
 def check_threat_model(threat_model: str) -> None:
@@ -214,7 +234,8 @@ def train(algorithm: Algorithm, train_data: Dataset, *, clients: int, queries_pe
     round (FPDGD Alg. 2), each issuing B queries drawn for the whole cohort from
     ``stream(seed, "queries", r)``. Offline nDCG@10 of the global model on ``eval_data`` and
     the ``evaluators`` are computed after rounds ``eval_every, 2 eval_every, ...`` and the
-    last round. ``on_round(r, row)`` is called after each round with its curve row.
+    last round. ``on_round(r, row)`` is called for each round, in order, with its curve row once its
+    offline nDCG is known: that evaluation runs on a background thread while the next round trains.
 
     With a ``population`` of N persistent users, each round's cohort is instead ``clients`` users
     drawn uniformly without replacement from ``0 .. N - 1`` (``stream(seed, "cohort", r)``), each
@@ -256,6 +277,14 @@ def train(algorithm: Algorithm, train_data: Dataset, *, clients: int, queries_pe
     visits = np.zeros(0 if population is None and iid else users, dtype=np.int64)
     rows: list[dict] = []
     online, t_eval, n_interactions = 0.0, 0, 0
+    pending: tuple[int, dict, Future | None] | None = None  # a round's row waiting for its offline nDCG
+
+    def finish(r: int, row: dict, ndcg: Future | None) -> None:
+        if ndcg is not None:
+            row["offline_ndcg10"] = ndcg.result()
+        if on_round is not None:
+            on_round(r, row)
+
     with threadpool_limits(limits=1, user_api="blas"):
         for r in range(1, rounds + 1):
             if population is None and iid:
@@ -291,13 +320,15 @@ def train(algorithm: Algorithm, train_data: Dataset, *, clients: int, queries_pe
                    "shown_ndcg": float(judged.mean()) if len(judged) else np.nan}
             row.update({key: float(v) for key, v in out.round_metrics.items()})
             evaluate = r % eval_every == 0 or r == rounds
-            if eval_data is not None and evaluate:
-                row["offline_ndcg10"] = offline_ndcg(algorithm.ranker, params, eval_data)
+            ndcg = _offline_ndcg_soon(algorithm.ranker, params, eval_data) if eval_data is not None and evaluate else None
             for name, fn in evaluators.items():
                 row[name] = float(fn(params)) if evaluate else np.nan
             rows.append(row)
-            if on_round is not None:
-                on_round(r, row)
+            if pending is not None:  # the previous round's evaluation ran while this round trained
+                finish(*pending)
+            pending = (r, row, ndcg)
+        if pending is not None:
+            finish(*pending)
     config = {
         **getattr(algorithm, "config", {"algorithm": algorithm.name}),
         "train_data": train_data.name, "eval_data": None if eval_data is None else eval_data.name,

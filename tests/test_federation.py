@@ -223,3 +223,25 @@ def test_thread_count_does_not_change_results(monkeypatch):
                                          eval_data=splits.test))
     assert np.array_equal(results[0].params, results[1].params)
     pd.testing.assert_frame_equal(results[0].curves, results[1].curves, check_exact=True)
+
+
+def test_on_round_gets_each_round_in_order_with_its_offline_ndcg(monkeypatch):
+    """The offline nDCG evaluated on a background thread while the next round trains reaches
+    ``on_round`` in round order, already filled in and equal to the curves."""
+    from fltr_audit import federation, threads as thread_pool
+    from fltr_audit.algorithms.fpdgd import FPDGD
+    from fltr_audit.clicks import cascade_model
+    from fltr_audit.data.load import load_splits
+    from fltr_audit.rankers import make_ranker
+
+    monkeypatch.setattr(thread_pool, "THREADS", 2)
+    monkeypatch.setattr(thread_pool, "PARALLEL_ROWS", 0)  # the background evaluation on small data
+    splits = load_splits("synthetic:mq2008?queries=150", 1)
+    alg = FPDGD(make_ranker("linear", splits.train.n_features), cascade_model("perfect", 3))
+    seen = []
+    res = federation.train(alg, splits.train, clients=20, queries_per_client=2, rounds=5, seed=2,
+                           eval_data=splits.test, eval_every=2, on_round=lambda r, row: seen.append((r, dict(row))))
+    assert [r for r, _ in seen] == [1, 2, 3, 4, 5]
+    got = [row["offline_ndcg10"] for _, row in seen]
+    assert np.isnan(got[0]) and np.isnan(got[2]) and all(np.isfinite(got[i]) for i in (1, 3, 4))
+    np.testing.assert_array_equal(got, res.curves["offline_ndcg10"].to_numpy())

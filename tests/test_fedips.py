@@ -230,3 +230,24 @@ def test_cli_writes_run_and_rejects_bad_input(tmp_path, capsys):
     assert main(args[:-4] + ["--out", str(tmp_path / "bad"), "--propensity", "bogus", "--quiet"]) == 2
     assert "--propensity" in capsys.readouterr().err
     assert not (tmp_path / "bad").exists()
+
+
+def test_client_step_in_parts_on_threads_equals_one_pass(monkeypatch):
+    """The cohort's SGD passes cut into parts of 2 clients on 3 threads give the one-part result
+    bit for bit (catches a part reading or writing another part's rows)."""
+    from fltr_audit import threads
+    from fltr_audit.algorithms import fedips
+
+    data = toy_data(n_queries=6, n_features=4)
+    alg = make_alg(data, gamma=1.0, lr_local=0.3, clicks_per_client=4, user_seed=1)
+    rng = np.random.default_rng(3)
+    params, queries = rng.normal(size=4), rng.integers(0, 6, (7, 2))
+    outs = []
+    for part, n_threads in ((1000, 1), (2, 3)):
+        monkeypatch.setattr(fedips, "PASS_CLIENTS", part)
+        monkeypatch.setattr(threads, "THREADS", n_threads)
+        monkeypatch.setattr(threads, "PARALLEL_ROWS", 0)
+        outs.append(alg.client_step(params, data, queries, np.arange(7), np.random.default_rng(9),
+                                    np.random.default_rng(0)).messages.vector)
+    assert np.abs(outs[0]).sum() > 0
+    assert np.array_equal(outs[0], outs[1])

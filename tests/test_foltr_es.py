@@ -219,3 +219,28 @@ def test_cli_train_foltr_es_writes_outputs_and_rejects_bad_input(tmp_path, capsy
     assert main(bad) == 2
     assert "--sigma" in capsys.readouterr().err
     assert not (tmp_path / "bad").exists()
+
+
+@pytest.mark.parametrize("n_threads", [1, 3])
+def test_shown_lists_are_each_interactions_top_k_by_its_perturbed_model(monkeypatch, n_threads):
+    """Brute force per interaction: score the query's rows under ``params + sign * sigma * v``,
+    take the top k by score (ties by position), -1 padded (catches lists put back in the wrong
+    order, and parts of the queries on threads ranking rows outside their part)."""
+    from fltr_audit import threads
+
+    monkeypatch.setattr(threads, "THREADS", n_threads)
+    monkeypatch.setattr(threads, "PARALLEL_ROWS", 0)
+    data = toy_data(max_docs=12)
+    algo = FOLtRES(LinearRanker(5), cascade_model("perfect", 3), sigma=0.5)
+    rng = np.random.default_rng(4)
+    params, queries = rng.normal(size=5), rng.integers(0, data.n_queries, (9, 4))
+    seeds = rng.integers(0, 2**63, 9).astype(np.uint64)
+    shown = algo.shown_lists(params, data, queries, seeds)
+    V, signs = perturbations(seeds, 5), algo.signs(4)
+    for c in range(9):
+        for b in range(4):
+            lo, hi = data.query_ptr[queries[c, b]], data.query_ptr[queries[c, b] + 1]
+            s = data.features[lo:hi].astype(np.float64) @ (params + signs[b] * 0.5 * V[c])
+            top = sorted(range(hi - lo), key=lambda i: (-s[i], i))[:10]
+            expected = [lo + i for i in top] + [-1] * (10 - len(top))
+            assert shown[c, b].tolist() == expected

@@ -35,6 +35,7 @@ from fltr_audit.errors import FltrError
 from fltr_audit.interfaces import ClientOutput
 from fltr_audit.clicks import redraw_cascade, shown_labels
 from fltr_audit.messages import GroundTruth, Interactions, Messages, ServerView
+from fltr_audit.threads import row_parts, thread_map
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 
@@ -227,18 +228,31 @@ class FOLtRES:
         q = queries.ravel()
         order = np.argsort(q, kind="stable")
         theta = theta.reshape(n * B, -1)[order]                    # interactions grouped by query
-        uniq, starts = np.unique(q[order], return_index=True)
+        q_sorted = q[order]
+        uniq, starts = np.unique(q_sorted, return_index=True)
         ends = np.append(starts[1:], len(q)).tolist()
         ptr = data.query_ptr
-        sorted_scores = np.full((len(q), data.padded_rows.shape[1]), -np.inf)
-        for qi, s, e in zip(uniq.tolist(), starts.tolist(), ends):
-            X = data.features[ptr[qi]:ptr[qi + 1]]
-            sorted_scores[s:e, : X.shape[0]] = self._score_block(theta[s:e], X)
-        scores = np.empty_like(sorted_scores)
-        scores[order] = sorted_scores
-        padded = data.padded_rows[q]                               # (I, Dmax)
-        pos = plackett_luce.topk(scores, padded >= 0, self.k)      # (I, k)
-        rows = np.where(pos >= 0, np.take_along_axis(padded, np.maximum(pos, 0), axis=1), -1)
+        counts = data.docs_per_query[q_sorted]
+        width = int(counts.max(initial=0))
+        # ranked in the sorted order, in parts of the distinct queries on the thread pool (each
+        # query's rows scored and ranked as in one pass); only the (I, k) result is put back
+        scores = np.full((len(q), width), -np.inf)
+        valid = np.arange(width)[None, :] < counts[:, None]
+        pos = np.empty((len(q), self.k), dtype=np.int64)
+        uniq_l, starts_l = uniq.tolist(), starts.tolist()
+
+        def rank_part(part: slice) -> None:
+            if part.start == part.stop:
+                return
+            for qi, s, e in zip(uniq_l[part], starts_l[part], ends[part]):
+                X = data.features[ptr[qi]:ptr[qi + 1]]
+                scores[s:e, : X.shape[0]] = self._score_block(theta[s:e], X)
+            lo, hi = starts_l[part.start], ends[part.stop - 1]
+            pos[lo:hi] = plackett_luce.topk(scores[lo:hi], valid[lo:hi], self.k)
+
+        thread_map(rank_part, row_parts(len(uniq_l)), rows=int(counts.sum()))
+        rows = np.empty_like(pos)
+        rows[order] = np.where(pos >= 0, ptr[q_sorted][:, None] + pos, -1)
         return rows.reshape(n, B, self.k)
 
     def _score_block(self, thetas: np.ndarray, X: np.ndarray) -> np.ndarray:

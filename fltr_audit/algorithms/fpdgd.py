@@ -160,8 +160,9 @@ def cohort_rankings(ranker: Any, params: np.ndarray, data: Dataset, queries: np.
     all_starts = data.query_ptr[queries]
     groups = np.array_split(np.argsort(all_counts, kind="stable"), min(GROUPS, n))
     widths = [int(all_counts[idx].max()) for idx in groups]
-    # the noise is drawn group by group in a fixed order, so the groups can then run on threads
-    noise = [None if deterministic else rng.gumbel(size=(len(idx), w)) for idx, w in zip(groups, widths)]
+    # the noise is drawn group by group in a fixed order as ``thread_map`` hands the groups out
+    # (lazily: a group ranks on a thread while the next group's noise is drawn)
+    noise = (None if deterministic else rng.gumbel(size=(len(idx), w)) for idx, w in zip(groups, widths))
 
     def rank_group(idx: np.ndarray, width: int, gumbel: np.ndarray | None) -> None:
         counts, starts = all_counts[idx], all_starts[idx]
