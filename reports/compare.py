@@ -309,3 +309,21 @@ def format_table(df: pd.DataFrame, fmt: str = "table") -> str:
         lines += ["| " + " | ".join(_md_cell(v) for v in row) + " |" for row in text.itertuples(index=False)]
         return "\n".join(lines) + "\n"
     return text.to_string(index=False) + "\n"
+
+
+REFERENCE = "reference"
+"""What the verdict columns of a reference attack's row read: a baseline that does not read the
+message is no test of the defense, so it repeats neither of the defense's verdicts."""
+
+
+def as_references(table: pd.DataFrame) -> pd.DataFrame:
+    """``table`` with the verdict columns of reference-attack rows (``random3``, ``prior``, ...)
+    set to ``reference``."""
+    if "reference" not in table or table.empty:
+        return table
+    out = table.copy()
+    is_reference = out["reference"].fillna(False).astype(bool)
+    for column in ("leakage_verdict", "claim_verdict"):
+        if column in out:
+            out[column] = out[column].astype(object).where(~is_reference, REFERENCE)
+    return out

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from reports.compare import CLAIM_CONTEXT
+from reports.compare import CLAIM_CONTEXT, as_references
 from reports.claims import pooled_audits
 from reports.summary import verdict_sentences
 from reports.tables import (HEADERS, audit_table, claims_headers, claims_table, epsilon_section,
@@ -42,7 +42,7 @@ def leakage_section(r: Results) -> dict | None:
 def comparison_section(r: Results) -> dict | None:
     if r.table.empty:
         return None
-    shown = r.table[[c for c in COMPARE_COLUMNS if c in r.table.columns]
+    shown = as_references(r.table)[[c for c in COMPARE_COLUMNS if c in r.table.columns]
                     + [f"{m}_ci_{e}" for m in ("leakage", "leakage_normalized", "f1", "ndcg10_delta")
                        for e in ("low", "high") if f"{m}_ci_{e}" in r.table.columns]]
     return table_section("Privacy-utility comparison", shown,

@@ -56,6 +56,22 @@ def test_report_renders_html_and_markdown(report):
     assert body.count("<tr>") == 1 + 3 * 2 * 2
 
 
+def test_comparison_rows_of_reference_attacks_read_reference():
+    """A reference attack (random-3) reads no message: its report row must not repeat its
+    defense's leakage verdict ('none' leaks through olsr, not through random-3)."""
+    from reports.compare import compare, verdicts
+    from reports.sections import Results, comparison_section
+    from reports.tables import HEADERS
+
+    tables = synthetic_tables()
+    table = compare(tables, by=("defense",))
+    section = comparison_section(Results(tables, table, verdicts(table)))
+    attack, verdict = (section["columns"].index(HEADERS.get(c, c)) for c in ("attack", "leakage_verdict"))
+    shown = {(row[attack]["t"], row[verdict]["t"]) for row in section["rows"]}
+    assert {v for a, v in shown if a == "random-3"} == {"reference"}
+    assert "leaks" in {v for a, v in shown if a == "olsr"}
+
+
 def test_html_is_self_contained(report):
     _, html, _ = report
     assert not re.search(r"https?://", html)

@@ -11,7 +11,7 @@ from fltr_audit.cli.app import app
 from fltr_audit.cli.common import emit_json, parse_list
 from fltr_audit.errors import FltrError
 from fltr_audit.store import load
-from reports.compare import FORMATS, check_min_effect, compare, format_table
+from reports.compare import FORMATS, as_references, check_min_effect, compare, format_table
 from reports.leakage import MIN_EFFECT
 
 MIN_EFFECT_HELP = ("Smallest leakage (AUC) worth finding: 'no measurable leakage' needs every informed "
@@ -64,24 +64,6 @@ def compare_command(
         emit_json(table.to_dict(orient="records"))
         return
     typer.echo(format_table(table, fmt), nl=False)
-
-
-REFERENCE = "reference"
-"""What the verdict columns of a reference attack's row read: a baseline that does not read the
-message is no test of the defense, so it repeats neither of the defense's verdicts."""
-
-
-def as_references(table: pd.DataFrame) -> pd.DataFrame:
-    """``table`` with the verdict columns of reference-attack rows (``random3``, ``prior``, ...)
-    set to ``reference``."""
-    if "reference" not in table or table.empty:
-        return table
-    out = table.copy()
-    is_reference = out["reference"].fillna(False).astype(bool)
-    for column in ("leakage_verdict", "claim_verdict"):
-        if column in out:
-            out[column] = out[column].astype(object).where(~is_reference, REFERENCE)
-    return out
 
 
 SHOWN = ("attack", "auc", "leakage", "leakage_verdict", "claim_verdict", "epsilon_lb", "ndcg10_delta")

@@ -89,7 +89,7 @@ def demo(
     html = out / "report" / "report.html"
     seconds = time.perf_counter() - start
     if json_out:
-        from fltr_audit.cli.compare import as_references
+        from reports.compare import as_references
         from reports.leakage import roc_rows
 
         emit_json({"attacks": as_references(table).to_dict(orient="records"), "verdicts": v.to_dict(orient="records"),
