@@ -1,0 +1,1 @@
+"""Mutant-killing tests (issue 22): see tools/mutation.toml."""
