@@ -194,3 +194,43 @@ def test_n_gamma_difference_shares_sum_to_laplace_lambda(n):
     total = shares.sum(axis=0)
     assert stats.kstest(total, stats.laplace(0, lam).cdf).pvalue > 1e-3
     assert shares.var() == pytest.approx(2 * lam ** 2 / n, rel=0.05)
+
+
+# --- the secure-aggregation protocol's unmasking round -----------------------------------------
+
+
+def test_unmasking_uploads_one_share_per_alive_holder_of_each_needed_secret():
+    """4 clients, complete graph (each secret held by all 4), client 3 dropped: every secret is
+    needed (a survivor's self-mask seed, or the dropout's mask key) and has 3 alive holders, so
+    round 4 uploads 4 x 3 shares of 4 + 64 bytes; the sum is the survivors' inputs."""
+    from defenses import secagg_protocol as sp
+
+    inputs = np.array([[1, 2], [3, 4], [5, 6], [7, 8]], dtype=np.uint64)
+    state = sp.ProtocolState(inputs=inputs, bits=16, neighbours=sp.neighbour_graph(4, 0, np.random.default_rng(0)),
+                             alive=np.array([True, True, True, False]), threshold=0.5, name="t",
+                             stats={"bytes_up": 0, "bytes_down": 0, "mask_key_agreements": 0,
+                                    "encryption_key_agreements": 0}, ring_mask=np.uint64((1 << 16) - 1))
+    for protocol_round in (sp.advertise_keys, sp.share_keys, sp.collect_masked_inputs):
+        protocol_round(state)
+    before = state.stats["bytes_up"]
+    sp.unmask(state)
+    assert state.stats["bytes_up"] - before == 4 * 3 * (4 + 64)
+    assert state.total.tolist() == [9, 12]
+
+
+@pytest.mark.parametrize("delta,sens,std", [(1e-5, 2.0, 10.0), (1e-3, 1.0, 2.0), (1e-5, 2.0, 1.0)])
+def test_gaussian_epsilon_is_the_root_of_balle_wang_delta(delta, sens, std):
+    """Against bisection on Theorem 8 written with scipy's normal law, including points where the
+    epsilon lies in (0, 1) (a search started at 1 instead of 0 answers 0 there)."""
+    from defenses.dp_gaussian import gaussian_epsilon
+
+    def bw(e):
+        n = stats.norm
+        return n.cdf(sens / (2 * std) - e * std / sens) - math.exp(e) * n.cdf(-sens / (2 * std) - e * std / sens)
+
+    lo, hi = 0.0, 64.0
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        lo, hi = (lo, mid) if bw(mid) <= delta else (mid, hi)
+    assert gaussian_epsilon(delta, sens, std) == pytest.approx(hi, abs=1e-9)
+    assert hi > 0

@@ -179,6 +179,15 @@ def test_noisy_aggregate_statistic_is_n_0_1_against_n_1_over_z():
     assert s0.std() == pytest.approx(1, rel=0.03)
 
 
+def test_noisy_aggregate_statistic_between_two_real_updates():
+    """Input 0 a real update too: the statistic projects on the clipped difference c1 - c0, so it
+    has mean 0 under input 0 and ||c1 - c0|| / (z C) under input 1 (no noise: exactly)."""
+    declared = mech.AggregatorGaussian(1.0, 1.0, 1.0, False)
+    u0, u1 = np.array([0.6, 0.0]), np.array([0.0, 0.8])
+    stat = noisy_aggregate_statistic(declared, (u0, u1), 2)
+    assert stat(np.array([u0 / 2, u1 / 2])) == pytest.approx([0.0, 1.0])
+
+
 # --- which audit path each stack takes ---------------------------------------------------------
 
 
@@ -220,3 +229,7 @@ def test_the_learned_test_where_asked_for_or_nothing_single_is_declared():
     assert r.attack == "learned-logistic"
     assert mechanism_statistic(parse_defense("dp-local-laplace(eps=1)+dp-gaussian(sigma=1)"),
                                (np.zeros(2), np.ones(2)), "message", 1) is None
+    plug_in = parse_defense("dp-local-laplace(eps=1)")
+    plug_in = SimpleNamespace(client=(*plug_in.client, SimpleNamespace(name="unknown")),
+                              aggregator=plug_in.aggregator, name="plug-in")
+    assert mechanism_statistic(plug_in, (np.zeros(2), np.ones(2)), "message", 1) is None

@@ -284,7 +284,7 @@ def run(args: argparse.Namespace) -> int:
     for t in targets:
         mutants = enumerate_mutants(t["module"], root)
         if args.ids:  # exactly these mutants (e.g. an earlier run's sample), no sampling
-            wanted = set(Path(args.ids).read_text().split())
+            wanted = {line.strip() for line in Path(args.ids).read_text().splitlines()}
             mutants = [m for m in mutants if m.id in wanted]
         elif args.sample and len(mutants) > args.sample:  # drawn per module before equivalents are dropped: stable
             rng = random.Random(f"{args.seed}:{t['module']}")
@@ -349,7 +349,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--sample", type=int, default=0, help="at most this many mutants per module (seeded)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--timeout", type=float, default=60.0, help="seconds per mutant")
-    p.add_argument("--ids", help="only the mutants whose ids this file lists (whitespace-separated)")
+    p.add_argument("--ids", help="exactly the mutants whose ids this file lists, one per line (no sampling)")
     p.add_argument("-j", "--jobs", type=int, default=1, help="forked children at a time (one repo copy each)")
     p.add_argument("--skip-baseline", action="store_true", help="do not first check the unmutated tests pass")
     p.add_argument("--list", action="store_true", help="list the mutant ids and stop")
