@@ -210,9 +210,13 @@ def test_unmasking_uploads_one_share_per_alive_holder_of_each_needed_secret():
                              alive=np.array([True, True, True, False]), threshold=0.5, name="t",
                              stats={"bytes_up": 0, "bytes_down": 0, "mask_key_agreements": 0,
                                     "encryption_key_agreements": 0}, ring_mask=np.uint64((1 << 16) - 1))
-    for protocol_round in (sp.advertise_keys, sp.share_keys, sp.collect_masked_inputs):
-        protocol_round(state)
+    sp.advertise_keys(state)  # two 32-byte public keys up per client, each neighbour's down
+    assert (state.stats["bytes_up"], state.stats["bytes_down"]) == (64 * 4, 64 * 4 * 3)
+    sp.share_keys(state)  # per (client, neighbour): nonce 12 + two 64-byte shares + tag 16
+    assert state.stats["bytes_up"] == 64 * 4 + (12 + 2 * 64 + 16) * 4 * 3
+    sp.collect_masked_inputs(state)  # 3 survivors x 2 coordinates x 2 bytes (16-bit ring)
     before = state.stats["bytes_up"]
+    assert before == 64 * 4 + (12 + 2 * 64 + 16) * 4 * 3 + 3 * 2 * 2
     sp.unmask(state)
     assert state.stats["bytes_up"] - before == 4 * 3 * (4 + 64)
     assert state.total.tolist() == [9, 12]
@@ -234,3 +238,11 @@ def test_gaussian_epsilon_is_the_root_of_balle_wang_delta(delta, sens, std):
         lo, hi = (lo, mid) if bw(mid) <= delta else (mid, hi)
     assert gaussian_epsilon(delta, sens, std) == pytest.approx(hi, abs=1e-9)
     assert hi > 0
+
+
+@pytest.mark.parametrize("values,p", [((0.0, 0.0, 1.0), 0.9), ((1.0,), 0.9), ((0.0, 1.0), 0.5), ((0.0, 1.0), 1.5)])
+def test_randomized_response_refuses_a_degenerate_domain_or_keep_probability(values, p):
+    """At least two distinct values, and 1/n < p <= 1 (p = 1/n keeps no information: epsilon 0)."""
+    with pytest.raises(FltrError):
+        RandomizedResponse(p=p, values=values)
+    RandomizedResponse(p=1.0, values=(0.0, 1.0))
