@@ -19,7 +19,6 @@ from defenses.dp_local import LocalLaplace
 from defenses.randomized_response import RandomizedResponse
 from defenses.stack import parse_defense
 from fltr_audit.errors import FltrError
-from fltr_audit.messages import Messages
 
 # --- one round's dp_accounting event, against the claim's closed form --------------------------
 
