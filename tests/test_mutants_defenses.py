@@ -19,6 +19,7 @@ from defenses.dp_local import LocalLaplace
 from defenses.randomized_response import RandomizedResponse
 from defenses.stack import parse_defense
 from fltr_audit.errors import FltrError
+from fltr_audit.messages import Messages
 
 # --- one round's dp_accounting event, against the claim's closed form --------------------------
 
@@ -245,3 +246,21 @@ def test_randomized_response_refuses_a_degenerate_domain_or_keep_probability(val
     with pytest.raises(FltrError):
         RandomizedResponse(p=p, values=values)
     RandomizedResponse(p=1.0, values=(0.0, 1.0))
+
+
+def test_the_secagg_error_bound_is_one_resolution_per_survivor_over_the_weight():
+    """Stochastic rounding moves each survivor's value by less than one resolution 2^-frac, so the
+    weighted mean is off by at most n_alive 2^-frac / total weight (plus float rounding): the
+    stated bound is that to a relative 1e-6 (a bound n_alive / 2^-frac holds too, uselessly)."""
+    from defenses.secagg_protocol import SecAggProtocol
+
+    rng = np.random.default_rng(0)
+    n = 6
+    vector = rng.uniform(-0.5, 0.5, size=(n, 3))
+    weights = np.arange(1, n + 1)
+    msgs = Messages(vector=vector, vector_kind="update", n_interactions=weights)
+    agg = SecAggProtocol(bits=32, range=1.0).aggregate(msgs, np.arange(n), np.random.default_rng(1))
+    want = n * 2.0 ** -agg.stats["fraction_bits"] / weights.sum()
+    assert agg.stats["error_bound"] == pytest.approx(want, rel=1e-6)
+    exact = (vector * weights[:, None]).sum(axis=0) / weights.sum()
+    assert np.abs(agg.mean - exact).max() <= agg.stats["error_bound"]
