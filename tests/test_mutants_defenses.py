@@ -264,3 +264,13 @@ def test_the_secagg_error_bound_is_one_resolution_per_survivor_over_the_weight()
     assert agg.stats["error_bound"] == pytest.approx(want, rel=1e-6)
     exact = (vector * weights[:, None]).sum(axis=0) / weights.sum()
     assert np.abs(agg.mean - exact).max() <= agg.stats["error_bound"]
+
+
+def test_distributed_laplace_clips_the_weights_to_half_delta():
+    """Weights (3, 4) (norm 5) against Delta = 2: each client sends (0.6, 0.8) plus its share of
+    Laplace(Delta/eps); at eps = 100 and 2,000 clients a share has std 0.02 sqrt(2/2000)."""
+    n = 2000
+    msgs = Messages(vector=np.tile([3.0, 4.0], (n, 1)), vector_kind="weights", n_interactions=np.ones(n, dtype=np.int64))
+    g = np.zeros(2)
+    out = DistributedLaplace(eps=100.0, sensitivity=2.0).apply(msgs, g, np.random.default_rng(0)).weights(g)
+    assert out.mean(axis=0) == pytest.approx([0.6, 0.8], abs=1e-3)
