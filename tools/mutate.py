@@ -3,17 +3,22 @@
 Each mutant changes one node of one module: a comparison operator flipped (< <=, > >=, == !=,
 < >), an arithmetic operator swapped (+ -, * /, // /, ** *), a numeric constant changed (+1, x2; not parameter defaults),
 a boolean operator swapped (and or), a ``not`` or unary minus dropped, an ``if`` branch dropped
-(its test made ``False``) or an ``else`` branch dropped. The runner copies the repository once to
-a temporary folder, writes one mutant at a time there, and runs the module's tests in a forked
-child (heavy third-party imports done once, in the parent) with a timeout; a mutant is *killed*
-when a test fails (or the run times out), else it *survives*.
+(its test made ``False``) or an ``else`` branch dropped. The runner copies the repository once per
+job (``-j``) to a temporary folder and runs each mutant in a forked child on its own copy (heavy
+third-party imports done once, in the parent): pytest on the module's own test files only, stopping
+at the first failure (``-x``), slow tests skipped, with a timeout (3x the unmutated files' time +
+10 s when they are run first). A mutant is *killed* when a test fails or a test file cannot import
+it, *timeout* when its child outruns the timeout, else it *survives*. The children's CPU time is
+reported (divide by the cores for an idle machine's wall time).
 
-What to mutate and which tests run is data (``tools/mutation.toml``): ``[[target]]`` tables with
-``module`` and ``tests``; ``tools/mutation_equivalent.txt`` lists the mutants (by id) that are
-equivalent, each with the reason, and they are never run.
+What to mutate and which tests run is data (``tools/mutation.toml``, the sample of the default
+test run ``tools/mutation_ci.toml``): ``[[target]]`` tables with ``module``, ``tests`` (the
+module -> test files map) and an optional ``keyword`` (pytest -k); ``tools/mutation_equivalent.txt``
+lists the mutants (by id) that are equivalent, each with the reason, and they are never run.
 
     python tools/mutate.py [--config tools/mutation.toml] [--module defenses/dp_local.py]
-                           [--sample 30 --seed 0] [--timeout 60] [--root .] [--list] [--json out.json]
+                           [--sample 8 --seed 0 | --ids FILE] [-j 2] [--timeout 60] [--root .]
+                           [--list] [--json out.json] [-v]
 
 Exit 0 when no mutant outside the equivalent list survived, 1 otherwise.
 """
@@ -89,7 +94,7 @@ def _options(node: ast.AST) -> list[str]:
         return [f"drop {type(node.op).__name__}"]
     if isinstance(node, ast.Constant) and type(node.value) in (int, float):
         v = node.value
-        return [f"const {v!r}->{v + 1!r}", f"const {v!r}->{v * 2!r}"] if v != 0 else [f"const {v!r}->1"]
+        return list(dict.fromkeys([f"const {v!r}->{v + 1!r}", f"const {v!r}->{v * 2!r}"])) if v != 0 else [f"const {v!r}->1"]
     if isinstance(node, ast.Constant) and type(node.value) is bool:
         return [f"const {node.value}->{not node.value}"]
     if isinstance(node, ast.If):
@@ -180,8 +185,17 @@ def _preload() -> None:
         pass
 
 
-def _run_tests(copy_root: Path, tests: list[str], timeout: float) -> str:
-    """'killed' | 'survived' | 'timeout' | 'error' for the tests in a forked child."""
+def _pytest_args(target: dict) -> list[str]:
+    """The child's pytest command line: the target's own test files only, stop at the first failure,
+    no slow or mutation tests, the project's addopts (durations report) off."""
+    args = ["-x", "-q", "-p", "no:cacheprovider", "-o", "addopts=", "-m", "not slow and not mutation"]
+    if target.get("keyword"):
+        args += ["-k", target["keyword"]]
+    return args + list(target["tests"])
+
+
+def _start(copy_root: Path, pytest_args: list[str]) -> int:
+    """Fork a child that runs pytest on ``copy_root`` (its project modules imported afresh)."""
     pid = os.fork()
     if pid == 0:  # child
         try:
@@ -194,21 +208,60 @@ def _run_tests(copy_root: Path, tests: list[str], timeout: float) -> str:
             os.dup2(devnull, 1)
             os.dup2(devnull, 2)
             import pytest
-            code = pytest.main(["-x", "-q", "-p", "no:cacheprovider", "-m", "not slow", *tests])
-            os._exit(int(code))
+            os._exit(int(pytest.main(pytest_args)))
         except BaseException:
             os._exit(99)
-    deadline = time.monotonic() + timeout
-    while True:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            code = os.waitstatus_to_exitcode(status)
-            return {0: "survived", 1: "killed"}.get(code, "error")
-        if time.monotonic() > deadline:
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-            return "timeout"
+    return pid
+
+
+def _outcome(status: int) -> str:
+    """pytest's exit code: 0 all passed, 1 a test failed, 2 a collection error (the mutant broke an
+    import), 5 no test selected (a configuration error, never a kill)."""
+    return {0: "survived", 1: "killed", 2: "killed", 5: "no tests"}.get(os.waitstatus_to_exitcode(status), "error")
+
+
+def _copy_repo(root: Path, dest: Path) -> Path:
+    shutil.copytree(root, dest, ignore=shutil.ignore_patterns(".git", ".venv", "__pycache__", "*.pyc", ".pytest_cache",
+                                                              "*.egg-info", "site", ".mypy_cache", ".ruff_cache"))
+    return dest
+
+
+def _run_mutants(jobs: list[tuple[dict, Mutant | None, float]], root: Path, copies: list[Path],
+                 verbose: bool) -> list[dict]:
+    """Every (target, mutant, timeout) job (mutant None: the unmutated tests), at most
+    ``len(copies)`` forked children at a time, each on its own copy of the repository (the mutant
+    written there, restored when its child ends)."""
+    results, running, free, queue = [], {}, list(copies), list(jobs)
+    originals = {t["module"]: (copies[0] / t["module"]).read_text() for t, _, _ in jobs}
+    while queue or running:
+        while queue and free:
+            target, mutant, timeout = queue.pop(0)
+            copy = free.pop()
+            if mutant is not None:
+                (copy / mutant.module).write_text(mutated_source(mutant, copies[0]))
+            running[_start(copy, _pytest_args(target))] = (copy, target, mutant, timeout, time.monotonic())
+        for pid, (copy, target, mutant, timeout, started) in list(running.items()):
+            done, status, usage = os.wait4(pid, os.WNOHANG)
+            if not done and time.monotonic() - started <= timeout:
+                continue
+            if done:
+                outcome = _outcome(status)
+            else:
+                os.kill(pid, signal.SIGKILL)
+                _, _, usage = os.wait4(pid, 0)
+                outcome = "timeout"
+            del running[pid]
+            (copy / target["module"]).write_text(originals[target["module"]])
+            free.append(copy)
+            row = {**asdict(mutant), "id": mutant.id} if mutant is not None else {"module": target["module"],
+                                                                                    "id": "(baseline)"}
+            results.append({**row, "outcome": outcome, "seconds": round(time.monotonic() - started, 2),
+                            "cpu_seconds": round(usage.ru_utime + usage.ru_stime, 2)})
+            if verbose:
+                print(f"{outcome:9s} {results[-1]['seconds']:6.1f}s wall {results[-1]['cpu_seconds']:5.1f}s cpu "
+                      f"{row['id']} {'' if mutant else target['module']}", flush=True)
         time.sleep(0.02)
+    return results
 
 
 def run(args: argparse.Namespace) -> int:
@@ -217,16 +270,16 @@ def run(args: argparse.Namespace) -> int:
     if args.module:
         targets = [t for t in targets if t["module"] in args.module]
     equivalent = load_equivalent(Path(args.equivalent))
-    rng = random.Random(args.seed)
     plan = []
     for t in targets:
         mutants = enumerate_mutants(t["module"], root)
-        if args.sample and len(mutants) > args.sample:  # drawn before equivalents are dropped: a stable sample
+        if args.ids:  # exactly these mutants (e.g. an earlier run's sample), no sampling
+            wanted = {line.strip() for line in Path(args.ids).read_text().splitlines()}
+            mutants = [m for m in mutants if m.id in wanted]
+        elif args.sample and len(mutants) > args.sample:  # drawn per module before equivalents are dropped: stable
+            rng = random.Random(f"{args.seed}:{t['module']}")
             mutants = sorted(rng.sample(mutants, args.sample), key=lambda m: m.index)
         mutants = [m for m in mutants if m.id not in equivalent]
-        if args.ids:
-            wanted = set(Path(args.ids).read_text().split("\n"))
-            mutants = [m for m in mutants if m.id in wanted]
         plan.append((t, mutants))
     if args.list:
         for t, mutants in plan:
@@ -237,29 +290,21 @@ def run(args: argparse.Namespace) -> int:
     _preload()
     results = []
     with tempfile.TemporaryDirectory(prefix="mutate-") as tmp:
-        copy_root = Path(tmp) / "repo"
-        shutil.copytree(root, copy_root, ignore=shutil.ignore_patterns(".git", ".venv", "__pycache__", "*.pyc",
-                                                                        ".pytest_cache", "*.egg-info"))
-        for t, mutants in plan:
-            tests = list(t["tests"])
-            if not mutants:
-                continue
-            baseline = "survived" if args.skip_baseline else _run_tests(copy_root, tests, args.timeout * 4)
-            if baseline != "survived":
-                print(f"{t['module']}: the unmutated tests do not pass ({baseline}); skipped", file=sys.stderr)
-                results.append({"module": t["module"], "id": "(baseline)", "outcome": "baseline " + baseline})
-                continue
-            path = copy_root / t["module"]
-            original = path.read_text()
-            for m in mutants:
-                path.write_text(mutated_source(m, root))
-                started = time.monotonic()
-                outcome = _run_tests(copy_root, tests, args.timeout)
-                path.write_text(original)
-                results.append({**asdict(m), "id": m.id, "outcome": outcome,
-                                "seconds": round(time.monotonic() - started, 2)})
-                if args.verbose:
-                    print(f"{outcome:9s} {m.id}", flush=True)
+        copies = [_copy_repo(root, Path(tmp) / f"repo{i}") for i in range(max(1, args.jobs))]
+        plan = [(t, mutants) for t, mutants in plan if mutants]
+        timeouts = {t["module"]: args.timeout for t, _ in plan}
+        if not args.skip_baseline:  # the unmutated tests must pass; a mutant then gets 3x their time + 10 s
+            passing = set()
+            for r in _run_mutants([(t, None, args.timeout * 4) for t, _ in plan], root, copies, args.verbose):
+                if r["outcome"] == "survived":
+                    passing.add(r["module"])
+                    timeouts[r["module"]] = min(args.timeout, 3 * r["seconds"] + 10)
+                else:
+                    print(f"{r['module']}: the unmutated tests do not pass ({r['outcome']}); skipped", file=sys.stderr)
+                    results.append({"module": r["module"], "id": "(baseline)", "outcome": "baseline " + r["outcome"]})
+            plan = [(t, mutants) for t, mutants in plan if t["module"] in passing]
+        results += _run_mutants([(t, m, timeouts[t["module"]]) for t, mutants in plan for m in mutants], root,
+                                copies, args.verbose)
     summary = {}
     for r in results:
         s = summary.setdefault(r["module"], {"mutants": 0, "killed": 0, "survived": []})
@@ -267,10 +312,14 @@ def run(args: argparse.Namespace) -> int:
             s["baseline"] = r["outcome"]
             continue
         s["mutants"] += 1
-        if r["outcome"] in ("killed", "timeout"):
+        if r["outcome"] in ("killed", "timeout"):  # a timeout counts as killed (a mutant may loop forever)
             s["killed"] += 1
         else:
             s["survived"].append(f"{r['id']} ({r['outcome']})")
+    mutant_runs = [r for r in results if "cpu_seconds" in r and r["id"] != "(baseline)"]
+    cpu = sum(r["cpu_seconds"] for r in mutant_runs)
+    print(f"{len(mutant_runs)} mutants: {cpu:.0f} s of child CPU time (an idle machine with --jobs cores: about "
+          f"{cpu / max(1, args.jobs):.0f} s of mutant runs)")
     for module, s in summary.items():
         score = s["killed"] / s["mutants"] if s["mutants"] else float("nan")
         print(f"{module}: {s['killed']}/{s['mutants']} killed ({score:.0%})")
@@ -290,7 +339,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--sample", type=int, default=0, help="at most this many mutants per module (seeded)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--timeout", type=float, default=60.0, help="seconds per mutant")
-    p.add_argument("--ids", help="only the mutants whose ids this file lists (whitespace-separated)")
+    p.add_argument("--ids", help="exactly the mutants whose ids this file lists, one per line (no sampling)")
+    p.add_argument("-j", "--jobs", type=int, default=1, help="forked children at a time (one repo copy each)")
     p.add_argument("--skip-baseline", action="store_true", help="do not first check the unmutated tests pass")
     p.add_argument("--list", action="store_true", help="list the mutant ids and stop")
     p.add_argument("--json", help="write all outcomes here")

@@ -1,0 +1,67 @@
+"""Tests that kill the surviving mutants of attacks/audit.py (issue 22, tools/mutation.toml): the
+automatic trial count against the closed-form Clopper-Pearson ceiling, and the rates, tightness
+and threshold an audit reports against counts made here on its own scores."""
+
+import math
+
+import numpy as np
+import pytest
+
+from attacks.audit import AUTO_MARGIN, AUTO_TRIALS_CAP, _best_threshold, audit, auto_trials, epsilon_lower_bound
+from fltr_audit.interfaces import PrivacyClaim
+
+
+def ceiling(n: int, confidence: float = 0.95) -> float:
+    """The bound with no error on evaluation halves of m = n - n // 2: each rate's one-sided
+    Clopper-Pearson limit at 1 - (1 - confidence) / 2 for 0 errors is 1 - (alpha/2)^(1/m)
+    (closed form), and epsilon = log((1 - u) / u)."""
+    m = n - n // 2
+    u = 1.0 - ((1.0 - confidence) / 2) ** (1.0 / m)
+    return math.log((1.0 - u) / u)
+
+
+@pytest.mark.parametrize("eps", [7.0, 8.0])
+def test_auto_trials_is_the_margin_times_the_fewest_trials_that_can_test_the_claim(eps):
+    """Where the margin, not the 10,000 floor, decides: n = AUTO_MARGIN x t with t the fewest trials
+    whose ceiling exceeds eps (closed form), below the cap."""
+    n, capped = auto_trials(eps)
+    assert n % AUTO_MARGIN == 0 and not capped
+    t = n // AUTO_MARGIN
+    assert ceiling(t) > eps >= ceiling(t - 1)
+    assert n > 10_000
+    n, capped = auto_trials(12.0)
+    assert (n, capped) == (AUTO_TRIALS_CAP, True)
+
+
+def test_an_audit_reports_its_rates_as_counts_over_the_evaluation_half():
+    """Scores N(0, 1) against N(2, 1): fpr = fp / n0 and fnr = fn / n1 of the evaluation halves,
+    counted here at the reported threshold and direction."""
+    def mechanism(rng, n, which):
+        return rng.normal(2.0 * which, 1.0, size=(n, 1))
+
+    r = audit(mechanism, lambda x: x[:, 0], claim=PrivacyClaim(1.0, 0.0, "message"), n_trials=2000, seed=3)
+    assert (r.n0, r.n1) == (1000, 1000)
+    assert r.fpr == pytest.approx(r.fp / r.n0) and r.fnr == pytest.approx(r.fn / r.n1)
+    assert 0 < r.fp < r.n0 and 0 < r.fn < r.n1
+    rng = np.random.default_rng(3)
+    s0, s1 = rng.normal(0, 1, 2000), rng.normal(2, 1, 2000)
+    e0, e1 = r.direction * s0[1000:], r.direction * s1[1000:]
+    assert (int((e0 > r.direction * r.threshold).sum()), int((e1 <= r.direction * r.threshold).sum())) == (r.fp, r.fn)
+    assert r.tightness == pytest.approx(r.epsilon_lb / 1.0)
+    assert r.epsilon_lb == pytest.approx(float(epsilon_lower_bound(r.fp, r.fn, 1000, 1000)))
+
+
+def test_an_audit_of_no_claim_has_no_tightness():
+    def mechanism(rng, n, which):
+        return rng.normal(3.0 * which, 1.0, size=(n, 1))
+
+    r = audit(mechanism, lambda x: x[:, 0], claim=PrivacyClaim(), n_trials=400, seed=0)
+    assert math.isinf(r.claimed_epsilon) and math.isnan(r.tightness) and r.epsilon_lb > 0
+
+
+def test_the_best_threshold_takes_the_better_direction():
+    """Input 1 scores lower: only direction -1 separates; the value is the objective's maximum."""
+    held0, held1 = np.arange(10.0, 20.0), np.arange(0.0, 10.0)
+    value, threshold, direction = _best_threshold(held0, held1, lambda fp, fn: -(fp + fn).astype(float))
+    assert direction == -1 and value == 0.0
+    assert not (-held0 > -threshold).any() and (-held1 > -threshold).all()  # the rule direction * s > direction * t

@@ -1,0 +1,215 @@
+"""Tests that kill the surviving mutants of the verdict reports (reports/leakage.py,
+reports/claims.py; issue 22, tools/mutation.toml): the leakage table against scipy's t-test and
+t interval on the per-list differences, the fall-backs it takes, the planned sample size against
+the power it promises, and the claim bounds against Clopper-Pearson limits (scipy's beta law)
+put into the DP inequalities by bisection."""
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from reports.claims import (
+    bound_text,
+    claim_summary,
+    claim_text,
+    clopper_pearson_upper,
+    epsilon_lower_bound,
+    finish_bounds,
+    trials_to_test,
+)
+from reports.leakage import ALPHA, MIN_EFFECT, leakage_table, leakage_verdicts, planned_lists
+
+# --- leakage ------------------------------------------------------------------------------------
+
+
+def _per_list(n=30, shift=0.05, seed=0):
+    rng = np.random.default_rng(seed)
+    cf = rng.uniform(0.3, 0.7, n)
+    auc = cf + shift + rng.normal(0, 0.1, n)
+    adv_cf = rng.uniform(0, 0.2, n)
+    adv = adv_cf + rng.normal(0.01, 0.05, n)
+    per_query = pd.DataFrame({"run_key": "r", "click_model": "perfect", "defense": "d", "attack": "a",
+                              "auc": auc, "auc_counterfactual": cf, "advantage": adv,
+                              "advantage_counterfactual": adv_cf})
+    attacks = pd.DataFrame([{"run_key": "r", "click_model": "perfect", "defense": "d", "attack": "a",
+                             "reference": False, "leakage": 0.123, "advantage": 0.5,
+                             "advantage_counterfactual": 0.4}])
+    return per_query, attacks
+
+
+def test_the_leakage_of_per_list_rows_is_scipys_paired_t_test():
+    per_query, attacks = _per_list()
+    row = leakage_table({"attacks": attacks, "per_query": per_query}, ["defense"]).iloc[0]
+    d = per_query["auc"] - per_query["auc_counterfactual"]
+    low, high = stats.t.interval(0.95, len(d) - 1, loc=d.mean(), scale=stats.sem(d))
+    assert row["basis"] == "per list" and row["n_lists"] == 30
+    assert row["leakage"] == pytest.approx(d.mean(), rel=1e-12)
+    assert (row["leakage_ci_low"], row["leakage_ci_high"]) == (pytest.approx(low, rel=1e-9), pytest.approx(high, rel=1e-9))
+    assert row["p_leakage"] == pytest.approx(stats.ttest_1samp(d, 0.0, alternative="greater").pvalue, rel=1e-9)
+    adv = per_query["advantage"] - per_query["advantage_counterfactual"]
+    assert row["advantage_leakage"] == pytest.approx(adv.mean(), rel=1e-12)
+    room = 1 - per_query["auc_counterfactual"].mean()
+    assert row["leakage_normalized"] == pytest.approx(d.mean() / room, rel=1e-12)
+    assert row["leakage_normalized_ci_high"] == pytest.approx(high / room, rel=1e-9)
+
+
+def test_runs_without_per_list_rows_fall_back_to_the_runs_leakage():
+    _, attacks = _per_list()
+    runs = pd.concat([attacks.assign(run_key=f"r{i}", leakage=v) for i, v in enumerate([0.1, 0.3, 0.2])])
+    row = leakage_table({"attacks": runs}, ["defense"]).iloc[0]
+    assert row["basis"] == "per run" and row["n_lists"] == 3 and row["leakage"] == pytest.approx(0.2)
+    low, _ = stats.t.interval(0.95, 2, loc=0.2, scale=stats.sem([0.1, 0.3, 0.2]))
+    assert row["leakage_ci_low"] == pytest.approx(low, rel=1e-9)
+    single = leakage_table({"attacks": attacks}, ["defense"]).iloc[0]
+    assert single["basis"] == "single run (no interval)" and single["leakage"] == pytest.approx(0.123)
+
+
+def test_per_list_rows_that_two_threat_models_of_one_run_share_are_not_used():
+    """Two attack rows of one run that the per-list rows cannot tell apart (no threat_model
+    column there): the table falls back to the runs rather than pairing lists twice."""
+    per_query, attacks = _per_list()
+    two = pd.concat([attacks.assign(threat_model="server"), attacks.assign(threat_model="observer", leakage=0.2)])
+    table = leakage_table({"attacks": two, "per_query": per_query}, ["defense", "threat_model"])
+    assert (table["basis"] == "single run (no interval)").all()
+    assert table["leakage"].tolist() == pytest.approx([0.123, 0.2])
+
+
+def test_one_list_is_not_a_per_list_sample():
+    per_query, attacks = _per_list(n=1)
+    row = leakage_table({"attacks": attacks, "per_query": per_query}, ["defense"]).iloc[0]
+    assert row["basis"] == "single run (no interval)" and row["leakage"] == pytest.approx(0.123)
+
+
+def test_the_default_alpha_and_min_effect_of_the_verdicts():
+    """A clear leak (30 lists, mean 0.05, sd 0.1): 'leaks' at the default alpha 0.05, whose
+    one-sided 95 % bound is scipy's t bound; a p between 0.05 and 0.5 is not a leak."""
+    assert (ALPHA, MIN_EFFECT) == (0.05, 0.02)
+    per_query, attacks = _per_list(shift=0.05)
+    table = leakage_table({"attacks": attacks, "per_query": per_query}, ["defense"])
+    v = leakage_verdicts(table, ["defense"]).iloc[0]
+    d = per_query["auc"] - per_query["auc_counterfactual"]
+    assert v["leakage_verdict"] == "leaks" and v["ci_kind"].startswith("simultaneous one-sided 95%")
+    assert v["leakage_ci_low"] == pytest.approx(d.mean() - stats.t.ppf(0.95, 29) * stats.sem(d), rel=1e-9)
+    weak = table.assign(p_leakage=0.2)
+    assert leakage_verdicts(weak, ["defense"]).iloc[0]["leakage_verdict"] != "leaks"
+
+
+def test_a_verdict_with_no_room_above_the_counterfactual_has_no_normalized_bounds():
+    per_query, attacks = _per_list()
+    table = leakage_table({"attacks": attacks, "per_query": per_query}, ["defense"])
+    v = leakage_verdicts(table.assign(auc_counterfactual=1.0), ["defense"]).iloc[0]
+    assert "leakage_normalized_ci_low" not in v or pd.isna(v["leakage_normalized_ci_low"])
+    v = leakage_verdicts(table, ["defense"]).iloc[0]
+    room = 1 - table.iloc[0]["auc_counterfactual"]
+    assert v["leakage_normalized_ci_low"] == pytest.approx(v["leakage_ci_low"] / room, rel=1e-12)
+
+
+@pytest.mark.parametrize("power,m", [(0.8, 1), (0.9, 4), (0.99, 2)])
+def test_planned_lists_is_the_smallest_n_with_the_power_it_promises(power, m):
+    """At zero leakage (per-list sd 0.3) an attack's upper bound is below d with probability
+    Phi(d sqrt(n) / sd - z_{1-alpha/m}); all m independent attacks at once: that to the m-th.
+    The planned n reaches ``power`` and n - 1 does not (normal approximation, as documented)."""
+    d, sd = 0.05, 0.3
+
+    def joint(n):
+        return stats.norm.cdf(d * math.sqrt(n) / sd - stats.norm.ppf(1 - 0.05 / m)) ** m
+
+    n = planned_lists(d, power, m, sd=sd)
+    assert joint(n) >= power - 1e-12 and joint(n - 1) < power
+    with pytest.raises(ValueError, match="--power"):
+        planned_lists(d, 1.5, m)
+
+
+# --- claims -------------------------------------------------------------------------------------
+
+
+def _eps(fpr, fnr, delta):
+    """The smallest eps >= 0 with FPR + e^eps FNR >= 1 - delta and FNR + e^eps FPR >= 1 - delta."""
+    def ok(e):
+        return fpr + math.exp(e) * fnr >= 1 - delta - 1e-15 and fnr + math.exp(e) * fpr >= 1 - delta - 1e-15
+    if ok(0.0):
+        return 0.0
+    if not ok(700.0):
+        return math.inf
+    lo, hi = 0.0, 700.0
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        lo, hi = (lo, mid) if ok(mid) else (mid, hi)
+    return hi
+
+
+@pytest.mark.parametrize("k,n", [(0, 10), (3, 10), (10, 10), (40, 500)])
+def test_clopper_pearson_upper_solves_the_binomial_tail(k, n):
+    got = float(clopper_pearson_upper(k, n, 0.975))
+    if k == n:
+        assert got == 1.0
+    else:
+        assert stats.binom.cdf(k, n, got) == pytest.approx(0.025, rel=1e-6)
+
+
+@pytest.mark.parametrize("tests", [1, 3])
+def test_finish_bounds_is_bonferroni_over_its_audits(tests):
+    """Each row's bound at 1 - (1 - 0.95) / tests, split again over the two rates; tightness is
+    the bound over the claim."""
+    out = pd.DataFrame({"fp": [5, 0], "fn": [60, 0], "n0": [500, 400], "n1": [500, 400], "confidence": 0.95,
+                        "claimed_delta": [0.0, 0.01], "claimed_epsilon": [2.0, 1.0], "claimed_scope": "message",
+                        "audited_scope": "message"})
+    got = finish_bounds(out, tests=tests)
+    level = 1 - 0.05 / tests / 2
+    for i, r in out.iterrows():
+        fpr_u = stats.beta.ppf(level, r["fp"] + 1, r["n0"] - r["fp"])
+        fnr_u = stats.beta.ppf(level, r["fn"] + 1, r["n1"] - r["fn"])
+        want = _eps(fpr_u, fnr_u, r["claimed_delta"])
+        assert got.loc[i, "epsilon_lb"] == pytest.approx(want, abs=1e-9)
+        assert got.loc[i, "tightness"] == pytest.approx(want / r["claimed_epsilon"], abs=1e-9)
+        assert got.loc[i, "epsilon_point"] == pytest.approx(
+            _eps(r["fp"] / r["n0"], r["fn"] / r["n1"], r["claimed_delta"]), abs=1e-9)
+    assert got.loc[1, "trial_limited"] and not got.loc[0, "trial_limited"]
+
+
+def test_trials_to_test_is_the_fewest_whose_ceiling_exceeds_the_claim():
+    for eps in (1.0, 3.0):
+        n = trials_to_test(eps)
+        m, m1 = n - n // 2, (n - 1) - (n - 1) // 2
+        assert float(epsilon_lower_bound(0, 0, m, m)[0]) > eps >= float(epsilon_lower_bound(0, 0, m1, m1)[0])
+
+
+def test_bound_text():
+    assert bound_text(None, False, 10) == "ε not audited" and bound_text(math.nan, False, 10) == "ε not audited"
+    assert bound_text(0.0812, False, 10_000) == "ε ≥ 0.08"
+    assert bound_text(7.2134, True, 10_000) == "ε ≥ 7.21 (limit of 10,000 trials)"
+    assert bound_text(1e300, False, 10) == "ε ≥ inf"
+
+
+def _summary_row(**kw):
+    row = dict(claim_verdict="consistent", claimed_epsilon=2.0, claimed_scope="message", audited_scope="message",
+               epsilon_lb=0.5, trial_limited=False, n_trials=1000, claim_neighbours="worst-case", tightness=0.25)
+    row.update(kw)
+    return pd.Series(row)
+
+
+def test_claim_text_names_scope_pooling_and_natural_neighbours():
+    assert "(scope: message)" in claim_text(_summary_row())
+    assert "scope:" not in claim_text(_summary_row(claimed_scope="none"))
+    assert "runs pooled" not in claim_text(_summary_row())
+    assert ", 3 runs pooled" in claim_text(_summary_row(runs=3))
+    assert "runs pooled" not in claim_text(_summary_row(runs=1))
+    text = claim_text(_summary_row(claim_verdict_natural="violated", epsilon_lb_natural=2.5,
+                                   trial_limited_natural=False, n_trials_natural=100))
+    assert "natural neighbours: violated, ε ≥ 2.50" in text
+
+
+def test_claim_summary_keeps_the_natural_verdict_beside_the_worst_case_one():
+    base = dict(claimed_epsilon=1.0, claimed_delta=0.0, claimed_scope="message", audited_scope="message",
+                confidence=0.95, runs=1, claim_basis="pooled error counts", n_trials=2000, attack="x")
+    pooled = pd.DataFrame([dict(base, defense="d", neighbours="worst-case", fp=0, fn=0, n0=1000, n1=1000),
+                           dict(base, defense="d", neighbours="natural", fp=100, fn=800, n0=1000, n1=1000)])
+    row = claim_summary(pooled, ["defense"]).iloc[0]
+    assert row["claim_neighbours"] == "worst-case" and row["claim_verdict"] == "violated"
+    assert row["claim_verdict_natural"] == "consistent"
+    fpr_u = stats.beta.ppf(0.975, 101, 900)
+    fnr_u = stats.beta.ppf(0.975, 801, 200)
+    assert row["epsilon_lb_natural"] == pytest.approx(_eps(fpr_u, fnr_u, 0.0), abs=1e-9)
