@@ -127,7 +127,7 @@ def canary_design(stack: Any, options: RunAuditOptions, dim: int, seed: int, met
         return design("message", radius=None, test="metric", values=model.values or MAXRR_VALUES, **common)
     if hides_messages(stack, dim):
         if isinstance(aggregation, (mech.AggregatorGaussian, mech.DiscreteGaussianSum)):
-            return design("aggregate", radius=aggregation.clip, weighting="count", **common)
+            return design("aggregate", radius=aggregation.clip, weighting="count", reference="clipped-sum", **common)
         clips = noise_model(stack).clips
         last = clips[-1] if clips else None
         return design("aggregate", radius=last.bound if last else None,
