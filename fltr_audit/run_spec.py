@@ -126,7 +126,9 @@ MAX_SEED = 2**63 - 1
 BUDGET = {"clients": 1_000_000, "queries_per_client": 10_000, "rounds": 1_000_000}
 _POSITIVE = (Interval(int, 1, None),)
 MAX_CANARIES = 100_000
+"""At most this many canaries in a whole-run audit (``AuditSettings.run_canaries``)."""
 MAX_CANARY_RUNS = 1000
+"""At most this many independent canary runs (``AuditSettings.run_runs``)."""
 
 
 def _frozen_params(params: Mapping[str, Any] | tuple | None) -> tuple[tuple[str, Any], ...]:
