@@ -176,19 +176,48 @@ def _one_run(options: RunAuditOptions, splits: Any, seed: int) -> _Run:
     return _Run(observer.scores(), plan.present, plan.participations, plan.scope, ndcg, seconds)
 
 
-def run_audit_run(options: RunAuditOptions, splits: Any = None) -> RunAudit:
+def _runs(options: RunAuditOptions, splits: Any, workers: int) -> list[_Run]:
+    """The ``options.runs`` canary runs (seeds ``seed``, ``seed + 1``, ...), in this process or in a
+    spawned pool of ``workers`` processes (the splits pickled to them); single-threaded BLAS either
+    way, so the figures are the same whatever ``workers`` is (``fltr_audit.executors``)."""
+    seeds = [options.seed + i for i in range(options.runs)]
+    workers = min(workers, len(seeds))
+    if workers <= 1:
+        return [_limited_run(options, splits, s) for s in seeds]
+    import multiprocessing
+    import os
+    from concurrent.futures import ProcessPoolExecutor
+
+    from fltr_audit.executors import _exit_with_parent
+
+    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
+                             initializer=_exit_with_parent, initargs=(os.getpid(),)) as pool:
+        return list(pool.map(_limited_run, [options] * len(seeds), [splits] * len(seeds), seeds))
+
+
+def _limited_run(options: RunAuditOptions, splits: Any, seed: int) -> _Run:
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1, user_api="blas"):
+        return _one_run(options, splits, seed)
+
+
+def run_audit_run(options: RunAuditOptions, splits: Any = None, workers: int = 1) -> RunAudit:
     """Train ``options.runs`` runs with canaries and compute every figure (module docstring);
-    ``splits``: the data already loaded (a campaign run's), else ``options.data`` unnormalized."""
+    ``splits``: the data already loaded (a campaign run's), else ``options.data`` unnormalized;
+    ``workers``: processes for the runs (the same figures for any number)."""
     from attacks.one_run_audit import multi_run_lower_bound, one_run_estimate, one_run_lower_bound, run_claim_verdict
     from defenses.accounting import ParticipationSchedule, RunAccountant, privacy_spent
     from defenses.stack import parse_defense
     from fltr_audit.data.load import load_splits
 
     options.check()
+    if int(workers) != workers or workers < 1:
+        raise FltrError(f"--workers: must be a positive integer (processes for the runs), got {workers}")
     stack = parse_defense(options.defense)
     if splits is None:
         splits = load_splits(options.data, options.fold, normalization="none", queries=None, seed=options.seed)
-    runs = [_one_run(options, splits, options.seed + i) for i in range(options.runs)]
+    runs = _runs(options, splits, int(workers))
     first = runs[0]
     rate = options.clients / (options.population or options.clients)
     canary_schedule = ParticipationSchedule(options.rounds, rate, first.participations)

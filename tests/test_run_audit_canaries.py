@@ -174,3 +174,20 @@ def test_a_declared_adaptive_clip_is_refused_whatever_the_class():
     assert canary_problem("fpdgd", parse_defense("dp-fedavg(noise_multiplier=1,clip=1)")) is None
     with pytest.raises(FltrError, match="--defense: .*adapts its clip"):
         RunAuditOptions("fpdgd", "dp-fedavg(noise_multiplier=1,clip=1,quantile=0.5,count_std=1)", **SMALL).check()
+
+
+def test_runs_in_worker_processes_give_the_same_figures():
+    """--workers spreads the --runs runs over spawned processes: the same seeds, the same splits,
+    single-threaded BLAS, so every figure equals the serial one (a worker seeded or fed otherwise
+    changes them)."""
+    options = RunAuditOptions("fpdgd", "dp-fedavg(noise_multiplier=1,clip=1)", **{**SMALL, "runs": 2})
+    serial, pooled = run_audit_run(options), run_audit_run(options, workers=2)
+    same = ("epsilon_lb", "correct", "epsilon_estimate", "epsilon_lb_multi", "multi_fp", "multi_fn", "ndcg10")
+    assert [getattr(serial, f) for f in same] == [getattr(pooled, f) for f in same]
+
+
+def test_workers_below_one_is_one_line_naming_the_option(capsys):
+    code = main(["audit-run", "fpdgd", "--rounds", "2", "--clients", "10", "--canaries", "5", "--data", DATA,
+                 "--workers", "0"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "--workers" in err[0]

@@ -52,6 +52,7 @@ def audit_run_command(
     click_model: str = typer.Option("perfect", "--click-model"),
     seed: int = typer.Option(0, "--seed", help="Seed of the first run (run i uses seed + i)."),
     claim_verdict: bool = typer.Option(False, "--claim-verdict", help="Require a claim (exit 2 for a defense without one)."),
+    workers: int = typer.Option(1, "--workers", help="Processes for the --runs runs (the same figures for any number)."),
     store: Optional[Path] = typer.Option(None, "--store", help="Record the row in this results store (run_audits)."),
     json_out: bool = typer.Option(False, "--json", help="Print JSON to stdout."),
 ) -> None:
@@ -62,7 +63,7 @@ def audit_run_command(
                               rounds=rounds, clients=clients, population=population,
                               queries_per_client=queries_per_client, click_model=click_model, seed=seed,
                               claim_verdict=claim_verdict)
-    out = run_audit_run(options)
+    out = run_audit_run(options, workers=workers)
     key = record_run_audit(store, options, out) if store is not None else None
     if json_out:
         emit_json({**out.as_dict(), "run_key": key})
