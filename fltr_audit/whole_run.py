@@ -185,13 +185,9 @@ def _runs(options: RunAuditOptions, splits: Any, workers: int) -> list[_Run]:
     if workers <= 1:
         return [_limited_run(options, splits, s) for s in seeds]
     import multiprocessing
-    import os
     from concurrent.futures import ProcessPoolExecutor
 
-    from fltr_audit.executors import _exit_with_parent
-
-    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
-                             initializer=_exit_with_parent, initargs=(os.getpid(),)) as pool:
+    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
         return list(pool.map(_limited_run, [options] * len(seeds), [splits] * len(seeds), seeds))
 
 
