@@ -14,10 +14,13 @@ seed), ride along the real rounds through an observer of the federation loop
   scheduled canary by the cosine of u_i with that round's model delta, summed over its rounds and
   divided by sqrt(its participations). The delta is taken as a residual: the sum the aggregate
   stands for (mean x its weight: the count for ``dp-fedavg`` / ``ddgauss``, the interactions
-  otherwise) minus that of the same cohort without canaries through another copy (an independent
-  noise draw) -- the DP adversary knows every input but the canaries', and in a few dozen
-  dimensions the cohort's own updates would otherwise drown the canaries (Andrew et al. work in
-  millions of dimensions, where the plain cosine suffices).
+  otherwise) minus the cohort's own part of it -- the DP adversary knows every input but the
+  canaries', and in a few dozen dimensions the cohort's own updates would otherwise drown the
+  canaries (Andrew et al. work in millions of dimensions, where the plain cosine suffices). The
+  cohort's part (``reference``): for an aggregator that declares clipping to ``radius`` before its
+  noise (``dp-fedavg``, ``ddgauss``), the exact sum of the cohort's updates clipped to it (no second
+  aggregate: the residual holds one noise draw, and the round one extra aggregation); otherwise the
+  same cohort without canaries through another copy of the aggregator (an independent noise draw).
 * **Message scope** (the server reads each message) -- canary *users*: the user's message in every
   participation is +x_i (secret present) or -x_i (absent), x_i at the clip radius of the noise
   mechanism (a coordinate axis for an L1 clip, a random unit direction for L2; replace-one
@@ -44,6 +47,7 @@ from fltr_audit.randomness import stream
 from fltr_audit.round_parts import RoundParts
 
 TESTS = ("cosine", "projection", "laplace", "metric")
+REFERENCES = ("aggregate", "clipped-sum")
 OVERSHOOT = 100.0
 """Canaries are sent at this multiple of the clip radius: a correct implementation clips them to the
 radius (nothing changes), one that skips clipping shows them whole."""
@@ -65,6 +69,8 @@ class CanaryDesign:
         the weights (canary weights x)
     test : one of ``TESTS``; ``noise_scale`` the Laplace scale b of the ``laplace`` test
     population : int -- canary ids start here (beyond every real user)
+    reference : {"aggregate", "clipped-sum"} -- the cohort's part of an aggregate-scope residual
+        (module docstring)
     """
 
     scope: str
@@ -79,6 +85,7 @@ class CanaryDesign:
     weighting: str = "interactions"
     overshoot: float = OVERSHOOT
     values: tuple[float, ...] = ()
+    reference: str = "aggregate"
 
     @property
     def participations(self) -> np.ndarray:
@@ -87,12 +94,15 @@ class CanaryDesign:
 
 def design(scope: str, m: int, dim: int, rounds: int, rate: float, seed: int, *, radius: float | None,
            relative_to: str = "update", test: str = "cosine", noise_scale: float = 1.0, axes: bool = False,
-           population: int = 0, weighting: str = "interactions", values: tuple[float, ...] = ()) -> CanaryDesign:
+           population: int = 0, weighting: str = "interactions", values: tuple[float, ...] = (),
+           reference: str = "aggregate") -> CanaryDesign:
     """A canary design for run ``seed``: secrets, directions (coordinate axes with random signs when
     ``axes``) and schedules drawn from ``stream(seed, "canaries")``, independent of the run's other
     streams."""
     if test not in TESTS:
         raise ValueError(f"unknown canary test {test!r}")
+    if reference not in REFERENCES or (reference == "clipped-sum" and radius is None):
+        raise ValueError(f"canary reference {reference!r} needs one of {REFERENCES} (clipped-sum: a radius)")
     rng = stream(seed, "canaries")
     present = rng.random(m) < 0.5
     if axes:
@@ -103,7 +113,7 @@ def design(scope: str, m: int, dim: int, rounds: int, rate: float, seed: int, *,
         directions /= np.linalg.norm(directions, axis=1, keepdims=True)
     schedule = rng.random((rounds, m)) < rate
     return CanaryDesign(scope, directions, present, schedule, radius, relative_to, test, noise_scale, population,
-                        weighting, values=tuple(values))
+                        weighting, values=tuple(values), reference=reference)
 
 
 def _typical_norm(updates: np.ndarray) -> float:
@@ -195,6 +205,11 @@ class CanaryObserver:
                         vector=np.concatenate([real.vector, canaries.vector]), vector_kind=real.vector_kind)
         ids = np.concatenate([parts.client_ids, self.plan.population + rows]).astype(np.int64)
         with_canaries = self._sum(parts, both, ids, g, "canary-aggregate")
+        if self.plan.reference == "clipped-sum":
+            updates = real.updates(g)
+            norms = np.linalg.norm(updates, axis=1, keepdims=True)
+            scale = np.minimum(1.0, self.plan.radius / np.where(norms > 0, norms, 1.0))
+            return with_canaries - (updates * scale).sum(axis=0)
         without = self._sum(parts, real, np.asarray(parts.client_ids, dtype=np.int64), g, "canary-reference")
         return with_canaries - without
 

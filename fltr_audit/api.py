@@ -352,12 +352,12 @@ def register_algorithm(spec: AlgorithmSpec) -> None:
 
 def audit_whole_run(algorithm: str, **options: Any) -> Any:
     """The privacy a user spends over a whole run, audited with canaries (``fltr-audit audit-run``):
-    keywords as ``fltr_audit.cli.audit_run_command.RunAuditOptions`` (``defense``, ``canaries``,
+    keywords as ``fltr_audit.whole_run.RunAuditOptions`` (``defense``, ``canaries``,
     ``runs``, ``data``, ``rounds``, ``clients``, ``population``, ``seed``, ...); returns the
     ``fltr_audit.records.RunAuditRecord``."""
     from dataclasses import fields
 
-    from fltr_audit.cli.audit_run_command import RunAuditOptions, run_audit_run
+    from fltr_audit.whole_run import RunAuditOptions, run_audit_run
 
     known = {f.name for f in fields(RunAuditOptions)} - {"algorithm"}
     unknown = sorted(set(options) - known)

@@ -35,6 +35,9 @@ defense stack parsed once; ``run_audit`` turns it into the result tables of ``do
    that runs pooled in a report are independent. ``audit_trials`` is a number of trials per
    input or ``auto`` (sized to the claim, ``attacks.audit.auto_trials``).
 
+A campaign's ``[audit_run]`` section adds the ``run_audits`` row of ``fltr-audit audit-run`` for
+the run's settings (``fltr_audit.whole_run.whole_run_audit``, called by ``fltr_audit.executors``).
+
 The pre-trained models are cached per process, keyed by their settings (the spec's frozen
 data and algorithm parts, the seed and the defense's canonical name), so the runs of one
 campaign that differ only by defense train the base model once per worker.

@@ -35,6 +35,10 @@ A campaign file has these tables (every key optional except ``name``)::
     epsilon_audit = true
     trials = 10000                       # per input of the empirical epsilon audit
 
+    [audit_run]                          # optional: each run also audits its whole run with canaries
+    canaries = 1000                      # (fltr-audit audit-run; table run_audits), at most the population
+    runs = 1                             # independent canary runs (multi-run bound from 2 on)
+
 Grid axes: ``seeds``, ``data.spec``, ``data.folds``, every list of ``[algorithm]``
 (including inside ``params``), ``probe.split``, ``probe.cohort``, ``probe.threat_model`` and
 ``audit.defenses``.

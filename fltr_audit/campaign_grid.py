@@ -70,6 +70,7 @@ def expand(spec: dict, max_runs: int | None = MAX_RUNS) -> list[Run]:
         as_list(probe.get("threat_model", "server")),
         [parse_non_iid(s).name for s in as_list(algo.get("non_iid", "iid"))],
     )
+    whole_run = spec.get("audit_run", {})  # absent by default: run keys of older campaigns unchanged
     stacks = {d: parse_defense(d) for d in as_list(audit["defenses"])}  # each defense string parsed once
     runs = []
     for dspec, fold, name, rounds, clients, qpc, ranker, params, split, cohort, defense, seed, threat, non_iid in axes:
@@ -91,7 +92,8 @@ def expand(spec: dict, max_runs: int | None = MAX_RUNS) -> list[Run]:
                                 lists=probe.get("lists"), rounds=probe.get("rounds")),
             defense=stacks[defense],
             attacks=tuple(as_list(audit["attacks"])),
-            audit=AuditSettings(epsilon_audit=audit["epsilon_audit"], trials=audit["trials"]),
+            audit=AuditSettings(epsilon_audit=audit["epsilon_audit"], trials=audit["trials"],
+                                run_canaries=whole_run.get("canaries"), run_runs=whole_run.get("runs", 1)),
             seed=seed,
         )
         runs.append(Run(run.key(), run))

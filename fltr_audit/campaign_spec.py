@@ -28,7 +28,8 @@ ALGORITHMS = algorithm_names(auditable=True)
 CLICK_MODELS = ("perfect", "navigational", "informational")
 
 _SCHEMA: dict[str, dict[str, tuple[type, ...]]] = {
-    "": {"name": (str,), "seeds": (int, list), "data": (dict,), "algorithm": (dict,), "probe": (dict,), "audit": (dict,)},
+    "": {"name": (str,), "seeds": (int, list), "data": (dict,), "algorithm": (dict,), "probe": (dict,), "audit": (dict,),
+         "audit_run": (dict,)},
     "data": {"spec": (str, list), "folds": (int, list), "normalization": (str,), "queries": (int,)},
     "algorithm": {
         "name": (str, list),
@@ -55,6 +56,7 @@ _SCHEMA: dict[str, dict[str, tuple[type, ...]]] = {
         "rounds": (int,),
     },
     "audit": {"defenses": (str, list), "attacks": (str, list), "epsilon_audit": (bool,), "trials": (int, str)},
+    "audit_run": {"canaries": (int,), "runs": (int,)},
 }
 
 DEFAULTS: dict[str, Any] = {
@@ -88,6 +90,10 @@ DEFAULTS: dict[str, Any] = {
         "epsilon_audit": True,
         "trials": 10000,
     },
+    "audit_run": {  # the whole-run canary audit of every run (run_audits); off without canaries
+        "canaries": None,
+        "runs": 1,
+    },
 }
 
 
@@ -119,7 +125,7 @@ def validate_spec(raw: dict, source: str = "campaign", names: Mapping[str, str] 
         raise FltrError(f"{source}: missing key 'name'")
     _check_table(raw, "", source)
     spec: dict[str, Any] = {"name": raw["name"], "seeds": as_list(raw.get("seeds", DEFAULTS["seeds"]))}
-    for table in ("data", "algorithm", "probe", "audit"):
+    for table in ("data", "algorithm", "probe", "audit", "audit_run"):
         _check_table(raw.get(table, {}), table, source)
         spec[table] = {**DEFAULTS[table], **raw.get(table, {})}
     _check_values(spec, source, names)
@@ -147,7 +153,8 @@ def _check_table(table: dict, name: str, source: str) -> None:
                 raise FltrError(f"{source}: key '{where}' holds {twice!r} twice (the grid would repeat runs)")
 
 
-CAMPAIGN_KEYS = {"data.fold": "data.folds", "seed": "seeds"}
+CAMPAIGN_KEYS = {"data.fold": "data.folds", "seed": "seeds", "audit.run_canaries": "audit_run.canaries",
+                 "audit.run_runs": "audit_run.runs"}
 """The run spec's parameter names (``fltr_audit.run_spec``) that a campaign file spells otherwise."""
 
 _SETTINGS: dict[str, tuple[type, str]] = {
@@ -160,6 +167,7 @@ _SETTINGS: dict[str, tuple[type, str]] = {
                                                   "require_click", "counterfactual", "threat_model", "manipulation",
                                                   "lists", "rounds")},
     "audit.epsilon_audit": (AuditSettings, "epsilon_audit"), "audit.trials": (AuditSettings, "trials"),
+    "audit_run.canaries": (AuditSettings, "run_canaries"), "audit_run.runs": (AuditSettings, "run_runs"),
 }
 """Campaign keys checked by the run spec's own constraints (each value of a grid axis)."""
 
@@ -170,7 +178,8 @@ def _check_settings(spec: dict, source: str, names: Mapping[str, str] | None) ->
     for key, (section, name) in _SETTINGS.items():
         table, _, field = key.rpartition(".")
         value = (spec[table] if table else spec).get(field)
-        if value is None and key in ("data.queries", "algorithm.population", "probe.lists", "probe.rounds"):
+        if value is None and key in ("data.queries", "algorithm.population", "probe.lists", "probe.rounds",
+                                     "audit_run.canaries"):
             continue
         for item in as_list(value):
             try:
@@ -221,6 +230,7 @@ def _check_values(spec: dict, source: str, names: Mapping[str, str] | None = Non
     _check_each(spec["audit"]["defenses"], parse_defense, "defense", source, names)
     _check_each(spec["audit"]["attacks"], make_attack, "attacks", source, names)
     _check_threat_models(spec, source)
+    _check_audit_run(spec, source)
 
 
 def _check_threat_models(spec: dict, source: str) -> None:
@@ -232,6 +242,26 @@ def _check_threat_models(spec: dict, source: str) -> None:
             if not algorithm_spec(name, auditable=True).server_manipulable:
                 raise FltrError(f"{source}: --threat-model server-malicious: supported for "
                                 f"{', '.join(manipulable_names())} (vector messages of PDGD steps), not {name}")
+
+
+def _check_audit_run(spec: dict, source: str) -> None:
+    """``[audit_run]``: the canaries fit in every run's population (``algorithm.population``, else
+    its cohort), and every defense and algorithm can carry canaries (``canary_problem``)."""
+    from fltr_audit.whole_run import canary_problem
+
+    canaries = spec["audit_run"]["canaries"]
+    if canaries is None:
+        return
+    population = spec["algorithm"].get("population")
+    users = population if population is not None else min(as_list(spec["algorithm"]["clients"]))
+    if canaries > users:
+        raise FltrError(f"{source}: key 'audit_run.canaries': {canaries:,} canaries exceed the population of "
+                        f"{users:,} users ('algorithm.population', or the smallest 'algorithm.clients' without it)")
+    for name in as_list(spec["algorithm"]["name"]):
+        for text in as_list(spec["audit"]["defenses"]):
+            problem = canary_problem(name, parse_defense(text))
+            if problem:
+                raise FltrError(f"{source}: key 'audit_run.canaries': {problem}")
 
 
 def _check_data_spec(data: str, queries: int | None, source: str) -> None:

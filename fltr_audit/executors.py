@@ -51,13 +51,17 @@ def execute_run(spec: RunSpec) -> dict:
     depends on its thread count (which Dask pins to 1 and a process pool does not), so the
     same seed would give different last bits, and attacks that threshold or rank (OLSR on a
     secure aggregate) different rows."""
+    import pandas as pd
     from threadpoolctl import threadpool_limits
 
-    from fltr_audit.audit_run import run_audit
+    from fltr_audit.audit_run import run_audit, splits_of
+    from fltr_audit.whole_run import whole_run_audit
 
     start = time.perf_counter()
     with threadpool_limits(limits=1, user_api="blas"):
         tables = run_audit(spec)
+        if spec.audit.run_canaries is not None:  # the campaign's [audit_run] section
+            tables["run_audits"] = pd.DataFrame([whole_run_audit(spec, splits_of(spec)).as_dict()])
     return {"tables": tables, "seconds": time.perf_counter() - start, "env": environment()}
 
 

@@ -13,7 +13,7 @@ campaign (the ``audit`` command and ``fltr_audit.audit`` build campaigns too), o
                                 require_click, counterfactual, threat_model, manipulation),
             defense=DefenseStack,           # parsed once; pickled as its canonical name
             attacks=("olsr", ...),
-            audit=AuditSettings(epsilon_audit, trials))
+            audit=AuditSettings(epsilon_audit, trials, run_canaries, run_runs))
 
 ``to_json()`` is the canonical run config, the same dict the runs always had (flat keys, the
 probe's under ``"probe"``); ``key()`` hashes it without the campaign name
@@ -125,6 +125,10 @@ MANIPULATIONS = ("isolate", "inconsistent")
 MAX_SEED = 2**63 - 1
 BUDGET = {"clients": 1_000_000, "queries_per_client": 10_000, "rounds": 1_000_000}
 _POSITIVE = (Interval(int, 1, None),)
+MAX_CANARIES = 100_000
+"""At most this many canaries in a whole-run audit (``AuditSettings.run_canaries``)."""
+MAX_CANARY_RUNS = 1000
+"""At most this many independent canary runs (``AuditSettings.run_runs``)."""
 
 
 def _frozen_params(params: Mapping[str, Any] | tuple | None) -> tuple[tuple[str, Any], ...]:
@@ -216,6 +220,11 @@ class AuditSettings(_Section):
 
     epsilon_audit: bool = setting(True, constraints=(InstanceOf(bool),))
     trials: int | str = setting(10000, key="audit_trials", constraints=(Interval(int, 4, None), Options(("auto",))))
+    run_canaries: int | None = optional(None, key="audit_run_canaries",
+                                        constraints=(Interval(int, 1, MAX_CANARIES), None))
+    """Canaries of the whole-run audit (``fltr-audit audit-run``; None: no ``run_audits`` row)."""
+    run_runs: int = optional(1, key="audit_run_runs", constraints=(Interval(int, 1, MAX_CANARY_RUNS),))
+    """Independent canary runs of the whole-run audit (its multi-run bound from 2 on)."""
 
 
 SECTIONS = ("data", "algorithm", "probe", "audit")

@@ -71,6 +71,7 @@ PINNED_KEYS = {
         "adb192724e78525b", "644cab987e54b9c9", "7af221fff2965154", "37697552cb03df0f", "ecf046b2dd129b3c", "b0213cf174c2ee60",
         "062898b0306d9e19", "700eea5e9c3f7731",
     ],
+    "whole_run_canaries.toml": ["9d2add34eabd596c", "58ac43c3c208c0bd", "57a6f55d83cc60f9"],  # new with [audit_run]
 }
 
 

@@ -9,6 +9,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 COMPOSITION_ROOT = ("fltr_audit/cli/", "fltr_audit/campaign.py", "fltr_audit/campaign_spec.py",
                     "fltr_audit/campaign_grid.py", "fltr_audit/executors.py", "fltr_audit/audit_run.py", "fltr_audit/api.py",
+                    "fltr_audit/whole_run.py",
                     "fltr_audit/run_spec.py",
                     "fltr_audit/plugins.py", "fltr_audit/flower/")
 """The modules of ``fltr_audit`` that wire the packages together and may import all of them."""

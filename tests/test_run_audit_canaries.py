@@ -130,3 +130,64 @@ def test_foltr_es_canary_users_of_one_click():
     bare = run_audit_run(RunAuditOptions("foltr-es", "none", **small))
     assert rr.scope == bare.scope == "message" and rr.epsilon_lb <= rr.epsilon_accounted_canaries
     assert bare.limited_by_canaries and not rr.limited_by_canaries
+
+
+def test_aggregate_residual_is_the_present_canaries_clipped_sum():
+    """dp-fedavg with (almost) no noise and a clip below the real updates' norms: the residual of
+    each round is C times the sum of its present canaries' directions (the cohort's own clipped sum
+    subtracted exactly, ``reference="clipped-sum"``), so every score equals the cosine sum computed
+    here from the design alone. Catches a reference that does not clip the cohort's updates (their
+    excess over C stays in the residual) or that subtracts a second noisy aggregate."""
+    splits = load_splits(DATA, 1, normalization="none", queries=None, seed=0)
+    stack = parse_defense("dp-fedavg(noise_multiplier=0.001,clip=0.01)")
+    algo = FPDGD(LinearRanker(splits.train.n_features), cascade_model("perfect", splits.train.n_levels), lr=0.1)
+    plan = design("aggregate", 60, splits.train.n_features, 4, 0.2, 3, radius=0.01, weighting="count",
+                  reference="clipped-sum", population=50)
+    observer = CanaryObserver(plan)
+    train(algo, splits.train, clients=10, queries_per_client=2, rounds=4, seed=3, population=50,
+          client_defenses=stack.client, aggregator=stack.aggregator, observer=observer)
+    expected = np.zeros(60)
+    for r in range(4):
+        delta = 0.01 * plan.directions[plan.schedule[r] & plan.present].sum(axis=0)
+        if np.linalg.norm(delta) > 0:
+            expected[plan.schedule[r]] += plan.directions[plan.schedule[r]] @ delta / np.linalg.norm(delta)
+    expected /= np.sqrt(np.maximum(plan.participations, 1))
+    np.testing.assert_allclose(observer.scores(), expected, atol=2e-3)
+
+
+def test_a_declared_adaptive_clip_is_refused_whatever_the_class():
+    """The adaptive clip is read from the declared mechanism, not from the class: a plug-in that is no
+    DPFedAvg but declares an adaptive aggregator-gaussian is refused (one line naming --defense)."""
+    from fltr_audit import mechanisms as mech
+    from fltr_audit.errors import FltrError
+    from fltr_audit.whole_run import canary_problem
+
+    class Adaptive:
+        name = "adaptive-plugin"
+        mechanism = mech.AggregatorGaussian(1.0, 1.0, 1.0, adaptive=True)
+
+    class Stack:
+        aggregator = Adaptive()
+        name = "adaptive-plugin"
+
+    assert "--defense" in canary_problem("fpdgd", Stack()) and "adapts its clip" in canary_problem("fpdgd", Stack())
+    assert canary_problem("fpdgd", parse_defense("dp-fedavg(noise_multiplier=1,clip=1)")) is None
+    with pytest.raises(FltrError, match="--defense: .*adapts its clip"):
+        RunAuditOptions("fpdgd", "dp-fedavg(noise_multiplier=1,clip=1,quantile=0.5,count_std=1)", **SMALL).check()
+
+
+def test_runs_in_worker_processes_give_the_same_figures():
+    """--workers spreads the --runs runs over spawned processes: the same seeds, the same splits,
+    single-threaded BLAS, so every figure equals the serial one (a worker seeded or fed otherwise
+    changes them)."""
+    options = RunAuditOptions("fpdgd", "dp-fedavg(noise_multiplier=1,clip=1)", **{**SMALL, "runs": 2})
+    serial, pooled = run_audit_run(options), run_audit_run(options, workers=2)
+    same = ("epsilon_lb", "correct", "epsilon_estimate", "epsilon_lb_multi", "multi_fp", "multi_fn", "ndcg10")
+    assert [getattr(serial, f) for f in same] == [getattr(pooled, f) for f in same]
+
+
+def test_workers_below_one_is_one_line_naming_the_option(capsys):
+    code = main(["audit-run", "fpdgd", "--rounds", "2", "--clients", "10", "--canaries", "5", "--data", DATA,
+                 "--workers", "0"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "--workers" in err[0]

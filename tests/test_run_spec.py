@@ -35,6 +35,11 @@ def _legacy_config(spec, run):
         config["population"] = algo["population"]
     if run.algorithm.non_iid != "iid":  # i27: written only for non-IID users
         config["non_iid"] = run.algorithm.non_iid
+    whole_run = spec.get("audit_run", {})  # i25: written only with the [audit_run] section
+    if whole_run.get("canaries") is not None:
+        config["audit_run_canaries"] = whole_run["canaries"]
+    if whole_run.get("runs", 1) != 1:
+        config["audit_run_runs"] = whole_run["runs"]
     if run.probe.threat_model != "server":
         config["threat_model"] = run.probe.threat_model
         if run.probe.threat_model == "server-malicious":
@@ -109,7 +114,7 @@ def test_a_new_optional_setting_keeps_the_key_until_it_is_set():
     run = expand(_malicious())[0].spec
     same = run.replace(audit=Extended(epsilon_audit=run.audit.epsilon_audit, trials=run.audit.trials))
     assert same.to_json() == run.to_json() and same.key() == run.key()
-    changed = run.replace(audit=Extended(run.audit.epsilon_audit, run.audit.trials, "worst-case"))
+    changed = run.replace(audit=Extended(run.audit.epsilon_audit, run.audit.trials, neighbours="worst-case"))
     assert changed.to_json()["neighbours"] == "worst-case" and changed.key() != run.key()
 
 
