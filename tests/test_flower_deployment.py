@@ -10,8 +10,7 @@ pytest.importorskip("flwr", reason="the Flower integration needs the [flower] ex
 
 from fltr_audit.cli import main  # noqa: E402
 from fltr_audit.errors import FltrError  # noqa: E402
-from fltr_audit.flower.deployment import Recording, check_reachable, free_port, run_local_deployment  # noqa: E402
-from fltr_audit.flower.fpdgd_app import FpdgdSetup  # noqa: E402
+from fltr_audit.flower.deployment import check_reachable, free_port  # noqa: E402
 
 
 def _alive(pid: int) -> bool:
@@ -24,6 +23,8 @@ def _alive(pid: int) -> bool:
 
 
 def test_local_deployment_records_and_is_attacked(tmp_path, capsys, monkeypatch):
+    """`fltr-audit flower run --runtime deployment`: a SuperLink and 3 SuperNodes, one round, every
+    process we started stopped by its pid; `fltr-audit attack` on what the mod and the strategy recorded."""
     started = []
     import subprocess
 
@@ -35,13 +36,15 @@ def test_local_deployment_records_and_is_attacked(tmp_path, capsys, monkeypatch)
         return p
 
     monkeypatch.setattr(subprocess, "Popen", spy)
-    setup = FpdgdSetup(data="synthetic:mq2008?queries=200", clients=3, queries_per_client=2, rounds=1, seed=5,
-                       click_model="navigational")
-    rec = Recording(clients=tmp_path / "clients", server=tmp_path / "server", rounds=(1,))
-    curves = run_local_deployment(setup, tmp_path / "work", rec, timeout=900)
-    assert [r for r, _ in curves] == [1]
-    assert started and not any(_alive(pid) for pid in started)  # SuperLink and SuperNodes all stopped
-    for folder, rows in ((tmp_path / "clients", 3), (tmp_path / "server", 1)):
+    out = tmp_path / "out"
+    assert main(["flower", "run", "--runtime", "deployment", "--data", "synthetic:mq2008?queries=200", "--clients", "3",
+                 "--queries-per-client", "2", "--rounds", "1", "--seed", "5", "--click-model", "navigational",
+                 "--record-rounds", "1", "--timeout", "600", "--out", str(out)]) == 0
+    capsys.readouterr()
+    assert (out / "curves.csv").read_text().splitlines()[1].startswith("1,")
+    assert len(started) >= 4 and not any(_alive(pid) for pid in started)  # SuperLink and SuperNodes all stopped
+    assert (out / "flower" / "flwr-home" / "runtime-envs").is_dir()  # Flower's run environments kept in the work folder
+    for folder, rows in ((out / "recording", 3), (out / "server-recording", 1)):
         assert main(["attack", str(folder), "--attack", "olsr", "--all-lists", "--min-shown", "0", "--json",
                      "--quiet"]) == 0
         assert len(json.loads(capsys.readouterr().out)) == rows

@@ -293,10 +293,12 @@ def recording_strategy(setup: EngineSetup, strategy: Strategy, folder: str, *, s
 
 
 def simulate(*setups: EngineSetup, strategy: Callable[[EngineSetup], Strategy] = default_strategy,
-             mods: Sequence[Callable] = (), cpus: int = 2) -> list[list[tuple[int, float]]]:
+             mods: Sequence[Callable] = (), cpus: int = 2, curves_file: str | None = None
+             ) -> list[list[tuple[int, float]]]:
     """Run the federations ``setups`` one after the other in one start of Flower's simulation
     runtime (Ray), one SuperNode per client (they must share ``clients``); their offline nDCG@10
-    curves ``[(round, ndcg), ...]`` in order. FltrError when a client replied with an error."""
+    curves ``[(round, ndcg), ...]`` in order (and timed lines in ``curves_file``, see
+    ``make_server_app``). FltrError when a client replied with an error."""
     from flwr.simulation import run_simulation
 
     if not setups or len({s.clients for s in setups}) != 1:
@@ -308,7 +310,7 @@ def simulate(*setups: EngineSetup, strategy: Callable[[EngineSetup], Strategy] =
         built.append(strategy(s))
         return built[-1]
 
-    run_simulation(make_server_app(setups, keep, curves), make_client_app(mods), num_supernodes=setups[0].clients,
+    run_simulation(make_server_app(setups, keep, curves, curves_file), make_client_app(mods), num_supernodes=setups[0].clients,
                    backend_config={"client_resources": {"num_cpus": 1}, "init_args": {"num_cpus": cpus}})
     errors = [e for s in built for e in getattr(s, "errors", [])]
     if errors:
