@@ -113,7 +113,7 @@ def simulated(tmp_path_factory):
     by the client mod and the server's strategy wrapper: {algo: (folder, curve)}."""
     root = tmp_path_factory.mktemp("flower")
     mods = [recording_mod(s, str(root / algo / "recording"), {2}) for algo, s in SETUPS.items()]
-    curves = simulate(*SETUPS.values(), mods=mods, strategy=lambda s: recording_strategy(
+    curves = simulate(*SETUPS.values(), mods=mods, cpus=1, strategy=lambda s: recording_strategy(
         s, default_strategy(s), str(root / s.algo / "server-recording"), rounds={2}))
     return {algo: (root / algo, curve) for algo, curve in zip(SETUPS, curves)}
 

@@ -64,3 +64,18 @@ def test_cli_names_an_unreachable_superlink_and_writes_nothing(tmp_path, capsys)
     err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
     assert code == 2 and len(err) == 1 and f"--superlink: no SuperLink reachable at 127.0.0.1:{port}" in err[0]
     assert not out.exists() and list(tmp_path.iterdir()) == []
+
+
+def test_the_app_reads_a_relative_data_path_from_any_folder(tmp_path, monkeypatch):
+    """Flower runs the ServerApp and ClientApps in folders of its own: a relative --data path is
+    written absolute into the generated app (relative, the benchmark's MQ2008 run found no data)."""
+    from fltr_audit.flower.deployment import Recording, write_app
+    from fltr_audit.flower.engine_app import EngineSetup
+
+    (tmp_path / "letor").mkdir()
+    monkeypatch.chdir(tmp_path)
+    app = write_app(tmp_path / "app", EngineSetup(data="letor", clients=3), Recording(), tmp_path / "curves.csv")
+    namespace: dict = {}
+    setup_line = next(line for line in (app / "fltr_app.py").read_text().splitlines() if line.startswith("SETUP ="))
+    exec(setup_line, {"EngineSetup": EngineSetup}, namespace)
+    assert namespace["SETUP"].data == str(tmp_path / "letor") and namespace["SETUP"].clients == 3

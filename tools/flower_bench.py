@@ -95,11 +95,10 @@ def main(argv: list[str] | None = None) -> int:
             measure = {"engine": lambda s, w: engine_rounds(s), "simulation": simulation_rounds,
                        "deployment": deployment_rounds}[runtime]
             rounds, total = measure(setup, work)
-        except FltrError as exc:
+            shutil.rmtree(work, ignore_errors=True)
+        except FltrError as exc:  # the work folder (logs) stays
             print(f"{runtime}: {exc}", file=sys.stderr)
             rounds, total = [], float("nan")
-        finally:
-            shutil.rmtree(work, ignore_errors=True)
         later = rounds[1:] or rounds
         rows.append({"runtime": runtime, "algo": args.algo, "clients": clients, "rounds": len(rounds),
                      "round_1_s": rounds[0] if rounds else float("nan"),

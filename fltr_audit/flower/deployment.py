@@ -12,6 +12,7 @@ never touched.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import signal
@@ -59,7 +60,10 @@ def check_reachable(address: str, option: str = "--superlink", timeout: float = 
 
 
 def write_app(folder: Path, setup: EngineSetup, recording: Recording, curves_file: Path) -> Path:
-    """The Flower app folder for ``setup``: ``pyproject.toml`` and ``fltr_app.py``."""
+    """The Flower app folder for ``setup``: ``pyproject.toml`` and ``fltr_app.py``. A data path is
+    written absolute: the ServerApp and ClientApps run in folders of Flower's."""
+    if Path(setup.data).exists():
+        setup = dataclasses.replace(setup, data=str(Path(setup.data).resolve()))
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "pyproject.toml").write_text(
         '[build-system]\nrequires = ["hatchling"]\nbuild-backend = "hatchling.build"\n\n'

@@ -298,7 +298,8 @@ def simulate(*setups: EngineSetup, strategy: Callable[[EngineSetup], Strategy] =
     """Run the federations ``setups`` one after the other in one start of Flower's simulation
     runtime (Ray), one SuperNode per client (they must share ``clients``); their offline nDCG@10
     curves ``[(round, ndcg), ...]`` in order (and timed lines in ``curves_file``, see
-    ``make_server_app``). FltrError when a client replied with an error."""
+    ``make_server_app``). ``cpus``: Ray's CPUs, one ClientApp actor each (every actor imports the
+    project and loads the data once). FltrError when a client replied with an error."""
     from flwr.simulation import run_simulation
 
     if not setups or len({s.clients for s in setups}) != 1:
