@@ -18,7 +18,8 @@ from attacks.registry import make_attack  # noqa: E402
 from defenses.stack import parse_defense  # noqa: E402
 from fltr_audit.cli import main  # noqa: E402
 from fltr_audit.flower import DefenseMod, RecordingMod  # noqa: E402
-from fltr_audit.flower.engine_app import EngineSetup, default_strategy, recording_mod, recording_strategy, simulate  # noqa: E402,E501
+from fltr_audit.flower.engine_app import (EngineSetup, default_strategy, recording_mod,  # noqa: E402
+                                          recording_strategy, simulate)
 from fltr_audit.recording import read_recording  # noqa: E402
 
 SMALL = "synthetic:mq2008?queries=200"

@@ -311,7 +311,8 @@ def simulate(*setups: EngineSetup, strategy: Callable[[EngineSetup], Strategy] =
         built.append(strategy(s))
         return built[-1]
 
-    run_simulation(make_server_app(setups, keep, curves, curves_file), make_client_app(mods), num_supernodes=setups[0].clients,
+    run_simulation(make_server_app(setups, keep, curves, curves_file), make_client_app(mods),
+                   num_supernodes=setups[0].clients,
                    backend_config={"client_resources": {"num_cpus": 1}, "init_args": {"num_cpus": cpus}})
     errors = [e for s in built for e in getattr(s, "errors", [])]
     if errors:
