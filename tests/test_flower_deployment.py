@@ -10,7 +10,7 @@ pytest.importorskip("flwr", reason="the Flower integration needs the [flower] ex
 
 from fltr_audit.cli import main  # noqa: E402
 from fltr_audit.errors import FltrError  # noqa: E402
-from fltr_audit.flower.deployment import check_reachable, free_port  # noqa: E402
+from fltr_audit.flower.deployment import _sessions, check_reachable, free_port  # noqa: E402
 
 
 def _alive(pid: int) -> bool:
@@ -43,6 +43,7 @@ def test_local_deployment_records_and_is_attacked(tmp_path, capsys, monkeypatch)
     capsys.readouterr()
     assert (out / "curves.csv").read_text().splitlines()[1].startswith("1,")
     assert len(started) >= 4 and not any(_alive(pid) for pid in started)  # SuperLink and SuperNodes all stopped
+    assert _sessions(set(started)) == []  # and what they started: the ServerApp, the ClientApps (orphans included)
     assert (out / "flower" / "flwr-home" / "runtime-envs").is_dir()  # Flower's run environments kept in the work folder
     for folder, rows in ((out / "recording", 3), (out / "server-recording", 1)):
         assert main(["attack", str(folder), "--attack", "olsr", "--all-lists", "--min-shown", "0", "--json",

@@ -90,44 +90,44 @@ def write_app(folder: Path, setup: EngineSetup, recording: Recording, curves_fil
     return folder
 
 
-def _children(pid: int) -> list[int]:
-    """Every descendant of ``pid`` (read from /proc), deepest last."""
-    parents: dict[int, list[int]] = {}
+def _sessions(sids: set[int]) -> list[int]:
+    """The live processes (read from /proc) of the sessions ``sids``: each process we start leads a
+    session of its own, which its descendants keep even when orphaned (a ClientApp whose SuperExec
+    died first is reparented to init but stays in the session)."""
+    found = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
-                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except (OSError, IndexError):
                 continue
-            parents.setdefault(ppid, []).append(int(entry.name))
-    found, todo = [], [pid]
-    while todo:
-        for child in parents.get(todo.pop(), []):
-            found.append(child)
-            todo.append(child)
+            if len(fields) > 3 and fields[0] != "Z" and int(fields[3]) in sids:
+                found.append(int(entry.name))
     return found
 
 
-def stop(processes: list[subprocess.Popen]) -> None:
-    """SIGTERM each process we started and each of its descendants, by pid; SIGKILL what is left after
-    ``STOP_SECONDS``."""
-    pids = [pid for p in processes if p.poll() is None for pid in (p.pid, *_children(p.pid))]
+def _signal(pids: list[int], sig: int) -> None:
     for pid in pids:
         try:
-            os.kill(pid, signal.SIGTERM)
+            os.kill(pid, sig)
         except ProcessLookupError:
             pass
+
+
+def stop(processes: list[subprocess.Popen]) -> None:
+    """SIGTERM every live process of the sessions our processes lead (each started with
+    ``start_new_session``), by pid; SIGKILL what is left after ``STOP_SECONDS``."""
+    sids = {p.pid for p in processes}
+    _signal(_sessions(sids), signal.SIGTERM)
     deadline = time.monotonic() + STOP_SECONDS
     for p in processes:
         try:
             p.wait(timeout=max(0.1, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
             pass
-    for pid in pids:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+    while _sessions(sids) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    _signal(_sessions(sids), signal.SIGKILL)
     for p in processes:
         p.wait()
 
@@ -199,7 +199,7 @@ def run_local_deployment(setup: EngineSetup, work: Path, recording: Recording = 
         # Flower's in-memory state: with a SQLite file, 10 SuperNodes on a loaded machine hit "database is
         # locked" and the SuperLink finished the run before round 1 (seen with tools/flower_bench.py)
         processes.append(subprocess.Popen([_tool("flower-superlink"), "--insecure", "--port", str(port)],
-                                          stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env))
+                                          stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, start_new_session=True))
         _wait_listening(port, processes[0], "SuperLink", deadline)
         for client in range(setup.clients):
             log = open(work / f"supernode-{client}.log", "w")
@@ -207,7 +207,7 @@ def run_local_deployment(setup: EngineSetup, work: Path, recording: Recording = 
             processes.append(subprocess.Popen(
                 [_tool("flower-supernode"), "--insecure", "--superlink", f"127.0.0.1:{port}", "--port",
                  str(free_port()), "--node-config", f"partition-id={client} num-partitions={setup.clients}"],
-                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env))
+                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, start_new_session=True))
         submit(app, f"127.0.0.1:{port}", work / "flwr-home", deadline, work / "run.log")
     finally:
         stop(processes)
