@@ -17,7 +17,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy import stats
 
 from fltr_audit.errors import FltrError
 
@@ -203,6 +202,8 @@ class PositionBasedModel:
 
     def draw_gammas(self, n_users: int, rng: np.random.Generator) -> np.ndarray:
         """Per-user bias ``gamma_u ~ N(gamma, gamma_sd)`` left-truncated at 0, shape (n_users,)."""
+        from scipy import stats  # here: importing scipy.stats costs every process seconds (Flower's ClientApps)
+
         a = (0.0 - self.gamma) / self.gamma_sd
         return stats.truncnorm.rvs(a, np.inf, loc=self.gamma, scale=self.gamma_sd, size=n_users, random_state=rng)
 

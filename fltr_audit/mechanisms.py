@@ -21,6 +21,10 @@ accountant read that declaration -- never the defense's attribute names.
 * ``DiscreteGaussianSum(noise_multiplier, clip, rho, xi)``: an aggregator summing clipped,
   rounded updates with distributed discrete Gaussian shares (zCDP ``(rho, xi)``).
 * ``Shuffle(n, amplified)``: an anonymous shuffler behind one local randomizer.
+* ``QuantizedSum(clipping_range, quantization_range, modulus_range)``: an aggregator releasing
+  only the sum of the cohort's values, each clipped to +-``clipping_range`` and stochastically
+  quantized to ``quantization_range`` levels, summed modulo ``modulus_range`` (secure
+  aggregation as Flower's SecAgg+ configures it); no noise.
 
 ``check_declaration`` validates a declaration when a defense is built: an unknown kind or
 parameters no mechanism can have (a scale of 0, p <= 1/k, ...) are a one-line ``FltrError``
@@ -125,10 +129,22 @@ class Shuffle:
     kind = "shuffle"
 
 
+@dataclass(frozen=True)
+class QuantizedSum:
+    """An aggregator releasing only the modular sum of the cohort's quantized values: each value
+    clipped to [-``clipping_range``, ``clipping_range``], stochastically rounded to one of
+    ``quantization_range`` levels, summed modulo ``modulus_range``; no noise (no DP claim)."""
+
+    clipping_range: float
+    quantization_range: int
+    modulus_range: int
+    kind = "quantized-sum"
+
+
 Mechanism = Union[Clipping, Laplace, Gaussian, GammaShares, RandomizedResponse, AggregatorGaussian,
-                  DiscreteGaussianSum, Shuffle]
+                  DiscreteGaussianSum, Shuffle, QuantizedSum]
 KNOWN = (Clipping, Laplace, Gaussian, GammaShares, RandomizedResponse, AggregatorGaussian, DiscreteGaussianSum,
-         Shuffle)
+         Shuffle, QuantizedSum)
 NOISE = (Laplace, Gaussian, GammaShares, RandomizedResponse)
 """Mechanisms a client defense adds noise with."""
 AGGREGATOR_NOISE = (AggregatorGaussian, DiscreteGaussianSum)
@@ -151,7 +167,8 @@ def _problem(m: Any) -> str | None:
         return f"declares an unknown mechanism kind {type(m).__name__} (known: {kinds})"
     positive = {Clipping: ("bound",), Laplace: ("scale", "sensitivity"), Gaussian: ("std", "clip"),
                 GammaShares: ("scale", "sensitivity"), AggregatorGaussian: ("noise_multiplier", "clip"),
-                DiscreteGaussianSum: ("noise_multiplier", "clip")}.get(type(m), ())
+                DiscreteGaussianSum: ("noise_multiplier", "clip"),
+                QuantizedSum: ("clipping_range", "quantization_range", "modulus_range")}.get(type(m), ())
     for field in positive:
         if not _positive(getattr(m, field)):
             return f"declares {m.kind} with {field} = {getattr(m, field)!r}; it must be a positive finite number"
@@ -169,6 +186,9 @@ def _problem(m: Any) -> str | None:
         return f"declares aggregator-gaussian with std_multiplier = {m.std_multiplier!r}; it must be positive"
     if isinstance(m, DiscreteGaussianSum) and not (m.rho >= 0 and m.xi >= 0):
         return f"declares discrete-gaussian with rho = {m.rho!r}, xi = {m.xi!r}; both must be >= 0"
+    if isinstance(m, QuantizedSum) and not m.modulus_range > m.quantization_range:
+        return (f"declares quantized-sum with modulus_range = {m.modulus_range!r} <= quantization_range "
+                f"= {m.quantization_range!r}")
     if isinstance(m, Shuffle) and not (isinstance(m.n, int) and m.n >= 2):
         return f"declares shuffle with n = {m.n!r}; it needs n >= 2"
     return None
@@ -183,7 +203,7 @@ def check_declaration(defense: Any, role: str = "client") -> Mechanism | None:
         return None
     name = getattr(defense, "name", type(defense).__name__)
     problem = _problem(m)
-    if problem is None and role == "client" and isinstance(m, (*AGGREGATOR_NOISE, Shuffle)):
+    if problem is None and role == "client" and isinstance(m, (*AGGREGATOR_NOISE, Shuffle, QuantizedSum)):
         problem = f"is a client defense but declares the aggregator mechanism {m.kind}"
     if problem is None and role == "aggregator" and isinstance(m, NOISE):
         problem = f"is an aggregator but declares the client mechanism {m.kind}"

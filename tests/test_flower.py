@@ -1,5 +1,6 @@
-"""fltr_audit.flower on Flower itself: the mods on real Flower messages, and FPDGD on Flower's
-simulation runtime against the engine (same seed -> the same curve, the same OLSR guesses)."""
+"""fltr_audit.flower on Flower itself: the mods on real Flower messages, and FPDGD, FOLtR-ES and
+FedIPS on Flower's simulation runtime against the engine (same seed -> the same curves, the same
+recorded messages, the same OLSR guesses)."""
 
 
 import numpy as np
@@ -17,6 +18,8 @@ from attacks.registry import make_attack  # noqa: E402
 from defenses.stack import parse_defense  # noqa: E402
 from fltr_audit.cli import main  # noqa: E402
 from fltr_audit.flower import DefenseMod, RecordingMod  # noqa: E402
+from fltr_audit.flower.engine_app import (EngineSetup, default_strategy, recording_mod,  # noqa: E402
+                                          recording_strategy, simulate)
 from fltr_audit.recording import read_recording  # noqa: E402
 
 SMALL = "synthetic:mq2008?queries=200"
@@ -97,58 +100,109 @@ def test_dp_distributed_mod_share_has_the_cohort_variance(flower_message):
         assert np.var(noise) == pytest.approx(2 * 2.0**2 / cohort, rel=0.1)
 
 
+SETUPS = {algo: EngineSetup(data=SMALL, algo=algo, clients=3, queries_per_client=2, rounds=3, seed=5,
+                           click_model=click_model, params=params)
+          for algo, click_model, params in (("fpdgd", "navigational", ()),
+                                            ("foltr-es", "navigational", (("lr", 0.05),)),
+                                            ("fedips", "pbm", (("lr_local", 0.05),)))}
+"""Three tiny federations (3 clients, 3 rounds, round 2 recorded) run in one Flower simulation."""
+
+
 @pytest.fixture(scope="module")
 def simulated(tmp_path_factory):
-    """FPDGD on Flower's simulation runtime through `fltr-audit flower run` (3 clients, 3 rounds),
-    recorded by the mod and by the strategy wrapper in round 2; and the engine's run of the same setup."""
+    """The three federations of SETUPS in one start of Flower's simulation runtime, recorded in round 2
+    by the client mod and the server's strategy wrapper: {algo: (folder, curve)}."""
     root = tmp_path_factory.mktemp("flower")
-    common = ["--data", SMALL, "--clients", "3", "--queries-per-client", "2", "--rounds", "3", "--seed", "5",
-              "--click-model", "navigational"]
-    assert main(["flower", "run", *common, "--record-rounds", "2", "--out", str(root / "fl")]) == 0
-    lines = (root / "fl" / "curves.csv").read_text().split()[1:]
-    curves = [tuple(float(v) for v in line.split(",")) for line in lines]
-    engine = root / "engine"
+    mods = [recording_mod(s, str(root / algo / "recording"), {2}) for algo, s in SETUPS.items()]
+    curves = simulate(*SETUPS.values(), mods=mods, cpus=1, strategy=lambda s: recording_strategy(
+        s, default_strategy(s), str(root / s.algo / "server-recording"), rounds={2}))
+    return {algo: (root / algo, curve) for algo, curve in zip(SETUPS, curves)}
+
+
+@pytest.fixture(scope="module")
+def engine(tmp_path_factory):
+    """The engine's runs of SETUPS (``federation.train``, BLAS single-threaded as ``train`` runs),
+    recorded in round 2: {algo: (curves, recording folder)}."""
     from threadpoolctl import threadpool_limits
-    with threadpool_limits(limits=1):  # the synthetic data depend on the BLAS threads (the Flower apps load with 1)
-        assert main(["train", "fpdgd", *common, "--record-rounds", "2", "--out", str(engine), "--quiet"]) == 0
-    return root / "fl", curves, engine
+
+    from fltr_audit.algorithms import registry
+    from fltr_audit.data.load import load_splits
+    from fltr_audit.federation import train
+    from fltr_audit.interceptors import RecordingInterceptor
+
+    root = tmp_path_factory.mktemp("engine")
+    out = {}
+    for algo, s in SETUPS.items():
+        with threadpool_limits(limits=1):  # the synthetic data depend on the BLAS threads (the Flower apps load with 1)
+            splits = load_splits(s.data, s.fold, normalization=registry.algorithm_spec(algo).default_normalization)
+            alg = registry.build(algo, splits, s.click_model, {"seed": s.seed, "clients": s.clients,
+                                                               "queries_per_client": s.queries_per_client,
+                                                               "params": dict(s.params)})
+        rec = RecordingInterceptor(root / algo, "2", algorithm=algo)
+        res = train(alg, splits.train, clients=s.clients, queries_per_client=s.queries_per_client, rounds=s.rounds,
+                    seed=s.seed, eval_data=splits.test, interceptors=[rec])
+        out[algo] = (res.curves["offline_ndcg10"].to_numpy(), root / algo)
+    return out
 
 
-def test_flower_curve_equals_the_engine(simulated):
-    root, curves, engine = simulated
-    import pandas as pd
+@pytest.mark.parametrize("algo", list(SETUPS))
+def test_flower_curve_equals_the_engine(simulated, engine, algo):
+    """Same client step, same seeds, the engine's aggregation and server step: the same models,
+    hence bit-identical offline nDCG@10 after every round (FOLtR-ES: Adam on the ES gradient;
+    FedIPS: w + eta_g mean update)."""
+    _, curve = simulated[algo]
+    expected, _ = engine[algo]
+    assert [r for r, _ in curve] == [1, 2, 3]
+    np.testing.assert_array_equal([v for _, v in curve], expected)
+    assert len(set(expected)) > 1  # the model moved: a server step that did nothing would not pass
 
-    expected = pd.read_csv(engine / "curves.csv")["offline_ndcg10"].to_numpy()
-    assert [r for r, _ in curves] == [1, 2, 3]
-    np.testing.assert_allclose([v for _, v in curves], expected, rtol=1e-12, atol=1e-12)
 
-
-def test_flower_recordings_give_the_engine_olsr_guesses(simulated):
-    root, _, engine = simulated
-    (reference,) = read_recording(engine / "recording")
-    olsr = make_attack("olsr")
-    expected = olsr.guess(reference.view)
-    (server,) = read_recording(root / "server-recording")
-    np.testing.assert_array_equal(server.view.participants, [0, 1, 2])
-    # bit-identical: the engine's client step and the engine's FedAvg arithmetic (EngineFedAvg); with Flower's
-    # FedAvg the served model differs by 1e-16, the float32 scoring turns that into 1e-7 in the local weights
-    # and OLSR's near-zero coefficients flip (seen: 5 of 400 decisions on MQ2008)
+@pytest.mark.parametrize("algo", list(SETUPS))
+def test_flower_recordings_equal_the_engines(simulated, engine, algo):
+    """What the server and each client recorded in round 2: the model served, the messages (weights,
+    updates, or seeds and metric values) and the clicks, as the engine recorded them."""
+    folder, _ = simulated[algo]
+    (reference,) = read_recording(engine[algo][1])
+    (server,) = read_recording(folder / "server-recording")
+    assert server.view.round == 2 and server.view.participants.tolist() == [0, 1, 2]
     np.testing.assert_array_equal(server.view.global_params, reference.view.global_params)
-    np.testing.assert_array_equal(server.view.messages.vector, reference.view.messages.vector)
+    for field in ("vector", "seed", "metric"):
+        got, want = getattr(server.view.messages, field), getattr(reference.view.messages, field)
+        assert (got is None) == (want is None), field
+        if want is not None:
+            np.testing.assert_array_equal(got, want)
+    assert server.view.messages.vector_kind == reference.view.messages.vector_kind
     np.testing.assert_array_equal(server.truth.clicks, reference.truth.clicks)
-    guess = olsr.guess(server.view)
-    np.testing.assert_array_equal(guess.decision, expected.decision)
     for client in range(3):
-        (one,) = read_recording(root / "recording" / f"round-000002-client-{client:06d}")
+        (one,) = read_recording(folder / "recording" / f"round-000002-client-{client:06d}")
         np.testing.assert_array_equal(one.view.interactions.shown[0], reference.view.interactions.shown[client])
         np.testing.assert_array_equal(one.truth.clicks[0], reference.truth.clicks[client])
+        for field in ("vector", "seed", "metric"):
+            want = getattr(reference.view.messages, field)
+            if want is not None:
+                np.testing.assert_array_equal(getattr(one.view.messages, field)[0], want[client])
+
+
+def test_flower_recordings_give_the_engine_olsr_guesses(simulated, engine):
+    """FPDGD bit-identical: the engine's client step and the engine's FedAvg arithmetic (EngineFedAvg);
+    with Flower's FedAvg the served model differs by 1e-16, the float32 scoring turns that into 1e-7 in
+    the local weights and OLSR's near-zero coefficients flip (seen: 5 of 400 decisions on MQ2008)."""
+    folder, _ = simulated["fpdgd"]
+    (reference,) = read_recording(engine["fpdgd"][1])
+    olsr = make_attack("olsr")
+    expected = olsr.guess(reference.view)
+    (server,) = read_recording(folder / "server-recording")
+    np.testing.assert_array_equal(olsr.guess(server.view).decision, expected.decision)
+    for client in range(3):
+        (one,) = read_recording(folder / "recording" / f"round-000002-client-{client:06d}")
         np.testing.assert_array_equal(olsr.guess(one.view).decision[0], expected.decision[client])
 
 
-def test_attack_reads_the_flower_recordings(simulated, capsys):
-    root, _, _ = simulated
-    for folder, rows in ((root / "recording", 3), (root / "server-recording", 1)):
-        assert main(["attack", str(folder), "--attack", "olsr", "--all-lists", "--min-shown", "0", "--json",
+@pytest.mark.parametrize("algo, attack", [("fpdgd", "olsr"), ("foltr-es", "foltr-decode"), ("fedips", "olsr")])
+def test_attack_reads_the_flower_recordings(simulated, capsys, algo, attack):
+    folder, _ = simulated[algo]
+    for recording, rows in ((folder / "recording", 3), (folder / "server-recording", 1)):
+        assert main(["attack", str(recording), "--attack", attack, "--all-lists", "--min-shown", "0", "--json",
                      "--quiet"]) == 0
         out = cli_result(capsys.readouterr().out)
         assert len(out) == rows and all(r["round"] == 2 for r in out)

@@ -10,8 +10,7 @@ pytest.importorskip("flwr", reason="the Flower integration needs the [flower] ex
 
 from fltr_audit.cli import main  # noqa: E402
 from fltr_audit.errors import FltrError  # noqa: E402
-from fltr_audit.flower.deployment import Recording, check_reachable, free_port, run_local_deployment  # noqa: E402
-from fltr_audit.flower.fpdgd_app import FpdgdSetup  # noqa: E402
+from fltr_audit.flower.deployment import _sessions, check_reachable, free_port  # noqa: E402
 
 
 def _alive(pid: int) -> bool:
@@ -24,6 +23,8 @@ def _alive(pid: int) -> bool:
 
 
 def test_local_deployment_records_and_is_attacked(tmp_path, capsys, monkeypatch):
+    """`fltr-audit flower run --runtime deployment`: a SuperLink and 3 SuperNodes, one round, every
+    process we started stopped by its pid; `fltr-audit attack` on what the mod and the strategy recorded."""
     started = []
     import subprocess
 
@@ -35,13 +36,16 @@ def test_local_deployment_records_and_is_attacked(tmp_path, capsys, monkeypatch)
         return p
 
     monkeypatch.setattr(subprocess, "Popen", spy)
-    setup = FpdgdSetup(data="synthetic:mq2008?queries=200", clients=3, queries_per_client=2, rounds=1, seed=5,
-                       click_model="navigational")
-    rec = Recording(clients=tmp_path / "clients", server=tmp_path / "server", rounds=(1,))
-    curves = run_local_deployment(setup, tmp_path / "work", rec, timeout=900)
-    assert [r for r, _ in curves] == [1]
-    assert started and not any(_alive(pid) for pid in started)  # SuperLink and SuperNodes all stopped
-    for folder, rows in ((tmp_path / "clients", 3), (tmp_path / "server", 1)):
+    out = tmp_path / "out"
+    assert main(["flower", "run", "--runtime", "deployment", "--data", "synthetic:mq2008?queries=200", "--clients", "3",
+                 "--queries-per-client", "2", "--rounds", "1", "--seed", "5", "--click-model", "navigational",
+                 "--record-rounds", "1", "--timeout", "600", "--out", str(out)]) == 0
+    capsys.readouterr()
+    assert (out / "curves.csv").read_text().splitlines()[1].startswith("1,")
+    assert len(started) >= 4 and not any(_alive(pid) for pid in started)  # SuperLink and SuperNodes all stopped
+    assert _sessions(set(started)) == []  # and what they started: the ServerApp, the ClientApps (orphans included)
+    assert (out / "flower" / "flwr-home" / "runtime-envs").is_dir()  # Flower's run environments kept in the work folder
+    for folder, rows in ((out / "recording", 3), (out / "server-recording", 1)):
         assert main(["attack", str(folder), "--attack", "olsr", "--all-lists", "--min-shown", "0", "--json",
                      "--quiet"]) == 0
         assert len(cli_result(capsys.readouterr().out)) == rows
@@ -61,3 +65,18 @@ def test_cli_names_an_unreachable_superlink_and_writes_nothing(tmp_path, capsys)
     err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
     assert code == 2 and len(err) == 1 and f"--superlink: no SuperLink reachable at 127.0.0.1:{port}" in err[0]
     assert not out.exists() and list(tmp_path.iterdir()) == []
+
+
+def test_the_app_reads_a_relative_data_path_from_any_folder(tmp_path, monkeypatch):
+    """Flower runs the ServerApp and ClientApps in folders of its own: a relative --data path is
+    written absolute into the generated app (relative, the benchmark's MQ2008 run found no data)."""
+    from fltr_audit.flower.deployment import Recording, write_app
+    from fltr_audit.flower.engine_app import EngineSetup
+
+    (tmp_path / "letor").mkdir()
+    monkeypatch.chdir(tmp_path)
+    app = write_app(tmp_path / "app", EngineSetup(data="letor", clients=3), Recording(), tmp_path / "curves.csv")
+    namespace: dict = {}
+    setup_line = next(line for line in (app / "fltr_app.py").read_text().splitlines() if line.startswith("SETUP ="))
+    exec(setup_line, {"EngineSetup": EngineSetup}, namespace)
+    assert namespace["SETUP"].data == str(tmp_path / "letor") and namespace["SETUP"].clients == 3

@@ -115,3 +115,94 @@ def test_registered_as_defense_strings():
     assert isinstance(stack.client[0], FlowerLocalDp) and stack.claim.epsilon == 5.0
     assert isinstance(parse_defense("flwr-dp(noise_multiplier=1,side=server)").aggregator, FlowerCentralDp)
     assert parse_defense("flwr-secaggplus").claim.scope == "none"
+
+
+# -- declared mechanisms: the audits and the accountant read what each adapter declares ------------------
+
+def _epsilon(event, delta):
+    import dp_accounting as dpa
+    return dpa.pld.PLDAccountant(value_discretization_interval=1e-2).compose(event).get_epsilon(delta)
+
+
+def test_local_dp_declares_its_real_noise_and_the_accountant_charges_the_2c_spread():
+    """LocalDpMod(clip 1, sensitivity 1, epsilon 5) claims 5; its noise on the 2C = 2 spread of two
+    clipped updates gives epsilon 10.4 at delta 1e-5 (analytic Gaussian mechanism, Balle & Wang)."""
+    from defenses.accounting import dp_event_of
+    from defenses.dp_gaussian import gaussian_epsilon
+    from defenses.stack import parse_defense
+    from fltr_audit import mechanisms as mech
+
+    register()
+    stack = parse_defense("flwr-localdp(clip=1,sensitivity=1,epsilon=5,delta=1e-5)")
+    std = 1.0 * np.sqrt(2 * np.log(1.25e5)) / 5.0
+    assert stack.client[0].mechanism == mech.Gaussian(std=pytest.approx(std, rel=1e-12), clip=1.0)
+    true_eps = gaussian_epsilon(1e-5, 2.0, std)
+    assert true_eps == pytest.approx(10.4, abs=0.05) and stack.claim.epsilon == 5.0
+    assert _epsilon(dp_event_of(stack), 1e-5) == pytest.approx(true_eps, rel=0.02)
+
+
+def test_local_dp_noise_free_centre_is_the_clipped_update():
+    """The audits' noise-free stand-in generator (every draw zero) must give the clipped update: the
+    adapter adds Flower's noise only for a real Generator (it once guessed from attributes and noised
+    the centre)."""
+    from attacks.stack_outputs import centre
+    from defenses.stack import parse_defense
+
+    register()
+    stack = parse_defense("flwr-localdp(clip=2,sensitivity=1,epsilon=1)")
+    update = np.array([6.0, 8.0, 0.0])
+    np.testing.assert_allclose(centre(stack, update), [1.2, 1.6, 0.0], rtol=0, atol=1e-12)  # noise std: 9.7
+
+
+def test_worst_case_audit_finds_the_local_dp_claim_violated():
+    """Through the real audit: worst-case inputs sized by the declared clip, the declared Gaussian's
+    test; LocalDpMod calibrated on sensitivity 0.1 with clip 1 claims epsilon 1 and is far from it."""
+    from attacks.stack_audit import audit_stack
+    from attacks.worst_case import worst_case_inputs
+    from defenses.stack import parse_defense
+
+    register()
+    stack = parse_defense("flwr-localdp(clip=1,sensitivity=0.1,epsilon=1,delta=1e-5)")
+    inputs = worst_case_inputs(stack, 8)
+    np.testing.assert_array_equal(inputs[1][:2], [4.0, 0.0])  # OVERSHOOT x the declared clip, one axis
+    result = audit_stack(stack, claim=stack.claim, inputs=inputs, neighbours="worst-case", trials=2000, seed=1)
+    assert result.claim_verdict == "violated" and result.epsilon_lb > 1.0
+
+
+def test_central_dp_declares_the_wrappers_effective_multiplier():
+    from defenses.accounting import dp_event_of
+    from defenses.stack import parse_defense
+    from fltr_audit import mechanisms as mech
+
+    dp = FlowerCentralDp(noise_multiplier=1.0, clip=0.5, adaptive=True, count_std=2.0)
+    assert dp.mechanism == mech.AggregatorGaussian(1.0, pytest.approx(dp.wrapper(10).noise_multiplier, rel=1e-12),
+                                                   0.5, True)
+    assert dp.mechanism.std_multiplier == pytest.approx((1.0 - 1 / 16) ** -0.5)  # (z^-2 - (2 count_std)^-2)^-1/2
+    fixed = FlowerCentralDp(noise_multiplier=2.0, clip=0.5)
+    assert fixed.mechanism == mech.AggregatorGaussian(2.0, 2.0, 0.5, False)
+    register()
+    stack = parse_defense("flwr-dp(noise_multiplier=2,clip=0.5)")
+    assert _epsilon(dp_event_of(stack), 1e-5) == pytest.approx(stack.claim.epsilon, rel=0.02)
+
+
+def test_central_dp_refuses_what_flower_would_crash_on():
+    from fltr_audit.errors import FltrError
+
+    with pytest.raises(FltrError, match="adaptive clipping needs count_std, or cohort"):
+        FlowerCentralDp(adaptive=True)
+    with pytest.raises(FltrError, match="flwr-dp: If not specified"):  # Flower's own check, z >= 2 count_std
+        FlowerCentralDp(noise_multiplier=1.0, adaptive=True, cohort=10)
+
+
+def test_secaggplus_declares_its_quantized_modular_sum():
+    from defenses.stack import parse_defense
+    from fltr_audit import mechanisms as mech
+    from fltr_audit.errors import FltrError
+
+    register()
+    stack = parse_defense("flwr-secaggplus(clipping_range=4,quantization_range=1024,modulus_range=65536)")
+    assert stack.aggregator.mechanism == mech.QuantizedSum(4.0, 1024, 65536)
+    with pytest.raises(FltrError, match="modulus_range = 512 <= quantization_range = 1024"):
+        mech.check_declaration(type("D", (), {"mechanism": mech.QuantizedSum(4.0, 1024, 512)})(), "aggregator")
+    with pytest.raises(FltrError, match="client defense but declares the aggregator mechanism quantized-sum"):
+        mech.check_declaration(type("D", (), {"mechanism": mech.QuantizedSum(4.0, 1024, 65536)})(), "client")

@@ -1,4 +1,5 @@
-"""``fltr-audit flower run``: FPDGD on Flower (simulation or a local deployment), recorded for ``attack``."""
+"""``fltr-audit flower run``: FPDGD, FOLtR-ES or FedIPS on Flower (simulation or a local deployment),
+recorded for ``attack``."""
 
 from __future__ import annotations
 
@@ -14,17 +15,24 @@ from fltr_audit.errors import FltrError
 from fltr_audit.interceptors import parse_rounds
 
 RUNTIMES = ("simulation", "deployment")
+LR_PARAMETER = {"fpdgd": "lr", "foltr-es": "lr", "fedips": "lr_local"}
+"""The algorithm keyword ``--lr`` sets."""
 
 
 @flower_app.command("run")
 def run(
     data: str = typer.Option(..., "--data", help="Folder with Fold1..5, a LETOR file, or synthetic:PROFILE."),
+    algo: str = typer.Option("fpdgd", "--algo", help="fpdgd | foltr-es | fedips."),
     fold: int = typer.Option(1, "--fold", help="Fold 1..5."),
-    click_model: str = typer.Option("perfect", "--click-model", help="perfect | navigational | informational."),
+    click_model: Optional[str] = typer.Option(None, "--click-model",
+                                              help="perfect | navigational | informational (fpdgd, foltr-es), "
+                                                   "pbm (fedips); default: the algorithm's."),
     clients: int = typer.Option(3, "--clients", help="Clients (one SuperNode each)."),
     queries_per_client: int = typer.Option(4, "--queries-per-client", help="B, queries per client per round."),
     rounds: int = typer.Option(2, "--rounds", help="Global rounds."),
-    lr: float = typer.Option(0.1, "--lr", help="PDGD learning rate eta."),
+    lr: Optional[float] = typer.Option(None, "--lr", help="Learning rate: PDGD's eta (fpdgd), Adam's (foltr-es), "
+                                                           "the local one (fedips); default: the algorithm's."),
+    replace: bool = typer.Option(False, "--replace", help="Draw each round's queries with replacement."),
     seed: int = typer.Option(0, "--seed", help="Run seed (the engine's: the same seed gives its curve)."),
     runtime: str = typer.Option("simulation", "--runtime", help="simulation (Ray) | deployment (SuperLink + "
                                                                  "SuperNodes on 127.0.0.1)."),
@@ -39,7 +47,9 @@ def run(
                                                 "server-recording/."),
     json_out: bool = typer.Option(False, "--json", help="Print the result as JSON."),
 ) -> None:
-    """Run FPDGD as a Flower ServerApp + ClientApp, recording what the clients send and the server sees."""
+    """Run FPDGD, FOLtR-ES or FedIPS as a Flower ServerApp + ClientApp whose client step is the engine's,
+    recording what the clients send and the server sees."""
+    parse_list(algo, "--algo", tuple(LR_PARAMETER))
     parse_list(runtime, "--runtime", RUNTIMES)
     parse_list(server_sees, "--server-sees", ("messages", "aggregate"))
     check_at_least({"--clients": clients, "--queries-per-client": queries_per_client, "--rounds": rounds})
@@ -51,14 +61,21 @@ def run(
         raise FltrError(f"--record-rounds: {record_rounds!r} keeps none of the {rounds} rounds")
     try:
         from fltr_audit.flower import deployment
-        from fltr_audit.flower.fpdgd_app import FpdgdSetup, default_strategy, recording_mod, recording_strategy, \
+        from fltr_audit.flower.engine_app import EngineSetup, default_strategy, recording_mod, recording_strategy, \
             simulate
     except ImportError:
         raise FltrError("flower: flwr is not installed (pip install 'fltr-audit[flower]')") from None
+    from fltr_audit.algorithms.registry import algorithm_spec
+
+    if algo == "foltr-es" and server_sees == "aggregate":
+        raise FltrError("--server-sees: aggregate records nothing of foltr-es messages (a seed and metric values "
+                        "per client; there is no aggregate of them)")
     if superlink is not None:
         deployment.check_reachable(superlink)
-    setup = FpdgdSetup(data=data, fold=fold, click_model=click_model, clients=clients,
-                       queries_per_client=queries_per_client, rounds=rounds, lr=lr, seed=seed)
+    click_model = click_model or algorithm_spec(algo).train_click_model
+    setup = EngineSetup(data=data, algo=algo, fold=fold, click_model=click_model, clients=clients,
+                        queries_per_client=queries_per_client, rounds=rounds, seed=seed, replace=replace,
+                        params=() if lr is None else ((LR_PARAMETER[algo], lr),))
     start = time.perf_counter()
     with atomic_out_dir(out) as tmp:
         rec = deployment.Recording(clients=tmp / "recording", server=tmp / "server-recording", sees=server_sees,
@@ -68,9 +85,9 @@ def run(
         elif runtime == "deployment":
             curves = deployment.run_local_deployment(setup, tmp / "flower", rec, timeout)
         else:
-            curves = simulate(setup, mods=[recording_mod(setup, str(rec.clients), set(kept))],
-                              strategy=lambda s: recording_strategy(s, default_strategy(s), str(rec.server),
-                                                                    sees=server_sees, rounds=set(kept)))
+            (curves,) = simulate(setup, mods=[recording_mod(setup, str(rec.clients), set(kept))],
+                                 strategy=lambda s: recording_strategy(s, default_strategy(s), str(rec.server),
+                                                                       sees=server_sees, rounds=set(kept)))
         (tmp / "curves.csv").write_text("round,offline_ndcg10\n" + "".join(f"{r},{v!r}\n" for r, v in curves))
     seconds = time.perf_counter() - start
     result = {"out": str(out), "runtime": "superlink" if superlink else runtime, "rounds": rounds,
@@ -78,5 +95,5 @@ def run(
     if json_out:
         emit_json(result)
     else:
-        typer.echo(f"fpdgd on Flower ({result['runtime']}): offline nDCG@10 {curves[-1][1]:.4f} after {rounds} rounds "
+        typer.echo(f"{algo} on Flower ({result['runtime']}): offline nDCG@10 {curves[-1][1]:.4f} after {rounds} rounds "
                    f"in {seconds:.1f} s -> {out}")

@@ -1,10 +1,15 @@
-"""Between Flower records and the engine's arrays: a model as one flat float64 vector, and the
-shown lists / ground truth a ClientApp of ours attaches as ``ConfigRecord`` bytes."""
+"""Between Flower records and the engine's arrays: a model as one flat float64 vector, a client's
+message as the reply's arrays (``params``, or ``seed`` + ``metric``), and the shown lists / ground
+truth a ClientApp of ours attaches as ``ConfigRecord`` bytes."""
 
 from __future__ import annotations
 
 import numpy as np
+from typing import Sequence
+
 from flwr.app import Array, ArrayRecord, ConfigRecord, RecordDict
+
+from fltr_audit.messages import Messages
 
 PARAMS = "params"
 """The one array of the model ``ArrayRecord`` our apps exchange."""
@@ -23,6 +28,27 @@ def flat(record: ArrayRecord) -> np.ndarray:
 
 def model_record(params: np.ndarray) -> ArrayRecord:
     return ArrayRecord({PARAMS: Array(np.asarray(params, dtype=np.float64))})
+
+
+def message_record(messages: Messages, row: int) -> ArrayRecord:
+    """Client ``row``'s message as a reply's arrays: ``params`` (weights or update), or ``seed``
+    (uint64, one) and ``metric`` (float64, B) for a seed+metric message (FOLtR-ES)."""
+    if messages.vector is not None:
+        return model_record(messages.vector[row])
+    return ArrayRecord({"seed": Array(np.asarray(messages.seed[row:row + 1], dtype=np.uint64)),
+                        "metric": Array(np.asarray(messages.metric[row], dtype=np.float64))})
+
+
+def reply_messages(contents: Sequence[RecordDict], kind: str) -> Messages:
+    """The ``Messages`` (kind ``weights``, ``update`` or ``seed+metric``) of replies in the given order:
+    each reply's one ``ArrayRecord`` and the ``num-examples`` of its first ``MetricRecord`` (1 without)."""
+    n_c = np.array([int(next(iter(c.metric_records.values()), {}).get("num-examples", 1)) for c in contents],
+                   dtype=np.int64)
+    records = [only_array_record(c) for c in contents]
+    if kind == "seed+metric":
+        return Messages(n_interactions=n_c, seed=np.concatenate([r["seed"].numpy() for r in records]).astype(np.uint64),
+                        metric=np.stack([np.asarray(r["metric"].numpy(), dtype=np.float64) for r in records]))
+    return Messages(n_interactions=n_c, vector=np.stack([flat(r) for r in records]), vector_kind=kind)
 
 
 def only_array_record(content: RecordDict) -> ArrayRecord | None:

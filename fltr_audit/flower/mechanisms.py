@@ -9,6 +9,12 @@ the order ``aggregate_train`` calls them); SecAgg+'s ``quantize`` / ``factor_com
 cancel exactly in the modular sum and are left out). Flower draws its noise from numpy's global
 generator; each call seeds it from the round's stream and restores it, so runs stay reproducible.
 
+Each declares what it does as a mechanism value (``fltr_audit.mechanisms``) -- ``Gaussian`` for
+``LocalDpMod`` (its real std on the update clipped to its real norm, whatever ``sensitivity`` it
+was calibrated with), ``AggregatorGaussian`` for the DP wrappers (the wrapper's effective
+multiplier), ``QuantizedSum`` for SecAgg+ -- and the worst-case audits and the accountant read
+that declaration, as for every in-tree defense.
+
 Registered as defense-string components (``register``, or the ``fltr_audit.defenses`` entry points of
 the installed distribution): ``flwr-localdp(clip, sensitivity, epsilon,
 delta)``, ``flwr-dp(noise_multiplier, clip, side, adaptive, quantile, lr, count_std, dp_delta)`` and
@@ -28,9 +34,11 @@ from flwr.common.secure_aggregation.quantization import dequantize, quantize
 from flwr.serverapp.strategy import (DifferentialPrivacyServerSideAdaptiveClipping,
                                      DifferentialPrivacyServerSideFixedClipping, FedAvg)
 from flwr.supercore.differential_privacy import (adaptive_clip_inputs_inplace, add_gaussian_noise_inplace,
-                                                 compute_clip_model_update)
+                                                 compute_adaptive_noise_params, compute_clip_model_update)
 
 from defenses.dp_gaussian import gaussian_epsilon
+from defenses.mechanism_events import dp_event
+from fltr_audit import mechanisms as mech
 from fltr_audit.errors import FltrError
 from fltr_audit.interfaces import Aggregate, PrivacyClaim
 from fltr_audit.messages import Messages
@@ -39,10 +47,10 @@ from fltr_audit.messages import Messages
 @contextlib.contextmanager
 def flower_noise(rng: np.random.Generator) -> Iterator[bool]:
     """numpy's global generator (Flower's noise source) seeded from ``rng``, restored after; yields
-    False for the audits' noise-free stand-in generator (``attacks.defense_audit._NoNoise``, whose
-    draws are all zero and which has no ``integers``): the caller then adds no noise."""
+    False when ``rng`` is not a ``numpy.random.Generator`` -- the audits' noise-free stand-in
+    (``attacks.stack_outputs._NoNoise``, whose every draw is zero): the caller then adds no noise."""
     saved = np.random.get_state()
-    noisy = hasattr(rng, "integers")
+    noisy = isinstance(rng, np.random.Generator)
     if noisy:
         np.random.seed(int(rng.integers(2**32)))
     try:
@@ -58,6 +66,8 @@ class FlowerLocalDp:
     Roth Thm A.1, stated for epsilon < 1). The noise does not depend on ``clip``: the mechanism's L2
     sensitivity is 2 clip (two clipped updates) whatever ``sensitivity`` says.
 
+    Declared: ``Gaussian(std, clip)``, what the mod does (its std, its clipping norm); the accountant
+    and the worst-case audit therefore charge the 2 clip spread, not Flower's ``sensitivity``.
     Claim, as Flower documents it: (epsilon, delta)-DP for each client's message."""
 
     privatizes = "vector"
@@ -70,10 +80,21 @@ class FlowerLocalDp:
         self.mod = LocalDpMod(clip, sensitivity, epsilon, delta)  # Flower validates the parameters
         self.clip, self.name = float(clip), name
         self.std = self.mod.sensitivity * np.sqrt(2 * np.log(1.25 / self.mod.delta)) / self.mod.epsilon
+        self.sensitivity = float(self.mod.sensitivity)
+        """The L2 sensitivity Flower calibrates its noise on (its ``sensitivity`` argument)."""
         self.claim = PrivacyClaim(epsilon=float(epsilon), delta=float(delta), scope="message")
         self.zero_updates = 0
         """Rows whose update was zero: Flower's ``LocalDpMod`` raises ZeroDivisionError on them (its
         clip divides by the norm); here they pass unclipped (they are within any clip) and are counted."""
+
+    @property
+    def mechanism(self) -> mech.Gaussian:
+        """Declared: N(0, std^2) on the update clipped to L2 norm ``clip`` (sensitivity 2 clip)."""
+        return mech.Gaussian(self.std, self.clip)
+
+    def dp_event(self):
+        """One round, from the declaration: ``GaussianDpEvent(std / (2 clip))``."""
+        return dp_event(self.mechanism, self.claim)
 
     def apply(self, messages: Messages, global_params: np.ndarray, rng: np.random.Generator) -> Messages:
         if messages.vector is None:
@@ -101,6 +122,9 @@ class FlowerCentralDp:
     clipping ``(z^-2 - (2 count_std)^-2)^-1/2``); the adaptive wrapper updates C by its noisy
     clipped fraction *before* adding the round's noise, as ``aggregate_train`` does.
 
+    Declared: ``AggregatorGaussian(z, z', C)`` (``adaptive``: C is the initial clip), z' from
+    Flower's ``compute_adaptive_noise_params`` for cohorts of ``cohort`` (Flower's default
+    ``count_std`` is cohort / 20, so adaptive clipping needs ``count_std`` or ``cohort``).
     Claim, as Flower documents it: central DP of the released model, Gaussian mechanism of
     multiplier z with add/remove-one-client neighbours, scope ``aggregate``; nothing is claimed
     against the server itself, which reads every reply."""
@@ -118,6 +142,19 @@ class FlowerCentralDp:
         self.noise_multiplier, self.initial_clip, self.side = float(noise_multiplier), float(clip), side
         self.adaptive, self.quantile, self.lr = bool(adaptive), float(quantile), float(lr)
         self.count_std, self.cohort, self.dp_delta, self.name = float(count_std), int(cohort), float(dp_delta), name
+        if not (self.noise_multiplier > 0 and np.isfinite(self.noise_multiplier)):
+            raise FltrError(f"{name}: noise_multiplier must be a positive number, got {noise_multiplier}")
+        if self.adaptive and not (self.count_std > 0 or self.cohort > 0):
+            raise FltrError(f"{name}: adaptive clipping needs count_std, or cohort (Flower's default count_std "
+                            "is cohort / 20)")
+        self.update_multiplier = self.noise_multiplier
+        """z': the multiplier of the noise on the sum (z with fixed clipping)."""
+        if self.adaptive:
+            try:
+                _, self.update_multiplier = compute_adaptive_noise_params(self.noise_multiplier, self.cohort,
+                                                                          self.count_std or None)
+            except ValueError as exc:  # Flower's own check: count_std <= z / 2
+                raise FltrError(f"{name}: {exc}") from None
         self._wrappers: dict[int, object] = {}
         self.zero_updates = 0  # updates of norm 0, on which Flower's clipping raises ZeroDivisionError
         self.claim = PrivacyClaim(epsilon=gaussian_epsilon(self.dp_delta, 1.0, self.noise_multiplier),
@@ -126,6 +163,16 @@ class FlowerCentralDp:
     def __copy__(self) -> "FlowerCentralDp":  # a fresh wrapper: adaptive clipping keeps state per copy
         return FlowerCentralDp(self.noise_multiplier, self.initial_clip, self.side, self.adaptive, self.quantile,
                                self.lr, self.count_std, self.cohort, self.dp_delta, self.name)
+
+    @property
+    def mechanism(self) -> mech.AggregatorGaussian:
+        """Declared: N(0, (z' C)^2) on the sum of the updates clipped to C (the initial C if adaptive)."""
+        return mech.AggregatorGaussian(self.noise_multiplier, self.update_multiplier, self.initial_clip,
+                                       self.adaptive)
+
+    def dp_event(self):
+        """One round for one participating client, from the declaration: ``GaussianDpEvent(z)``."""
+        return dp_event(self.mechanism, self.claim)
 
     @property
     def clip(self) -> float:
@@ -178,7 +225,8 @@ class FlowerSecAggPlus:
     client scales its parameters by ``dq = round(n_c / max_weight * Q) / Q``, clips them to
     [-clipping_range, clipping_range], quantizes stochastically to [0, Q) (Q = quantization_range)
     and appends its weight factor; the server sums modulo ``modulus_range``, extracts the factors,
-    dequantizes and rescales. The server sees only that aggregate. No DP claim."""
+    dequantizes and rescales. The server sees only that aggregate. Declared: ``QuantizedSum`` with
+    the workflow's ranges. No DP claim."""
 
     role = "aggregator"
     guarantee = "none (no DP claim)"
@@ -191,6 +239,11 @@ class FlowerSecAggPlus:
         self.clipping_range, self.q, self.m = float(clipping_range), int(quantization_range), int(modulus_range)
         self.max_weight, self.name = float(max_weight), name
         self.claim = PrivacyClaim()
+
+    @property
+    def mechanism(self) -> mech.QuantizedSum:
+        """Declared: the modular sum of the clipped, quantized values, nothing else released."""
+        return mech.QuantizedSum(self.clipping_range, self.q, self.m)
 
     def aggregate(self, messages: Messages, participants: np.ndarray, rng: np.random.Generator) -> Aggregate:
         if messages.vector is None:

@@ -24,8 +24,8 @@ import numpy as np
 from flwr.app import Context, Error, Message, MessageType
 
 from fltr_audit.data.dataset import Dataset
-from fltr_audit.flower.convert import SHOWN, TRUTH, flat, only_array_record, served_round, unpack
-from fltr_audit.messages import GroundTruth, Interactions, Messages, RoundBatch, ServerView
+from fltr_audit.flower.convert import SHOWN, TRUTH, flat, only_array_record, reply_messages, served_round, unpack
+from fltr_audit.messages import GroundTruth, Interactions, RoundBatch, ServerView
 from fltr_audit.rankers import LinearRanker
 from fltr_audit.recording import RecordingHeader, RecordingWriter
 
@@ -48,8 +48,9 @@ class RecordingMod:
         parameters.
     documents : Dataset, or a function returning one, or None
         The documents the shown lists index (the server owns them); None: nothing shown is recorded.
-    reply_holds : {"weights", "update"}
-        What the reply's arrays are: the local model (Flower's convention) or an update.
+    reply_holds : {"weights", "update", "seed+metric"}
+        What the reply's arrays are: the local model (Flower's convention), an update, or a public
+        seed and metric values (``seed`` and ``metric`` arrays, FOLtR-ES).
     """
 
     def __init__(self, folder: str | os.PathLike, *, rounds: set[int] | None = None, algorithm: str = "unknown",
@@ -75,14 +76,13 @@ class RecordingMod:
             return Message(Error(code=NO_ARRAYS, reason=f"fltr-audit RecordingMod: the {side} carries no arrays, "
                                                           f"nothing to record (round {round_})"), reply_to=msg)
         client = int(context.node_config.get("partition-id", context.node_id))
-        self._write(round_, client, flat(served), flat(arrays), reply, context)
+        self._write(round_, client, flat(served), reply, context)
         return reply
 
-    def _write(self, round_: int, client: int, served: np.ndarray, vector: np.ndarray, reply: Message,
-               context: Context) -> None:
-        metrics = next(iter(reply.content.metric_records.values()), {})
-        n_c = int(metrics.get("num-examples", 1))
-        ranker = self.ranker or LinearRanker(len(vector))
+    def _write(self, round_: int, client: int, served: np.ndarray, reply: Message, context: Context) -> None:
+        messages = reply_messages([reply.content], self.reply_holds)
+        vector = None if messages.vector is None else messages.vector[0]
+        ranker = self.ranker or LinearRanker(len(served))
         documents = self.documents() if callable(self.documents) else self.documents
         shown_record = reply.content.config_records.get(SHOWN)
         truth_record = context.state.config_records.get(TRUTH)
@@ -93,9 +93,9 @@ class RecordingMod:
         ids = np.array([client], dtype=np.int64)
         view = ServerView(round=round_, threat_model="server" if interactions is not None else "server-blind",
                           global_params=served, ranker=ranker, participants=ids, dropouts=np.empty(0, np.int64),
-                          messages=Messages(n_interactions=np.array([n_c]), vector=vector[None, :],
-                                            vector_kind=self.reply_holds),
-                          aggregate=vector, aggregate_kind=self.reply_holds, interactions=interactions,
+                          messages=messages, aggregate=vector,
+                          aggregate_kind="update" if self.reply_holds == "update" else "weights",
+                          interactions=interactions,
                           documents=documents if interactions is not None else None)
         folder = self.folder / f"round-{round_:06d}-client-{client:06d}"
         if folder.exists():

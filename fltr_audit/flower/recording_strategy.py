@@ -19,8 +19,8 @@ from flwr.serverapp import Grid
 from flwr.serverapp.strategy import Strategy
 
 from fltr_audit.data.dataset import Dataset
-from fltr_audit.flower.convert import SHOWN, flat, only_array_record, unpack
-from fltr_audit.messages import GroundTruth, Interactions, Messages, RoundBatch, ServerView
+from fltr_audit.flower.convert import SHOWN, flat, only_array_record, reply_messages, unpack
+from fltr_audit.messages import GroundTruth, Interactions, RoundBatch, ServerView
 from fltr_audit.rankers import LinearRanker
 from fltr_audit.recording import RecordingHeader, RecordingWriter
 
@@ -34,14 +34,18 @@ class RecordingStrategy(Strategy):
     def __init__(self, strategy: Strategy, folder: str | os.PathLike, *, sees: str = "messages",
                  rounds: set[int] | None = None, algorithm: str = "unknown", defense: str = "none",
                  ranker: Any = None, documents: Dataset | Callable[[], Dataset] | None = None,
-                 truth: Truth | None = None):
+                 truth: Truth | None = None, reply_holds: str = "weights"):
         if sees not in ("messages", "aggregate"):
             raise ValueError(f"sees must be 'messages' or 'aggregate', got {sees!r}")
+        if sees == "aggregate" and reply_holds == "seed+metric":
+            raise ValueError("sees='aggregate' records nothing of seed+metric messages (no aggregate of them)")
         self.strategy, self.sees, self.rounds = strategy, sees, rounds
         self.writer = RecordingWriter(folder, RecordingHeader(
             producer=f"fltr_audit.flower RecordingStrategy ({type(strategy).__name__}, sees {sees})",
             algorithm=algorithm, defense=defense))
         self.ranker, self.documents, self.truth = ranker, documents, truth
+        self.reply_holds = reply_holds
+        """What the replies' arrays are: ``weights``, ``update`` or ``seed+metric`` (``RecordingMod``)."""
         self.errors: list[str] = []
         self._served: dict[int, np.ndarray] = {}
 
@@ -60,8 +64,12 @@ class RecordingStrategy(Strategy):
             self._write(server_round, ok, flat(arrays))
         return arrays, metrics
 
-    def _write(self, round_: int, replies: list[Message], aggregate: np.ndarray) -> None:
+    def _write(self, round_: int, replies: list[Message], next_model: np.ndarray) -> None:
+        """One batch. The aggregate recorded is the model the strategy returned (weights), its step
+        from the served model (update messages: the mean update times the server's learning rate), or
+        none (seed+metric messages: the server's Adam step is no aggregate of them)."""
         served = self._served.pop(round_)
+        aggregate = {"weights": next_model, "update": next_model - served}.get(self.reply_holds)
 
         def client(m: Message) -> int:
             shown = m.content.config_records.get(SHOWN)
@@ -79,15 +87,12 @@ class RecordingStrategy(Strategy):
             clicks = np.asarray(self.truth(round_, served, participants), dtype=bool)
         else:
             interactions, clicks = None, np.zeros((len(replies), 0, 0), dtype=bool)
-        messages = None
-        if self.sees == "messages":
-            n_c = [int(next(iter(m.content.metric_records.values()), {}).get("num-examples", 1)) for m in replies]
-            messages = Messages(n_interactions=np.array(n_c, dtype=np.int64),
-                                vector=np.stack([flat(only_array_record(m.content)) for m in replies]))
+        messages = reply_messages([m.content for m in replies], self.reply_holds) if self.sees == "messages" else None
         view = ServerView(round=round_, threat_model="server" if interactions is not None else "server-blind",
                           global_params=served, ranker=self.ranker or LinearRanker(len(served)),
                           participants=participants, dropouts=np.empty(0, dtype=np.int64), messages=messages,
-                          aggregate=aggregate, interactions=interactions,
+                          aggregate=aggregate, aggregate_kind="update" if self.reply_holds == "update" else "weights",
+                          interactions=interactions,
                           documents=documents if interactions is not None else None)
         self.writer.write(RoundBatch(view=view, truth=GroundTruth(clicks=clicks, client_ids=participants)))
 

@@ -1,0 +1,324 @@
+"""FPDGD, FOLtR-ES and FedIPS as a Flower ServerApp + ClientApp whose client and server steps are
+the engine's own.
+
+The engine draws a round's randomness for the whole cohort at once (DESIGN.md, Randomness):
+``stream(seed, "queries", r)`` for the queries, ``stream(seed, "client", r)`` for the rankings
+and clicks, ``stream(seed, "public", r)`` for what the messages reveal (FOLtR-ES's seeds). A
+ClientApp of partition ``i`` therefore runs the engine's cohort step (``algorithm.client_step``
+with the engine's streams, BLAS single-threaded as in ``train``) and sends row ``i``: the same
+arithmetic and seeds give the same messages as ``federation.train``. A per-process cache keyed by
+the round and the served model computes that step once per process and round, however many
+clients the process serves.
+
+Each train message carries its federation (``EngineSetup`` as JSON in the config, ``fltr.setup``),
+so one ClientApp serves any federation, and one ServerApp may run several federations one after
+the other (one Flower run, one simulation start-up). What a client sends, by the algorithm's
+message kind: the local weights (FPDGD) or the update (FedIPS) as one ``params`` array, or the
+public seed and the B metric values (FOLtR-ES) as ``seed`` and ``metric`` arrays.
+
+The server is Flower's ``FedAvg`` for sampling and configuration; its aggregation is the
+engine's (``EngineFedAvg``): the n_c-weighted mean of the vectors, then the algorithm's own
+server step (FPDGD: the mean; FedIPS: w + eta_g mean; FOLtR-ES: the ES gradient from the seeds
+and metrics, then Adam). Offline nDCG@10 is evaluated by the server after each round as the
+engine does.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Sequence
+
+import numpy as np
+from flwr.app import ArrayRecord, ConfigRecord, Context, Message, MetricRecord, RecordDict
+from flwr.clientapp import ClientApp
+from flwr.serverapp import Grid, ServerApp
+from flwr.serverapp.strategy import FedAvg, Strategy
+from threadpoolctl import threadpool_limits
+
+from fltr_audit.aggregation import FedAvg as EngineAggregation
+from fltr_audit.algorithms import registry as algorithms
+from fltr_audit.errors import FltrError
+from fltr_audit.federation import offline_ndcg, sample_queries
+from fltr_audit.flower.convert import SHOWN, TRUTH, flat, message_record, model_record, pack, reply_messages
+from fltr_audit.interfaces import ClientOutput
+from fltr_audit.messages import ServerView
+from fltr_audit.randomness import stream
+
+ALGORITHMS = ("fpdgd", "foltr-es", "fedips")
+"""The algorithms whose client step runs on Flower."""
+SETUP = "fltr.setup"
+"""Train-message config key: the federation (``EngineSetup.to_json()``)."""
+
+
+@dataclass(frozen=True)
+class EngineSetup:
+    """One federation, as ``fltr-audit train ALGO`` takes it; ``params`` the algorithm's own keywords
+    (``(name, value)`` pairs, e.g. ``(("lr", 0.1),)``); ``replace`` draws the queries with
+    replacement (also done when a round needs more queries than the split has)."""
+
+    data: str
+    algo: str = "fpdgd"
+    fold: int = 1
+    click_model: str = "perfect"
+    clients: int = 10
+    queries_per_client: int = 4
+    rounds: int = 20
+    params: tuple[tuple[str, Any], ...] = ()
+    seed: int = 0
+    ranker: str = "linear"
+    eval_split: str = "test"
+    replace: bool = False
+
+    def __post_init__(self) -> None:
+        if self.algo not in ALGORITHMS:
+            raise FltrError(f"--algo: {self.algo!r} does not run on Flower (choose {', '.join(ALGORITHMS)})")
+        algorithms.algorithm_spec(self.algo).check_click_model(self.click_model)
+        object.__setattr__(self, "params", tuple((str(k), v) for k, v in self.params))
+
+    def to_json(self) -> str:
+        return json.dumps(dataclasses.asdict(self), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> "EngineSetup":
+        return cls(**json.loads(text))
+
+
+_LOADED: dict[str, tuple[Any, Any]] = {}
+_COHORT: dict[tuple, ClientOutput] = {}
+
+
+def loaded(setup: EngineSetup) -> tuple[Any, Any]:
+    """(splits, algorithm) of ``setup``, loaded once per process as ``train`` loads them (the
+    registry's builder and default normalization)."""
+    key = setup.to_json()
+    if key not in _LOADED:
+        from fltr_audit.data.load import load_splits
+
+        spec = algorithms.algorithm_spec(setup.algo)
+        # single-threaded BLAS, as in Ray's workers (OMP_NUM_THREADS=1): the synthetic data sets come out
+        # different in the last float32 bits with more BLAS threads (seen: 4e-6)
+        with threadpool_limits(limits=1):
+            splits = load_splits(setup.data, setup.fold, normalization=spec.default_normalization)
+            alg = algorithms.build(setup.algo, splits, setup.click_model,
+                                   {"ranker": setup.ranker, "seed": setup.seed, "clients": setup.clients,
+                                    "queries_per_client": setup.queries_per_client, "params": dict(setup.params)})
+        _LOADED[key] = (splits, alg)
+    return _LOADED[key]
+
+
+def round_queries(setup: EngineSetup, n_queries: int, round_: int) -> np.ndarray:
+    """The cohort's queries of a round, as ``federation.train`` samples them."""
+    replace = setup.replace or setup.clients * setup.queries_per_client > n_queries
+    return sample_queries(n_queries, setup.clients, setup.queries_per_client, stream(setup.seed, "queries", round_),
+                          replace)
+
+
+def cohort_step(setup: EngineSetup, round_: int, params: np.ndarray) -> tuple[np.ndarray, ClientOutput]:
+    """The engine's client step of the whole cohort in round ``round_`` from the served ``params``
+    (``federation.run_round``'s call), cached per process: (queries, output)."""
+    splits, alg = loaded(setup)
+    key = (setup.to_json(), round_, hashlib.sha256(np.ascontiguousarray(params, dtype=np.float64)).hexdigest())
+    if key not in _COHORT:
+        queries = round_queries(setup, splits.train.n_queries, round_)
+        with threadpool_limits(limits=1, user_api="blas"):
+            out = alg.client_step(np.asarray(params, dtype=np.float64), splits.train, queries,
+                                  np.arange(setup.clients, dtype=np.int64), stream(setup.seed, "client", round_),
+                                  stream(setup.seed, "public", round_), False)
+        _COHORT.clear()  # one round at a time per process
+        _COHORT[key] = out
+    return _COHORT[key].interactions.queries, _COHORT[key]
+
+
+def client_of(msg: Message) -> int:
+    """The partition a reply of ours came from (its ``fltr.shown["client"]``), else its node id."""
+    shown = msg.content.config_records.get(SHOWN)
+    return int(shown["client"]) if shown is not None and "client" in shown else int(msg.metadata.src_node_id)
+
+
+def make_client_app(mods: Sequence[Callable] = ()) -> ClientApp:
+    """The ClientApp of any ``EngineSetup`` (read from the message, ``fltr.setup``): partition ``i``
+    (``node_config["partition-id"]``) sends the engine's message of client ``i``; the shown lists go
+    along (``fltr.shown``), the clicks stay in ``context.state`` (``fltr.truth``) for a recording
+    mod's truth file."""
+    app = ClientApp(mods=list(mods))
+
+    @app.train()
+    def train(msg: Message, context: Context) -> Message:
+        config = msg.content["config"]
+        if SETUP not in config:
+            raise FltrError(f"train message: no {SETUP} in its config (not sent by an fltr-audit ServerApp)")
+        setup = EngineSetup.from_json(str(config[SETUP]))
+        client = int(context.node_config.get("partition-id", -1))
+        if not 0 <= client < setup.clients:
+            raise FltrError(f"node_config partition-id: {client} is not a client of 0..{setup.clients - 1}")
+        round_ = int(config["server-round"])
+        queries, out = cohort_step(setup, round_, flat(msg.content["arrays"]))
+        row = slice(client, client + 1)
+        context.state[TRUTH] = pack(clicks=out.clicks[row])
+        content = RecordDict({
+            "arrays": message_record(out.messages, client),
+            "metrics": MetricRecord({"num-examples": int(out.messages.n_interactions[client])}),
+            SHOWN: pack(queries=queries[row], shown=out.interactions.shown[row]),
+        })
+        content[SHOWN]["client"] = client
+        return Message(content=content, reply_to=msg)
+
+    return app
+
+
+class EngineFedAvg(FedAvg):
+    """Flower's FedAvg (sampling, configuration, reply checks) whose aggregation is the engine's:
+    the replies in client order, the engine's ``FedAvg`` (``w @ X / sum w``), then the algorithm's
+    ``server_step`` from the model served this round (its optimizer state kept here). Flower's
+    own mean sums ``w_c / W * x_c`` in arrival order: the same up to rounding (1e-16), which is
+    enough to flip OLSR's near-zero coefficients in a later round; with this one the Flower run is
+    bit-identical to the engine's."""
+
+    def __init__(self, setup: EngineSetup, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.setup = setup
+        self.state: Any = None
+        self._served: np.ndarray | None = None
+
+    def configure_train(self, server_round: int, arrays: ArrayRecord, config: ConfigRecord,
+                        grid: Grid) -> Iterable[Message]:
+        self._served = flat(arrays)
+        return super().configure_train(server_round, arrays, config, grid)
+
+    def aggregate_train(self, server_round: int, replies: Iterable[Message]
+                        ) -> tuple[ArrayRecord | None, MetricRecord | None]:
+        valid, _ = self._check_and_log_replies(replies, is_train=True)
+        if not valid:
+            return None, None
+        valid.sort(key=client_of)
+        _, alg = loaded(self.setup)
+        kind = algorithms.algorithm_spec(self.setup.algo).message_kind
+        participants = np.array([client_of(m) for m in valid], dtype=np.int64)
+        agg = EngineAggregation().aggregate(reply_messages([m.content for m in valid], kind), participants,
+                                            stream(self.setup.seed, "aggregate", server_round))
+        served = self._served if self._served is not None else np.zeros(0)
+        if self.state is None:
+            self.state = alg.init_server_state(served)
+        view = ServerView(round=server_round, threat_model="server-blind", global_params=served, ranker=alg.ranker,
+                          participants=participants, dropouts=np.empty(0, dtype=np.int64), messages=agg.messages,
+                          aggregate=agg.mean, aggregate_kind="update" if kind == "update" else "weights",
+                          interactions=None, documents=None)
+        params, self.state = alg.server_step(served, self.state, view)
+        return model_record(params), MetricRecord({})
+
+
+def default_strategy(setup: EngineSetup) -> FedAvg:
+    """The engine's aggregation and server step (``EngineFedAvg``) over the whole cohort every
+    round, no client-side evaluation."""
+    return EngineFedAvg(setup, fraction_train=1.0, fraction_evaluate=0.0, min_train_nodes=setup.clients,
+                        min_available_nodes=setup.clients, weighted_by_key="num-examples")
+
+
+Curves = dict
+"""``{setup: [(round, offline nDCG@10), ...]}``."""
+
+
+def make_server_app(setups: EngineSetup | Sequence[EngineSetup],
+                    strategy: Callable[[EngineSetup], Strategy] = default_strategy,
+                    curves: Curves | None = None, curves_file: str | None = None) -> ServerApp:
+    """The ServerApp running each of ``setups`` in turn: ``strategy(setup)`` from the engine's
+    initial model for ``setup.rounds`` rounds; offline nDCG@10 after each round goes to
+    ``curves[setup]`` and, as a line ``algo,round,ndcg,unix_time`` (round 0: the start), to
+    ``curves_file`` (a deployment's ServerApp runs in a process of the SuperLink's)."""
+    setups = [setups] if isinstance(setups, EngineSetup) else list(setups)
+    app = ServerApp()
+
+    @app.main()
+    def main(grid: Grid, context: Context) -> None:
+        for setup in setups:
+            splits, alg = loaded(setup)
+            eval_data = getattr(splits, setup.eval_split)
+
+            def evaluate(round_: int, arrays: ArrayRecord, setup: EngineSetup = setup, alg: Any = alg,
+                         eval_data: Any = eval_data) -> MetricRecord:
+                ndcg = offline_ndcg(alg.ranker, flat(arrays), eval_data) if round_ > 0 else float("nan")
+                if curves is not None and round_ > 0:
+                    curves.setdefault(setup, []).append((round_, ndcg))
+                if curves_file is not None:
+                    with open(curves_file, "a") as fh:
+                        fh.write(f"{setup.algo},{round_},{ndcg!r},{time.time()!r}\n")
+                return MetricRecord({"offline_ndcg10": ndcg})
+
+            init = alg.init_params(stream(setup.seed, "init"))
+            strategy(setup).start(grid=grid, initial_arrays=model_record(init), num_rounds=setup.rounds,
+                                  train_config=ConfigRecord({SETUP: setup.to_json()}), evaluate_fn=evaluate)
+
+    return app
+
+
+def for_setup(setup: EngineSetup, mod: Callable) -> Callable:
+    """``mod`` applied to the train messages of ``setup`` only (other federations of the run pass)."""
+    wanted = setup.to_json()
+
+    def only(msg: Message, context: Context, call_next: Callable) -> Message:
+        config = msg.content.config_records.get("config")
+        if config is not None and config.get(SETUP) == wanted:
+            return mod(msg, context, call_next)
+        return call_next(msg, context)
+
+    return only
+
+
+def recording_mod(setup: EngineSetup, folder: str, rounds: set[int] | None = None, defense: str = "none"):
+    """A ``RecordingMod`` for ``setup``'s messages, knowing its ranker and documents (the training split)."""
+    from fltr_audit.flower.recording_mod import RecordingMod
+
+    kind = algorithms.algorithm_spec(setup.algo).message_kind
+    return for_setup(setup, RecordingMod(folder, rounds=rounds, algorithm=setup.algo, defense=defense,
+                                         ranker=loaded(setup)[1].ranker, documents=lambda: loaded(setup)[0].train,
+                                         reply_holds=kind))
+
+
+def recording_strategy(setup: EngineSetup, strategy: Strategy, folder: str, *, sees: str = "messages",
+                       rounds: set[int] | None = None, defense: str = "none"):
+    """A ``RecordingStrategy`` around ``strategy`` with this federation's ranker, documents and --
+    for scoring only -- its ground truth (the engine's clicks of the served model's round)."""
+    from fltr_audit.flower.recording_strategy import RecordingStrategy
+
+    def truth(round_: int, served: np.ndarray, participants: np.ndarray) -> np.ndarray:
+        return cohort_step(setup, round_, served)[1].clicks[participants]
+
+    return RecordingStrategy(strategy, folder, sees=sees, rounds=rounds, algorithm=setup.algo, defense=defense,
+                             ranker=loaded(setup)[1].ranker, documents=lambda: loaded(setup)[0].train, truth=truth,
+                             reply_holds=algorithms.algorithm_spec(setup.algo).message_kind)
+
+
+def simulate(*setups: EngineSetup, strategy: Callable[[EngineSetup], Strategy] = default_strategy,
+             mods: Sequence[Callable] = (), cpus: int = 2, curves_file: str | None = None
+             ) -> list[list[tuple[int, float]]]:
+    """Run the federations ``setups`` one after the other in one start of Flower's simulation
+    runtime (Ray), one SuperNode per client (they must share ``clients``); their offline nDCG@10
+    curves ``[(round, ndcg), ...]`` in order (and timed lines in ``curves_file``, see
+    ``make_server_app``). ``cpus``: Ray's CPUs, one ClientApp actor each (every actor imports the
+    project and loads the data once). FltrError when a client replied with an error."""
+    from flwr.simulation import run_simulation
+
+    if not setups or len({s.clients for s in setups}) != 1:
+        raise FltrError("Flower simulation: the federations of one run need the same number of clients")
+    curves: Curves = {}
+    built: list[Strategy] = []
+
+    def keep(s: EngineSetup) -> Strategy:
+        built.append(strategy(s))
+        return built[-1]
+
+    run_simulation(make_server_app(setups, keep, curves, curves_file), make_client_app(mods),
+                   num_supernodes=setups[0].clients,
+                   backend_config={"client_resources": {"num_cpus": 1}, "init_args": {"num_cpus": cpus}})
+    errors = [e for s in built for e in getattr(s, "errors", [])]
+    if errors:
+        raise FltrError(f"Flower run: {len(errors)} client replies were errors, first: {errors[0]}")
+    for setup in setups:
+        if len(curves.get(setup, [])) != setup.rounds:
+            raise FltrError(f"Flower run ({setup.algo}): finished {len(curves.get(setup, []))} of {setup.rounds} "
+                            "rounds (see Flower's log above)")
+    return [curves[s] for s in setups]
