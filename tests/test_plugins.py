@@ -1,6 +1,8 @@
 """Entry-point plug-ins: an installed package adds an attack, a defense or an algorithm without
 touching the project; a broken one fails with one line and never breaks other commands."""
 
+import functools
+import json
 import os
 import subprocess
 import sys
@@ -86,7 +88,10 @@ def site(tmp_path_factory) -> Path:
     return root
 
 
+@functools.cache
 def _cli(site: Path, *args: str) -> subprocess.CompletedProcess:
+    """``fltr-audit ARGS`` with the plug-in site on the path; run once per module (the listing
+    commands are shared by the tests that read them)."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), str(site)])}
     return subprocess.run([sys.executable, "-m", "fltr_audit", *args], cwd=REPO, env=env, capture_output=True,
                           text=True)

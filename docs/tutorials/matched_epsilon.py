@@ -26,7 +26,7 @@ def run_epsilon(defense: str) -> float:
 
 
 laplace_eps = brentq(lambda e: run_epsilon(f"dp-local-laplace(eps={e})") - TARGET, 0.01, 50, xtol=1e-3)
-gaussian_sigma = brentq(lambda s: run_epsilon(f"dp-gaussian(sigma={s},clip=1)") - TARGET, 0.05, 20, xtol=1e-3)
+gaussian_sigma = brentq(lambda s: run_epsilon(f"dp-gaussian(sigma={s},clip=1)") - TARGET, 0.5, 4, xtol=1e-3)
 defenses = [f"dp-local-laplace(eps={laplace_eps:.3f})", f"dp-gaussian(sigma={gaussian_sigma:.3f},clip=1)"]
 for d in defenses:
     observer = fltr_audit.accountant(d, rounds=ROUNDS, clients=CLIENTS, population=POPULATION).get_epsilon(
