@@ -2,7 +2,6 @@
 touching the project; a broken one fails with one line and never breaks other commands."""
 
 import functools
-import json
 import os
 import subprocess
 import sys
