@@ -77,10 +77,15 @@ def test_per_list_rows_that_two_threat_models_of_one_run_share_are_not_used():
     assert table["leakage"].tolist() == pytest.approx([0.123, 0.2])
 
 
-def test_one_list_is_not_a_per_list_sample():
+def test_one_list_is_not_a_per_list_sample_but_two_or_three_are():
     per_query, attacks = _per_list(n=1)
     row = leakage_table({"attacks": attacks, "per_query": per_query}, ["defense"]).iloc[0]
     assert row["basis"] == "single run (no interval)" and row["leakage"] == pytest.approx(0.123)
+    for n in (2, 3):
+        per_query, attacks = _per_list(n=n)
+        row = leakage_table({"attacks": attacks, "per_query": per_query}, ["defense"]).iloc[0]
+        d = per_query["auc"] - per_query["auc_counterfactual"]
+        assert (row["basis"], row["n_lists"]) == ("per list", n) and row["leakage"] == pytest.approx(d.mean())
 
 
 def test_the_default_alpha_and_min_effect_of_the_verdicts():
