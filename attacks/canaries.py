@@ -1,4 +1,4 @@
-"""Canaries for auditing the privacy of a whole run (issue 25; ``attacks.one_run_audit`` turns
+"""Canaries for auditing the privacy of a whole run (issue 25; ``attacks.whole_run_bounds`` turns
 their scores into bounds).
 
 ``m`` canaries, each with a secret bit ``present`` (probability 1/2) and a participation schedule

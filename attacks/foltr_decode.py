@@ -8,7 +8,7 @@
 * query distinguishing (FOLtR-ES §4): given two candidate queries whose ranked lists the
   server can rebuild from the seed, the likelihood-ratio test on the received value under
   the click model and the randomized-response channel; its empirical error rates give an
-  empirical epsilon (``attacks.audit``) to set beside the enumerated and theoretical ones.
+  empirical epsilon (``attacks.epsilon_bounds``) to set beside the enumerated and theoretical ones.
 * ``seed-replay``: against a client that reseeds its private generator with the seed it
   sends (``FOLtRES(flawed_seeding=True)``), replays that generator to predict the client's
   queries and click draws. It assumes the strongest server: it knows the click model and the
@@ -112,7 +112,7 @@ def audit_query_distinguishing(defense, click_model, *, n_trials: int = 4000, se
     The two queries are the worst-case placements of the exact enumeration
     (``attacks.epsilon.maxrr_epsilon`` over lists of length ``k``); each trial simulates one
     interaction on one of them, sends its MaxRR through ``defense`` (e.g. ``rr(p=0.9)``, or
-    none) and scores the received value by the log-likelihood ratio. ``attacks.audit.audit``
+    none) and scores the received value by the log-likelihood ratio. ``attacks.epsilon_bounds.audit``
     turns the two score samples into the empirical epsilon and its lower bound.
 
     Returns
@@ -121,7 +121,7 @@ def audit_query_distinguishing(defense, click_model, *, n_trials: int = 4000, se
         The ``AuditResult`` fields plus ``epsilon_enumerated`` (exact Eq. 9),
         ``epsilon_theoretical`` (Eq. 10) and the two placements.
     """
-    from attacks.audit import audit
+    from attacks.epsilon_bounds import audit
     from attacks.epsilon import maxrr_epsilon
     from fltr_audit import metrics
     from fltr_audit.interfaces import PrivacyClaim

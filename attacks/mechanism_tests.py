@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 from scipy.special import kve, logsumexp
 
-from attacks.audit import Mechanism, Statistic, projection_statistic
+from attacks.epsilon_bounds import Mechanism, Statistic, projection_statistic
 from attacks.stack_outputs import centre, clipped, noise_declarations, undeclared_client
 from fltr_audit import mechanisms as mech
 

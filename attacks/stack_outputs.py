@@ -1,5 +1,5 @@
 """What the server sees of a defense stack on two chosen inputs, as audit mechanisms
-(``attacks.audit.Mechanism``: ``(rng, n, which) -> n outputs on input which``).
+(``attacks.epsilon_bounds.Mechanism``: ``(rng, n, which) -> n outputs on input which``).
 
 * ``message_mechanism``: one client's defended message (rows of a cohort are independent trials);
 * ``aggregate_mechanism``: the cohort mean of the client transforms (secure aggregation);
@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from attacks.audit import Mechanism, Statistic
+from attacks.epsilon_bounds import Mechanism, Statistic
 from fltr_audit import mechanisms as mech
 from fltr_audit.errors import FltrError
 from fltr_audit.messages import Messages

@@ -1,6 +1,6 @@
 """How many trials an epsilon audit needs before it can test a claimed epsilon.
 
-An audit's lower bound (``attacks.audit``, ``reports.claims``) is largest when its test makes no
+An audit's lower bound (``attacks.epsilon_bounds``, ``reports.claims``) is largest when its test makes no
 error on the evaluation halves of m outputs per input. Then both one-sided Clopper-Pearson upper
 limits at level ``L = 1 - (1 - confidence) / 2`` are the Beta(1, m) quantile
 ``u_m = 1 - (1 - L)^(1/m)``, and the bound is the audit's *ceiling*

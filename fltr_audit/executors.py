@@ -2,7 +2,7 @@
 end with their parent) or on a Dask cluster; each run computed with single-threaded BLAS and
 stored with the environment that computed it.
 
-Part of the composition root: a run is ``fltr_audit.audit_run.run_audit``.
+Part of the composition root: a run is ``fltr_audit.audit_pipeline.run_audit``.
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ def execute_run(spec: RunSpec) -> dict:
     import pandas as pd
     from threadpoolctl import threadpool_limits
 
-    from fltr_audit.audit_run import run_audit, splits_of
+    from fltr_audit.audit_pipeline import run_audit, splits_of
     from fltr_audit.whole_run import whole_run_audit
 
     start = time.perf_counter()

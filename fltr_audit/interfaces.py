@@ -2,7 +2,7 @@
 
 The engine never imports ``attacks``, ``defenses`` or ``reports``; it calls objects that
 satisfy these protocols, handed to it by the composition root (``cli``, ``campaign``,
-``audit_run``).
+``audit_pipeline``).
 """
 
 from __future__ import annotations

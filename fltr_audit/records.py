@@ -89,7 +89,7 @@ class PerQueryRecord:
 
 @dataclasses.dataclass(frozen=True)
 class AuditMeasurement:
-    """What one empirical epsilon audit of a mechanism measures (``attacks.audit.audit``
+    """What one empirical epsilon audit of a mechanism measures (``attacks.epsilon_bounds.audit``
     returns it, with its decision threshold and direction): the middle columns of ``audits``."""
 
     mechanism: str

@@ -3,7 +3,7 @@
 A ``RunSpec`` is built once at the door -- by ``campaign_grid.expand`` from a validated
 campaign (the ``audit`` command and ``fltr_audit.audit`` build campaigns too), or by
 ``RunSpec.from_json`` from a run config (a stored run, a test) -- and carried to the engine
-(``audit_run.run_audit``, the executors) as an object. Its parts::
+(``audit_pipeline.run_audit``, the executors) as an object. Its parts::
 
     RunSpec(campaign, seed,
             data=DataSettings(spec, fold, normalization, queries),
@@ -214,7 +214,7 @@ class ProbeSettings(_Section):
 @dataclass(frozen=True)
 class AuditSettings(_Section):
     """Whether the defense's claim is audited empirically, and the trials per input of each audit
-    (a number, or ``"auto"``: sized to the defense's claim, ``attacks.audit.auto_trials``)."""
+    (a number, or ``"auto"``: sized to the defense's claim, ``attacks.epsilon_bounds.auto_trials``)."""
 
     NAME = "audit"
 

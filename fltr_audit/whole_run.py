@@ -1,7 +1,7 @@
 """The privacy a user spends over a whole training run, audited in one run with canaries
-(``attacks.canaries``, ``attacks.one_run_audit``) beside the accounted epsilon
+(``attacks.canaries``, ``attacks.whole_run_bounds``) beside the accounted epsilon
 (``defenses.accounting``), and over R independent runs: the logic of ``fltr-audit audit-run``
-(``fltr_audit.cli.audit_run_command``), ``fltr_audit.audit_whole_run`` and a campaign's
+(``fltr_audit.cli.audit_run``), ``fltr_audit.audit_whole_run`` and a campaign's
 ``[audit_run]`` section (``whole_run_audit``, called by ``fltr_audit.executors`` for each run).
 Part of the composition root.
 
@@ -111,7 +111,7 @@ def canary_design(stack: Any, options: RunAuditOptions, dim: int, seed: int, met
     messages (FOLtR-ES)."""
     from attacks.canaries import design
     from fltr_audit import mechanisms as mech
-    from fltr_audit.audit_run import hides_messages, noise_model
+    from fltr_audit.audit_pipeline import hides_messages, noise_model
 
     aggregation = mech.declared(stack.aggregator)
     problem = canary_problem(options.algorithm, stack)
@@ -202,7 +202,7 @@ def run_audit_run(options: RunAuditOptions, splits: Any = None, workers: int = 1
     """Train ``options.runs`` runs with canaries and compute every figure (module docstring);
     ``splits``: the data already loaded (a campaign run's), else ``options.data`` unnormalized;
     ``workers``: processes for the runs (the same figures for any number)."""
-    from attacks.one_run_audit import multi_run_lower_bound, one_run_estimate, one_run_lower_bound, run_claim_verdict
+    from attacks.whole_run_bounds import multi_run_lower_bound, one_run_estimate, one_run_lower_bound, run_claim_verdict
     from defenses.accounting import ParticipationSchedule, RunAccountant, privacy_spent
     from defenses.stack import parse_defense
     from fltr_audit.data.load import load_splits

@@ -8,7 +8,7 @@ an evaluation half: ``fp`` of ``n0`` outputs of input 0, ``fn`` of ``n1`` of inp
 
     epsilon_lb = max(ln((1 - delta - FPR_u) / FNR_u), ln((1 - delta - FNR_u) / FPR_u))
 
-is a lower bound valid with probability ``confidence`` (as ``attacks/audit.py`` computes it per run).
+is a lower bound valid with probability ``confidence`` (as ``attacks/epsilon_bounds.py`` computes it per run).
 
 Several runs: the bound is recomputed from the summed error counts and sizes, after orienting
 every run alike: a run whose held-out half chose a test that keeps the false-negative rate small

@@ -18,7 +18,7 @@ from defenses.stack import parse_defense
 from fltr_audit.algorithms.fedips import FedIPS
 from fltr_audit.algorithms.fedips_users import simulate_log
 from fltr_audit.algorithms.logging_policy import LoggingPolicy
-from fltr_audit.audit_run import noise_model
+from fltr_audit.audit_pipeline import noise_model
 from fltr_audit.cli import main
 from fltr_audit.clicks import PositionBasedModel
 from fltr_audit.data.dataset import Dataset

@@ -646,12 +646,12 @@ def test_store_on_a_read_only_file_system(read_only_mount, good_store, capsys):
 # --- failed runs: exit 1 with the cause ----------------------------------------------------
 
 def _failing_run(monkeypatch):
-    import fltr_audit.audit_run
+    import fltr_audit.audit_pipeline
 
     def boom(config):
         raise RuntimeError("boom in the run")
 
-    monkeypatch.setattr(fltr_audit.audit_run, "run_audit", boom)
+    monkeypatch.setattr(fltr_audit.audit_pipeline, "run_audit", boom)
 
 
 def test_campaign_with_a_failed_run_exits_1_naming_the_cause(tmp_path, monkeypatch, capsys):

@@ -9,7 +9,7 @@ import pytest
 
 from fltr_audit.campaign import expand, load_spec, run_campaign
 from fltr_audit.cli import main
-from fltr_audit.cli.audit_run_command import RunAuditOptions, run_audit_run
+from fltr_audit.cli.audit_run import RunAuditOptions, run_audit_run
 from fltr_audit.store import ResultsStore, load
 
 TINY = """

@@ -121,7 +121,7 @@ def test_missing_data_path_names_the_key():
 
 
 def test_algorithm_setting_names_the_grid_parameters():
-    from fltr_audit.audit_run import algorithm_setting
+    from fltr_audit.audit_pipeline import algorithm_setting
     from fltr_audit.campaign import expand, validate_spec
 
     run = expand(validate_spec({"name": "t"}))[0].spec

@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from attacks.audit import epsilon_lower_bound
+from attacks.epsilon_bounds import epsilon_lower_bound
 from fltr_audit.claim_trials import TRIALS_LIMIT, ceiling, trials_to_test
 
 

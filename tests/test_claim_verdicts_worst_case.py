@@ -7,12 +7,12 @@ import numpy as np
 import pytest
 
 import fltr_audit
-from attacks.audit import auto_trials, claim_verdict, epsilon_lower_bound
+from attacks.epsilon_bounds import auto_trials, claim_verdict, epsilon_lower_bound
 from fltr_audit.claim_trials import trials_to_test
 from defenses.registration import register_defense
 from defenses.stack import parse_defense
 from fltr_audit import mechanisms as mech
-from fltr_audit.audit_run import audit_seed, noise_model
+from fltr_audit.audit_pipeline import audit_seed, noise_model
 from fltr_audit.cli import main
 from fltr_audit.errors import FltrError
 from fltr_audit.interfaces import PrivacyClaim

@@ -1,5 +1,5 @@
 """Pooling audits over runs keeps its power and its level (issue 20, item 4): real audits
-(``attacks.audit.audit``) of mechanisms with a known epsilon, each run choosing its own threshold
+(``attacks.epsilon_bounds.audit``) of mechanisms with a known epsilon, each run choosing its own threshold
 and direction on its held-out half, pooled by ``reports.claims.pooled_audits``."""
 
 import math
@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from attacks.audit import audit
+from attacks.epsilon_bounds import audit
 from defenses.dp_gaussian import gaussian_epsilon
 from fltr_audit.interfaces import PrivacyClaim
 from reports.claims import oriented, pooled_audits

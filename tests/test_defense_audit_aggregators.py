@@ -10,7 +10,7 @@ import pytest
 from dp_accounting import pld, rdp
 from scipy.stats import binom
 
-from attacks.stack_audit import audit_stack
+from attacks.mechanism_audit import audit_stack
 from attacks.worst_case import worst_case_inputs
 from defenses.accounting import ParticipationSchedule, privacy_spent
 from defenses.stack import parse_defense

@@ -10,7 +10,7 @@ from dp_accounting import rdp
 from scipy import stats
 from scipy.linalg import hadamard as hadamard_matrix
 
-from attacks.audit import audit, projection_statistic
+from attacks.epsilon_bounds import audit, projection_statistic
 from defenses.ddgauss import (DDGauss, discrete_gaussian, hadamard, rounded_norm_bound, sum_tau, wrap_probability,
                               zcdp_epsilon)
 from defenses.stack import parse_defense

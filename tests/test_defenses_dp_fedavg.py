@@ -9,7 +9,7 @@ import pytest
 from dp_accounting import pld, rdp
 from scipy import stats
 
-from attacks.audit import audit, projection_statistic
+from attacks.epsilon_bounds import audit, projection_statistic
 from defenses.dp_fedavg import DPFedAvg, update_noise_multiplier
 from defenses.dp_gaussian import gaussian_epsilon
 from defenses.stack import parse_defense

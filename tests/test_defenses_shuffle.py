@@ -10,7 +10,7 @@ from dp_accounting import pld
 from dp_accounting.privacy_accountant import NeighboringRelation
 from scipy import stats
 
-from attacks.audit import audit
+from attacks.epsilon_bounds import audit
 from defenses.randomized_response import RandomizedResponse
 from defenses.shuffle import Shuffle, amplification_applies, shuffled_epsilon
 from defenses.stack import parse_defense

@@ -8,7 +8,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 COMPOSITION_ROOT = ("fltr_audit/cli/", "fltr_audit/campaign.py", "fltr_audit/campaign_spec.py",
-                    "fltr_audit/campaign_grid.py", "fltr_audit/executors.py", "fltr_audit/audit_run.py", "fltr_audit/api.py",
+                    "fltr_audit/campaign_grid.py", "fltr_audit/executors.py", "fltr_audit/audit_pipeline.py", "fltr_audit/api.py",
                     "fltr_audit/whole_run.py",
                     "fltr_audit/run_spec.py",
                     "fltr_audit/plugins.py", "fltr_audit/flower/")

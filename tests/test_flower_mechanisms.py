@@ -157,7 +157,7 @@ def test_local_dp_noise_free_centre_is_the_clipped_update():
 def test_worst_case_audit_finds_the_local_dp_claim_violated():
     """Through the real audit: worst-case inputs sized by the declared clip, the declared Gaussian's
     test; LocalDpMod calibrated on sensitivity 0.1 with clip 1 claims epsilon 1 and is far from it."""
-    from attacks.stack_audit import audit_stack
+    from attacks.mechanism_audit import audit_stack
     from attacks.worst_case import worst_case_inputs
     from defenses.stack import parse_defense
 

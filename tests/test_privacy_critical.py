@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from scipy import optimize, special, stats
 
-from attacks.audit import (
+from attacks.epsilon_bounds import (
     audit,
     clopper_pearson_upper,
     epsilon_from_rates,
@@ -521,7 +521,7 @@ def test_shuffle_pays_its_delta_once_per_round_and_composes_the_rest_by_hand():
 
 
 def test_scores_in_chunks_equal_one_pass_and_rounds_sum_their_scores():
-    from attacks.audit import scores_of
+    from attacks.epsilon_bounds import scores_of
 
     def mechanism(rng, n, which):
         return rng.random(n) + which

@@ -78,8 +78,8 @@ def test_audit_record_is_run_then_measurement_then_privacy():
 
 
 def test_an_audit_result_carries_every_measured_column():
-    from attacks.audit import AuditResult
-    from fltr_audit.audit_run import AUDIT_COLUMNS
+    from attacks.epsilon_bounds import AuditResult
+    from fltr_audit.audit_pipeline import AUDIT_COLUMNS
 
     measured = [f.name for f in dataclasses.fields(AuditResult)]
     assert tuple(measured[:len(AUDIT_COLUMNS)]) == AUDIT_COLUMNS

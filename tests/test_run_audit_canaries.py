@@ -12,7 +12,7 @@ from defenses.registration import register_defense
 from defenses.stack import parse_defense
 from fltr_audit.data.load import load_splits
 from fltr_audit.cli import main
-from fltr_audit.cli.audit_run_command import RunAuditOptions, run_audit_run
+from fltr_audit.cli.audit_run import RunAuditOptions, run_audit_run
 from fltr_audit.clicks import cascade_model
 from fltr_audit.algorithms.fpdgd import FPDGD
 from fltr_audit.federation import train
@@ -66,7 +66,7 @@ def test_correct_defenses_stay_below_the_accounted_epsilon(defense):
         out = run_audit_run(RunAuditOptions("fpdgd", defense, seed=seed, **SMALL))
         over += out.epsilon_lb > out.epsilon_accounted_canaries
         assert out.claim_verdict in ("consistent", "untestable")
-    assert over == 0  # >= 95 % of 8 seeds (the bound's level itself: test_one_run_audit)
+    assert over == 0  # >= 95 % of 8 seeds (the bound's level itself: test_whole_run_bounds)
 
 
 def test_skipped_clipping_is_violated_in_one_run():

@@ -99,7 +99,7 @@ def _timed(spec: dict, store_path: Path, **where) -> float:
 
 
 def _engine_threads() -> int:
-    import fltr_audit.audit_run  # noqa: F401  (the engine, imported once per worker process)
+    import fltr_audit.audit_pipeline  # noqa: F401  (the engine, imported once per worker process)
     from fltr_audit.threads import thread_count
 
     return thread_count()

@@ -68,8 +68,8 @@ def run_audit_defense(stack_text: str, *, dim: int, trials: int, neighbours: str
     """Audit rows of ``stack_text`` (see the module docstring), each with its ``seconds``; rows of
     the cohort aggregate use at most ``aggregate_trials`` trials (each runs the defense on a whole
     cohort: dp-distributed draws its shares for the cohort it is applied to)."""
-    from attacks.audit import NEIGHBOURS
-    from attacks.stack_audit import audit_stack, protected_by_aggregator
+    from attacks.epsilon_bounds import NEIGHBOURS
+    from attacks.mechanism_audit import audit_stack, protected_by_aggregator
     from attacks.stack_outputs import metric_randomizer, noise_declarations, undeclared_client
     from attacks.worst_case import worst_case_inputs
     from fltr_audit import mechanisms as mech
@@ -99,7 +99,7 @@ def run_audit_defense(stack_text: str, *, dim: int, trials: int, neighbours: str
     claim = composed_claim(stack, rounds)
     common = dict(claim=claim, neighbours=neighbours, rounds=rounds, cohort=cohort, seed=seed, test=test,
                   confidence=confidence)
-    from fltr_audit.audit_run import hides_messages
+    from fltr_audit.audit_pipeline import hides_messages
 
     in_aggregator = protected_by_aggregator(stack) is not None  # the aggregator's noise or shuffle is audited
     hides = not rr and hides_messages(stack, dim)
@@ -112,7 +112,7 @@ def run_audit_defense(stack_text: str, *, dim: int, trials: int, neighbours: str
         inputs = worst_case_inputs(stack, dim)
         jobs = [(scope, dict(inputs=inputs)) for scope in scopes]
     else:
-        from fltr_audit.audit_run import natural_messages, splits_of, trained
+        from fltr_audit.audit_pipeline import natural_messages, splits_of, trained
 
         config = natural_config(dim, cohort, seed)
         pool, g, vector_kind, pair = natural_messages(config, splits_of(config), trained(config))
@@ -138,7 +138,7 @@ def _rr_natural(stack: Any, claim: PrivacyClaim, trials: int, seed: int, confide
     if rounds != 1:
         raise FltrError("--rounds: natural neighbours of randomized response are audited over one round")
     start = time.perf_counter()
-    from fltr_audit.audit_run import randomized_response
+    from fltr_audit.audit_pipeline import randomized_response
 
     row = audit_query_distinguishing(randomized_response(stack), cascade_model("perfect", 3), n_trials=trials,
                                      seed=seed, confidence=confidence)
@@ -147,9 +147,9 @@ def _rr_natural(stack: Any, claim: PrivacyClaim, trials: int, seed: int, confide
 
 
 def parse_trials(text: str, stack_text: str, confidence: float = 0.95) -> tuple[int, bool]:
-    """``--trials``: a positive integer, or ``auto`` (``attacks.audit.auto_trials``: sized to the
+    """``--trials``: a positive integer, or ``auto`` (``attacks.epsilon_bounds.auto_trials``: sized to the
     stack's claim, capped; exit 2 for a stack that claims no epsilon); and whether the cap cut it."""
-    from attacks.audit import auto_trials
+    from attacks.epsilon_bounds import auto_trials
     from defenses.stack import parse_defense
 
     if str(text).strip() == "auto":

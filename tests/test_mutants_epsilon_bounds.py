@@ -1,4 +1,4 @@
-"""Tests that kill the surviving mutants of attacks/audit.py (issue 22, tools/mutation.toml): the
+"""Tests that kill the surviving mutants of attacks/epsilon_bounds.py (issue 22, tools/mutation.toml): the
 automatic trial count against the closed-form Clopper-Pearson ceiling, and the rates, tightness
 and threshold an audit reports against counts made here on its own scores."""
 
@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from attacks.audit import AUTO_MARGIN, AUTO_TRIALS_CAP, _best_threshold, audit, auto_trials, epsilon_lower_bound
+from attacks.epsilon_bounds import AUTO_MARGIN, AUTO_TRIALS_CAP, _best_threshold, audit, auto_trials, epsilon_lower_bound
 from fltr_audit.interfaces import PrivacyClaim
 
 

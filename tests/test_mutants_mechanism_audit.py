@@ -1,4 +1,4 @@
-"""Tests that kill the surviving mutants of the stack audit (attacks/stack_audit.py,
+"""Tests that kill the surviving mutants of the stack audit (attacks/mechanism_audit.py,
 stack_outputs.py, mechanism_tests.py, worst_case.py; issue 22, tools/mutation.toml): the crafted
 inputs and the claimed mu against their closed forms, the defended outputs against clipping done
 here, the likelihood ratios against scipy's laws and the Bessel-K density, and which audit path
@@ -18,7 +18,7 @@ from attacks.mechanism_tests import (
     noisy_aggregate_statistic,
     rr_statistic,
 )
-from attacks.stack_audit import audit_stack, protected_by_aggregator
+from attacks.mechanism_audit import audit_stack, protected_by_aggregator
 from attacks.stack_outputs import aggregate_mechanism, centre, clipped, message_mechanism, metric_randomizer
 from attacks.worst_case import OVERSHOOT, UNDECLARED, claimed_mu, worst_case_inputs
 from defenses.stack import parse_defense

@@ -16,7 +16,7 @@ from fltr_audit.cli.common import emit_json, print_table
 from fltr_audit.records import RunAuditRecord as RunAudit
 from fltr_audit.whole_run import RUNS_CAP, RunAuditOptions, canary_design, run_audit_run
 
-__all__ = ["RUNS_CAP", "RunAuditOptions", "audit_run_command", "canary_design", "record_run_audit", "run_audit_run"]
+__all__ = ["RUNS_CAP", "RunAuditOptions", "audit_run", "canary_design", "record_run_audit", "run_audit_run"]
 
 
 def record_run_audit(store: Path, options: RunAuditOptions, out: RunAudit) -> str:
@@ -38,7 +38,7 @@ def _fmt(x: float) -> str:
 
 
 @app.command("audit-run")
-def audit_run_command(
+def audit_run(
     algorithm: str = typer.Argument(..., help="fpdgd | fedips | foltr-es (any algorithm that sends messages)."),
     defense: str = typer.Option("none", "--defense", help="Defense stack, e.g. 'dp-fedavg(noise_multiplier=1,clip=1)'."),
     canaries: int = typer.Option(200, "--canaries", help="Canaries (each present with probability 1/2)."),

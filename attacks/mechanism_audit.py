@@ -1,7 +1,7 @@
 """The audit of a defense stack as a mechanism: its outputs on two neighbouring inputs
 (``attacks.stack_outputs``), scored by the test of the mechanism it declares
 (``attacks.mechanism_tests``) or the learned test, turned into an epsilon lower bound
-(``attacks.audit.audit``).
+(``attacks.epsilon_bounds.audit``).
 
 The inputs are worst-case (``attacks.worst_case``) or natural (two real messages, handed in by
 the caller); the result names which. What is audited follows the stack's declarations
@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from attacks.audit import AuditResult, audit
+from attacks.epsilon_bounds import AuditResult, audit
 from attacks.mechanism_tests import (
     LEARN_TRIALS,
     learned_statistic,

@@ -33,7 +33,7 @@ defense stack parsed once; ``run_audit`` turns it into the result tables of ``do
    its fixed-point error is far below the noise that matters here). Every audit draws from its
    own stream, keyed by the seed, the fold, the defense and the audit kind (``audit_seed``), so
    that runs pooled in a report are independent. ``audit_trials`` is a number of trials per
-   input or ``auto`` (sized to the claim, ``attacks.audit.auto_trials``).
+   input or ``auto`` (sized to the claim, ``attacks.epsilon_bounds.auto_trials``).
 
 A campaign's ``[audit_run]`` section adds the ``run_audits`` row of ``fltr-audit audit-run`` for
 the run's settings (``fltr_audit.whole_run.whole_run_audit``, called by ``fltr_audit.executors``).
@@ -54,12 +54,12 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
-from attacks.audit import auto_trials
+from attacks.epsilon_bounds import auto_trials
 from attacks.epsilon import epsilon_rows
 from attacks.foltr_decode import audit_query_distinguishing
 from attacks.registry import attack_spec, make_attack, needed
 from attacks.scoring import Slots, evaluate, roc_points, summarize
-from attacks.stack_audit import audit_stack, protected_by_aggregator
+from attacks.mechanism_audit import audit_stack, protected_by_aggregator
 from attacks.worst_case import worst_case_inputs
 from defenses.accounting import ParticipationSchedule, privacy_spent
 from defenses.stack import DefenseStack, parse_defense
@@ -330,7 +330,7 @@ def audit_seed(seed: int, fold: int, defense: str, kind: str) -> int:
 
 def audit_trials(config: RunSpec, stack: DefenseStack) -> int:
     """The run's trials per input for its epsilon audits: ``audit_trials`` (default 10,000), or
-    ``auto``: sized to the stack's claim (``attacks.audit.auto_trials``); a stack without a claim
+    ``auto``: sized to the stack's claim (``attacks.epsilon_bounds.auto_trials``); a stack without a claim
     (only audited on natural neighbours, for what its messages reveal) keeps the default -- the
     doors refuse ``auto`` for a defense list where one claims nothing (``campaign_spec``)."""
     trials = config.audit.trials
@@ -551,7 +551,7 @@ def _audit_defense(config: RunSpec, splits: Any, stack: DefenseStack, base: Trai
     probe client's real undefended message with and without one click (``natural_messages``),
     through the stack's client transforms -- one client's message, or, when the
     aggregator hides messages, the cohort mean with the other members drawn from the probe
-    clients' messages -- scored by the stack's mechanism-aware test (``attacks.stack_audit``)."""
+    clients' messages -- scored by the stack's mechanism-aware test (``attacks.mechanism_audit``)."""
     found = natural_messages(config, splits, base)
     if found is None:
         return None

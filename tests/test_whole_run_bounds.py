@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import optimize, stats
 
-from attacks.one_run_audit import (canary_limit, gaussian_pair_epsilon, multi_run_lower_bound, one_run_estimate,
+from attacks.whole_run_bounds import (canary_limit, gaussian_pair_epsilon, multi_run_lower_bound, one_run_estimate,
                                    one_run_lower_bound, run_claim_verdict, steinke_lower_bound, steinke_p_value)
 
 

@@ -8,14 +8,14 @@ import pytest
 from scipy import integrate, stats
 from scipy.special import ndtr, ndtri
 
-from attacks.audit import (
+from attacks.epsilon_bounds import (
     audit,
     claim_verdict,
     epsilon_lower_bound,
     mu_from_rates,
 )
 from attacks.mechanism_tests import gamma_difference_logpdf, laplace_statistic, rr_statistic
-from attacks.stack_audit import audit_stack
+from attacks.mechanism_audit import audit_stack
 from attacks.stack_outputs import message_mechanism
 from attacks.worst_case import worst_case_inputs
 from defenses.stack import parse_defense
@@ -213,14 +213,14 @@ def test_cli_json_rows_and_store(tmp_path, capsys):
 def test_natural_neighbours_are_one_message_with_and_without_one_click():
     """The natural pair of an FPDGD audit: the replayed step with all of a probe client's clicks
     equals that client's real undefended update, and the other input differs by one click."""
-    from fltr_audit import audit_run
+    from fltr_audit import audit_pipeline
     from fltr_audit.campaign import expand, validate_spec
 
     spec = validate_spec({"name": "t", "algorithm": {"rounds": 2, "clients": 100},
                           "probe": {"click_models": ["informational"]}, "audit": {"attacks": ["olsr"]}})
     config = expand(spec)[0].spec
-    splits = audit_run.splits_of(config)
-    pool, g, kind, (u0, u1) = audit_run.natural_messages(config, splits, audit_run.trained(config))
+    splits = audit_pipeline.splits_of(config)
+    pool, g, kind, (u0, u1) = audit_pipeline.natural_messages(config, splits, audit_pipeline.trained(config))
     assert kind == "weights"
     assert np.min(np.abs(pool - u1[None, :]).max(axis=1)) < 1e-9 * max(1.0, np.abs(u1).max())
     assert np.linalg.norm(u1 - u0) > 0

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from attacks.audit import (
+from attacks.epsilon_bounds import (
     audit,
     clopper_pearson_upper,
     defense_mechanism,
