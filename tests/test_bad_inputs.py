@@ -687,9 +687,10 @@ def test_an_internal_error_is_one_line_with_exit_1(tmp_path, monkeypatch, capsys
 
 # --- signals: a 2-worker campaign stopped by Ctrl-C (finishes the runs in flight) and SIGTERM ----
 
-SIGNAL_CAMPAIGN = """\
+SIGNAL_RUNS = 60  # enough that the campaign cannot finish in the second before the signal (idle: ~8 runs)
+SIGNAL_CAMPAIGN = f"""\
 name = "signals"
-seeds = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]
+seeds = {list(range(SIGNAL_RUNS))}
 [data]
 spec = ["synthetic:mq2008?queries=200"]
 [algorithm]
@@ -755,11 +756,11 @@ def test_campaign_stops_on_a_signal_and_keeps_every_finished_run(tmp_path, signu
     else:
         assert proc.returncode == 143 and lines == ["fltr-audit: terminated"], err
         assert after >= at_signal
-    assert after < 10
+    assert after < SIGNAL_RUNS
     # the store is whole and resumable: status lists the finished runs as done, the others pending
     status = subprocess.run([sys.executable, "-m", "fltr_audit", "campaign", "status", "--store", str(store), "--json"],
                             env=env, capture_output=True, text=True)
 
     rows = cli_result(status.stdout)
     assert sum(r["status"] == "done" for r in rows) == after
-    assert sum(r["status"] == "pending" for r in rows) == 10 - after
+    assert sum(r["status"] == "pending" for r in rows) == SIGNAL_RUNS - after
