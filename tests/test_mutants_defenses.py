@@ -274,3 +274,35 @@ def test_distributed_laplace_clips_the_weights_to_half_delta():
     g = np.zeros(2)
     out = DistributedLaplace(eps=100.0, sensitivity=2.0).apply(msgs, g, np.random.default_rng(0)).weights(g)
     assert out.mean(axis=0) == pytest.approx([0.6, 0.8], abs=1e-3)
+
+
+# dp_fedavg.py (issue 22: three of four sampled mutants survived)
+
+@pytest.mark.parametrize("z, count_std", [(0.5, 1.0), (1.0, 5.0), (3.0, 50.0), (1.0, 0.6)])
+def test_the_update_multiplier_and_the_count_compose_to_the_claimed_multiplier(z, count_std):
+    """Andrew et al. 2021, Sec. 3.1: the sum (std z_D C, sensitivity C) and the count (std
+    count_std, sensitivity 1/2) are one Gaussian mechanism of multiplier z when
+    z^-2 = z_D^-2 + (2 count_std)^-2 (Gaussian mechanisms compose by adding mu^2 = (1/z)^2)."""
+    from defenses.dp_fedavg import update_noise_multiplier
+
+    z_update = update_noise_multiplier(z, count_std)
+    assert z_update > z
+    assert z_update**-2 + (1 / (2 * count_std)) ** 2 == pytest.approx(z**-2, rel=1e-12)
+    assert update_noise_multiplier(z, z / 2) == math.inf  # the count alone spends the budget
+
+
+@pytest.mark.parametrize("quantile", [1.0, 1.5, -0.1])
+def test_adaptive_clipping_refuses_a_target_quantile_outside_0_1(quantile):
+    from defenses.dp_fedavg import DPFedAvg
+
+    with pytest.raises(FltrError, match="quantile"):
+        DPFedAvg(quantile=quantile, count_std=50.0)
+    assert DPFedAvg(quantile=0.999, count_std=50.0).adaptive
+
+
+def test_the_count_noise_refusal_names_half_the_noise_multiplier():
+    from defenses.dp_fedavg import DPFedAvg
+
+    with pytest.raises(FltrError, match=r"count_std = 0\.7 must exceed noise_multiplier / 2 = 1\b"):
+        DPFedAvg(noise_multiplier=2.0, quantile=0.5, count_std=0.7)
+    assert DPFedAvg(noise_multiplier=2.0, quantile=0.5, count_std=1.01).adaptive
