@@ -172,11 +172,16 @@ def mu_lower_bound(fp, fn, n0: int, n1: int, confidence: float = 0.95) -> np.nda
 def _best_threshold(held0: np.ndarray, held1: np.ndarray, objective: Callable) -> tuple[float, float, int]:
     """(value on the held-out half, threshold, direction) maximizing ``objective(fp, fn)``."""
     both = np.concatenate([held0, held1])
-    candidates = np.unique(np.quantile(both, np.linspace(0.0, 1.0, CANDIDATES)))
-    # the midpoints between adjacent distinct scores separate ties that quantiles may skip
+    finite = both[np.isfinite(both)]  # quantiles interpolate: an infinite score would give inf - inf
+    candidates = np.unique(np.quantile(finite, np.linspace(0.0, 1.0, CANDIDATES))) if finite.size else finite
+    # the midpoints between adjacent distinct scores separate ties that quantiles may skip; halved
+    # before adding so huge scores cannot overflow, and a gap to an infinite score keeps its finite end
     distinct = np.unique(both)
     if len(distinct) <= CANDIDATES:
-        candidates = np.concatenate([distinct, (distinct[1:] + distinct[:-1]) / 2])
+        lower, upper = distinct[:-1], distinct[1:]
+        with np.errstate(invalid="ignore"):
+            middle = lower / 2 + upper / 2
+        candidates = np.concatenate([distinct, np.where(np.isfinite(middle), middle, lower)])
     candidates = np.concatenate([[-np.inf], np.unique(candidates)])
     best = (-1.0, 0.0, 1)
     for direction in (1, -1):

@@ -147,3 +147,16 @@ def test_audit_of_real_defenses_on_one_message():
     assert r2.claim_verdict == "consistent" and r2.epsilon_lb <= 4.5
     r3 = audit(defense_mechanism(local, (u0, u1), g), vote_statistic(u0, u1), claim=local.claim, n_trials=4000, seed=2)
     assert r3.claim_verdict == "consistent"
+
+
+def test_infinite_and_huge_scores_give_finite_separating_thresholds_without_nan():
+    """A natural audit's statistic may score a message +-inf or near the float limit (FOLtR-ES
+    likelihood ratios): the threshold candidates must stay numbers (no inf - inf, no overflow of a
+    midpoint) and still separate the inputs. Fails on midpoints computed as (a + b) / 2 and on
+    quantiles over infinite scores (both raise under errstate(invalid/over='raise'))."""
+    from attacks.epsilon_bounds import _best_threshold
+    held0 = np.array([-np.inf, -np.inf, 0.5, -1.7e308])
+    held1 = np.array([np.inf, np.inf, 1.7e308, 0.9])
+    with np.errstate(invalid="raise", over="raise"):
+        value, threshold, direction = _best_threshold(held0, held1, lambda fp, fn: 4 - fp - fn)
+    assert (value, direction) == (4.0, 1) and 0.5 <= threshold < 0.9
