@@ -49,3 +49,14 @@ def test_every_documented_example_prints_what_the_docs_show():
     for check in checks:
         output, _ = check.communicate(timeout=1200)
         assert check.returncode == 0, output[-3000:]
+
+
+def test_ci_runs_exactly_the_readmes_test_command():
+    """.ci/run's last line is the README's second set-up command, and getting started shows the
+    same one (a test command changed in one place only fails here)."""
+    readme = (ROOT / "README.md").read_text()
+    commands = [line for line in readme.split("```bash", 1)[1].split("```", 1)[0].splitlines() if line.strip()]
+    ci = [line for line in (ROOT / ".ci" / "run").read_text().splitlines() if line.strip()][-1]
+    assert len(commands) == 2 and commands[0].endswith("fltr-audit demo")
+    assert ci == commands[1]
+    assert commands[1] in (ROOT / "docs" / "getting-started.md").read_text()
