@@ -39,8 +39,8 @@ def test_local_deployment_records_and_is_attacked(tmp_path, capsys, monkeypatch)
     monkeypatch.setattr(subprocess, "Popen", spy)
     out = tmp_path / "out"
     assert main(["flower", "run", "--runtime", "deployment", "--data", "synthetic:mq2008?queries=200", "--clients", "3",
-                 "--supernodes", "2", "--queries-per-client", "2", "--rounds", "1", "--seed", "5", "--click-model", "navigational",
-                 "--record-rounds", "1", "--timeout", "600", "--out", str(out)]) == 0
+                 "--supernodes", "2", "--queries-per-client", "2", "--rounds", "1", "--seed", "5",
+                 "--click-model", "navigational", "--record-rounds", "1", "--timeout", "600", "--out", str(out)]) == 0
     capsys.readouterr()
     assert (out / "curves.csv").read_text().splitlines()[1].startswith("1,")
     assert len(started) >= 3 and not any(_alive(pid) for pid in started)  # SuperLink and SuperNodes all stopped

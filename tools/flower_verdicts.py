@@ -7,7 +7,7 @@ command a user runs, at probe cohorts 2, 10 and 100; one markdown row per mechan
 
 Each cohort is one `fltr-audit audit --json` run (FPDGD, MQ2008 Fold 1, navigational clicks, seed 0,
 all mechanisms in one run so they share the probe); its JSON is kept in --json-dir (--reuse formats the
-kept JSON without running again). Too slow for CI (about 15 minutes at load 25 on 2 cores: each DP
+kept JSON without running again). Too slow for CI (13-19 minutes per cohort at load 15-26 on 2 cores: each DP
 wrapper's aggregate claim audit calls Flower's own code once per trial), so the page says when and how
 it was measured.
 """

@@ -251,6 +251,7 @@ class PolledGrid:
         return getattr(self.grid, name)
 
     def send_and_receive(self, messages: Iterable[Message], *, timeout: float | None = None) -> Iterable[Message]:
+        """Push ``messages``; the replies that arrive within ``timeout`` seconds (None: all)."""
         waiting = set(self.grid.push_messages(messages))
         end = None if timeout is None else time.monotonic() + timeout
         replies: list[Message] = []
@@ -301,7 +302,7 @@ def make_server_app(setups: EngineSetup | Sequence[EngineSetup],
             strategy(setup).start(grid=grid, initial_arrays=model_record(init), num_rounds=setup.rounds,
                                   train_config=ConfigRecord({SETUP: setup.to_json()}), evaluate_fn=evaluate)
             if reply_errors is not None:
-                reply_errors += grid.reply_errors
+                reply_errors.extend(grid.reply_errors)
                 grid.reply_errors.clear()
 
     return app
