@@ -16,10 +16,9 @@ import os
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 import numpy as np
-import pandas as pd
 from threadpoolctl import threadpool_limits
 
 from fltr_audit import metrics, threads
@@ -34,6 +33,9 @@ from fltr_audit.population import (
 from fltr_audit.randomness import stream
 from fltr_audit.threads import thread_count, thread_map
 from fltr_audit.round_parts import RoundParts
+
+if TYPE_CHECKING:  # pandas is imported by train() only: a Flower ClientApp process (a round step) never needs it
+    import pandas as pd
 
 GAMMA = 0.9995  # FPDGD Eq. 17 discount, following PDGD
 EVAL_CHUNK = 1 << 15  # rows per offline-evaluation task (a multiple of every cast block)
@@ -343,5 +345,7 @@ def train(algorithm: Algorithm, train_data: Dataset, *, clients: int, queries_pe
     if not iid:
         config.update(non_iid=non_iid.name, rounds_participated_max=int(visits.max()),
                       rounds_participated_mean=float(visits.mean()))
+    import pandas as pd
+
     return TrainResult(params=np.asarray(params, dtype=np.float64), curves=pd.DataFrame(rows), config=config,
                        seconds=time.perf_counter() - start, n_interactions=n_interactions)

@@ -206,3 +206,73 @@ def test_attack_reads_the_flower_recordings(simulated, capsys, algo, attack):
                      "--quiet"]) == 0
         out = cli_result(capsys.readouterr().out)
         assert len(out) == rows and all(r["round"] == 2 for r in out)
+
+
+class _Grid:
+    """A Grid stand-in: node ids, and replies that arrive on the second pull."""
+
+    def __init__(self, node_ids, replies=()):
+        self.node_ids, self.replies, self.pulls, self.pushed = list(node_ids), list(replies), 0, []
+
+    def get_node_ids(self):
+        return self.node_ids
+
+    def push_messages(self, messages):
+        self.pushed = list(messages)
+        return [m.metadata.reply_to_message_id for m in self.replies]
+
+    def pull_messages(self, ids):
+        self.pulls += 1
+        return [m for m in self.replies if m.metadata.reply_to_message_id in ids] if self.pulls == 2 else []
+
+
+def test_engine_fedavg_sends_one_message_per_client_spread_over_the_nodes():
+    """5 clients on SuperNodes 9 and 4: client c's message (naming it in fltr.client) goes to the
+    (c mod 2)-th node by id, with the served model and the round (planted bugs: one message per
+    node, a client left out, no client id)."""
+    from fltr_audit.flower.convert import CLIENT, flat, model_record
+
+    setup = EngineSetup(data=SMALL, clients=5, queries_per_client=2, rounds=1, click_model="navigational")
+    strategy = default_strategy(setup, nodes=2)
+    TaskIdentity.run_id, TaskIdentity.node_id, TaskIdentity.task_id = 1, 0, 1
+    served = np.arange(3.0)
+    messages = list(strategy.configure_train(4, model_record(served), ConfigRecord({"x": 1}), _Grid([9, 4])))
+    assert [m.metadata.dst_node_id for m in messages] == [4, 9, 4, 9, 4]
+    assert [m.content["config"][CLIENT] for m in messages] == [0, 1, 2, 3, 4]
+    assert all(m.content["config"]["server-round"] == 4 and m.content["config"]["x"] == 1 for m in messages)
+    assert all(np.array_equal(flat(m.content["arrays"]), served) for m in messages)
+
+
+def test_polled_grid_returns_every_reply_and_keeps_flower_errors(monkeypatch):
+    """The replies of two pulls, and the error reply's typed Error (code, reason) in reply_errors
+    (planted bugs: returning after the first pull, errors dropped)."""
+    from types import SimpleNamespace
+
+    from flwr.app import Error
+
+    from fltr_audit.flower import engine_app
+
+    monkeypatch.setattr(engine_app, "POLL_SECONDS", 0.0)
+    ok = SimpleNamespace(metadata=SimpleNamespace(reply_to_message_id="a"), has_error=lambda: False)
+    bad = SimpleNamespace(metadata=SimpleNamespace(reply_to_message_id="b"), has_error=lambda: True,
+                          error=Error(code=7, reason="no data"))
+    grid = engine_app.PolledGrid(_Grid([1], [ok, bad]))
+    assert grid.send_and_receive([], timeout=5.0) == [ok, bad] and grid.grid.pulls == 2
+    assert [(e.code, e.reason) for e in grid.reply_errors] == [(7, "no data")]
+    assert grid.get_node_ids() == [1]  # everything else is the wrapped grid's
+
+
+def test_client_app_serves_the_client_its_message_names(flower_message):
+    """A message naming client 1 gets client 1's engine message whatever the node's partition-id
+    (2 here): the reply's shown lists are client 1's (planted bug: the partition-id wins)."""
+    from fltr_audit.flower.convert import CLIENT, SHOWN, model_record
+    from fltr_audit.flower.engine_app import SETUP, loaded, make_client_app
+    from fltr_audit.randomness import stream
+
+    _, context, _ = flower_message
+    setup = EngineSetup(data=SMALL, clients=3, queries_per_client=2, rounds=1, click_model="navigational")
+    init = loaded(setup)[1].init_params(stream(setup.seed, "init"))
+    content = RecordDict({"arrays": model_record(init),
+                          "config": ConfigRecord({"server-round": 1, SETUP: setup.to_json(), CLIENT: 1})})
+    reply = make_client_app()(Message(content, dst_node_id=7, message_type=MessageType.TRAIN), context)
+    assert reply.content[SHOWN]["client"] == 1

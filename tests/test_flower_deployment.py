@@ -10,7 +10,7 @@ pytest.importorskip("flwr", reason="the Flower integration needs the [flower] ex
 
 from fltr_audit.cli import main  # noqa: E402
 from fltr_audit.errors import FltrError  # noqa: E402
-from fltr_audit.flower.deployment import _sessions, check_reachable, free_port  # noqa: E402
+from fltr_audit.flower.deployment import check_reachable, free_port, session_processes  # noqa: E402
 
 
 def _alive(pid: int) -> bool:
@@ -23,8 +23,9 @@ def _alive(pid: int) -> bool:
 
 
 def test_local_deployment_records_and_is_attacked(tmp_path, capsys, monkeypatch):
-    """`fltr-audit flower run --runtime deployment`: a SuperLink and 3 SuperNodes, one round, every
-    process we started stopped by its pid; `fltr-audit attack` on what the mod and the strategy recorded."""
+    """`fltr-audit flower run --runtime deployment`: a SuperLink and 2 SuperNodes serving 3 clients (one
+    node runs two clients' messages), one round, every process we started stopped by its pid;
+    `fltr-audit attack` on what the mod and the strategy recorded: all 3 clients' replies."""
     started = []
     import subprocess
 
@@ -38,17 +39,18 @@ def test_local_deployment_records_and_is_attacked(tmp_path, capsys, monkeypatch)
     monkeypatch.setattr(subprocess, "Popen", spy)
     out = tmp_path / "out"
     assert main(["flower", "run", "--runtime", "deployment", "--data", "synthetic:mq2008?queries=200", "--clients", "3",
-                 "--queries-per-client", "2", "--rounds", "1", "--seed", "5", "--click-model", "navigational",
-                 "--record-rounds", "1", "--timeout", "600", "--out", str(out)]) == 0
+                 "--supernodes", "2", "--queries-per-client", "2", "--rounds", "1", "--seed", "5",
+                 "--click-model", "navigational", "--record-rounds", "1", "--timeout", "600", "--out", str(out)]) == 0
     capsys.readouterr()
     assert (out / "curves.csv").read_text().splitlines()[1].startswith("1,")
-    assert len(started) >= 4 and not any(_alive(pid) for pid in started)  # SuperLink and SuperNodes all stopped
-    assert _sessions(set(started)) == []  # and what they started: the ServerApp, the ClientApps (orphans included)
+    assert len(started) >= 3 and not any(_alive(pid) for pid in started)  # SuperLink and SuperNodes all stopped
+    assert session_processes(set(started)) == []  # and what they started: the ServerApp, the ClientApps (orphans included)
     assert (out / "flower" / "flwr-home" / "runtime-envs").is_dir()  # Flower's run environments kept in the work folder
     for folder, rows in ((out / "recording", 3), (out / "server-recording", 1)):
         assert main(["attack", str(folder), "--attack", "olsr", "--all-lists", "--min-shown", "0", "--json",
                      "--quiet"]) == 0
         assert len(cli_result(capsys.readouterr().out)) == rows
+    assert sorted(p.name[-6:] for p in (out / "recording").iterdir()) == ["000000", "000001", "000002"]
 
 
 def test_an_unreachable_superlink_is_named():
@@ -92,4 +94,13 @@ def test_cli_names_a_bad_algorithm_setting_and_writes_nothing(tmp_path, capsys, 
     code = main(["flower", "run", "--data", "synthetic:mq2008?queries=200", *args, "--out", str(out)])
     err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
     assert code == 2 and len(err) == 1 and message in err[0]
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_cli_names_a_supernode_count_above_the_clients_and_writes_nothing(tmp_path, capsys):
+    out = tmp_path / "out"
+    code = main(["flower", "run", "--runtime", "deployment", "--data", "synthetic:mq2008?queries=200",
+                 "--clients", "3", "--supernodes", "4", "--out", str(out)])
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert code == 2 and len(err) == 1 and "--supernodes: 4 is not in 1..3 (the clients)" in err[0]
     assert list(tmp_path.iterdir()) == []

@@ -206,3 +206,28 @@ def test_secaggplus_declares_its_quantized_modular_sum():
         mech.check_declaration(type("D", (), {"mechanism": mech.QuantizedSum(4.0, 1024, 512)})(), "aggregator")
     with pytest.raises(FltrError, match="client defense but declares the aggregator mechanism quantized-sum"):
         mech.check_declaration(type("D", (), {"mechanism": mech.QuantizedSum(4.0, 1024, 65536)})(), "client")
+
+
+def test_flower_noise_holds_back_flowers_info_log_and_restores_it():
+    """Flower's DP wrappers log a line per aggregate: inside ``flower_noise`` an INFO record of
+    Flower's logger is dropped, a WARNING passes, and the level is restored after (planted bugs: the
+    log left on, printed once per audit trial; the level left raised)."""
+    import logging
+
+    import numpy as np
+    from flwr.common.logger import FLOWER_LOGGER
+
+    from fltr_audit.flower.mechanisms import flower_noise
+
+    seen = []
+    handler = logging.Handler()
+    handler.emit = seen.append
+    FLOWER_LOGGER.addHandler(handler)
+    level = FLOWER_LOGGER.level
+    try:
+        with flower_noise(np.random.default_rng(0)):
+            FLOWER_LOGGER.info("aggregate_fit: central DP noise")
+            FLOWER_LOGGER.warning("kept")
+        assert [r.getMessage() for r in seen] == ["kept"] and FLOWER_LOGGER.level == level
+    finally:
+        FLOWER_LOGGER.removeHandler(handler)

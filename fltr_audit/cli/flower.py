@@ -27,7 +27,10 @@ def run(
     click_model: Optional[str] = typer.Option(None, "--click-model",
                                               help="perfect | navigational | informational (fpdgd, foltr-es), "
                                                    "pbm (fedips); default: the algorithm's."),
-    clients: int = typer.Option(3, "--clients", help="Clients (one SuperNode each)."),
+    clients: int = typer.Option(3, "--clients", help="Clients, one train message each per round."),
+    supernodes: Optional[int] = typer.Option(None, "--supernodes",
+                                             help="SuperNodes of a deployment (default: --clients); fewer: each "
+                                                  "serves several clients' messages per round."),
     queries_per_client: int = typer.Option(4, "--queries-per-client", help="B, queries per client per round."),
     rounds: int = typer.Option(2, "--rounds", help="Global rounds."),
     lr: Optional[float] = typer.Option(None, "--lr", help="Learning rate: PDGD's eta (fpdgd), Adam's (foltr-es), "
@@ -37,8 +40,8 @@ def run(
     runtime: str = typer.Option("simulation", "--runtime", help="simulation (Ray) | deployment (SuperLink + "
                                                                  "SuperNodes on 127.0.0.1)."),
     superlink: Optional[str] = typer.Option(None, "--superlink",
-                                            help="HOST:PORT of a running SuperLink (its SuperNodes started with "
-                                                 "partition-id 0..clients-1) to submit to instead."),
+                                            help="HOST:PORT of a running SuperLink (with --supernodes SuperNodes "
+                                                 "connected) to submit to instead."),
     record_rounds: str = typer.Option("1", "--record-rounds", help="Rounds to record: 1,5 or every:K."),
     server_sees: str = typer.Option("messages", "--server-sees", help="messages | aggregate (what the server-side "
                                                                        "recorder keeps)."),
@@ -55,6 +58,8 @@ def run(
     check_at_least({"--clients": clients, "--queries-per-client": queries_per_client, "--rounds": rounds})
     if not timeout > 0:
         raise FltrError(f"--timeout: must be positive, got {timeout}")
+    if supernodes is not None and not 1 <= supernodes <= clients:
+        raise FltrError(f"--supernodes: {supernodes} is not in 1..{clients} (the clients)")
     keep = parse_rounds(record_rounds)
     kept = tuple(r for r in range(1, rounds + 1) if keep(r))
     if not kept:
@@ -81,9 +86,9 @@ def run(
         rec = deployment.Recording(clients=tmp / "recording", server=tmp / "server-recording", sees=server_sees,
                                    rounds=kept)
         if superlink is not None:
-            curves = deployment.run_on_superlink(setup, superlink, tmp / "flower", rec, timeout)
+            curves = deployment.run_on_superlink(setup, superlink, tmp / "flower", rec, timeout, supernodes)
         elif runtime == "deployment":
-            curves = deployment.run_local_deployment(setup, tmp / "flower", rec, timeout)
+            curves = deployment.run_local_deployment(setup, tmp / "flower", rec, timeout, supernodes)
         else:
             (curves,) = simulate(setup, mods=[recording_mod(setup, str(rec.clients), set(kept))],
                                  strategy=lambda s: recording_strategy(s, default_strategy(s), str(rec.server),

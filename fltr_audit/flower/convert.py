@@ -7,12 +7,15 @@ from __future__ import annotations
 import numpy as np
 from typing import Sequence
 
-from flwr.app import Array, ArrayRecord, ConfigRecord, RecordDict
+from flwr.app import Array, ArrayRecord, ConfigRecord, Context, Message, RecordDict
 
 from fltr_audit.messages import Messages
 
 PARAMS = "params"
 """The one array of the model ``ArrayRecord`` our apps exchange."""
+CLIENT = "fltr.client"
+"""Train-message config key of our ServerApps: the client the message is for (a SuperNode may serve
+several clients, one message each)."""
 SHOWN = "fltr.shown"
 """Reply ``ConfigRecord`` of our ClientApps: the queries issued and the documents shown (what the
 server, which owns the documents, sees in the ``server`` threat model)."""
@@ -75,3 +78,12 @@ def pack(**arrays: np.ndarray) -> ConfigRecord:
 
 def unpack(record: ConfigRecord, name: str) -> np.ndarray:
     return np.frombuffer(record[name], dtype=np.int64).reshape(tuple(record[f"{name}.shape"]))
+
+
+def client_id(msg: Message, context: Context) -> int:
+    """The client a train message is for: its config's ``fltr.client`` (our ServerApps name it: a
+    SuperNode may serve several clients), else the node's ``partition-id``, else its node id."""
+    config = next(iter(msg.content.config_records.values()), {})
+    if CLIENT in config:
+        return int(config[CLIENT])
+    return int(context.node_config.get("partition-id", context.node_id))

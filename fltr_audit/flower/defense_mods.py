@@ -16,7 +16,7 @@ from typing import Any, Callable
 import numpy as np
 from flwr.app import Array, ArrayRecord, Context, Message, MessageType
 
-from fltr_audit.flower.convert import flat, only_array_record, served_round
+from fltr_audit.flower.convert import client_id, flat, only_array_record, served_round
 from fltr_audit.messages import Messages
 from fltr_audit.randomness import stream
 
@@ -37,7 +37,7 @@ class DefenseMod:
             return reply
         record = reply.content.array_records[key]
         vector = flat(record)
-        client = int(context.node_config.get("partition-id", context.node_id))
+        client = client_id(msg, context)
         rows = np.repeat(vector[None, :], self.cohort, axis=0)
         messages = Messages(n_interactions=np.ones(self.cohort, dtype=np.int64), vector=rows,
                             vector_kind=self.reply_holds)

@@ -1,6 +1,7 @@
 """A federation of ``engine_app`` (FPDGD, FOLtR-ES, FedIPS) on a local Flower deployment: a
-SuperLink and one SuperNode per client on 127.0.0.1, the app submitted with ``flwr run``,
-everything bounded in time and stopped by its own pid.
+SuperLink and SuperNodes on 127.0.0.1 (one per client, or fewer, each then serving several
+clients' messages per round), the app submitted with ``flwr run``, everything bounded in time and
+stopped by its own pid.
 
 The app is generated into a folder (``pyproject.toml`` + ``fltr_app.py``, which builds the
 ServerApp and ClientApp of ``engine_app`` from the setup written into it); the SuperLink runs the
@@ -28,6 +29,10 @@ from fltr_audit.flower.engine_app import EngineSetup
 
 STOP_SECONDS = 15.0
 """Grace after SIGTERM before SIGKILL."""
+TASK_POLL_SECONDS = "0.2"
+"""``FLWR_SUPEREXEC_TASK_POLL_INTERVAL`` of the SuperLink's and SuperNodes' SuperExecs: how often
+they look for a ServerApp / ClientApp to start (Flower's default: every 1 s, up to 1 s lost per
+message). A SuperNode without a message still waits 3 s before asking again (fixed in Flower)."""
 
 
 @dataclass(frozen=True)
@@ -59,9 +64,11 @@ def check_reachable(address: str, option: str = "--superlink", timeout: float = 
         raise FltrError(f"{option}: no SuperLink reachable at {address} ({exc.strerror or exc})") from None
 
 
-def write_app(folder: Path, setup: EngineSetup, recording: Recording, curves_file: Path) -> Path:
-    """The Flower app folder for ``setup``: ``pyproject.toml`` and ``fltr_app.py``. A data path is
-    written absolute: the ServerApp and ClientApps run in folders of Flower's."""
+def write_app(folder: Path, setup: EngineSetup, recording: Recording, curves_file: Path,
+              nodes: int | None = None) -> Path:
+    """The Flower app folder for ``setup`` on ``nodes`` SuperNodes (default: one per client):
+    ``pyproject.toml`` and ``fltr_app.py``. A data path is written absolute: the ServerApp and
+    ClientApps run in folders of Flower's."""
     if Path(setup.data).exists():
         setup = dataclasses.replace(setup, data=str(Path(setup.data).resolve()))
     folder.mkdir(parents=True, exist_ok=True)
@@ -80,9 +87,10 @@ def write_app(folder: Path, setup: EngineSetup, recording: Recording, curves_fil
         f"SETUP = EngineSetup.from_json({setup.to_json()!r})\n"
         f"ROUNDS = {rounds!r}\n"
         f"CLIENTS = {None if recording.clients is None else str(recording.clients)!r}\n"
-        f"SERVER = {None if recording.server is None else str(recording.server)!r}\n\n\n"
+        f"SERVER = {None if recording.server is None else str(recording.server)!r}\n"
+        f"NODES = {nodes!r}\n\n\n"
         "def strategy(setup):\n"
-        "    inner = default_strategy(setup)\n"
+        "    inner = default_strategy(setup, NODES)\n"
         f"    return inner if SERVER is None else recording_strategy(setup, inner, SERVER, sees={recording.sees!r},"
         " rounds=ROUNDS)\n\n\n"
         f"server_app = make_server_app(SETUP, strategy, curves_file={str(curves_file)!r})\n"
@@ -90,7 +98,7 @@ def write_app(folder: Path, setup: EngineSetup, recording: Recording, curves_fil
     return folder
 
 
-def _sessions(sids: set[int]) -> list[int]:
+def session_processes(sids: set[int]) -> list[int]:
     """The live processes (read from /proc) of the sessions ``sids``: each process we start leads a
     session of its own, which its descendants keep even when orphaned (a ClientApp whose SuperExec
     died first is reparented to init but stays in the session)."""
@@ -118,16 +126,16 @@ def stop(processes: list[subprocess.Popen]) -> None:
     """SIGTERM every live process of the sessions our processes lead (each started with
     ``start_new_session``), by pid; SIGKILL what is left after ``STOP_SECONDS``."""
     sids = {p.pid for p in processes}
-    _signal(_sessions(sids), signal.SIGTERM)
+    _signal(session_processes(sids), signal.SIGTERM)
     deadline = time.monotonic() + STOP_SECONDS
     for p in processes:
         try:
             p.wait(timeout=max(0.1, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
             pass
-    while _sessions(sids) and time.monotonic() < deadline:
+    while session_processes(sids) and time.monotonic() < deadline:
         time.sleep(0.2)
-    _signal(_sessions(sids), signal.SIGKILL)
+    _signal(session_processes(sids), signal.SIGKILL)
     for p in processes:
         p.wait()
 
@@ -181,17 +189,21 @@ def submit(app: Path, superlink: str, flwr_home: Path, deadline: float, log: Pat
 
 
 def run_local_deployment(setup: EngineSetup, work: Path, recording: Recording = Recording(),
-                         timeout: float = 600.0) -> list[tuple[int, float]]:
-    """Start a SuperLink and ``setup.clients`` SuperNodes on 127.0.0.1, run the app, stop them; the
-    offline nDCG@10 curve. Logs and the generated app stay in ``work``."""
+                         timeout: float = 600.0, nodes: int | None = None) -> list[tuple[int, float]]:
+    """Start a SuperLink and ``nodes`` SuperNodes (default: ``setup.clients``; fewer: each serves
+    several clients' messages per round) on 127.0.0.1, run the app, stop them; the offline
+    nDCG@10 curve. Logs and the generated app stay in ``work``."""
+    nodes = nodes or setup.clients
+    if not 1 <= nodes <= setup.clients:
+        raise FltrError(f"--supernodes: {nodes} is not in 1..{setup.clients} (the clients)")
     work.mkdir(parents=True, exist_ok=True)
     deadline = time.monotonic() + timeout
     curves_file = work / "curves.csv"
     curves_file.unlink(missing_ok=True)
-    app = write_app(work / "app", setup, recording, curves_file)
+    app = write_app(work / "app", setup, recording, curves_file, nodes)
     processes: list[subprocess.Popen] = []
     logs = []
-    env = {**os.environ, "FLWR_HOME": str(work / "flwr-home")}
+    env = {**os.environ, "FLWR_HOME": str(work / "flwr-home"), "FLWR_SUPEREXEC_TASK_POLL_INTERVAL": TASK_POLL_SECONDS}
     try:
         port = free_port()
         log = open(work / "superlink.log", "w")
@@ -201,12 +213,12 @@ def run_local_deployment(setup: EngineSetup, work: Path, recording: Recording = 
         processes.append(subprocess.Popen([_tool("flower-superlink"), "--insecure", "--port", str(port)],
                                           stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, start_new_session=True))
         _wait_listening(port, processes[0], "SuperLink", deadline)
-        for client in range(setup.clients):
-            log = open(work / f"supernode-{client}.log", "w")
+        for node in range(nodes):
+            log = open(work / f"supernode-{node}.log", "w")
             logs.append(log)
             processes.append(subprocess.Popen(
                 [_tool("flower-supernode"), "--insecure", "--superlink", f"127.0.0.1:{port}", "--port",
-                 str(free_port()), "--node-config", f"partition-id={client} num-partitions={setup.clients}"],
+                 str(free_port()), "--node-config", f"partition-id={node} num-partitions={nodes}"],
                 stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, start_new_session=True))
         submit(app, f"127.0.0.1:{port}", work / "flwr-home", deadline, work / "run.log")
     finally:
@@ -220,13 +232,13 @@ def run_local_deployment(setup: EngineSetup, work: Path, recording: Recording = 
 
 
 def run_on_superlink(setup: EngineSetup, superlink: str, work: Path, recording: Recording = Recording(),
-                     timeout: float = 600.0) -> list[tuple[int, float]]:
-    """Submit the app to a running deployment (its SuperNodes started with ``partition-id``
-    0..clients-1); the offline nDCG@10 curve."""
+                     timeout: float = 600.0, nodes: int | None = None) -> list[tuple[int, float]]:
+    """Submit the app to a running deployment with ``nodes`` SuperNodes (default: one per client;
+    each message names its client, so any SuperNode serves any); the offline nDCG@10 curve."""
     check_reachable(superlink)
     work.mkdir(parents=True, exist_ok=True)
     curves_file = work / "curves.csv"
-    app = write_app(work / "app", setup, recording, curves_file)
+    app = write_app(work / "app", setup, recording, curves_file, nodes)
     submit(app, superlink, work / "flwr-home", time.monotonic() + timeout, work / "run.log")
     return read_curves(curves_file)
 

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
-from flwr.app import ArrayRecord, ConfigRecord, Context, Message, MetricRecord, RecordDict
+from flwr.app import ArrayRecord, ConfigRecord, Context, Error, Message, MessageType, MetricRecord, RecordDict
 from flwr.clientapp import ClientApp
 from flwr.serverapp import Grid, ServerApp
 from flwr.serverapp.strategy import FedAvg, Strategy
@@ -43,7 +43,7 @@ from fltr_audit.aggregation import FedAvg as EngineAggregation
 from fltr_audit.algorithms import registry as algorithms
 from fltr_audit.errors import FltrError
 from fltr_audit.federation import offline_ndcg, sample_queries
-from fltr_audit.flower.convert import SHOWN, TRUTH, flat, message_record, model_record, pack, reply_messages
+from fltr_audit.flower.convert import CLIENT, SHOWN, TRUTH, flat, message_record, model_record, pack, reply_messages
 from fltr_audit.interfaces import ClientOutput
 from fltr_audit.messages import ServerView
 from fltr_audit.randomness import stream
@@ -140,10 +140,10 @@ def client_of(msg: Message) -> int:
 
 
 def make_client_app(mods: Sequence[Callable] = ()) -> ClientApp:
-    """The ClientApp of any ``EngineSetup`` (read from the message, ``fltr.setup``): partition ``i``
-    (``node_config["partition-id"]``) sends the engine's message of client ``i``; the shown lists go
-    along (``fltr.shown``), the clicks stay in ``context.state`` (``fltr.truth``) for a recording
-    mod's truth file."""
+    """The ClientApp of any ``EngineSetup`` (read from the message, ``fltr.setup``): a message for
+    client ``i`` (its config's ``fltr.client``; without it, the node's ``partition-id``) gets the
+    engine's message of client ``i``; the shown lists go along (``fltr.shown``), the clicks stay in
+    ``context.state`` (``fltr.truth``) for a recording mod's truth file."""
     app = ClientApp(mods=list(mods))
 
     @app.train()
@@ -152,9 +152,10 @@ def make_client_app(mods: Sequence[Callable] = ()) -> ClientApp:
         if SETUP not in config:
             raise FltrError(f"train message: no {SETUP} in its config (not sent by an fltr-audit ServerApp)")
         setup = EngineSetup.from_json(str(config[SETUP]))
-        client = int(context.node_config.get("partition-id", -1))
+        source = f"train message {CLIENT}" if CLIENT in config else "node_config partition-id"
+        client = int(config[CLIENT]) if CLIENT in config else int(context.node_config.get("partition-id", -1))
         if not 0 <= client < setup.clients:
-            raise FltrError(f"node_config partition-id: {client} is not a client of 0..{setup.clients - 1}")
+            raise FltrError(f"{source}: {client} is not a client of 0..{setup.clients - 1}")
         round_ = int(config["server-round"])
         queries, out = cohort_step(setup, round_, flat(msg.content["arrays"]))
         row = slice(client, client + 1)
@@ -176,7 +177,13 @@ class EngineFedAvg(FedAvg):
     ``server_step`` from the model served this round (its optimizer state kept here). Flower's
     own mean sums ``w_c / W * x_c`` in arrival order: the same up to rounding (1e-16), which is
     enough to flip OLSR's near-zero coefficients in a later round; with this one the Flower run is
-    bit-identical to the engine's."""
+    bit-identical to the engine's.
+
+    Each round sends one train message per client, carrying its client id (``fltr.client``), to
+    the sampled SuperNodes in turn (client ``c`` to the ``c mod n``-th of the ``n`` nodes by node
+    id): with as many SuperNodes as clients each serves one client; with fewer, each serves
+    several clients' messages in the round, one after the other (a SuperNode fronting several
+    users' devices)."""
 
     def __init__(self, setup: EngineSetup, **kwargs: Any):
         super().__init__(**kwargs)
@@ -187,7 +194,14 @@ class EngineFedAvg(FedAvg):
     def configure_train(self, server_round: int, arrays: ArrayRecord, config: ConfigRecord,
                         grid: Grid) -> Iterable[Message]:
         self._served = flat(arrays)
-        return super().configure_train(server_round, arrays, config, grid)
+        sampled = list(super().configure_train(server_round, arrays, config, grid))  # sets "server-round"
+        nodes = sorted(m.metadata.dst_node_id for m in sampled)
+        if not nodes:
+            return []
+        return [Message(RecordDict({self.arrayrecord_key: arrays,
+                                    self.configrecord_key: ConfigRecord({**dict(config), CLIENT: c})}),
+                        dst_node_id=nodes[c % len(nodes)], message_type=MessageType.TRAIN)
+                for c in range(self.setup.clients)]
 
     def aggregate_train(self, server_round: int, replies: Iterable[Message]
                         ) -> tuple[ArrayRecord | None, MetricRecord | None]:
@@ -211,11 +225,44 @@ class EngineFedAvg(FedAvg):
         return model_record(params), MetricRecord({})
 
 
-def default_strategy(setup: EngineSetup) -> FedAvg:
+def default_strategy(setup: EngineSetup, nodes: int | None = None) -> FedAvg:
     """The engine's aggregation and server step (``EngineFedAvg``) over the whole cohort every
-    round, no client-side evaluation."""
-    return EngineFedAvg(setup, fraction_train=1.0, fraction_evaluate=0.0, min_train_nodes=setup.clients,
-                        min_available_nodes=setup.clients, weighted_by_key="num-examples")
+    round, no client-side evaluation, on ``nodes`` SuperNodes (default: one per client)."""
+    nodes = nodes or setup.clients
+    return EngineFedAvg(setup, fraction_train=1.0, fraction_evaluate=0.0, min_train_nodes=nodes,
+                        min_available_nodes=nodes, weighted_by_key="num-examples")
+
+
+POLL_SECONDS = 0.1
+"""How often the ServerApp pulls the replies of a round (Flower's HTTP grid: every 3 s)."""
+
+
+class PolledGrid:
+    """A ServerApp's ``Grid`` whose ``send_and_receive`` pulls the replies every ``POLL_SECONDS``
+    (Flower's deployment grid sleeps 3 s between pulls: up to 3 s lost per round) and keeps the
+    replies that are errors (Flower's typed ``Error``: ``code``, ``reason``) in ``reply_errors``.
+    Everything else is the wrapped grid's."""
+
+    def __init__(self, grid: Grid):
+        self.grid = grid
+        self.reply_errors: list[Error] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.grid, name)
+
+    def send_and_receive(self, messages: Iterable[Message], *, timeout: float | None = None) -> Iterable[Message]:
+        """Push ``messages``; the replies that arrive within ``timeout`` seconds (None: all)."""
+        waiting = set(self.grid.push_messages(messages))
+        end = None if timeout is None else time.monotonic() + timeout
+        replies: list[Message] = []
+        while waiting and (end is None or time.monotonic() < end):
+            pulled = list(self.grid.pull_messages(waiting))
+            replies += pulled
+            waiting -= {m.metadata.reply_to_message_id for m in pulled}
+            if waiting:
+                time.sleep(POLL_SECONDS)
+        self.reply_errors += [m.error for m in replies if m.has_error()]
+        return replies
 
 
 Curves = dict
@@ -224,16 +271,19 @@ Curves = dict
 
 def make_server_app(setups: EngineSetup | Sequence[EngineSetup],
                     strategy: Callable[[EngineSetup], Strategy] = default_strategy,
-                    curves: Curves | None = None, curves_file: str | None = None) -> ServerApp:
+                    curves: Curves | None = None, curves_file: str | None = None,
+                    reply_errors: list[Error] | None = None) -> ServerApp:
     """The ServerApp running each of ``setups`` in turn: ``strategy(setup)`` from the engine's
-    initial model for ``setup.rounds`` rounds; offline nDCG@10 after each round goes to
-    ``curves[setup]`` and, as a line ``algo,round,ndcg,unix_time`` (round 0: the start), to
-    ``curves_file`` (a deployment's ServerApp runs in a process of the SuperLink's)."""
+    initial model for ``setup.rounds`` rounds, on a ``PolledGrid``; offline nDCG@10 after each
+    round goes to ``curves[setup]`` and, as a line ``algo,round,ndcg,unix_time`` (round 0: the
+    start), to ``curves_file`` (a deployment's ServerApp runs in a process of the SuperLink's);
+    the clients' error replies to ``reply_errors``."""
     setups = [setups] if isinstance(setups, EngineSetup) else list(setups)
     app = ServerApp()
 
     @app.main()
-    def main(grid: Grid, context: Context) -> None:
+    def main(flower_grid: Grid, context: Context) -> None:
+        grid = PolledGrid(flower_grid)
         for setup in setups:
             splits, alg = loaded(setup)
             eval_data = getattr(splits, setup.eval_split)
@@ -251,6 +301,9 @@ def make_server_app(setups: EngineSetup | Sequence[EngineSetup],
             init = alg.init_params(stream(setup.seed, "init"))
             strategy(setup).start(grid=grid, initial_arrays=model_record(init), num_rounds=setup.rounds,
                                   train_config=ConfigRecord({SETUP: setup.to_json()}), evaluate_fn=evaluate)
+            if reply_errors is not None:
+                reply_errors.extend(grid.reply_errors)
+                grid.reply_errors.clear()
 
     return app
 
@@ -305,18 +358,13 @@ def simulate(*setups: EngineSetup, strategy: Callable[[EngineSetup], Strategy] =
     if not setups or len({s.clients for s in setups}) != 1:
         raise FltrError("Flower simulation: the federations of one run need the same number of clients")
     curves: Curves = {}
-    built: list[Strategy] = []
-
-    def keep(s: EngineSetup) -> Strategy:
-        built.append(strategy(s))
-        return built[-1]
-
-    run_simulation(make_server_app(setups, keep, curves, curves_file), make_client_app(mods),
+    errors: list[Error] = []
+    run_simulation(make_server_app(setups, strategy, curves, curves_file, errors), make_client_app(mods),
                    num_supernodes=setups[0].clients,
                    backend_config={"client_resources": {"num_cpus": 1}, "init_args": {"num_cpus": cpus}})
-    errors = [e for s in built for e in getattr(s, "errors", [])]
     if errors:
-        raise FltrError(f"Flower run: {len(errors)} client replies were errors, first: {errors[0]}")
+        raise FltrError(f"Flower run: {len(errors)} client replies were errors, first: code {errors[0].code}, "
+                        f"{errors[0].reason}")
     for setup in setups:
         if len(curves.get(setup, [])) != setup.rounds:
             raise FltrError(f"Flower run ({setup.algo}): finished {len(curves.get(setup, []))} of {setup.rounds} "

@@ -24,7 +24,8 @@ import numpy as np
 from flwr.app import Context, Error, Message, MessageType
 
 from fltr_audit.data.dataset import Dataset
-from fltr_audit.flower.convert import SHOWN, TRUTH, flat, only_array_record, reply_messages, served_round, unpack
+from fltr_audit.flower.convert import (SHOWN, TRUTH, client_id, flat, only_array_record, reply_messages,
+                                       served_round, unpack)
 from fltr_audit.messages import GroundTruth, Interactions, RoundBatch, ServerView
 from fltr_audit.rankers import LinearRanker
 from fltr_audit.recording import RecordingHeader, RecordingWriter
@@ -75,7 +76,7 @@ class RecordingMod:
             side = "reply" if arrays is None else "message from the server"
             return Message(Error(code=NO_ARRAYS, reason=f"fltr-audit RecordingMod: the {side} carries no arrays, "
                                                           f"nothing to record (round {round_})"), reply_to=msg)
-        client = int(context.node_config.get("partition-id", context.node_id))
+        client = client_id(msg, context)
         self._write(round_, client, flat(served), reply, context)
         return reply
 
