@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from fltr_audit.plackett_luce import log_denominators, log_prob, perturbed_topk, sample_topk, topk
+from fltr_audit.plackett_luce import gumbel_noise, log_denominators, log_prob, perturbed_topk, sample_topk, topk
 
 
 def _brute_log_dens(scores, valid, ranking):
@@ -155,5 +155,5 @@ def test_perturbed_topk_with_drawn_noise_equals_sample_topk():
     scores = np.random.default_rng(3).normal(size=(50, 30))
     valid = np.random.default_rng(4).random((50, 30)) < 0.8
     a = sample_topk(scores, valid, 10, np.random.default_rng(11))
-    gumbel = np.random.default_rng(11).gumbel(size=scores.shape)
+    gumbel = gumbel_noise(np.random.default_rng(11), scores.shape)
     assert np.array_equal(a, perturbed_topk(scores, valid, 10, gumbel))

@@ -162,7 +162,7 @@ def cohort_rankings(ranker: Any, params: np.ndarray, data: Dataset, queries: np.
     widths = [int(all_counts[idx].max()) for idx in groups]
     # the noise is drawn group by group in a fixed order as ``thread_map`` hands the groups out
     # (lazily: a group ranks on a thread while the next group's noise is drawn)
-    noise = (None if deterministic else rng.gumbel(size=(len(idx), w)) for idx, w in zip(groups, widths))
+    noise = (None if deterministic else plackett_luce.gumbel_noise(rng, (len(idx), w)) for idx, w in zip(groups, widths))
 
     def rank_group(idx: np.ndarray, width: int, gumbel: np.ndarray | None) -> None:
         counts, starts = all_counts[idx], all_starts[idx]
