@@ -113,20 +113,23 @@ def topk(scores: np.ndarray, valid: np.ndarray | None, k: int) -> np.ndarray:
     return out.reshape(keys.shape[:-1] + (k,))
 
 
-def _logsumexp(x: np.ndarray, overwrite: bool = False) -> np.ndarray:
-    """Max-shifted log-sum-exp over the last axis; -inf for an all -inf row.
+def _logsumexp(x: np.ndarray) -> np.ndarray:
+    """Max-shifted log-sum-exp over the last axis, computed in ``x`` itself (overwritten);
+    -inf for an all -inf row.
 
-    With ``overwrite`` the shifted exponentials are computed in ``x`` itself (same values).
+    The exponentials are summed left to right (``np.cumsum``), so -inf padding at the end of a
+    row (exp = 0) leaves the sum's bits unchanged: a row gives the same value in any padded
+    width (numpy's pairwise ``sum`` groups the terms by the row length).
     """
-    m = x.max(axis=-1, keepdims=True) if x.shape[-1] else np.full(x.shape[:-1] + (1,), -np.inf)
+    if not x.shape[-1]:
+        return np.full(x.shape[:-1], -np.inf)
+    m = x.max(axis=-1, keepdims=True)
     m = np.where(np.isfinite(m), m, 0.0)
-    if overwrite:
-        x -= m
-        e = np.exp(x, out=x)
-    else:
-        e = np.exp(x - m)
+    x -= m
+    e = np.exp(x, out=x)
+    total = np.cumsum(e, axis=-1, out=e)[..., -1]
     with np.errstate(divide="ignore"):
-        return np.log(e.sum(axis=-1)) + m[..., 0]
+        return np.log(total) + m[..., 0]
 
 
 def log_denominators(scores: np.ndarray, valid: np.ndarray | None, ranking: np.ndarray) -> np.ndarray:
@@ -154,7 +157,7 @@ def log_denominators(scores: np.ndarray, valid: np.ndarray | None, ranking: np.n
     lead = np.nonzero(ok)
     rest[lead[:-1] + (r[lead],)] = -np.inf
     out = np.empty(r.shape)
-    acc = _logsumexp(rest, overwrite=True)
+    acc = _logsumexp(rest)
     for i in range(k - 1, -1, -1):
         acc = np.logaddexp(acc, placed_s[..., i])
         out[..., i] = acc
