@@ -1,9 +1,9 @@
 """PDGD's geometry as the Bayes attack replays it: the update of one shown list under click
 vector c is ``lr * coef(c) @ J`` (Eq. 5-6), ``J`` the shown documents' score gradients and
 ``coef(c)`` the per-position sums of the pair weights ``W[a, b] = rho_ab sigma(d) sigma(-d)``
-signed by c (``pairwise_weights``, ``pair_sign_tensor``, ``candidate_coefficients``), and the
-batched scores and vector-Jacobian products of many models at once (``score_many``,
-``vjp_many``)."""
+signed by c (``pairwise_weights``, ``pair_sign_tensor``, ``candidate_coefficients``), the
+scores of many models by the client's own block scoring (``score_many``) and their batched
+vector-Jacobian products (``vjp_many``)."""
 
 from __future__ import annotations
 
