@@ -283,7 +283,7 @@ def test_cohort_step_is_the_same_at_any_thread_count():
 
     from fltr_audit import threads
 
-    data = _varied_dataset(5, n_queries=600)
+    data = _varied_dataset(5, n_queries=600, F=8)
     ranker = LinearRanker(data.n_features)
     queries = np.random.default_rng(2).integers(0, data.n_queries, (500, 2))
     runs = []
