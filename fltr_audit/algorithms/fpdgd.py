@@ -107,8 +107,9 @@ def pair_weights(shown_scores: np.ndarray, log_dens: np.ndarray, clicks: np.ndar
     if len(rows) == 0:
         return np.zeros((n, k))
     a, b = np.minimum(win, lose), np.maximum(win, lose)
-    lists = np.unique(rows)          # only the lists with a preference pair
-    local = np.searchsorted(lists, rows)
+    first = np.r_[True, rows[1:] != rows[:-1]]   # np.nonzero lists rows in order
+    lists = rows[first]              # only the lists with a preference pair
+    local = np.cumsum(first) - 1
     rho = expit(swap_log_ratios(shown_scores[lists], log_dens[lists], local, a, b))
     d = shown_scores[rows, win] - shown_scores[rows, lose]
     w = rho * expit(d) * expit(-d)
