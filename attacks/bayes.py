@@ -174,8 +174,7 @@ class Bayes:
         mask = shown >= 0
         docs = view.documents
         rows, valid, positions = self._query_candidates(view, queries, shown)
-        all_scores = ranker.score(g, docs.features)
-        scores = np.where(valid, all_scores[np.maximum(rows, 0)], -np.inf)
+        scores = score_many(ranker, np.broadcast_to(g, (len(queries), 1, len(g))), docs, queries, rows.shape[1])[:, 0]
         shown_scores, log_dens = ranking_geometry(scores, valid, positions)
         W = pairwise_weights(shown_scores, log_dens, mask)
         vectors, prior = self._candidates(view, shown)
@@ -210,7 +209,7 @@ class Bayes:
         shown = inter.shown[messages, b]
         mask = shown >= 0
         rows, valid, positions = self._query_candidates(view, inter.queries[messages, b], shown)
-        scores = np.where(valid[:, None, :], score_many(ranker, w, docs.features[np.maximum(rows, 0)]), -np.inf)
+        scores = score_many(ranker, w, docs, inter.queries[messages, b], rows.shape[1])
         D = rows.shape[1]
         shown_scores, log_dens = ranking_geometry(scores.reshape(m * S, D), np.repeat(valid, S, axis=0),
                                                   np.repeat(positions, S, axis=0))

@@ -1,9 +1,9 @@
 """PDGD's geometry as the Bayes attack replays it: the update of one shown list under click
 vector c is ``lr * coef(c) @ J`` (Eq. 5-6), ``J`` the shown documents' score gradients and
 ``coef(c)`` the per-position sums of the pair weights ``W[a, b] = rho_ab sigma(d) sigma(-d)``
-signed by c (``pairwise_weights``, ``pair_sign_tensor``, ``candidate_coefficients``), and the
-batched scores and vector-Jacobian products of many models at once (``score_many``,
-``vjp_many``)."""
+signed by c (``pairwise_weights``, ``pair_sign_tensor``, ``candidate_coefficients``), the
+scores of many models by the client's own block scoring (``score_many``) and their batched
+vector-Jacobian products (``vjp_many``)."""
 
 from __future__ import annotations
 
@@ -82,14 +82,16 @@ def candidate_coefficients(W: np.ndarray, T: np.ndarray, left: np.ndarray | None
     return (Q.reshape(n * r, k * k) @ T.reshape(k * k, -1)).reshape(n, r, -1)
 
 
-def score_many(ranker: Any, params: np.ndarray, X: np.ndarray) -> np.ndarray:
-    """Scores (m, C, D) of each message's rows X (m, D, F) under C models each (m, C, P)."""
-    X = X.astype(np.float64)
-    if ranker.name == "linear":
-        return np.einsum("mcf,mdf->mcd", params, X)
-    W, b, v = ranker.unpack(params)                                           # (m, C, H, F), (m, C, H)
-    z = np.einsum("mchf,mdf->mcdh", W, X) + b[:, :, None, :]
-    return np.einsum("mcdh,mch->mcd", np.maximum(z, 0.0), v)
+def score_many(ranker: Any, params: np.ndarray, docs: Any, queries: np.ndarray, width: int) -> np.ndarray:
+    """Scores (m, C, width) of each message's query candidates (the rows of ``docs`` of query
+    ``queries[i]``, -inf past them) under C models each (m, C, P), by the engine's own
+    ``ranker.score_blocks`` -- the client's numerics bit for bit (float32 for the linear
+    ranker), so a replayed step equals the message without noise."""
+    m, C, P = params.shape
+    out = np.full((m * C, width), -np.inf)
+    starts = np.repeat(docs.query_ptr[queries], C)
+    counts = np.repeat(docs.docs_per_query[queries], C)
+    return ranker.score_blocks(params.reshape(m * C, P), docs.features, starts, counts, out=out).reshape(m, C, width)
 
 
 def vjp_many(ranker: Any, params: np.ndarray, X: np.ndarray, coef: np.ndarray) -> np.ndarray:

@@ -70,14 +70,14 @@ class TrainResult:
 def offline_ndcg(ranker: Any, params: np.ndarray, data: Dataset, k: int = 10) -> float:
     """Mean nDCG@k of the model ``params`` over the judged queries of ``data``.
 
-    The split is scored in chunks of ``EVAL_CHUNK`` rows on the thread pool; the rows of a
-    chunk are scored exactly as in one pass (the chunks are multiples of the ranker's cast
-    block), so the scores do not depend on the number of threads.
+    The split is scored by ``ranker.score_float32`` (float32 for the linear ranker) in chunks of
+    ``EVAL_CHUNK`` rows on the thread pool; a row's score depends on the row and the model
+    only, so the scores do not depend on the chunks or the number of threads.
     """
     scores = np.empty(data.n_docs)
 
     def score_chunk(s: int) -> None:
-        scores[s:s + EVAL_CHUNK] = ranker.score(params, data.features[s:s + EVAL_CHUNK])
+        scores[s:s + EVAL_CHUNK] = ranker.score_float32(params, data.features[s:s + EVAL_CHUNK])
 
     thread_map(score_chunk, range(0, data.n_docs, EVAL_CHUNK), rows=data.n_docs)
     return metrics.mean_ndcg(scores, data, k)

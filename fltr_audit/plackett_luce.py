@@ -50,11 +50,28 @@ def _top(keys: np.ndarray, k: int) -> np.ndarray:
     return np.argsort(-keys, axis=-1, kind="stable")
 
 
+def gumbel_noise(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
+    """Standard Gumbel noise of ``shape``: ``-log E`` with ``E ~ Exp(1)`` drawn by
+    ``rng.standard_exponential`` (ziggurat, float64) and its log taken in float32 (SIMD).
+
+    Twice as fast as ``rng.gumbel`` (two scalar float64 logs per draw); ``G`` is exact to float32
+    rounding (about 1e-7 relative). An ``E`` below float32's smallest subnormal (probability
+    about 1e-45) is kept at it, so every key stays finite.
+
+    Returns
+    -------
+    ndarray of float32
+    """
+    e = rng.standard_exponential(size=shape).astype(np.float32)
+    np.maximum(e, np.float32(1e-45), out=e)
+    return np.negative(np.log(e, out=e), out=e)
+
+
 def sample_topk(scores: np.ndarray, valid: np.ndarray | None, k: int, rng: np.random.Generator) -> np.ndarray:
     """A PL sample without replacement of length k by the Gumbel top-k trick.
 
-    ``argsort(s + G)`` with i.i.d. standard Gumbel ``G`` is distributed as a PL ranking
-    of ``s``; taking its first k entries gives the top-k prefix.
+    ``argsort(s + G)`` with i.i.d. standard Gumbel ``G`` (``gumbel_noise``) is distributed as a
+    PL ranking of ``s``; taking its first k entries gives the top-k prefix.
 
     Returns
     -------
@@ -62,14 +79,14 @@ def sample_topk(scores: np.ndarray, valid: np.ndarray | None, k: int, rng: np.ra
         Positions along the last axis; -1 where fewer than k entries are valid.
     """
     shape = np.broadcast_shapes(np.shape(scores), np.shape(scores) if valid is None else np.shape(valid))
-    return perturbed_topk(scores, valid, k, rng.gumbel(size=shape))
+    return perturbed_topk(scores, valid, k, gumbel_noise(rng, shape))
 
 
 def perturbed_topk(scores: np.ndarray, valid: np.ndarray | None, k: int, gumbel: np.ndarray) -> np.ndarray:
     """``sample_topk`` with the standard Gumbel noise given, shape of ``scores`` and ``valid`` broadcast.
 
     Drawing the noise apart from the selection lets callers draw in a fixed order and
-    select on several threads (``sample_topk`` draws ``rng.gumbel`` of that shape).
+    select on several threads (``sample_topk`` draws ``gumbel_noise`` of that shape).
     """
     keys = _keys(scores, valid)
     keys += gumbel
@@ -96,20 +113,23 @@ def topk(scores: np.ndarray, valid: np.ndarray | None, k: int) -> np.ndarray:
     return out.reshape(keys.shape[:-1] + (k,))
 
 
-def _logsumexp(x: np.ndarray, overwrite: bool = False) -> np.ndarray:
-    """Max-shifted log-sum-exp over the last axis; -inf for an all -inf row.
+def _logsumexp(x: np.ndarray) -> np.ndarray:
+    """Max-shifted log-sum-exp over the last axis, computed in ``x`` itself (overwritten);
+    -inf for an all -inf row.
 
-    With ``overwrite`` the shifted exponentials are computed in ``x`` itself (same values).
+    The exponentials are summed left to right (``np.cumsum``), so -inf padding at the end of a
+    row (exp = 0) leaves the sum's bits unchanged: a row gives the same value in any padded
+    width (numpy's pairwise ``sum`` groups the terms by the row length).
     """
-    m = x.max(axis=-1, keepdims=True) if x.shape[-1] else np.full(x.shape[:-1] + (1,), -np.inf)
+    if not x.shape[-1]:
+        return np.full(x.shape[:-1], -np.inf)
+    m = x.max(axis=-1, keepdims=True)
     m = np.where(np.isfinite(m), m, 0.0)
-    if overwrite:
-        x -= m
-        e = np.exp(x, out=x)
-    else:
-        e = np.exp(x - m)
+    x -= m
+    e = np.exp(x, out=x)
+    total = np.cumsum(e, axis=-1, out=e)[..., -1]
     with np.errstate(divide="ignore"):
-        return np.log(e.sum(axis=-1)) + m[..., 0]
+        return np.log(total) + m[..., 0]
 
 
 def log_denominators(scores: np.ndarray, valid: np.ndarray | None, ranking: np.ndarray) -> np.ndarray:
@@ -137,7 +157,7 @@ def log_denominators(scores: np.ndarray, valid: np.ndarray | None, ranking: np.n
     lead = np.nonzero(ok)
     rest[lead[:-1] + (r[lead],)] = -np.inf
     out = np.empty(r.shape)
-    acc = _logsumexp(rest, overwrite=True)
+    acc = _logsumexp(rest)
     for i in range(k - 1, -1, -1):
         acc = np.logaddexp(acc, placed_s[..., i])
         out[..., i] = acc

@@ -3,7 +3,10 @@
 Parameters are flat float64 vectors. ``params`` is either (P,) -- one model -- or (n, P) --
 one model per client. ``X`` holds feature rows (float32): with (P,) params any shape
 (..., F); with (n, P) params shape (n, ..., F), the leading axis matching the clients.
-Scores and gradients are float64 (features are cast block-wise, never the whole matrix).
+Scores and gradients are float64 (features are cast block-wise, never the whole matrix),
+except ``score_float32`` and ``score_blocks``, the hot path of FPDGD's ranking and of offline
+evaluation: the linear ranker's are float32 features times the weights rounded to float32,
+summed in float32 (``docs/commands/bench.md``, "Numerics"); the MLP's are ``score``'s.
 
 Two models, as in FOLtR-ES (Section 6, "Models"):
 
@@ -24,6 +27,7 @@ from fltr_audit.errors import FltrError
 
 RANKERS = ("linear", "mlp")
 _BLOCK = 4096  # rows cast to float64 at a time when scoring one model on many rows (stays in cache)
+_FLOAT32_MAX_SCORE = 1e30  # float32 scores beyond this (or not finite) are computed again in float64
 
 
 def _check(params: np.ndarray, X: np.ndarray, n_params: int, n_features: int) -> bool:
@@ -62,6 +66,39 @@ def _rows(X: np.ndarray, batched: bool) -> np.ndarray:
     return X.reshape(X.shape[0], -1, F) if batched else X.reshape(-1, F)
 
 
+def _out_of_float32_range(scores: np.ndarray) -> np.ndarray | None:
+    """Positions of float32 scores that are not finite or beyond ``_FLOAT32_MAX_SCORE``; None if none."""
+    if len(scores) and np.isfinite(scores).all() and np.abs(scores).max() <= _FLOAT32_MAX_SCORE:
+        return None
+    bad = np.flatnonzero(~(np.abs(scores) <= _FLOAT32_MAX_SCORE))
+    return bad if len(bad) else None
+
+
+def _float32(X: np.ndarray) -> np.ndarray:
+    """``X`` as float32 (a copy only when it is not float32 already)."""
+    return X if X.dtype == np.float32 else X.astype(np.float32)
+
+
+def _float32_scores(R: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """``R @ w`` for float32 rows ``R`` (m, F): float32 products summed in float32 by ``np.einsum``.
+
+    einsum sums each row in the same order whatever the row's place in ``R``, its alignment
+    or the BLAS threads (it calls no BLAS), so a score depends on its row and ``w`` only;
+    ``docs/commands/bench.md`` ("Numerics") gives the agreement with float64. Rows whose
+    float32 score is not finite or beyond ``_FLOAT32_MAX_SCORE`` (a huge model) are scored
+    in float64 instead.
+    """
+    out = np.empty(R.shape[0], dtype=np.float32)
+    w32 = w.astype(np.float32)
+    for s in range(0, R.shape[0], _BLOCK):
+        np.einsum("ij,j->i", _float32(R[s:s + _BLOCK]), w32, out=out[s:s + _BLOCK])
+    result = out.astype(np.float64)
+    bad = _out_of_float32_range(out)
+    if bad is not None:
+        result[bad] = np.einsum("ij,j->i", R[bad].astype(np.float64), w)
+    return result
+
+
 class LinearRanker:
     """Linear scoring ``f(x) = w . x`` without bias (FOLtR-ES, FPDGD, FedIPS Eq. 12)."""
 
@@ -89,13 +126,30 @@ class LinearRanker:
                 out[s:s + _BLOCK] = R[s:s + _BLOCK].astype(np.float64) @ params
         return out.reshape(X.shape[:-1])
 
+    def score_float32(self, params: np.ndarray, X: np.ndarray) -> np.ndarray:
+        """Scores of the rows of ``X`` (m, F) under one model (P,), the fast path of training and
+        offline evaluation: float32 products summed in float32, returned as float64.
+
+        A row's score depends on that row and the model only (``_float32_scores``); it agrees
+        with ``score`` to about 1e-6 relative (``docs/commands/bench.md``, "Numerics").
+        """
+        params = np.asarray(params, dtype=np.float64)
+        if _check(params, X, self.n_params, self.n_features) or X.ndim != 2:
+            raise ValueError(f"score_float32 takes one model (P,) and rows (m, F); got {params.shape} and {X.shape}")
+        return _float32_scores(X, params)
+
     def score_blocks(self, params: np.ndarray, X: np.ndarray, starts: np.ndarray, counts: np.ndarray,
                      out: np.ndarray | None = None) -> np.ndarray:
         """Scores of contiguous row blocks, block i = ``X[starts[i]:starts[i] + counts[i]]`` under ``params[i]``.
 
-        Equal bit for bit to ``score(params[i], block i)``: each block is cast to float64 into
-        one reused buffer and handed to BLAS as one matrix-vector product (BLAS rounds a row
-        differently depending on its place in the block, so the blocks are kept).
+        Block i's scores are one float32 BLAS matrix-vector product (sgemv) of its rows and
+        ``float32(params[i])``, the fast path of FPDGD's ranking (``bench fpdgd``); rows that are
+        not float32, aligned and C-contiguous are first copied into an aligned float32 buffer, so
+        a block's scores depend on its rows and model only -- not on the other blocks, the
+        address of ``X`` or (tests/test_rankers.py) the BLAS threads. sgemv rounds a row by its
+        place in the block, so these may differ from ``score_float32``'s in the last float32 bit;
+        both agree with ``score`` to about 1e-6 relative. Not-finite or huge float32 scores are
+        computed again in float64 (as in ``score_float32``).
 
         Returns
         -------
@@ -104,15 +158,26 @@ class LinearRanker:
         """
         params = np.asarray(params, dtype=np.float64)
         starts, counts = _check_blocks(params, X, starts, counts, self.n_params, self.n_features, out)
-        flat = np.empty(sum(counts)) if out is None else None
-        buf = np.empty((max(counts, default=0), self.n_features))
-        o = 0
-        for i, (w, s, m) in enumerate(zip(params, starts, counts)):
-            block = buf[:m]
-            np.copyto(block, X[s:s + m])
-            np.dot(block, w, out=flat[o:o + m] if out is None else out[i, :m])
-            o += m
-        return flat if out is None else out
+        flat = np.empty(sum(counts), dtype=np.float32)
+        ends = np.cumsum([0] + counts).tolist()
+        direct = X.dtype == np.float32 and X.flags.aligned and X.flags.c_contiguous
+        buf = None if direct else np.empty((max(counts, default=0), self.n_features), dtype=np.float32)
+        for w, s, m, o in zip(params.astype(np.float32), starts, counts, ends):
+            block = X[s:s + m] if direct else buf[:m]
+            if not direct:
+                np.copyto(block, X[s:s + m], casting="unsafe")
+            np.matmul(block, w, out=flat[o:o + m])
+        result = flat.astype(np.float64)
+        bad = _out_of_float32_range(flat)
+        if bad is not None:  # as ``score``: those rows in float64
+            for i in np.unique(np.searchsorted(ends, bad, side="right") - 1).tolist():
+                own = bad[(bad >= ends[i]) & (bad < ends[i + 1])]
+                result[own] = np.einsum("ij,j->i", X[starts[i] - ends[i] + own].astype(np.float64), params[i])
+        if out is None:
+            return result
+        valid = np.arange(out.shape[1])[None, :] < np.asarray(counts)[:, None]
+        out[valid] = result
+        return out
 
     def vjp(self, params: np.ndarray, X: np.ndarray, coef: np.ndarray) -> np.ndarray:
         """``sum_docs coef * df/dparams``: (P,) or (n, P)."""
@@ -185,13 +250,17 @@ class MLPRanker:
         out = np.matmul(np.maximum(z, 0.0), v[:, :, None])[..., 0] if batched else np.maximum(z, 0.0) @ v
         return out.reshape(X.shape[:-1])
 
+    def score_float32(self, params: np.ndarray, X: np.ndarray) -> np.ndarray:
+        """``score``: the MLP has no float32 path (its hidden layer is not the cost of a round)."""
+        return self.score(params, X)
+
     def score_blocks(self, params: np.ndarray, X: np.ndarray, starts: np.ndarray, counts: np.ndarray,
                      out: np.ndarray | None = None) -> np.ndarray:
         """Scores of contiguous row blocks, block i = ``X[starts[i]:starts[i] + counts[i]]`` under ``params[i]``.
 
         Returns
         -------
-        As ``LinearRanker.score_blocks`` (``score`` per block).
+        As ``LinearRanker.score_blocks`` (``score`` per block, float64).
         """
         params = np.asarray(params, dtype=np.float64)
         starts, counts = _check_blocks(params, X, starts, counts, self.n_params, self.n_features, out)

@@ -294,7 +294,9 @@ def _replay_loop(algo, view, i, config):
         q, shown = inter.queries[i, b], inter.shown[i, b]
         ok = shown >= 0
         rows = np.arange(docs.query_ptr[q], docs.query_ptr[q + 1])
-        scores = algo.ranker.score(w, docs.features[rows])
+        # the client's scores: its ranker's block scoring (float32 for the linear ranker; tested
+        # against float64 in test_rankers), so a noise-free replay reproduces the message
+        scores = algo.ranker.score_blocks(w[None], docs.features, rows[:1], [len(rows)])
         placed = []
         log_dens = []
         for pos in range(len(shown) + 1):

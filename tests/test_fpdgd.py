@@ -149,8 +149,10 @@ def toy_dataset(seed=0, n_queries=12, F=4):
     return Dataset(X, labels, ptr, np.arange(n_queries, dtype=np.int64), 3, "toy")
 
 
-def replay(ranker, params, data, queries, shown, clicks, lr, local, score_grad):
-    """Recompute each client's weights from its recorded shown lists and clicks, in loops."""
+def replay(ranker, params, data, queries, shown, clicks, lr, local, score_grad, score=None):
+    """Recompute each client's weights from its recorded shown lists and clicks, in loops;
+    ``score(w, rows)`` scores a query's rows (default: ``ranker.score``, float64)."""
+    score = score or (lambda w, rows: ranker.score(w, data.features[rows]))
     out = []
     for c in range(queries.shape[0]):
         w = params.copy()
@@ -158,7 +160,7 @@ def replay(ranker, params, data, queries, shown, clicks, lr, local, score_grad):
         for b in range(queries.shape[1]):
             rows = np.arange(data.query_ptr[queries[c, b]], data.query_ptr[queries[c, b] + 1])
             at = w if local else params
-            scores = ranker.score(at, data.features[rows])
+            scores = score(at, rows)
             pos = {r: i for i, r in enumerate(rows)}
             ok = shown[c, b] >= 0
             ranking = [pos[r] for r in shown[c, b][ok]]
@@ -181,8 +183,16 @@ def test_linear_local_updates_match_replay(local):
                                          np.random.default_rng(3), lr=0.1, k=10, deterministic=False,
                                          local_updates=local)
     assert clicks.any()
-    expect = replay(ranker, params, data, queries, shown, clicks, 0.1, local, lambda w, x: x.astype(np.float64))
+    # with the client's own scores (float32 block scoring): the algorithm, to float64 rounding
+    client_scores = lambda w, rows: ranker.score_blocks(w[None], data.features, rows[:1], [len(rows)])  # noqa: E731
+    expect = replay(ranker, params, data, queries, shown, clicks, 0.1, local, lambda w, x: x.astype(np.float64),
+                    client_scores)
     np.testing.assert_allclose(weights, expect, rtol=1e-9, atol=1e-12)
+    # with float64 scores: the float32 scores (relative error <= 136 * 2^-24 of sum |x w|) move
+    # rho and the pair derivatives by about that much, the weights by ~1e-8 relative here
+    reference = replay(ranker, params, data, queries, shown, clicks, 0.1, local, lambda w, x: x.astype(np.float64))
+    np.testing.assert_allclose(weights, reference, rtol=1e-6, atol=1e-9)
+    assert not np.array_equal(weights, reference)  # the float32 path is the one taken
 
 
 def test_mlp_local_updates_match_finite_difference_replay():
@@ -235,3 +245,57 @@ def test_bad_parameters():
         FPDGD(LinearRanker(3), cascade_model("perfect", 3), lr=0.0)
     with pytest.raises(FltrError, match="--k"):
         FPDGD(LinearRanker(3), cascade_model("perfect", 3), k=0)
+
+
+# ---------------------------------------------------------------- reproducibility of the float32 path
+
+def _varied_dataset(seed=4, n_queries=40, F=136):
+    rng = np.random.default_rng(seed)
+    counts = rng.integers(1, 300, n_queries)
+    ptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    X = rng.normal(size=(ptr[-1], F)).astype(np.float32)
+    labels = rng.integers(0, 3, ptr[-1]).astype(np.int8)
+    return Dataset(X, labels, ptr, np.arange(n_queries, dtype=np.int64), 3, "varied")
+
+
+def test_a_query_ranks_the_same_alone_as_in_a_cohort():
+    """A query's scores, top-k and log-denominators do not depend on the cohort around it (the
+    group it lands in sets the padded width). Catches: a reduction whose order follows the padding,
+    scores of several queries in one BLAS call (sgemv rounds a row by its place)."""
+    from fltr_audit.algorithms.fpdgd import cohort_rankings
+
+    data = _varied_dataset()
+    ranker = LinearRanker(data.n_features)
+    rng = np.random.default_rng(1)
+    queries = rng.permutation(data.n_queries)
+    params = rng.normal(size=(len(queries), data.n_features))
+    together = cohort_rankings(ranker, params, data, queries, rng, 10, deterministic=True)
+    for i in range(len(queries)):
+        alone = cohort_rankings(ranker, params[i:i + 1], data, queries[i:i + 1], rng, 10, deterministic=True)
+        for a, b in zip(together, alone):
+            assert np.array_equal(a[i], b[0])
+
+
+def test_cohort_step_is_the_same_at_any_thread_count():
+    """The same seed gives the same weights, shown lists and clicks with 1 or 3 engine threads and
+    1 or 3 BLAS threads (a cohort large enough for threads to be used)."""
+    from threadpoolctl import threadpool_limits
+
+    from fltr_audit import threads
+
+    data = _varied_dataset(5, n_queries=600, F=8)
+    ranker = LinearRanker(data.n_features)
+    queries = np.random.default_rng(2).integers(0, data.n_queries, (500, 2))
+    runs = []
+    for engine, blas in ((1, 1), (3, 3)):
+        old, threads.THREADS = threads.THREADS, engine
+        try:
+            with threadpool_limits(blas, "blas"):
+                runs.append(pdgd_cohort(ranker, cascade_model("informational", 3), np.zeros(data.n_features), data,
+                                        queries, np.random.default_rng(9), lr=0.1, k=10, deterministic=False,
+                                        local_updates=True))
+        finally:
+            threads.THREADS = old
+    assert data.n_docs * 2 >= threads.PARALLEL_ROWS
+    for a, b in zip(*runs):
+        assert np.array_equal(a, b)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from fltr_audit.plackett_luce import log_denominators, log_prob, perturbed_topk, sample_topk, topk
+from fltr_audit.plackett_luce import gumbel_noise, log_denominators, log_prob, perturbed_topk, sample_topk, topk
 
 
 def _brute_log_dens(scores, valid, ranking):
@@ -155,5 +155,29 @@ def test_perturbed_topk_with_drawn_noise_equals_sample_topk():
     scores = np.random.default_rng(3).normal(size=(50, 30))
     valid = np.random.default_rng(4).random((50, 30)) < 0.8
     a = sample_topk(scores, valid, 10, np.random.default_rng(11))
-    gumbel = np.random.default_rng(11).gumbel(size=scores.shape)
+    gumbel = gumbel_noise(np.random.default_rng(11), scores.shape)
     assert np.array_equal(a, perturbed_topk(scores, valid, 10, gumbel))
+
+
+def test_gumbel_noise_is_standard_gumbel():
+    """KS test against scipy's standard Gumbel (200,000 draws). Catches: a sign flip (-G is
+    Gumbel-min), log(E) without the minus, a rate other than 1."""
+    from scipy import stats
+
+    g = gumbel_noise(np.random.default_rng(5), (200_000,))
+    assert g.dtype == np.float32 and np.isfinite(g).all()
+    assert stats.kstest(g.astype(np.float64), stats.gumbel_r.cdf).pvalue > 1e-3
+
+
+def test_log_denominators_do_not_depend_on_the_padded_width():
+    """A row padded with invalid entries to any width has the same bits (the sum runs left to
+    right). Catches: numpy's pairwise sum, whose grouping follows the row length."""
+    rng = np.random.default_rng(6)
+    for m in (9, 130, 150, 257, 400):
+        scores = rng.normal(size=(20, m)) * 3
+        ranking = np.argsort(-scores, axis=1)[:, :10]
+        narrow = log_denominators(scores, None, ranking)
+        for pad in (1, 7, 100, 333):
+            wide = np.concatenate([scores, rng.normal(size=(20, pad))], axis=1)
+            valid = np.broadcast_to(np.arange(m + pad) < m, wide.shape)
+            assert np.array_equal(log_denominators(wide, valid, ranking), narrow)

@@ -100,11 +100,10 @@ def test_make_ranker_rejects_unknown_name_and_bad_shapes():
         r.score(np.zeros((3, F)), np.zeros((2, 4, F), np.float32))
 
 
-@pytest.mark.parametrize("name", ["linear", "mlp"])
-def test_score_blocks_equals_score_per_block_bit_for_bit(name):
+def test_mlp_score_blocks_equals_score_per_block_bit_for_bit():
     rng = np.random.default_rng(7)
     X = rng.normal(size=(300, 12)).astype(np.float32)
-    ranker = make_ranker(name, 12)
+    ranker = make_ranker("mlp", 12)
     counts = np.array([5, 40, 1, 17, 60])
     starts = np.array([0, 10, 90, 100, 200])
     params = rng.normal(size=(len(counts), ranker.n_params))
@@ -114,3 +113,92 @@ def test_score_blocks_equals_score_per_block_bit_for_bit(name):
     padded = ranker.score_blocks(params, X, starts, counts, out=np.full((len(counts), 60), np.nan))
     for i, c in enumerate(counts):
         assert np.array_equal(padded[i, :c], ranker.score(params[i], X[starts[i]:starts[i] + c]))
+
+
+def _blocks_case(seed=7, F=136):
+    rng = np.random.default_rng(seed)
+    counts = np.array([5, 40, 1, 17, 60, 130, 3, 700])
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]]) + np.arange(len(counts))  # a gap row between blocks
+    X = rng.normal(size=(int(starts[-1] + counts[-1] + 3), F)).astype(np.float32)
+    return X, starts, counts, rng.normal(size=(len(counts), F))
+
+
+def test_linear_score_blocks_agree_with_float64_within_float32_rounding():
+    """float32 products summed in float32 (docs/commands/bench.md, "Numerics"): each score
+    within 136 * 2^-24 * sum |x_f w_f| of the float64 one -- the bound of a float32 dot product
+    of 136 terms (Higham, Accuracy and Stability, Eq. 3.5) -- and the padded form equal to the
+    flat one. Catches: the float64 weights used unrounded in a float32 path that mixes types,
+    scores of the wrong block, padding overwritten."""
+    X, starts, counts, params = _blocks_case()
+    ranker = make_ranker("linear", X.shape[1])
+    flat = ranker.score_blocks(params, X, starts, counts)
+    assert flat.dtype == np.float64
+    o = 0
+    for p, s, c in zip(params, starts, counts):
+        R = X[s:s + c].astype(np.float64)
+        bound = X.shape[1] * 2.0 ** -24 * (np.abs(R) @ np.abs(p)) + 1e-30
+        err = np.abs(flat[o:o + c] - R @ p)
+        assert (err <= bound).all() and err.max() > 0  # float32 indeed (a float64 path has err ~ 1e-16 * bound)
+        o += c
+    padded = ranker.score_blocks(params, X, starts, counts, out=np.full((len(counts), 800), np.nan))
+    for i, (s, c) in enumerate(zip(np.cumsum(counts) - counts, counts)):
+        assert np.array_equal(padded[i, :c], flat[s:s + c]) and np.isnan(padded[i, c:]).all()
+
+
+def test_linear_score_blocks_do_not_depend_on_neighbours_address_or_blas_threads():
+    """Reproducibility of FPDGD's ranking: a block scored alone, among other blocks, from an
+    unaligned or non-float32 copy of the features, or with 3 BLAS threads gives the same bits.
+    Catches: one BLAS call over several blocks (sgemv rounds a row by its place), numpy's
+    non-BLAS loop on unaligned rows, a thread-count dependent split."""
+    from threadpoolctl import threadpool_limits
+
+    X, starts, counts, params = _blocks_case(8)
+    ranker = make_ranker("linear", X.shape[1])
+    with threadpool_limits(1, "blas"):
+        together = ranker.score_blocks(params, X, starts, counts)
+        alone = np.concatenate([ranker.score_blocks(params[i:i + 1], X, starts[i:i + 1], counts[i:i + 1])
+                                for i in range(len(counts))])
+        raw = np.empty(X.nbytes + 2, np.uint8)
+        unaligned = np.frombuffer(raw[2:].data, dtype=np.float32).reshape(X.shape)
+        unaligned[...] = X
+        assert not unaligned.flags.aligned
+        moved = ranker.score_blocks(params, unaligned, starts, counts)
+        wide = ranker.score_blocks(params, X.astype(np.float64), starts, counts)
+    with threadpool_limits(3, "blas"):
+        threaded = ranker.score_blocks(params, X, starts, counts)
+    for other in (alone, moved, wide, threaded):
+        assert np.array_equal(together, other)
+
+
+def test_score_float32_depends_on_the_row_only_and_agrees_with_score():
+    """Offline evaluation's scores: a row scored alone, inside any chunk or from an unaligned
+    copy gives the same bits; within float32 rounding of ``score``. Catches: a BLAS product
+    (position-dependent rounding) in place of the einsum."""
+    X, _, _, params = _blocks_case(9)
+    ranker = make_ranker("linear", X.shape[1])
+    w = params[0]
+    whole = ranker.score_float32(w, X)
+    rows = np.concatenate([ranker.score_float32(w, X[i:i + 1]) for i in range(0, len(X), 97)])
+    assert np.array_equal(rows, whole[::97])
+    assert np.array_equal(ranker.score_float32(w, X[13:513]), whole[13:513])
+    R = X.astype(np.float64)
+    assert (np.abs(whole - R @ w) <= X.shape[1] * 2.0 ** -24 * (np.abs(R) @ np.abs(w))).all()
+    mlp = make_ranker("mlp", X.shape[1])
+    p = mlp.init_params(np.random.default_rng(0))
+    assert np.array_equal(mlp.score_float32(p, X[:50]), mlp.score(p, X[:50]))
+
+
+def test_float32_scores_fall_back_to_float64_for_huge_models():
+    """A model beyond float32's range (e.g. after a noisy defense) is scored in float64 rather
+    than giving inf or NaN scores. Catches: the fallback missing or applied to the wrong rows."""
+    X, starts, counts, params = _blocks_case(10, F=6)
+    ranker = make_ranker("linear", 6)
+    huge = params * 1e36
+    blocks = ranker.score_blocks(huge, X, starts, counts)
+    expected = np.concatenate([np.einsum("ij,j->i", X[s:s + c].astype(np.float64), p)
+                               for p, s, c in zip(huge, starts, counts)])
+    assert np.isfinite(blocks).all()
+    np.testing.assert_allclose(blocks, expected, rtol=1e-12)
+    np.testing.assert_allclose(ranker.score_float32(huge[0], X), X.astype(np.float64) @ huge[0], rtol=1e-12)
+
+

@@ -107,8 +107,9 @@ def pair_weights(shown_scores: np.ndarray, log_dens: np.ndarray, clicks: np.ndar
     if len(rows) == 0:
         return np.zeros((n, k))
     a, b = np.minimum(win, lose), np.maximum(win, lose)
-    lists = np.unique(rows)          # only the lists with a preference pair
-    local = np.searchsorted(lists, rows)
+    first = np.r_[True, rows[1:] != rows[:-1]]   # np.nonzero lists rows in order
+    lists = rows[first]              # only the lists with a preference pair
+    local = np.cumsum(first) - 1
     rho = expit(swap_log_ratios(shown_scores[lists], log_dens[lists], local, a, b))
     d = shown_scores[rows, win] - shown_scores[rows, lose]
     w = rho * expit(d) * expit(-d)
@@ -162,7 +163,7 @@ def cohort_rankings(ranker: Any, params: np.ndarray, data: Dataset, queries: np.
     widths = [int(all_counts[idx].max()) for idx in groups]
     # the noise is drawn group by group in a fixed order as ``thread_map`` hands the groups out
     # (lazily: a group ranks on a thread while the next group's noise is drawn)
-    noise = (None if deterministic else rng.gumbel(size=(len(idx), w)) for idx, w in zip(groups, widths))
+    noise = (None if deterministic else plackett_luce.gumbel_noise(rng, (len(idx), w)) for idx, w in zip(groups, widths))
 
     def rank_group(idx: np.ndarray, width: int, gumbel: np.ndarray | None) -> None:
         counts, starts = all_counts[idx], all_starts[idx]

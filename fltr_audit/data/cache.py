@@ -11,7 +11,10 @@ entry is built again. When the cache folder cannot be written the data is simply
 Features are memory-mapped copy-on-write from the entry (the member of an uncompressed
 ``.npz`` is a plain ``.npy`` at a known offset): loading costs no copy, pages are read
 when touched and are shared with other processes reading the same entry, and in-place
-normalization writes private pages, never the entry.
+normalization writes private pages, never the entry. Each member's data starts at a multiple
+of 64 bytes of the file (a padding field in its zip header), so the mapped features are
+aligned (numpy's and BLAS's fast paths need aligned float32); an entry written without that
+alignment is built again.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import os
 import struct
 import zipfile
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -118,10 +121,32 @@ def _mapped(entry: Path, member: str) -> np.ndarray:
         read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
         shape, fortran, dtype = read_header(fh)
         offset = fh.tell()
+    if offset % _ALIGN:
+        raise ValueError(f"{entry}: {member} is not aligned to {_ALIGN} bytes (an entry of an older writer)")
     if int(np.prod(shape)) == 0:
         return np.empty(shape, dtype=dtype)
     return np.memmap(entry, dtype=dtype, mode="c", shape=shape, offset=offset,
                      order="F" if fortran else "C").view(np.ndarray)
+
+
+_ALIGN = 64
+_PADDING_FIELD = 0x6166  # zip extra-field id of the alignment padding (ignored by readers)
+
+
+def _write_npz(fh: Any, arrays: dict[str, np.ndarray]) -> None:
+    """``np.savez`` (uncompressed, zip64 members) with each member's ``.npy`` starting at a multiple
+    of ``_ALIGN`` bytes: the local header's extra field is padded (the ``.npy`` header itself pads
+    the data to a multiple of 64 bytes from its own start)."""
+    with zipfile.ZipFile(fh, mode="w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
+        for key, value in arrays.items():
+            info = zipfile.ZipInfo(f"{key}.npy", date_time=(1980, 1, 1, 0, 0, 0))
+            info.compress_type = zipfile.ZIP_STORED
+            name = len(info.filename.encode())
+            # local header: 30 bytes + name + extra (padding field: 4 + pad) + the zip64 field (20)
+            pad = -(fh.tell() + 30 + name + 4 + 20) % _ALIGN
+            info.extra = struct.pack("<HH", _PADDING_FIELD, pad) + bytes(pad)
+            with zf.open(info, "w", force_zip64=True) as member:
+                np.lib.format.write_array(member, np.asanyarray(value), allow_pickle=False)
 
 
 def _store(ds: Dataset, entry: Path, who: str) -> None:
@@ -132,7 +157,7 @@ def _store(ds: Dataset, entry: Path, who: str) -> None:
     )
     if ds.doc_ids is not None:
         arrays["doc_ids"] = np.asarray(ds.doc_ids, dtype=str)
-    write_with(entry, lambda fh: np.savez(fh, **arrays))
+    write_with(entry, lambda fh: _write_npz(fh, arrays))
     for stale in entry.parent.glob(f"{who}-*.npz"):
         if stale != entry:
             stale.unlink(missing_ok=True)
