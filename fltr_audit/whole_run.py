@@ -10,8 +10,11 @@ aggregator hides the messages, message scope otherwise), training with the canar
 trained model is the one a run without canaries gives), then the scores. The figures: the one-run
 lower bound and the one-run estimate of the first run; the multi-run lower bound from one canary
 of each run (``runs`` >= 2); the epsilon accounted over the run for the canaries' own
-participations (against the server, no amplification -- the figure the verdict compares the bound
-with) and the population's (server: worst user; observer of the released models: amplified).
+participations (against the server, no amplification -- the figure the Steinke bound is compared
+with) and the population's (server: worst user; observer of the released models: amplified); the
+f-DP one-run bounds (``attacks.fdp_one_run``) over the canaries of the most frequent participation
+count (``fdp_pool``) and, for a Gaussian declared mechanism, the claim as mu-GDP over that count
+(``claimed_mu``), which then decides the verdict.
 """
 
 from __future__ import annotations
