@@ -45,6 +45,7 @@ from attacks.whole_run_bounds import CONFIDENCE, GUESS_FRACTIONS
 MU_MAX = 64.0
 EPS_MAX = 60.0
 BISECTIONS = 40
+"""Bisection steps of ``tail_bound`` (in tau)."""
 TOLERANCE = 1e-4
 """The bounds' bisection stops when the bracket is this narrow (in mu or epsilon)."""
 _NORMAL = NormalDist()
@@ -142,7 +143,8 @@ def epsilon_lower_bound(m: int, guesses: int, correct: int, delta: float, level:
 
 def guess_counts(pool: int) -> list[int]:
     """The guesses per side k of the grid (``GUESS_FRACTIONS`` of the pool, 2k <= pool)."""
-    return sorted({max(1, int(f * pool / 2)) for f in GUESS_FRACTIONS if max(1, int(f * pool / 2)) * 2 <= pool})
+    counts = {max(1, int(f * pool / 2)) for f in GUESS_FRACTIONS}
+    return sorted(k for k in counts if 2 * k <= pool)
 
 
 @dataclass(frozen=True)
