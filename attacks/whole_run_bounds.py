@@ -182,6 +182,8 @@ def one_run_estimate(scores: np.ndarray, present: np.ndarray, delta: float, seed
         return gaussian_pair_epsilon(b.mean(), sb, a.mean(), sa, delta)
 
     point = fit(scores, present)
+    if math.isnan(point):  # fewer than two present or absent canaries
+        return OneRunEstimate(point, math.nan, math.nan)
     rng = np.random.default_rng(seed)
     draws = [fit(scores[i], present[i]) for i in (rng.integers(0, len(scores), len(scores)) for _ in range(boot))]
     draws = np.array([d for d in draws if np.isfinite(d)])

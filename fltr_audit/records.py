@@ -180,7 +180,15 @@ class RunAuditRecord:
     limit, the one-run estimate (Andrew et al. 2024) with its bootstrap interval, the multi-run bound
     from ``runs`` runs, the epsilon accounted for the canaries' participations against the server
     (what the verdict compares with), the population's (server: worst and 99th percentile user;
-    observer of the released models), the claim and its verdict over the run."""
+    observer of the released models), the claim and its verdict over the run.
+
+    The f-DP one-run bound (Mahloujifar, Melis, Chaudhuri 2025; ``attacks.fdp_one_run``) over the
+    ``fdp_pool`` canaries that took part ``fdp_participations`` times: ``mu_lb`` (mu-GDP curve,
+    95 %) with its guesses, ``mu_limit`` (perfect guesses), ``epsilon_lb_fdp`` (the (eps, delta)
+    curve); ``mu_claimed``: the claim as mu-GDP over those participations (nan unless the declared
+    mechanism is Gaussian). ``verdict_by``: "f-DP mu" (mu_lb against mu_claimed; tightness
+    mu_lb / mu_claimed) for a Gaussian claim, else "Steinke eps" (epsilon_lb against the accounted
+    epsilon)."""
 
     algorithm: str
     defense: str
@@ -211,6 +219,15 @@ class RunAuditRecord:
     claimed_scope: str
     claim_verdict: str
     tightness: float
+    mu_lb: float
+    mu_limit: float
+    mu_claimed: float
+    epsilon_lb_fdp: float
+    fdp_guesses: int
+    fdp_correct: int
+    fdp_pool: int
+    fdp_participations: int
+    verdict_by: str
     ndcg10: float
     seconds: float
 

@@ -10,12 +10,16 @@ aggregator hides the messages, message scope otherwise), training with the canar
 trained model is the one a run without canaries gives), then the scores. The figures: the one-run
 lower bound and the one-run estimate of the first run; the multi-run lower bound from one canary
 of each run (``runs`` >= 2); the epsilon accounted over the run for the canaries' own
-participations (against the server, no amplification -- the figure the verdict compares the bound
-with) and the population's (server: worst user; observer of the released models: amplified).
+participations (against the server, no amplification -- the figure the Steinke bound is compared
+with) and the population's (server: worst user; observer of the released models: amplified); the
+f-DP one-run bounds (``attacks.fdp_one_run``) over the canaries of the most frequent participation
+count (``fdp_pool``) and, for a Gaussian declared mechanism, the claim as mu-GDP over that count
+(``claimed_mu``), which then decides the verdict.
 """
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 from typing import Any, Optional
@@ -198,10 +202,43 @@ def _limited_run(options: RunAuditOptions, splits: Any, seed: int) -> _Run:
         return _one_run(options, splits, seed)
 
 
+def claimed_mu(stack: Any, participations: int) -> float:
+    """The claim as mu-GDP over ``participations`` participations (nan when the declared mechanism
+    is not Gaussian): one participation's mu from the declared event -- ``GaussianDpEvent(s)``:
+    1 / s (sensitivity over noise std); ``ZCDpEvent(rho, 0)`` (ddgauss): sqrt(2 rho), the Gaussian
+    with that zCDP, an approximation for the discrete Gaussian sum -- composed as
+    sqrt(participations) mu (Dong, Roth, Su 2022, Cor. 3.3)."""
+    import dp_accounting as dpa
+
+    from defenses.accounting import claim_component
+
+    part = claim_component(stack)
+    event = part.dp_event() if part is not None else None
+    if isinstance(event, dpa.GaussianDpEvent) and event.noise_multiplier > 0:
+        per_round = 1.0 / event.noise_multiplier
+    elif isinstance(event, dpa.ZCDpEvent) and event.xi == 0.0:
+        per_round = math.sqrt(2.0 * event.rho)
+    else:
+        return math.nan
+    return math.sqrt(participations) * per_round
+
+
+def fdp_pool(participations: np.ndarray) -> tuple[np.ndarray, int]:
+    """The canaries the f-DP bound guesses among: those with the most frequent positive number of
+    participations (the smallest such number on a tie) -- a choice from the schedule alone, so that
+    one mu-GDP claim holds exactly for every canary of the pool; and that number (0: none took part)."""
+    counts = np.bincount(np.asarray(participations, dtype=np.int64))
+    if len(counts) < 2 or counts[1:].sum() == 0:
+        return np.zeros(len(participations), dtype=bool), 0
+    n = int(np.argmax(counts[1:])) + 1
+    return np.asarray(participations) == n, n
+
+
 def run_audit_run(options: RunAuditOptions, splits: Any = None, workers: int = 1) -> RunAudit:
     """Train ``options.runs`` runs with canaries and compute every figure (module docstring);
     ``splits``: the data already loaded (a campaign run's), else ``options.data`` unnormalized;
     ``workers``: processes for the runs (the same figures for any number)."""
+    from attacks.fdp_one_run import fdp_one_run_bound
     from attacks.whole_run_bounds import multi_run_lower_bound, one_run_estimate, one_run_lower_bound, run_claim_verdict
     from defenses.accounting import ParticipationSchedule, RunAccountant, privacy_spent
     from defenses.stack import parse_defense
@@ -223,7 +260,11 @@ def run_audit_run(options: RunAuditOptions, splits: Any = None, workers: int = 1
                                                               options.population), delta)
     bound = one_run_lower_bound(first.scores, first.present, delta, options.confidence,
                                 eligible=first.participations > 0)
-    estimate = one_run_estimate(first.scores, first.present, delta, seed=options.seed)
+    pool, pool_participations = fdp_pool(first.participations)
+    fdp = fdp_one_run_bound(first.scores, first.present, delta, options.confidence, pool=pool)
+    mu_claim = claimed_mu(stack, pool_participations)
+    took_part = first.participations > 0  # a canary that never took part has score 0 either way
+    estimate = one_run_estimate(first.scores[took_part], first.present[took_part], delta, seed=options.seed)
     if options.runs > 1:
         picks = [int(np.flatnonzero(r.participations > 0)[0]) if (r.participations > 0).any() else 0 for r in runs]
         multi = multi_run_lower_bound(np.array([r.scores[i] for r, i in zip(runs, picks)]),
@@ -237,9 +278,14 @@ def run_audit_run(options: RunAuditOptions, splits: Any = None, workers: int = 1
         verdict = "no claim"
     elif claim.scope == "aggregate" and first.scope == "message":
         verdict = "outside scope"  # the server reads the messages, the claim covers only their aggregate
+    elif math.isfinite(mu_claim):  # a Gaussian claim: the f-DP bound against the claim as mu-GDP
+        verdict = run_claim_verdict(fdp.mu_lb, mu_claim, fdp.mu_limit)
     else:
         verdict = run_claim_verdict(bound.epsilon_lb, accounted, bound.limit)
-    tightness = bound.epsilon_lb / accounted if 0 < accounted < float("inf") else float("nan")
+    if math.isfinite(mu_claim):
+        tightness = fdp.mu_lb / mu_claim if mu_claim > 0 else float("nan")
+    else:
+        tightness = bound.epsilon_lb / accounted if 0 < accounted < float("inf") else float("nan")
     return RunAudit(
         algorithm=options.algorithm, defense=stack.name, scope=first.scope, canaries=options.canaries,
         rounds=options.rounds, runs=options.runs, sampling_rate=rate, delta=delta, epsilon_lb=bound.epsilon_lb,
@@ -250,7 +296,10 @@ def run_audit_run(options: RunAuditOptions, splits: Any = None, workers: int = 1
         epsilon_accounted_canaries=accounted, canary_participations_max=canary_schedule.worst,
         epsilon_server=spent.epsilon_server, epsilon_server_q99=spent.epsilon_server_q99,
         epsilon_observer=spent.epsilon_observer, claimed_epsilon=claim.epsilon, claimed_scope=claim.scope,
-        claim_verdict=verdict, tightness=tightness, ndcg10=first.ndcg10,
+        claim_verdict=verdict, tightness=tightness, mu_lb=fdp.mu_lb, mu_limit=fdp.mu_limit, mu_claimed=mu_claim,
+        epsilon_lb_fdp=fdp.epsilon_lb, fdp_guesses=fdp.guesses, fdp_correct=fdp.correct, fdp_pool=fdp.pool,
+        fdp_participations=pool_participations, verdict_by="f-DP mu" if math.isfinite(mu_claim) else "Steinke eps",
+        ndcg10=first.ndcg10,
         seconds=float(sum(r.seconds for r in runs)))
 
 

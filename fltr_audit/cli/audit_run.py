@@ -56,9 +56,10 @@ def audit_run(
     store: Optional[Path] = typer.Option(None, "--store", help="Record the row in this results store (run_audits)."),
     json_out: bool = typer.Option(False, "--json", help="Print JSON to stdout."),
 ) -> None:
-    """Audit the privacy a user spends over a whole run with canaries: one-run lower bound (Steinke et
-    al. 2023), one-run estimate (Andrew et al. 2024), multi-run lower bound (--runs), beside the
-    epsilon accounted over the run against the server and against an observer of the models."""
+    """Audit the privacy a user spends over a whole run with canaries: one-run lower bounds (Steinke et
+    al. 2023; f-DP, Mahloujifar et al. 2025, as mu-GDP and epsilon), one-run estimate (Andrew et al.
+    2024), multi-run lower bound (--runs), beside the epsilon accounted over the run against the
+    server and against an observer of the models; a Gaussian claim is judged as mu-GDP."""
     options = RunAuditOptions(algorithm=algorithm, defense=defense, canaries=canaries, runs=runs, data=data, fold=fold,
                               rounds=rounds, clients=clients, population=population,
                               queries_per_client=queries_per_client, click_model=click_model, seed=seed,
@@ -69,22 +70,31 @@ def audit_run(
         emit_json({**out.as_dict(), "run_key": key})
         return
     limit = " (the canary-count limit)" if out.limited_by_canaries else ""
+    mu_limit = " (the canary-count limit)" if out.fdp_guesses and out.mu_lb >= out.mu_limit - 1e-9 else ""
+    pool = f"{out.fdp_pool} canaries of {out.fdp_participations} participation{'s' * (out.fdp_participations != 1)}"
     print_table(f"privacy over the whole run: {out.algorithm}, {out.defense}, {out.rounds} rounds, {out.canaries} "
                 f"canaries ({out.scope} scope), δ = {out.delta:g}", [
-        {"figure": "one-run lower bound (Steinke et al., 95 %)", "ε": _fmt(out.epsilon_lb) + limit},
+        {"figure": "one-run lower bound (Steinke et al., 95 %)", "ε": _fmt(out.epsilon_lb) + limit, "μ-GDP": ""},
+        {"figure": f"one-run lower bound, f-DP (Mahloujifar et al., 95 %; {pool})",
+         "ε": _fmt(out.epsilon_lb_fdp), "μ-GDP": _fmt(out.mu_lb) + mu_limit},
+        {"figure": f"claim as μ-GDP over {out.fdp_participations} participation{'s' * (out.fdp_participations != 1)}",
+         "ε": "", "μ-GDP": _fmt(out.mu_claimed) if out.mu_claimed == out.mu_claimed else "n/a (not Gaussian)"},
         {"figure": "one-run estimate (Andrew et al.; an estimate, 95 % bootstrap)",
-         "ε": f"{_fmt(out.epsilon_estimate)} [{_fmt(out.estimate_low)}, {_fmt(out.estimate_high)}]"},
+         "ε": f"{_fmt(out.epsilon_estimate)} [{_fmt(out.estimate_low)}, {_fmt(out.estimate_high)}]", "μ-GDP": ""},
         {"figure": f"multi-run lower bound ({out.runs} runs)",
-         "ε": _fmt(out.epsilon_lb_multi) if out.runs > 1 else "n/a (--runs 1)"},
+         "ε": _fmt(out.epsilon_lb_multi) if out.runs > 1 else "n/a (--runs 1)", "μ-GDP": ""},
         {"figure": f"accounted, the canaries' participations (≤ {out.canary_participations_max}), vs the server",
-         "ε": _fmt(out.epsilon_accounted_canaries)},
+         "ε": _fmt(out.epsilon_accounted_canaries), "μ-GDP": ""},
         {"figure": "accounted vs the server: worst user / 99th percentile",
-         "ε": f"{_fmt(out.epsilon_server)} / {_fmt(out.epsilon_server_q99)}"},
+         "ε": f"{_fmt(out.epsilon_server)} / {_fmt(out.epsilon_server_q99)}", "μ-GDP": ""},
         {"figure": "accounted vs an observer of the released models only (sampling-amplified)",
-         "ε": _fmt(out.epsilon_observer)},
+         "ε": _fmt(out.epsilon_observer), "μ-GDP": ""},
     ])
+    tested = (f"the f-DP bound μ {_fmt(out.mu_lb)} against the claim's μ {_fmt(out.mu_claimed)}, canary-count limit "
+              f"μ {_fmt(out.mu_limit)}" if out.verdict_by == "f-DP mu" else
+              f"the Steinke bound against the accounted ε, canary-count limit {_fmt(out.canary_limit)}")
     typer.echo(f"claim over the run: {out.claim_verdict.upper()} (claimed ε per round {_fmt(out.claimed_epsilon)}, "
-               f"{out.claimed_scope} scope; canary-count limit {_fmt(out.canary_limit)}); "
+               f"{out.claimed_scope} scope; {tested}); "
                f"nDCG@10 {out.ndcg10:.4f}; {out.seconds:.1f} s")
     if out.limited_by_canaries:
         typer.echo(f"the one-run bound {_fmt(out.epsilon_lb)} is set by the number of canaries, not the mechanism: "

@@ -1,0 +1,29 @@
+"""The f-DP figures leave audit-run everywhere: the printed table, --json, the stored run_audits row
+and the report's whole-run section, the same numbers in each."""
+
+from types import SimpleNamespace
+
+from fltr_audit.cli import main
+from fltr_audit.store import load
+from reports.sections import whole_run_section
+from tests.cli_json import cli_result
+
+ARGS = ["audit-run", "fpdgd", "--defense", "dp-fedavg(noise_multiplier=2,clip=1)", "--canaries", "100", "--rounds", "5",
+        "--clients", "10", "--population", "100", "--queries-per-client", "2", "--data", "synthetic:mq2008?queries=200"]
+
+
+def test_f_dp_figures_in_the_table_json_store_and_report(tmp_path, capsys):
+    assert main(ARGS) == 0
+    table = " ".join(capsys.readouterr().out.split())
+    assert "μ-GDP" in table and "Mahloujifar" in table and "claim as μ-GDP over 1 participation" in table
+    store = tmp_path / "r.sqlite"
+    assert main([*ARGS, "--json", "--store", str(store)]) == 0
+    printed = cli_result(capsys.readouterr().out)
+    row = load(store)["run_audits"].iloc[0]
+    for key in ("mu_lb", "mu_limit", "mu_claimed", "epsilon_lb_fdp", "fdp_guesses", "fdp_correct", "fdp_pool",
+                "fdp_participations", "verdict_by"):
+        assert row[key] == printed[key], key
+    assert printed["mu_claimed"] == 0.5 and printed["verdict_by"] == "f-DP mu"  # 1 / z, one participation
+    section = whole_run_section(SimpleNamespace(tables={"run_audits": load(store)["run_audits"]}))
+    text = str(section)
+    assert "claim as μ-GDP" in text and "f-DP one-run lower bound μ (95 %)" in text and "Mahloujifar" in text
