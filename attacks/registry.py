@@ -136,7 +136,7 @@ def attack_spec(name: str) -> AttackSpec:
 
         factory = plugins.load(plugins.ATTACKS, name)
         if factory is None:
-            raise FltrError(f"--attack: unknown attack {name!r} (choose from {', '.join(ATTACK_SPECS)})")
+            raise ParameterError("attacks", f"unknown attack {name!r} (choose from {', '.join(ATTACK_SPECS)})")
         register_attack(name, factory, reference=bool(getattr(factory, "reference", False)),
                         needs=tuple(getattr(factory, "needs", ())))
     return ATTACK_SPECS[name]
@@ -171,6 +171,6 @@ def make_attack(name: str, **params: Any) -> Attack:
     try:
         return factory(**params)
     except ParameterError as exc:
-        raise exc.renamed({}, where=f"attack {name}: ") from None
+        raise exc.within(f"attack {name}: ") from None
     except TypeError as exc:
-        raise FltrError(f"--attack {name}: bad parameters {sorted(params)} ({exc})") from None
+        raise ParameterError("attacks", f"{name}: bad parameters {sorted(params)} ({exc})") from None

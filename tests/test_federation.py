@@ -73,7 +73,7 @@ def test_queries_sampled_without_replacement_within_a_round(splits):
     for batch in seen.batches:
         q = batch.view.interactions.queries
         assert q.shape == (n // 4, 4) and len(np.unique(q)) == q.size
-    with pytest.raises(FltrError, match="--clients x --queries-per-client"):
+    with pytest.raises(FltrError, match="^queries_per_client: .* clients x"):
         train(fpdgd(splits.train), splits.train, clients=n, queries_per_client=2, rounds=1, seed=0)
     q = sample_queries(n, n, 2, np.random.default_rng(0), replace=True)
     assert q.shape == (n, 2) and q.min() >= 0 and q.max() < n

@@ -23,14 +23,6 @@ def min_effect_option() -> float:
     return typer.Option(MIN_EFFECT, "--min-effect", help=MIN_EFFECT_HELP)
 
 
-def checked_min_effect(value: float) -> float:
-    """``value`` if it lies in (0, 1), else a one-line error naming ``--min-effect``."""
-    try:
-        return check_min_effect(value)
-    except ValueError as exc:
-        raise FltrError(str(exc)) from None
-
-
 @app.command("compare")
 def compare_command(
     store: Path = typer.Option(..., "--store", help="Results store (SQLite) written by a campaign."),
@@ -44,7 +36,7 @@ def compare_command(
     """Per defense and attack: AUC against real and counterfactual clicks, leakage with a 95 % CI
     over lists, the leakage verdict and the claim verdict (epsilon audits pooled over runs),
     precision/recall/F1, and the nDCG@10 change against no defense."""
-    min_effect = checked_min_effect(min_effect)
+    min_effect = check_min_effect(min_effect)
     fmt = "json" if json_out else parse_list(fmt, "--format", FORMATS)[0]
     averaging = parse_list(averaging, "--averaging", ("macro", "micro"))[0]
     tables = load(store)
