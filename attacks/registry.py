@@ -170,7 +170,7 @@ def make_attack(name: str, **params: Any) -> Attack:
         return attack
     try:
         return factory(**params)
-    except ParameterError as exc:
-        raise exc.within(f"attack {name}: ") from None
+    except ParameterError as exc:  # a keyword of the attack, or (``attacks``) the attack itself refused
+        raise (exc if exc.parameter == "attacks" else exc.within(f"attack {name}: ")) from None
     except TypeError as exc:
         raise ParameterError("attacks", f"{name}: bad parameters {sorted(params)} ({exc})") from None

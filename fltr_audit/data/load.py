@@ -124,7 +124,7 @@ def _synthetic_spec(spec: str, queries: int | None) -> tuple[str, int | None]:
         except ValueError:
             raise ParameterError("data", f"{spec}: queries must be an integer, got {value!r}") from None
         if n is not None and int(n) != from_spec:
-            raise ParameterError("data", f"{spec}: asks for {from_spec} queries, the queries parameter for {n}")
+            raise ParameterError("data", f"{spec}: asks for {from_spec} queries, which conflicts with queries={n}")
         n = from_spec
     return name, n
 
