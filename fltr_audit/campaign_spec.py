@@ -128,6 +128,7 @@ def validate_spec(raw: dict, source: str = "campaign", keys: bool = True) -> dic
     for table in ("data", "algorithm", "probe", "audit", "audit_run"):
         _check_table(raw.get(table, {}), table, source)
         spec[table] = {**DEFAULTS[table], **raw.get(table, {})}
+    _family_defaults(spec, raw)
     try:
         _check_values(spec, source)
     except ParameterError as exc:
@@ -135,6 +136,23 @@ def validate_spec(raw: dict, source: str = "campaign", keys: bool = True) -> dic
             raise
         raise exc.renamed(CAMPAIGN_KEYS, where=f"{source}: ", form="key '{}'") from None
     return spec
+
+
+def _family_defaults(spec: dict, raw: dict) -> None:
+    """Algorithms whose users click by PBM (declared on their spec, ``click_models = "pbm"``)
+    train and are probed with the spec's click model unless the file names one: the cascade
+    defaults never fit them. Cascade algorithms keep the defaults (and their run keys)."""
+    names = as_list(spec["algorithm"]["name"])
+    try:
+        specs = [algorithm_spec(name, auditable=True) for name in names]
+    except FltrError:
+        return  # an unknown name: _check_values names it
+    if {s.click_models for s in specs} != {"pbm"}:
+        return
+    if "train_click_model" not in raw.get("algorithm", {}):
+        spec["algorithm"]["train_click_model"] = specs[0].train_click_model
+    if "click_models" not in raw.get("probe", {}):
+        spec["probe"]["click_models"] = list(specs[0].probe_click_models())
 
 
 def _check_table(table: dict, name: str, source: str) -> None:
