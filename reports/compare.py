@@ -19,7 +19,6 @@ import math
 import numpy as np
 import pandas as pd
 
-from fltr_audit.constraints import OPEN_UNIT, Options, check
 from reports.claims import HUGE, bound_text, claim_summary, claim_text, pooled_audits
 from reports.leakage import ALPHA, MIN_EFFECT, leakage_table, leakage_verdicts
 from reports.stats import adjust, mean_ci, welch_p
@@ -40,8 +39,9 @@ CLAIM_TEXT_COLUMNS = ("claim_verdict", "claim_neighbours", "claimed_scope", "aud
 
 
 def check_min_effect(value: float) -> float:
-    """``value`` when it lies in (0, 1); else ParameterError naming ``min_effect``."""
-    check("min_effect", value, OPEN_UNIT, "an AUC difference")
+    """``value`` when it lies in (0, 1); else ValueError naming ``min_effect``."""
+    if not (isinstance(value, (int, float)) and 0.0 < value < 1.0):
+        raise ValueError(f"min_effect: must lie in (0, 1) (an AUC difference), got {value}")
     return float(value)
 
 
@@ -288,7 +288,8 @@ def format_table(df: pd.DataFrame, fmt: str = "table") -> str:
     ``mean [ci_low, ci_high]``; ``csv`` and ``json`` keep every column (JSON: one list of
     records, NaN as null).
     """
-    check("format", fmt, (Options(FORMATS),))
+    if fmt not in FORMATS:
+        raise ValueError(f"format: unknown value {fmt!r} (choose from {', '.join(FORMATS)})")
     if fmt == "csv":
         buf = io.StringIO()
         df.to_csv(buf, index=False)

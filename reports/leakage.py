@@ -39,7 +39,6 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from fltr_audit.constraints import OPEN_UNIT, check
 from reports.stats import greater_than_zero_p, holm, mean_ci
 
 MIN_EFFECT = 0.02  # AUC: the smallest leak worth calling "measurable"
@@ -165,8 +164,10 @@ def planned_lists(min_effect: float, power: float, attacks: int, *, alpha: float
     independent -- conservative, since attacks on one message are positively correlated):
     ``n = ((z_{1 - alpha/m} + z_{power^(1/m)}) sd / min_effect)^2``. The same n finds a leak of
     ``min_effect`` in one attack with probability at least ``power``."""
-    check("power", power, OPEN_UNIT)
-    check("min_effect", min_effect, OPEN_UNIT)
+    if not 0.0 < power < 1.0:
+        raise ValueError(f"power: must lie in (0, 1), got {power}")
+    if not 0.0 < min_effect < 1.0:
+        raise ValueError(f"min_effect: must lie in (0, 1), got {min_effect}")
     m = max(int(attacks), 1)
     z = stats.norm.ppf(1.0 - alpha / m) + stats.norm.ppf(power ** (1.0 / m))
     return int(math.ceil((z * sd / min_effect) ** 2))

@@ -8,7 +8,6 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from fltr_audit.constraints import ParameterError
 from reports.leakage import leakage_table, leakage_verdicts, planned_lists, simultaneous_bounds
 
 
@@ -67,9 +66,9 @@ def test_planned_lists_gives_the_power_it_promises():
     _, high = simultaneous_bounds(x.mean(axis=2), se, n - 1, m=4)
     assert abs((high < 0.05).all(axis=1).mean() - 0.9) < 0.06
     for bad in (0.0, 1.0, -0.1):
-        with pytest.raises(ParameterError, match=r"^power: must be a number in \(0, 1\)"):
+        with pytest.raises(ValueError, match="^power: "):
             planned_lists(0.05, bad, 4)
-        with pytest.raises(ParameterError, match=r"^min_effect: must be a number in \(0, 1\)"):
+        with pytest.raises(ValueError, match="^min_effect: "):
             planned_lists(bad, 0.9, 4)
 
 

@@ -11,9 +11,8 @@ import typer
 from fltr_audit.algorithms.registry import algorithm_names
 from fltr_audit.cli.app import app
 from fltr_audit.cli.common import emit_json, parse_list, print_table, progress
-from fltr_audit.cli.compare import min_effect_option
-from reports.compare import check_min_effect
-from fltr_audit.constraints import ParameterError
+from fltr_audit.cli.compare import check_min_effect, min_effect_option
+from fltr_audit.constraints import OPEN_UNIT, Interval, ParameterError, check
 from fltr_audit.errors import FltrError, RunsFailed
 from fltr_audit.population import NON_IID_HELP
 
@@ -123,17 +122,15 @@ def probe_size(probe_lists: int | None, power: float | None, min_effect: float, 
     from fltr_audit.probe import MAX_PROBE_ROUNDS
     from reports.leakage import planned_lists
 
-    if power is not None and not 0.0 < power < 1.0:
-        raise FltrError(f"--power: must lie in (0, 1), got {power}")
+    check("power", power, OPEN_UNIT + (None,))
     if probe_lists is None and power is not None:
         informed = sum(not attack_spec(a).reference for a in attacks)
         probe_lists = planned_lists(min_effect, power, informed)
         if probe_lists > available:
-            raise FltrError(f"--power: {power:g} at --min-effect {min_effect:g} needs {probe_lists:,} lists per click "
-                            f"model, beyond the {available:,} available; lower --power or raise --min-effect")
-    if probe_lists is not None and not 1 <= probe_lists <= available:
-        raise FltrError(f"--probe-lists: must lie in 1..{available:,} (the probe split's queries times "
-                        f"{MAX_PROBE_ROUNDS} probe rounds), got {probe_lists}")
+            raise ParameterError("power", f"{power:g} at a minimum effect of {min_effect:g} needs {probe_lists:,} lists "
+                                 f"per click model, beyond the {available:,} available; lower it or raise the minimum effect")
+    check("probe.lists", probe_lists, (Interval(int, 1, available), None),
+          f"the probe split's queries times {MAX_PROBE_ROUNDS} probe rounds")
     return probe_lists
 
 

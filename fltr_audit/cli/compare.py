@@ -9,13 +9,21 @@ import typer
 
 from fltr_audit.cli.app import app
 from fltr_audit.cli.common import emit_json, parse_list
+from fltr_audit.constraints import OPEN_UNIT, check
 from fltr_audit.errors import FltrError
 from fltr_audit.store import load
-from reports.compare import FORMATS, as_references, check_min_effect, compare, format_table
+from reports.compare import FORMATS, as_references, compare, format_table
 from reports.leakage import MIN_EFFECT
 
 MIN_EFFECT_HELP = ("Smallest leakage (AUC) worth finding: 'no measurable leakage' needs every informed "
                    "attack's upper 95 % bound below it. In (0, 1).")
+
+
+def check_min_effect(value: float) -> float:
+    """``value`` when it lies in (0, 1); else ParameterError naming ``min_effect`` (``main``
+    says ``--min-effect``)."""
+    check("min_effect", value, OPEN_UNIT, "an AUC difference")
+    return float(value)
 
 
 def min_effect_option() -> float:

@@ -10,8 +10,7 @@ import typer
 
 from fltr_audit.cli.app import app
 from fltr_audit.cli.common import emit_json, progress
-from fltr_audit.cli.compare import min_effect_option
-from reports.compare import check_min_effect
+from fltr_audit.cli.compare import check_min_effect, min_effect_option
 from fltr_audit.errors import FltrError
 
 DEMO_DEFENSES = ["none", "clip(sensitivity=5)+dp-distributed(eps=4.5)", "dp-local-laplace(eps=4.5)", "secagg",

@@ -9,8 +9,7 @@ import typer
 from fltr_audit.atomic import write_files
 from fltr_audit.cli.app import app
 from fltr_audit.cli.common import emit_json
-from fltr_audit.cli.compare import min_effect_option
-from reports.compare import check_min_effect
+from fltr_audit.cli.compare import check_min_effect, min_effect_option
 from fltr_audit.errors import FltrError
 from fltr_audit.store import load
 from reports.render import render_report
