@@ -122,15 +122,17 @@ def probe_size(probe_lists: int | None, power: float | None, min_effect: float, 
     from fltr_audit.probe import MAX_PROBE_ROUNDS
     from reports.leakage import planned_lists
 
-    check("power", power, OPEN_UNIT + (None,))
+    if power is not None:
+        check("power", power, OPEN_UNIT)
     if probe_lists is None and power is not None:
         informed = sum(not attack_spec(a).reference for a in attacks)
         probe_lists = planned_lists(min_effect, power, informed)
         if probe_lists > available:
             raise ParameterError("power", f"{power:g} at a minimum effect of {min_effect:g} needs {probe_lists:,} lists "
                                  f"per click model, beyond the {available:,} available; lower it or raise the minimum effect")
-    check("probe.lists", probe_lists, (Interval(int, 1, available), None),
-          f"the probe split's queries times {MAX_PROBE_ROUNDS} probe rounds")
+    if probe_lists is not None:
+        check("probe.lists", probe_lists, (Interval(int, 1, available),),
+              f"the probe split's queries times {MAX_PROBE_ROUNDS} probe rounds")
     return probe_lists
 
 
