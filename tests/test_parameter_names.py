@@ -75,3 +75,12 @@ def test_every_option_in_the_map_is_an_option_of_some_command():
 
     walk(typer.main.get_command(app))
     assert sorted(set(OPTIONS.values()) - declared) == []
+
+
+def test_algo_help_names_installed_algorithm_plugins(monkeypatch):
+    from fltr_audit import plugins
+    from fltr_audit.cli.audit import algo_help
+
+    assert "fpdgd | " in algo_help() and "plug-ins" not in algo_help()
+    monkeypatch.setattr(plugins, "installed", lambda group: {"my-algo": "my-dist"} if group == plugins.ALGORITHMS else {})
+    assert algo_help().endswith("Installed plug-ins: my-algo.")

@@ -23,6 +23,16 @@ SCORE_COLUMNS = ["reference", "auc", "auc_counterfactual", "leakage", "leakage_n
                  "advantage_counterfactual", "tpr_at_fpr_0_01", "tpr_at_fpr_0_001"]  # where the rows have them
 
 
+def algo_help() -> str:
+    """``--algo``'s help: the registered auditable algorithms, then the installed plug-ins (read
+    from their entry points, none imported)."""
+    from fltr_audit import plugins
+
+    installed = [name for name in plugins.installed(plugins.ALGORITHMS) if name not in algorithm_names()]
+    return " | ".join(algorithm_names(auditable=True)) + "." + (
+        f" Installed plug-ins: {', '.join(installed)}." if installed else "")
+
+
 def audit_spec(*, algo: str, data: str, folds: list[int], rounds: int, clients: int, queries_per_client: int,
                attacks: list[str], defenses: list[str], click_models: list[str], split: str, seeds: list[int],
                cohort: int, probe_queries: int, normalization: str, ranker: str, min_shown: int,
@@ -228,7 +238,7 @@ def manipulation_table(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
 
 @app.command("audit")
 def audit(
-    algo: str = typer.Option("fpdgd", "--algo", help=" | ".join(algorithm_names(auditable=True)) + "."),
+    algo: str = typer.Option("fpdgd", "--algo", help=algo_help()),
     data: str = typer.Option("synthetic:mq2008", "--data", help="Data set path or synthetic:PROFILE."),
     fold: List[int] = typer.Option([1], "--fold", help="Fold(s) 1-5; repeat for several."),
     train_rounds: int = typer.Option(20, "--train-rounds", help="Pre-training rounds (Pham: 20)."),
