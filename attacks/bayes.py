@@ -62,8 +62,7 @@ from attacks.bayes_posterior import configuration_log_odds, posterior_log_odds
 from attacks.bayes_prior import PRIORS, click_vectors, log_prior
 from attacks.view import client_updates, require_shown
 from fltr_audit.algorithms.fpdgd import pair_weights
-from fltr_audit.constraints import Options, check
-from fltr_audit.errors import FltrError
+from fltr_audit.constraints import Options, ParameterError, check
 from fltr_audit.messages import Guess, ServerView
 
 MAX_K = 10
@@ -111,28 +110,28 @@ class Bayes:
     def guess(self, view: ServerView) -> Guess:
         require_shown(view, self.name)
         if self.algorithm is None:
-            raise FltrError("--attack bayes: needs the audited algorithm (its learning rate and click model)")
+            raise ParameterError("attacks", "bayes: needs the audited algorithm (its learning rate and click model)")
         algo = getattr(self.algorithm, "name", "")
         if view.messages is not None and view.messages.metric is not None:
             return self._guess_metric(view)
         if algo != "fpdgd" and not hasattr(self.algorithm, "local_updates"):
-            raise FltrError(f"--attack bayes: cannot replay {algo or 'these'} messages "
-                            "(supported: fpdgd with a linear or MLP ranker, foltr-es metric values)")
+            raise ParameterError("attacks", f"bayes: cannot replay {algo or 'these'} messages "
+                                            "(supported: fpdgd with a linear or MLP ranker, foltr-es metric values)")
         if self.noise.kind == "rr":
-            raise FltrError(f"--attack bayes: defense {self.noise.defense!r} randomizes metric values; "
-                            "these messages carry parameter vectors")
+            raise ParameterError("attacks", f"bayes: defense {self.noise.defense!r} randomizes metric values; "
+                                            "these messages carry parameter vectors")
         updates, aggregate_update = client_updates(view, self.name)
         if updates is None:
             n_members = len(view.participants)
             if n_members != 1:
-                raise FltrError(f"--attack bayes: under secure aggregation the aggregate of {n_members} clients "
-                                "is intractable to enumerate (supported: individual messages, a cohort of one, "
-                                "or --threat-model server-malicious)")
+                raise ParameterError("attacks", f"bayes: under secure aggregation the aggregate of {n_members} clients "
+                                                "is intractable to enumerate (supported: individual messages, a cohort of one, "
+                                                "or the server-malicious threat model)")
             updates = aggregate_update[None, :]
         shown = view.interactions.shown
         k = shown.shape[-1]
         if k > MAX_K:
-            raise FltrError(f"--attack bayes: enumerates at most {MAX_K} shown documents per list, got k = {k}")
+            raise ParameterError("attacks", f"bayes: enumerates at most {MAX_K} shown documents per list, got k = {k}")
         if shown.shape[1] == 1:
             score = self._single_list(view, updates)[:, None, :]
             name = self.name
@@ -406,7 +405,7 @@ class Bayes:
         shown = view.interactions.shown
         n, B, k = shown.shape
         if k > MAX_K:
-            raise FltrError(f"--attack bayes: enumerates at most {MAX_K} shown documents per list, got k = {k}")
+            raise ParameterError("attacks", f"bayes: enumerates at most {MAX_K} shown documents per list, got k = {k}")
         flat = shown.reshape(n * B, k)
         vectors, prior = self._candidates(view, flat)
         first = np.where(vectors.any(-1), np.argmax(vectors, axis=-1), -1)
@@ -419,7 +418,7 @@ class Bayes:
         elif self.noise.kind == "none":
             loglik = np.where(same, 0.0, -np.inf)
         else:
-            raise FltrError(f"--attack bayes: defense {self.noise.defense!r} does not apply to metric values")
+            raise ParameterError("attacks", f"bayes: defense {self.noise.defense!r} does not apply to metric values")
         logpost = prior + loglik
         if np.isneginf(logpost).all(axis=1).any():      # a value no candidate explains: fall back to the prior
             logpost = np.where(np.isneginf(logpost).all(axis=1, keepdims=True), prior, logpost)

@@ -59,8 +59,7 @@ from attacks.bayes_noise import NoiseModel
 from attacks.bayes_posterior import posterior_log_odds
 from attacks.bayes_prior import PRIORS, click_vectors
 from attacks.view import client_updates, require_shown, shown_features
-from fltr_audit.constraints import Interval, Options, check
-from fltr_audit.errors import FltrError
+from fltr_audit.constraints import Interval, Options, ParameterError, check
 from fltr_audit.messages import Guess, ServerView
 
 MAX_CANDIDATES = 20_000
@@ -213,11 +212,11 @@ class BayesFedIPS:
                  gamma_nodes: int = GAMMA_NODES) -> None:
         missing = [a for a in _NEEDS if not hasattr(algorithm, a)]
         if missing:
-            raise FltrError(f"--attack bayes: cannot replay {getattr(algorithm, 'name', 'these')} messages without "
-                            f"the FedIPS algorithm's {', '.join(missing)} (supported: fedips, fedavg)")
+            raise ParameterError("attacks", f"bayes: cannot replay {getattr(algorithm, 'name', 'these')} messages without "
+                                            f"the FedIPS algorithm's {', '.join(missing)} (supported: fedips, fedavg)")
         if algorithm.propensity == "estimated":
-            raise FltrError("--attack bayes: cannot replay FedIPS with estimated propensities (each client's EM "
-                            "estimate is private; supported: propensity true or none)")
+            raise ParameterError("attacks", "bayes: cannot replay FedIPS with estimated propensities (each client's EM "
+                                            "estimate is private; supported: propensity true or none)")
         check("prior", prior, (Options(PRIORS),))
         check("gamma_nodes", gamma_nodes, (Interval(int, 1, None),))
         self.algorithm = algorithm
@@ -229,21 +228,21 @@ class BayesFedIPS:
     def guess(self, view: ServerView) -> Guess:
         require_shown(view, self.name)
         if self.noise.kind == "rr":
-            raise FltrError(f"--attack bayes: defense {self.noise.defense!r} randomizes metric values; "
-                            "FedIPS messages carry update vectors")
+            raise ParameterError("attacks", f"bayes: defense {self.noise.defense!r} randomizes metric values; "
+                                            "FedIPS messages carry update vectors")
         updates, aggregate_update = client_updates(view, self.name)
         if updates is None:
             if len(view.participants) != 1:
-                raise FltrError(f"--attack bayes: under secure aggregation the aggregate of {len(view.participants)} "
-                                "clients is intractable to enumerate (supported: individual messages, a cohort of one)")
+                raise ParameterError("attacks", f"bayes: under secure aggregation the aggregate of {len(view.participants)} "
+                                                "clients is intractable to enumerate (supported: individual messages, a cohort of one)")
             updates = aggregate_update[None, :]
         shown = view.interactions.shown
         n, B, K = shown.shape
         m = int(self.algorithm.m)
         size = comb(m + B * K - 1, B * K - 1)
         if size > MAX_CANDIDATES:
-            raise FltrError(f"--attack bayes: {m} clicks on {B} x {K} shown slots give {size} count matrices, more "
-                            f"than the {MAX_CANDIDATES} it enumerates (use --probe-queries 1)")
+            raise ParameterError("attacks", f"bayes: {m} clicks on {B} x {K} shown slots give {size} count matrices, more "
+                                            f"than the {MAX_CANDIDATES} it enumerates (probe one query per client)")
         counts = count_matrices(m, B * K).reshape(-1, B, K)
         tree = prefix_tree(*canonical_order(counts))
         model = self.algorithm.click_model

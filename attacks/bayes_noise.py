@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fltr_audit.errors import FltrError
+from fltr_audit.constraints import ParameterError
 
 NOISE_KINDS = ("none", "laplace", "gaussian", "gamma-difference", "rr")
 
@@ -50,6 +50,6 @@ class NoiseModel:
 
     def __post_init__(self) -> None:
         if self.kind not in NOISE_KINDS:
-            raise FltrError(f"--attack bayes: no likelihood for defense {self.defense!r} "
-                            f"(supported noise: {', '.join(NOISE_KINDS)}, with clip)")
+            raise ParameterError("attacks", f"bayes: no likelihood for defense {self.defense!r} "
+                                            f"(supported noise: {', '.join(NOISE_KINDS)}, with clip)")
 

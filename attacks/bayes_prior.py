@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from fltr_audit.errors import FltrError
+from fltr_audit.constraints import ParameterError
 
 PRIORS = ("click-model", "uniform")
 
@@ -64,7 +64,7 @@ def log_prior(prior: str, click_model: Any, labels: np.ndarray, vectors: np.ndar
         on_empty = (vectors[None, :, :] & (np.asarray(labels) < 0)[..., None, :]).any(-1)
         return np.where(on_empty, -np.inf, 0.0)
     if not hasattr(click_model, "stop_prob"):
-        raise FltrError("--attack bayes: the click-model prior needs a cascade click model "
-                        f"(got {getattr(click_model, 'name', click_model)!r}); use prior='uniform'")
+        raise ParameterError("attacks", "bayes: the click-model prior needs a cascade click model "
+                                        f"(got {getattr(click_model, 'name', click_model)!r}); use prior='uniform'")
     return cascade_log_prior(click_model.click_prob, click_model.stop_prob, labels, vectors)
 

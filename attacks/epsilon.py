@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from fltr_audit.clicks import CascadeClickModel, cascade_model
-from fltr_audit.errors import FltrError
+from fltr_audit.constraints import Interval, POSITIVE_INT, check
 from fltr_audit.maxrr import maxrr_values, rr_epsilon
 
 
@@ -108,12 +108,10 @@ def maxrr_epsilon(click_model: str | CascadeClickModel, p: float, length: int = 
     levels : int
         Relevance levels (3 or 5) when ``click_model`` is a name.
     """
-    if int(length) != length or length < 1:
-        raise FltrError(f"--length: must be a positive integer, got {length}")
+    check("length", length, POSITIVE_INT)
     model = click_model if isinstance(click_model, CascadeClickModel) else cascade_model(click_model, int(levels))
     n_values = int(length) + 1
-    if not 1.0 / n_values < p <= 1.0:
-        raise FltrError(f"--p: must satisfy 1/n < p <= 1 with n = {n_values} MaxRR values, got {p}")
+    check("p", p, (Interval(float, 1.0 / n_values, 1, "right"),), f"1/n < p <= 1 with n = {n_values} MaxRR values")
     high, low, arg_high, arg_low = first_click_extremes(model.click_prob, int(length))
     with np.errstate(divide="ignore"):
         log_ratio = np.log(transmit_prob(high, p, n_values)) - np.log(transmit_prob(low, p, n_values))

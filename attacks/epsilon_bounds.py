@@ -50,7 +50,7 @@ from scipy import stats
 from scipy.special import ndtri
 
 from fltr_audit.claim_trials import trials_to_test
-from fltr_audit.constraints import Interval, check
+from fltr_audit.constraints import Interval, ParameterError, check
 from fltr_audit.errors import FltrError
 from fltr_audit.interfaces import ClientDefense, PrivacyClaim
 from fltr_audit.messages import Messages
@@ -99,8 +99,8 @@ def auto_trials(claimed_epsilon: float, delta: float = 0.0, confidence: float = 
     ``floor``), at most ``AUTO_TRIALS_CAP``; and whether the cap cut it (FltrError for a defense
     that claims no epsilon: there is nothing to size the trials by)."""
     if not math.isfinite(claimed_epsilon):
-        raise FltrError("--trials auto: the defense claims no epsilon, so there is nothing to size the trials "
-                        "by; give a number of trials")
+        raise ParameterError("trials", "auto: the defense claims no epsilon, so there is nothing to size the trials "
+                                       "by; give a number of trials")
     wanted = max(floor, AUTO_MARGIN * trials_to_test(claimed_epsilon, delta, confidence))
     return min(wanted, AUTO_TRIALS_CAP), wanted > AUTO_TRIALS_CAP
 
@@ -261,7 +261,7 @@ def audit(
     check("n_trials", n_trials, (Interval(int, 4, None),))
     check("confidence", confidence, (Interval(float, 0.0, 1.0, closed="neither"),))
     if neighbours not in NEIGHBOURS:
-        raise FltrError(f"--neighbours: unknown neighbour kind {neighbours!r} (choose {' or '.join(NEIGHBOURS)})")
+        raise ParameterError("neighbours", f"unknown neighbour kind {neighbours!r} (choose {' or '.join(NEIGHBOURS)})")
     check("rounds", rounds, (Interval(int, 1, None),))
     audited_scope = audited_scope or ("aggregate" if "aggregate" in threat_model else "message")
     delta = claim.delta if delta is None else float(delta)

@@ -32,8 +32,7 @@ from __future__ import annotations
 import numpy as np
 
 from attacks.view import client_updates, require_shown, shown_features
-from fltr_audit.constraints import Interval, check
-from fltr_audit.errors import FltrError
+from fltr_audit.constraints import Interval, ParameterError, check
 from fltr_audit.messages import Guess, ServerView
 
 KINDS = ("score", "prob", "distance")
@@ -85,7 +84,7 @@ class Heuristic:
 
     def __init__(self, kind: str, threshold: int = 5, as_published: bool = False):
         if kind not in KINDS:
-            raise FltrError(f"--attack: unknown heuristic {kind!r} (choose from {', '.join(KINDS)})")
+            raise ParameterError("attacks", f"unknown heuristic {kind!r} (choose from {', '.join(KINDS)})")
         check("threshold", threshold, (Interval(int, 0, None),))
         self.kind = kind
         self.threshold = int(threshold)

@@ -28,6 +28,7 @@ from attacks.mechanism_tests import (
 from attacks.stack_outputs import aggregate_mechanism, message_mechanism, noisy_aggregate_mechanism, shuffle_mechanism
 from attacks.worst_case import claimed_mu
 from fltr_audit import mechanisms as mech
+from fltr_audit.constraints import Interval, Options, check
 from fltr_audit.errors import FltrError
 from fltr_audit.interfaces import PrivacyClaim
 
@@ -58,10 +59,8 @@ def audit_stack(stack: Any, *, claim: PrivacyClaim, inputs: tuple[np.ndarray, np
     cohort mean, the other members drawn from ``others`` or zero) with the declared mechanism's
     test, or the learned one (``test='learned'``, or when no single noise is declared). ``claim``
     is what the result is judged against (the per-round claim composed over ``rounds``)."""
-    if test not in TESTS:
-        raise FltrError(f"--test: unknown test {test!r} (choose from {', '.join(TESTS)})")
-    if trials < min_trials:
-        raise FltrError(f"--trials: need at least {min_trials} trials per input, got {trials}")
+    check("test", test, (Options(TESTS),))
+    check("trials", trials, (Interval(int, min_trials, None),), "trials per input")
     common = dict(claim=claim, n_trials=trials, seed=seed, confidence=confidence, mechanism_name=stack.name,
                   neighbours=neighbours, rounds=rounds, mu=claimed_mu(stack, rounds))
     protection = protected_by_aggregator(stack)
@@ -99,8 +98,7 @@ def _audit_shuffle(stack: Any, inputs: tuple[np.ndarray, np.ndarray], trials: in
     declared = mech.declared(stack.aggregator)
     if declared.amplified:  # the amplified claim is for cohorts of at least n
         cohort = max(cohort, int(declared.n))
-    if cohort < 2:
-        raise FltrError(f"--cohort: a shuffled cohort needs at least 2 messages, got {cohort}")
+    check("cohort", cohort, (Interval(int, 2, None),), "the messages a shuffler mixes")
     found = mechanism_statistic(stack, inputs, "message", cohort, g, kind)
     if found is None:
         raise FltrError(f"STACK: {stack.name!r}: the shuffle audit needs a single declared local randomizer")

@@ -136,7 +136,7 @@ def attack_spec(name: str) -> AttackSpec:
 
         factory = plugins.load(plugins.ATTACKS, name)
         if factory is None:
-            raise FltrError(f"--attack: unknown attack {name!r} (choose from {', '.join(ATTACK_SPECS)})")
+            raise ParameterError("attacks", f"unknown attack {name!r} (choose from {', '.join(ATTACK_SPECS)})")
         register_attack(name, factory, reference=bool(getattr(factory, "reference", False)),
                         needs=tuple(getattr(factory, "needs", ())))
     return ATTACK_SPECS[name]
@@ -170,7 +170,7 @@ def make_attack(name: str, **params: Any) -> Attack:
         return attack
     try:
         return factory(**params)
-    except ParameterError as exc:
-        raise exc.renamed({}, where=f"attack {name}: ") from None
+    except ParameterError as exc:  # a keyword of the attack, or (``attacks``) the attack itself refused
+        raise (exc if exc.parameter == "attacks" else exc.within(f"attack {name}: ")) from None
     except TypeError as exc:
-        raise FltrError(f"--attack {name}: bad parameters {sorted(params)} ({exc})") from None
+        raise ParameterError("attacks", f"{name}: bad parameters {sorted(params)} ({exc})") from None

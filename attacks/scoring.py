@@ -46,7 +46,7 @@ import pandas as pd
 from scipy import stats
 from sklearn.metrics import roc_auc_score, roc_curve
 
-from fltr_audit.constraints import Options, check
+from fltr_audit.constraints import Options, ParameterError, check
 from fltr_audit.errors import FltrError
 from fltr_audit.messages import Guess, RoundBatch
 
@@ -145,8 +145,8 @@ def require_scores(guess: Guess, mask: np.ndarray) -> None:
     """FltrError naming the attack unless its score is finite on every shown slot."""
     score = np.asarray(guess.score, dtype=np.float64)
     if score.shape != mask.shape or not np.isfinite(score[mask]).all():
-        raise FltrError(f"--attack {guess.attack}: outputs no scores (NaN, infinite or missing on shown documents); "
-                        "every attack must score every shown document (higher = more likely clicked)")
+        raise ParameterError("attacks", f"{guess.attack}: outputs no scores (NaN, infinite or missing on shown documents); "
+                                        "every attack must score every shown document (higher = more likely clicked)")
 
 
 def evaluate(guess: Guess, batch: RoundBatch, *, counterfactual: np.ndarray | None = None, min_shown: int = 0,

@@ -20,7 +20,7 @@ import numpy as np
 
 from attacks.epsilon_bounds import Mechanism, Statistic
 from fltr_audit import mechanisms as mech
-from fltr_audit.errors import FltrError
+from fltr_audit.constraints import Interval, check
 from fltr_audit.messages import Messages
 
 
@@ -112,8 +112,7 @@ def aggregate_mechanism(stack: Any, inputs: tuple[np.ndarray, np.ndarray], cohor
     """The cohort mean the server sees: the audited client on input ``which`` plus ``cohort - 1``
     others (rows of ``others``, drawn at random, or zero updates -- fixed inputs the attacker
     knows, the worst case), all through the client defenses; one trial per cohort."""
-    if cohort < 2:
-        raise FltrError(f"--cohort: an aggregate needs a cohort of at least 2, got {cohort}")
+    check("cohort", cohort, (Interval(int, 2, None),), "the clients an aggregate sums")
 
     def mechanism(rng: np.random.Generator, n: int, which: int) -> np.ndarray:
         u = np.asarray(inputs[which], dtype=np.float64)

@@ -16,15 +16,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from fltr_audit.errors import FltrError
+from fltr_audit.constraints import ParameterError
 from fltr_audit.messages import ServerView
 
 
 def require_shown(view: ServerView, attack: str) -> None:
-    """FltrError unless the view shows which documents each client saw."""
+    """ParameterError naming ``attacks`` unless the view shows which documents each client saw."""
     if view.interactions is None or view.documents is None:
-        raise FltrError(
-            f"--attack {attack}: needs the shown documents, which the {view.threat_model!r} threat model hides"
+        raise ParameterError(
+            "attacks", f"{attack}: needs the shown documents, which the {view.threat_model!r} threat model hides"
         )
 
 
@@ -46,15 +46,15 @@ def shown_features(view: ServerView) -> tuple[np.ndarray, np.ndarray]:
 
 def client_updates(view: ServerView, attack: str) -> tuple[np.ndarray | None, np.ndarray | None]:
     """``(updates (n, P), None)`` with individual messages, ``(None, aggregate update (P,))``
-    under secure aggregation; FltrError when there is no parameter vector to attack."""
+    under secure aggregation; ParameterError naming ``attacks`` when there is no parameter vector to attack."""
     if view.threat_model == "server-malicious" and view.messages is None and view.aggregate is not None:
         return _isolated_update(view, attack), None
     if view.messages is not None:
         if view.messages.vector is None:
-            raise FltrError(f"--attack {attack}: the messages carry no parameter vector (FOLtR-ES sends seed + metric)")
+            raise ParameterError("attacks", f"{attack}: the messages carry no parameter vector (FOLtR-ES sends seed + metric)")
         return view.messages.updates(view.global_params), None
     if view.aggregate is None:
-        raise FltrError(f"--attack {attack}: the view has neither messages nor an aggregate vector")
+        raise ParameterError("attacks", f"{attack}: the view has neither messages nor an aggregate vector")
     aggregate = np.asarray(view.aggregate, dtype=np.float64)
     update = aggregate - view.global_params if view.aggregate_kind == "weights" else aggregate
     return None, update
@@ -64,8 +64,8 @@ def _isolated_update(view: ServerView, attack: str) -> np.ndarray:
     """The target's update under ``server-malicious``: ``n * aggregate - sum of the others'
     served models - the target's model`` (equal n_c, the others' updates zero by construction)."""
     if len(view.dropouts) or view.aggregate_kind != "weights":
-        raise FltrError(f"--attack {attack}: server-malicious isolation needs a cohort without dropouts "
-                        "that aggregates weights (FPDGD)")
+        raise ParameterError("attacks", f"{attack}: server-malicious isolation needs a cohort without dropouts "
+                                        "that aggregates weights (FPDGD)")
     n = len(view.participants)
     g = np.asarray(view.global_params, dtype=np.float64)
     served = view.served_params if view.served_params is not None else np.broadcast_to(g, (n, len(g)))

@@ -164,7 +164,7 @@ class DDGauss:
             check("bits", self.bits, (Interval(int, 2, 62),))
             check("n", self.n, (Interval(int, 1, None),))   # the cohort size
         except ParameterError as exc:
-            raise exc.renamed({}, where=f"{name}: ") from None
+            raise exc.within(f"{name}: ") from None
         if self.dim < 1 or self.dim & (self.dim - 1):
             raise ParameterError("dim", f"must be a power of two (the padded model size), got {self.dim}", f"{name}: ")
         self.gamma = scale_for_bits(self.bits, self.n, self.clip, self.noise_std, self.dim)

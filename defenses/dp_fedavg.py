@@ -67,7 +67,7 @@ class DPFedAvg:
                 check(parameter, value, (Interval(float, 0.0, math.inf, closed="neither"),))
             check("quantile", self.quantile, (Interval(float, 0.0, 1.0, closed="left"),))   # 0: fixed clipping
         except ParameterError as exc:
-            raise exc.renamed({}, where=f"{name}: ") from None
+            raise exc.within(f"{name}: ") from None
         if self.adaptive and not 2.0 * self.count_std > self.noise_multiplier:
             raise FltrError(f"{name}: count_std = {self.count_std:g} must exceed noise_multiplier / 2 "
                             f"= {self.noise_multiplier / 2:g} (the count's noise is paid from the same budget)")

@@ -26,6 +26,7 @@ import pandas as pd
 
 from fltr_audit.algorithms.registry import AlgorithmSpec
 from fltr_audit.algorithms.registry import register_algorithm as _register_algorithm
+from fltr_audit.constraints import ParameterError
 from fltr_audit.errors import FltrError
 
 PLURAL = {"attacks": "attack", "defenses": "defense", "click_models": "click_model", "seeds": "seed",
@@ -56,11 +57,12 @@ def audit_defaults() -> dict[str, Any]:
 
 
 def api_names() -> dict[str, str]:
-    """The run spec's parameters as :func:`audit`'s keywords: what a Python caller typed."""
-    from fltr_audit.cli.audit import SPEC_PARAMETERS
+    """The API's one map from a parameter as the engine names it (the run spec's ``probe.cohort``,
+    an engine keyword's ``click_model``) to :func:`audit`'s keyword: what a Python caller typed."""
+    from fltr_audit.cli.common import SPEC_PARAMETERS
 
     keyword = {v: k for k, v in PLURAL.items()}
-    return {spec: keyword.get(name, name) for spec, name in SPEC_PARAMETERS.items()}
+    return {**keyword, **{spec: keyword.get(name, name) for spec, name in SPEC_PARAMETERS.items()}}
 
 
 @dataclass(frozen=True)
@@ -258,9 +260,12 @@ def audit(**options: Any) -> AuditResult:
     store = command.pop("store", None)
     min_effect = command.pop("min_effect", None)  # a verdict option, not part of the runs
     power = command.pop("power", None)            # plans probe_lists, not part of the runs
-    if command.get("probe_lists") is not None or power is not None:
-        command["probe_lists"] = _probe_lists(command, power, min_effect)
-    spec = spec_from_options(**command, names=api_names())
+    try:
+        if command.get("probe_lists") is not None or power is not None:
+            command["probe_lists"] = _probe_lists(command, power, min_effect)
+        spec = spec_from_options(**command)
+    except ParameterError as exc:  # named as the engine calls it: say the keyword typed
+        raise (exc if exc.door else exc.renamed(api_names())) from None
     return AuditResult(inputs=resolved, spec=spec, tables=_run(spec, store))
 
 

@@ -66,8 +66,8 @@ from defenses.stack import DefenseStack, parse_defense
 from fltr_audit import mechanisms as mech
 from fltr_audit import metrics
 from fltr_audit.algorithms import registry as algorithms
+from fltr_audit.constraints import POSITIVE_INT, ParameterError, check
 from fltr_audit.data.load import load_splits
-from fltr_audit.errors import FltrError
 from fltr_audit.federation import TrainResult, train
 from fltr_audit.interfaces import Algorithm, PrivacyClaim
 from fltr_audit.messages import Messages, RoundBatch
@@ -233,8 +233,7 @@ def probe_seed(config: RunSpec) -> int:
 def counterfactual_draws(probe_cfg: ProbeSettings) -> int:
     """K, the counterfactual click vectors per probed list (``probe.counterfactual``, default 20)."""
     draws = probe_cfg.counterfactual
-    if isinstance(draws, bool) or int(draws) != draws or draws < 1:
-        raise FltrError(f"--counterfactual: must be a positive integer, got {draws!r}")
+    check("probe.counterfactual", draws, POSITIVE_INT)
     return int(draws)
 
 
@@ -243,7 +242,7 @@ def redraw(algorithm: Any, batch: RoundBatch, data: Any, draws: int, seed: int) 
     model on the same shown lists from ``stream(seed, "counterfactual", round)``, independent
     of the real clicks; the message the attacker sees is unchanged."""
     if batch.view.interactions is None:
-        raise FltrError("--counterfactual: the counterfactual baseline needs the shown lists of the probe")
+        raise ParameterError("probe.counterfactual", "the counterfactual baseline needs the shown lists of the probe")
     rng = stream(seed, "counterfactual", int(batch.view.round))
     return algorithm.redraw_clicks(batch.truth, batch.view.interactions, data, draws, rng)
 def threat_label(view: Any) -> str:
@@ -418,7 +417,7 @@ def _attack_params(name: str, config: RunSpec, algorithm: Any) -> dict:
 def noise_model(stack: DefenseStack, members: int = 1) -> Any:
     """The ``attacks.bayes_noise.NoiseModel`` of a defense stack, read from the mechanisms its parts
     declare (``fltr_audit.mechanisms``): its clipping steps in order and its one noise mechanism
-    (FltrError naming the defense when ``bayes`` has no likelihood for it, or it declares nothing).
+    (ParameterError naming ``attacks`` when ``bayes`` has no likelihood for the defense, or it declares nothing).
 
     The aggregators that add noise are mapped for the one case ``bayes`` attacks an aggregate:
     the target's update alone in it (a probe cohort of one, or ``server-malicious`` isolation,
@@ -438,14 +437,15 @@ def noise_model(stack: DefenseStack, members: int = 1) -> Any:
 
     clips: list = []
     noise: dict = {}
-    two = (f"--attack bayes: defense {stack.name!r} stacks two noise mechanisms; bayes has a likelihood for one")
+    two = ParameterError("attacks", f"bayes: defense {stack.name!r} stacks two noise mechanisms; bayes has a "
+                         "likelihood for one")
     for d in stack.client:
         m = mech.declared(d)
         if isinstance(m, mech.Clipping):
             clips.append(ClipStep(m.bound, m.of, m.norm))
             continue
         if noise:
-            raise FltrError(two)
+            raise two
         if isinstance(m, mech.GammaShares):
             clips.append(ClipStep(m.sensitivity / 2, m.of, "l2"))
             noise = {"kind": "gamma-difference", "scale": m.scale}
@@ -458,20 +458,20 @@ def noise_model(stack: DefenseStack, members: int = 1) -> Any:
         elif isinstance(m, mech.RandomizedResponse):
             noise = {"kind": "rr", "scale": m.p, "values": tuple(float(v) for v in m.values)}
         else:
-            raise FltrError(f"--attack bayes: defense {d.name!r} declares no mechanism bayes has a likelihood for "
-                            "(declare one of fltr_audit.mechanisms: Clipping, Laplace, Gaussian, GammaShares, "
-                            "RandomizedResponse)")
+            raise ParameterError("attacks", f"bayes: defense {d.name!r} declares no mechanism bayes has a likelihood for "
+                                            "(declare one of fltr_audit.mechanisms: Clipping, Laplace, Gaussian, GammaShares, "
+                                            "RandomizedResponse)")
     agg = stack.aggregator
     m = mech.declared(agg)
     if isinstance(m, mech.Shuffle):
-        raise FltrError(f"--attack bayes: defense {stack.name!r} shuffles the messages, so the server cannot "
-                        "link a message to the list it was shown on")
+        raise ParameterError("attacks", f"bayes: defense {stack.name!r} shuffles the messages, so the server cannot "
+                                        "link a message to the list it was shown on")
     if isinstance(m, mech.AGGREGATOR_NOISE):
         if noise:
-            raise FltrError(two)
+            raise two
         if isinstance(m, mech.AggregatorGaussian) and m.adaptive:
-            raise FltrError(f"--attack bayes: defense {stack.name!r} adapts its clip norm every round "
-                            "(quantile > 0); bayes needs the fixed clip (quantile=0)")
+            raise ParameterError("attacks", f"bayes: defense {stack.name!r} adapts its clip norm every round "
+                                            "(quantile > 0); bayes needs the fixed clip (quantile=0)")
         clips.append(ClipStep(m.clip, "update", "l2"))
         if isinstance(m, mech.AggregatorGaussian):
             std = m.std_multiplier * m.clip
@@ -481,8 +481,8 @@ def noise_model(stack: DefenseStack, members: int = 1) -> Any:
             std = decoded_noise_std(agg, members)
         noise = {"kind": "gaussian", "scale": std}
     elif m is None and np.isfinite(getattr(agg, "claim", PrivacyClaim()).epsilon):
-        raise FltrError(f"--attack bayes: aggregator {agg.name!r} claims an epsilon but declares no mechanism, so "
-                        "bayes has no likelihood for it")
+        raise ParameterError("attacks", f"bayes: aggregator {agg.name!r} claims an epsilon but declares no mechanism, so "
+                                        "bayes has no likelihood for it")
     return NoiseModel(clips=tuple(clips), defense=stack.name, **noise)
 
 

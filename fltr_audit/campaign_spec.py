@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable
 
 from attacks.registry import make_attack
 from defenses.stack import parse_defense
@@ -115,12 +115,12 @@ def load_spec(path: str | Path) -> dict:
     return validate_spec(raw, source=str(path))
 
 
-def validate_spec(raw: dict, source: str = "campaign", names: Mapping[str, str] | None = None) -> dict:
+def validate_spec(raw: dict, source: str = "campaign", keys: bool = True) -> dict:
     """Check keys and types (errors name the key), merge over the defaults, check values.
 
-    ``names`` maps the run spec's parameter names to a door's own (the ``audit`` command's
-    options, the API's keywords) so that a bad value names what its user typed; without it,
-    errors name the campaign key."""
+    A bad value is a ParameterError naming the campaign key (``SOURCE: key 'audit.trials': ...``,
+    ``CAMPAIGN_KEYS``); with ``keys`` False it names the engine's parameter (``trials``), for a
+    door that renames it to what its own user typed (the ``audit`` command, the Python API)."""
     if "name" not in raw:
         raise FltrError(f"{source}: missing key 'name'")
     _check_table(raw, "", source)
@@ -128,8 +128,31 @@ def validate_spec(raw: dict, source: str = "campaign", names: Mapping[str, str] 
     for table in ("data", "algorithm", "probe", "audit", "audit_run"):
         _check_table(raw.get(table, {}), table, source)
         spec[table] = {**DEFAULTS[table], **raw.get(table, {})}
-    _check_values(spec, source, names)
+    _family_defaults(spec, raw)
+    try:
+        _check_values(spec, source)
+    except ParameterError as exc:
+        if not keys or exc.door:
+            raise
+        raise exc.renamed(CAMPAIGN_KEYS, where=f"{source}: ", form="key '{}'") from None
     return spec
+
+
+def _family_defaults(spec: dict, raw: dict) -> None:
+    """Algorithms whose users click by PBM (declared on their spec, ``click_models = "pbm"``)
+    train and are probed with the spec's click model unless the file names one: the cascade
+    defaults never fit them. Cascade algorithms keep the defaults (and their run keys)."""
+    names = as_list(spec["algorithm"]["name"])
+    try:
+        specs = [algorithm_spec(name, auditable=True) for name in names]
+    except FltrError:
+        return  # an unknown name: _check_values names it
+    if {s.click_models for s in specs} != {"pbm"}:
+        return
+    if "train_click_model" not in raw.get("algorithm", {}):
+        spec["algorithm"]["train_click_model"] = specs[0].train_click_model
+    if "click_models" not in raw.get("probe", {}):
+        spec["probe"]["click_models"] = list(specs[0].probe_click_models())
 
 
 def _check_table(table: dict, name: str, source: str) -> None:
@@ -153,9 +176,20 @@ def _check_table(table: dict, name: str, source: str) -> None:
                 raise FltrError(f"{source}: key '{where}' holds {twice!r} twice (the grid would repeat runs)")
 
 
-CAMPAIGN_KEYS = {"data.fold": "data.folds", "seed": "seeds", "audit.run_canaries": "audit_run.canaries",
-                 "audit.run_runs": "audit_run.runs"}
-"""The run spec's parameter names (``fltr_audit.run_spec``) that a campaign file spells otherwise."""
+CAMPAIGN_KEYS = {
+    # the run spec's parameters (fltr_audit.run_spec) that a campaign file spells otherwise
+    "data.fold": "data.folds", "seed": "seeds", "audit.run_canaries": "audit_run.canaries",
+    "audit.run_runs": "audit_run.runs",
+    # the engine's parameters, as the key that sets them
+    "data": "data.spec", "fold": "data.folds", "queries": "data.queries", "normalization": "data.normalization",
+    "clients": "algorithm.clients", "rounds": "algorithm.rounds", "queries_per_client": "algorithm.queries_per_client",
+    "ranker": "algorithm.ranker", "population": "algorithm.population", "non_iid": "algorithm.non_iid",
+    "click_model": "probe.click_models", "split": "probe.split", "threat_model": "probe.threat_model",
+    "manipulation": "probe.manipulation", "defense": "audit.defenses", "attacks": "audit.attacks",
+    "trials": "audit.trials", "canaries": "audit_run.canaries", "runs": "audit_run.runs",
+}
+"""The engine's parameter names as campaign keys: the campaign reader's one map (``validate_spec``
+renames every ParameterError by it, once; a name not here is already the key)."""
 
 _SETTINGS: dict[str, tuple[type, str]] = {
     "seeds": (RunSpec, "seed"),
@@ -172,9 +206,9 @@ _SETTINGS: dict[str, tuple[type, str]] = {
 """Campaign keys checked by the run spec's own constraints (each value of a grid axis)."""
 
 
-def _check_settings(spec: dict, source: str, names: Mapping[str, str] | None) -> None:
-    """Every value of every key in ``_SETTINGS`` against its setting's constraints; the error
-    names the key as the door's user wrote it: the campaign key, or (``names``) the option."""
+def _check_settings(spec: dict) -> None:
+    """Every value of every key in ``_SETTINGS`` against its setting's constraints
+    (ParameterError naming the run spec's parameter)."""
     for key, (section, name) in _SETTINGS.items():
         table, _, field = key.rpartition(".")
         value = (spec[table] if table else spec).get(field)
@@ -182,33 +216,25 @@ def _check_settings(spec: dict, source: str, names: Mapping[str, str] | None) ->
                                      "audit_run.canaries"):
             continue
         for item in as_list(value):
-            try:
-                check_setting(section, name, item)
-            except ParameterError as exc:
-                raise door_error(exc, source, names) from None
+            check_setting(section, name, item)
 
 
-def door_error(exc: ParameterError, source: str, names: Mapping[str, str] | None) -> ParameterError:
-    """``exc`` as the campaign reader says it (``SOURCE: key 'probe.cohort': ...``), or, with a
-    door's ``names`` (the CLI's options, the API's keywords), naming what its user typed."""
-    if names is None:
-        return exc.renamed(CAMPAIGN_KEYS, where=f"{source}: ", form="key '{}'")
-    return exc.renamed(names)
-
-
-def _check_values(spec: dict, source: str, names: Mapping[str, str] | None = None) -> None:
-    """Every value that would fail inside a run fails here, naming its key, before any store
-    is written."""
+def _check_values(spec: dict, source: str) -> None:
+    """Every value that would fail inside a run fails here, before any store is written: a
+    ParameterError naming the engine's parameter, or a FltrError naming the key."""
     from fltr_audit.clicks import CCM_TABLES
+    from fltr_audit.population import parse_non_iid
 
-    _check_settings(spec, source, names)
+    _check_settings(spec)
+    for non_iid in as_list(spec["algorithm"].get("non_iid", "iid")):
+        parse_non_iid(non_iid)
     known_models = sorted({name for name, _ in CCM_TABLES}) + ["pbm"]
     queries = spec["data"].get("queries")
     for data in as_list(spec["data"]["spec"]):
         _check_data_spec(data, queries, source)
     _check_params(spec["algorithm"], source)
     for name in as_list(spec["algorithm"]["name"]):
-        algorithm_spec(name, option=f"{source}: key 'algorithm.name'", auditable=True)
+        algorithm_spec(name, auditable=True)
     models = as_list(spec["probe"]["click_models"]) + [spec["algorithm"]["train_click_model"]]
     for model in models:
         if model not in known_models:
@@ -227,8 +253,8 @@ def _check_values(spec: dict, source: str, names: Mapping[str, str] | None = Non
             if stack.name != "none" and stack.claim.epsilon == float("inf"):
                 raise FltrError(f"{source}: key 'audit.trials' = \"auto\": defense {stack.name!r} claims no epsilon, "
                                 "so there is nothing to size its trials by; give a number of trials")
-    _check_each(spec["audit"]["defenses"], parse_defense, "defense", source, names)
-    _check_each(spec["audit"]["attacks"], make_attack, "attacks", source, names)
+    _check_each(spec["audit"]["defenses"], parse_defense, "defense")
+    _check_each(spec["audit"]["attacks"], make_attack, "attacks")
     _check_threat_models(spec, source)
     _check_audit_run(spec, source)
 
@@ -240,8 +266,8 @@ def _check_threat_models(spec: dict, source: str) -> None:
     if "server-malicious" in as_list(spec["probe"]["threat_model"]):
         for name in as_list(spec["algorithm"]["name"]):
             if not algorithm_spec(name, auditable=True).server_manipulable:
-                raise FltrError(f"{source}: --threat-model server-malicious: supported for "
-                                f"{', '.join(manipulable_names())} (vector messages of PDGD steps), not {name}")
+                raise ParameterError("threat_model", f"server-malicious: supported for {', '.join(manipulable_names())} "
+                                     f"(vector messages of PDGD steps), not {name}")
 
 
 def _check_audit_run(spec: dict, source: str) -> None:
@@ -279,8 +305,8 @@ def _check_data_spec(data: str, queries: int | None, source: str) -> None:
     from fltr_audit.data.load import _synthetic_spec
     from fltr_audit.data.synthetic import max_queries
 
+    name, n = _synthetic_spec(data, queries)  # ParameterError naming data, renamed by validate_spec
     try:
-        name, n = _synthetic_spec(data, queries)
         largest = max_queries(name)
     except FltrError as exc:
         raise FltrError(f"{source}: key 'data.spec': {exc}") from None
@@ -306,22 +332,18 @@ def _check_params(algo: dict, source: str) -> None:
                     raise FltrError(f"{source}: key '{exc.parameter}': algorithm {name!r}: {exc.problem}") from None
 
 
-_LIST_KEYS = {"defense": "audit.defenses", "attacks": "audit.attacks"}
-"""The run spec's name lists as campaign keys."""
-
-
-def _check_each(values: Any, build: Callable[[str], Any], parameter: str, source: str,
-                names: Mapping[str, str] | None = None) -> None:
-    """Build every named object once so that a bad name fails before any run, naming the campaign
-    key (or, with a door's ``names``, its option or keyword) once."""
+def _check_each(values: Any, build: Callable[[str], Any], parameter: str) -> None:
+    """Build every named object once so that a bad name fails before any run: a ParameterError
+    naming ``parameter`` (``defense``, ``attacks``)."""
     for value in as_list(values):
         try:
             build(value)
+        except ParameterError as exc:
+            if exc.parameter != parameter or exc.where:
+                raise ParameterError(parameter, str(exc)) from None
+            raise
         except FltrError as exc:
-            problem = str(exc).removeprefix("--attack: ")  # the registry's own wording names the CLI option
-            if names is None:
-                raise FltrError(f"{source}: key '{_LIST_KEYS[parameter]}': {problem}") from None
-            raise FltrError(f"{names.get(parameter, parameter)}: {problem}") from None
+            raise ParameterError(parameter, str(exc)) from None
 
 
 def as_list(value: Any) -> list:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from fltr_audit.errors import FltrError
+from fltr_audit.constraints import ParameterError
 
 CCM_TABLES = {
     ("perfect", 3): (np.array([0.0, 0.5, 1.0]), np.array([0.0, 0.0, 0.0])),
@@ -37,7 +37,7 @@ PBM_NOISE = 0.1  # Eq. 11: a non-relevant document is clicked with 0.1 x its exa
 
 
 def check_levels(model, labels: np.ndarray) -> None:
-    """Raise FltrError naming the levels when ``labels`` exceed what ``model`` covers.
+    """ParameterError naming ``click_model`` and the levels when ``labels`` exceed what ``model`` covers.
 
     ``model`` is any click model with ``name`` and ``n_levels``; -1 (empty slot) is allowed.
     """
@@ -46,10 +46,10 @@ def check_levels(model, labels: np.ndarray) -> None:
         return
     top, low = int(labels.max()), int(labels.min())
     if low < -1:
-        raise FltrError(f"--click-model: relevance label {low} is negative")
+        raise ParameterError("click_model", f"relevance label {low} is negative")
     if top >= model.n_levels:
-        raise FltrError(
-            f"--click-model: the data has relevance labels up to {top} ({top + 1} levels) but click model "
+        raise ParameterError(
+            "click_model", f"the data has relevance labels up to {top} ({top + 1} levels) but click model "
             f"{model.name!r} covers {model.n_levels} levels (0-{model.n_levels - 1})"
         )
 
@@ -57,9 +57,9 @@ def check_levels(model, labels: np.ndarray) -> None:
 def _prob_table(values, what: str, n_levels: int | None = None) -> np.ndarray:
     arr = np.asarray(values, dtype=np.float64)
     if arr.ndim != 1 or len(arr) < 1 or not np.all((arr >= 0) & (arr <= 1)):
-        raise FltrError(f"--click-model: {what} must be a list of probabilities in [0, 1], got {values!r}")
+        raise ParameterError("click_model", f"{what} must be a list of probabilities in [0, 1], got {values!r}")
     if n_levels is not None and len(arr) != n_levels:
-        raise FltrError(f"--click-model: {what} has {len(arr)} entries for {n_levels} relevance levels")
+        raise ParameterError("click_model", f"{what} has {len(arr)} entries for {n_levels} relevance levels")
     return arr
 
 
@@ -148,18 +148,18 @@ def cascade_model(name: str, n_levels: int, click_prob=None, stop_prob=None) -> 
     """
     if click_prob is not None or stop_prob is not None:
         if click_prob is None or stop_prob is None:
-            raise FltrError("--click-model: a custom click model needs both click and stop probabilities")
+            raise ParameterError("click_model", "a custom click model needs both click and stop probabilities")
         return CascadeClickModel(
             name,
             _prob_table(click_prob, "click probabilities", n_levels),
             _prob_table(stop_prob, "stop probabilities", n_levels),
         )
     if name not in CCM_NAMES:
-        raise FltrError(f"--click-model: unknown click model {name!r} (choose from {', '.join(CCM_NAMES)})")
+        raise ParameterError("click_model", f"unknown click model {name!r} (choose from {', '.join(CCM_NAMES)})")
     if (name, n_levels) not in CCM_TABLES:
         have = sorted(n for (m, n) in CCM_TABLES if m == name)
-        raise FltrError(
-            f"--click-model: no {name} table for {n_levels} relevance levels "
+        raise ParameterError(
+            "click_model", f"no {name} table for {n_levels} relevance levels "
             f"(tables exist for {' and '.join(map(str, have))} levels)"
         )
     click, stop = CCM_TABLES[(name, n_levels)]
@@ -183,12 +183,12 @@ class PositionBasedModel:
 
     def __post_init__(self) -> None:
         if self.rule != "fedips":
-            raise FltrError(f"--click-model: unknown PBM click rule {self.rule!r} (choose from fedips)")
+            raise ParameterError("click_model", f"unknown PBM click rule {self.rule!r} (choose from fedips)")
         if not (np.isfinite(self.gamma) and np.isfinite(self.gamma_sd) and self.gamma_sd > 0):
-            raise FltrError(f"--click-model: PBM needs a finite gamma and gamma_sd > 0, got {self.gamma}, {self.gamma_sd}")
+            raise ParameterError("click_model", f"PBM needs a finite gamma and gamma_sd > 0, got {self.gamma}, {self.gamma_sd}")
         if self.n_levels not in PBM_RELEVANT_FROM:
-            raise FltrError(
-                f"--click-model: the PBM click rule is defined for {', '.join(map(str, sorted(PBM_RELEVANT_FROM)))} "
+            raise ParameterError(
+                "click_model", f"the PBM click rule is defined for {', '.join(map(str, sorted(PBM_RELEVANT_FROM)))} "
                 f"relevance levels, not {self.n_levels}"
             )
 

@@ -22,18 +22,28 @@ from fltr_audit.errors import FltrError
 
 
 class ParameterError(FltrError):
-    """A parameter's value breaks its constraints; ``parameter`` names it, ``problem`` says how."""
+    """A parameter's value breaks its constraints; ``parameter`` names it, ``problem`` says how.
+
+    The engine names the parameter as its Python caller typed it (``trials``, ``probe.cohort``);
+    ``door`` is False until a front end has renamed it for its own user (``renamed``)."""
 
     def __init__(self, parameter: str, problem: str, where: str = "") -> None:
-        self.parameter, self.problem, self.where = parameter, problem, where
+        self.parameter, self.problem, self.where, self.door = parameter, problem, where, False
         super().__init__(f"{where}{parameter}: {problem}")
 
+    def within(self, where: str) -> "ParameterError":
+        """The same error said inside ``where`` (``"attack olsr: "``): a parameter of that object,
+        which no door renames."""
+        return ParameterError(self.parameter, self.problem, where + self.where)
+
     def renamed(self, names: Mapping[str, str], where: str = "", form: str = "{}") -> "ParameterError":
-        """The same error naming the parameter as a door's user typed it (``names`` maps the
-        engine's name to theirs; unmapped names stay), written by ``form`` after ``where``
-        (the campaign reader: ``where="c.toml: ", form="key '{}'"``)."""
-        error = ParameterError(form.format(names.get(self.parameter, self.parameter)), self.problem, where)
-        error.parameter = names.get(self.parameter, self.parameter)
+        """The error as a door says it, once: ``names`` maps the engine's name to what the
+        door's user typed (unmapped names stay), written by ``form`` after ``where`` (the
+        campaign reader: ``where="c.toml: ", form="key '{}'"``); ``door`` is then True. A parameter
+        said ``within`` an object keeps its name."""
+        name = self.parameter if self.where else names.get(self.parameter, self.parameter)
+        error = ParameterError(form.format(name), self.problem, where + self.where)
+        error.parameter, error.door = name, True
         return error
 
 
@@ -124,6 +134,13 @@ class Satisfies:
 
 Constraint = Interval | Options | InstanceOf | Satisfies | None
 
+POSITIVE_INT = (Interval(int, 1, None),)
+"""An integer of at least 1 (a count)."""
+POSITIVE = (Interval(float, 0, math.inf, "neither"),)
+"""A positive finite number (a learning rate, a scale)."""
+OPEN_UNIT = (Interval(float, 0, 1, "neither"),)
+"""A number strictly between 0 and 1 (a power, a confidence)."""
+
 
 @dataclass(frozen=True)
 class Parameter:
@@ -146,10 +163,12 @@ def describe(constraints: tuple[Constraint, ...]) -> str:
     return " or ".join("None" if c is None else c.describe() for c in constraints)
 
 
-def check(name: str, value: Any, constraints: tuple[Constraint, ...]) -> None:
-    """ParameterError naming ``name`` unless ``value`` satisfies ``constraints``."""
+def check(name: str, value: Any, constraints: tuple[Constraint, ...], why: str = "") -> None:
+    """ParameterError naming ``name`` unless ``value`` satisfies ``constraints`` (``why``, if
+    given, follows the rule in parentheses: ``"the canaries of the audit"``)."""
     if not satisfied(value, constraints):
-        raise ParameterError(name, f"must be {describe(constraints)}, got {value!r}")
+        reason = f" ({why})" if why else ""
+        raise ParameterError(name, f"must be {describe(constraints)}{reason}, got {value!r}")
 
 
 def validate(values: Mapping[str, Any], parameters: tuple[Parameter, ...], prefix: str = "") -> None:

@@ -14,6 +14,7 @@ import time
 from typing import Any, Callable, Iterable
 
 from fltr_audit.campaign_grid import Run
+from fltr_audit.constraints import POSITIVE_INT, ParameterError, check
 from fltr_audit.errors import FltrError
 from fltr_audit.run_spec import RunSpec
 from fltr_audit.interrupts import GracefulStop
@@ -94,8 +95,7 @@ def execute_runs(runs: list[Run], run_fn: Callable[[RunSpec], dict], workers: in
         yield from _execute_dask(runs, run_fn, scheduler)
         return
     workers = workers or os.cpu_count() or 1
-    if workers < 1:
-        raise FltrError("--workers must be at least 1")
+    check("workers", workers, POSITIVE_INT)
     stop = stop or GracefulStop()
     stop.graceful = True
     try:
@@ -160,7 +160,7 @@ def _execute_pool(runs: list[Run], run_fn: Callable[[RunSpec], dict], workers: i
 
 
 def check_scheduler(address: str) -> None:
-    """FltrError naming ``--scheduler`` unless a Dask scheduler answers at ``address``."""
+    """ParameterError naming ``scheduler`` unless a Dask scheduler answers at ``address``."""
     _connect_dask(address).close()
 
 
@@ -168,11 +168,11 @@ def _connect_dask(address: str) -> Any:
     try:
         from distributed import Client
     except ImportError:
-        raise FltrError("--scheduler needs dask.distributed: pip install 'fltr-audit[dask]'") from None
+        raise ParameterError("scheduler", "needs dask.distributed: pip install 'fltr-audit[dask]'") from None
     try:
         return Client(address, timeout="10s")
     except (OSError, TimeoutError, ValueError, TypeError) as exc:
-        raise FltrError(f"--scheduler: cannot reach {address}: {' '.join(str(exc).split()) or type(exc).__name__}") from None
+        raise ParameterError("scheduler", f"cannot reach {address}: {' '.join(str(exc).split()) or type(exc).__name__}") from None
 
 
 def _execute_dask(runs: list[Run], run_fn: Callable[[RunSpec], dict], scheduler: str

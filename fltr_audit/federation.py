@@ -23,6 +23,7 @@ from threadpoolctl import threadpool_limits
 
 from fltr_audit import metrics, threads
 from fltr_audit.aggregation import FedAvg
+from fltr_audit.constraints import Interval, ParameterError, check
 from fltr_audit.data.dataset import Dataset
 from fltr_audit.errors import FltrError
 from fltr_audit.interfaces import Aggregator, Algorithm, ClientDefense, ClientOutput, Interceptor
@@ -103,8 +104,8 @@ def _offline_ndcg_soon(ranker: Any, params: np.ndarray, data: Dataset) -> Future
 
 def check_threat_model(threat_model: str) -> None:
     if threat_model not in THREAT_MODELS:
-        raise FltrError(f"--threat-model: unknown threat model {threat_model!r} "
-                        f"(choose from {', '.join(THREAT_MODELS)})")
+        raise ParameterError("threat_model", f"unknown threat model {threat_model!r} "
+                                             f"(choose from {', '.join(THREAT_MODELS)})")
 
 
 def _view_threat_model(requested: str, anonymous: bool) -> str:
@@ -113,8 +114,8 @@ def _view_threat_model(requested: str, anonymous: bool) -> str:
     if anonymous and requested in ("server", SHUFFLED):
         return SHUFFLED
     if anonymous or requested == SHUFFLED:
-        raise FltrError(f"--threat-model: {SHUFFLED!r} is the view of a shuffling aggregator (defense '...+shuffle') "
-                        f"and only that; got {requested!r} with{'' if anonymous else 'out'} a shuffler")
+        raise ParameterError("threat_model", f"{SHUFFLED!r} is the view of a shuffling aggregator (defense '...+shuffle') "
+                                             f"and only that; got {requested!r} with{'' if anonymous else 'out'} a shuffler")
     return requested
 
 
@@ -186,13 +187,12 @@ def sample_queries(n_queries: int, clients: int, queries_per_client: int, rng: n
 def _check_without_replacement(n_queries: int, clients: int, queries_per_client: int) -> None:
     need = clients * queries_per_client
     if need > n_queries:
-        raise FltrError(f"--clients x --queries-per-client = {clients} x {queries_per_client} = {need} exceeds "
-                        f"the {n_queries} training queries of a round without replacement "
-                        f"(--replace samples with replacement)")
+        raise ParameterError("queries_per_client", f"{clients} clients x {queries_per_client} queries = {need} "
+                                                   f"exceed the {n_queries} training queries of a round without "
+                                                   "replacement (sample with replacement: replace)")
 
 
-BUDGET_LIMITS = {"--clients": 1_000_000, "--queries-per-client": 10_000, "--rounds": 1_000_000,
-                 "--eval-every": 1_000_000}
+BUDGET_LIMITS = {"clients": 1_000_000, "queries_per_client": 10_000, "rounds": 1_000_000, "eval_every": 1_000_000}
 """Largest accepted sizes (checked before anything is allocated)."""
 def user_queries(seed: int, users: np.ndarray, visits: np.ndarray, queries_per_client: int,
                  n_queries: int) -> np.ndarray:
@@ -208,18 +208,14 @@ def user_queries(seed: int, users: np.ndarray, visits: np.ndarray, queries_per_c
 
 
 def check_population(population: int | None, clients: int) -> None:
-    if population is not None and (int(population) != population or population < clients):
-        raise FltrError(f"--population: must be an integer of at least --clients ({clients}), the cohort "
-                        f"sampled from it each round; got {population}")
+    check("population", population, (Interval(int, clients, None), None),
+          f"the cohort of {clients} clients is sampled from it each round")
 
 
 def check_budget(clients: int, queries_per_client: int, rounds: int, eval_every: int) -> None:
-    for option, value in (("--clients", clients), ("--queries-per-client", queries_per_client),
-                          ("--rounds", rounds), ("--eval-every", eval_every)):
-        if int(value) != value or value < 1:
-            raise FltrError(f"{option}: must be a positive integer, got {value}")
-        if value > BUDGET_LIMITS[option]:
-            raise FltrError(f"{option}: at most {BUDGET_LIMITS[option]:,}, got {value:,}")
+    for name, value in (("clients", clients), ("queries_per_client", queries_per_client),
+                        ("rounds", rounds), ("eval_every", eval_every)):
+        check(name, value, (Interval(int, 1, BUDGET_LIMITS[name]),))
 
 
 def train(algorithm: Algorithm, train_data: Dataset, *, clients: int, queries_per_client: int, rounds: int, seed: int,
@@ -260,7 +256,7 @@ def train(algorithm: Algorithm, train_data: Dataset, *, clients: int, queries_pe
     check_threat_model(threat_model)
     check_population(population, clients)
     if train_data.n_queries < 1:
-        raise FltrError("--data: the training split has no queries")
+        raise ParameterError("data", "the training split has no queries")
     non_iid = non_iid or NonIID()
     iid = non_iid.setting == "iid"
     check_buildable(non_iid, train_data.n_queries)

@@ -10,7 +10,7 @@ import os
 from typing import Callable
 
 from fltr_audit import __version__
-from fltr_audit.errors import FltrError
+from fltr_audit.constraints import ParameterError
 from fltr_audit.messages import RoundBatch
 from fltr_audit.recording import RecordingHeader, RecordingWriter
 
@@ -30,13 +30,13 @@ def parse_rounds(spec: str, total: int | None = None) -> Callable[[int], bool]:
             if min(kept) < 1:
                 raise ValueError
     except ValueError:
-        raise FltrError(f"--record-rounds: expected rounds like '1,50,100' or 'every:10', got {spec!r}") from None
+        raise ParameterError("record_rounds", f"expected rounds like '1,50,100' or 'every:10', got {spec!r}") from None
     if text.startswith("every:"):
         if total is not None and step > total:
-            raise FltrError(f"--record-rounds {spec}: records no round of --rounds {total}")
+            raise ParameterError("record_rounds", f"{spec} records none of the {total} rounds")
         return lambda r: r % step == 0
     if total is not None and max(kept) > total:
-        raise FltrError(f"--record-rounds {spec}: round {max(kept)} is beyond --rounds {total}")
+        raise ParameterError("record_rounds", f"{spec}: round {max(kept)} is beyond the {total} rounds")
     return lambda r: r in kept
 
 

@@ -38,9 +38,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from fltr_audit.aggregation import FedAvg
-from fltr_audit.constraints import Interval, check
+from fltr_audit.constraints import Interval, ParameterError, check
 from fltr_audit.data.dataset import Dataset
-from fltr_audit.errors import FltrError
 from fltr_audit.interfaces import Aggregator, ClientDefense
 from fltr_audit.messages import GroundTruth, Interactions, RoundBatch, ServerView
 from fltr_audit.randomness import stream
@@ -60,15 +59,15 @@ class MaliciousRound:
 
 
 def check_supported(algorithm: Any, manipulation: str) -> None:
-    """FltrError naming ``--threat-model`` unless the manipulation applies to the algorithm."""
+    """ParameterError naming ``threat_model`` unless the manipulation applies to the algorithm."""
     from fltr_audit.algorithms.registry import manipulable_names
 
     name = getattr(algorithm, "name", type(algorithm).__name__)
     if name not in manipulable_names():  # declared on the algorithm's spec (server_manipulable)
-        raise FltrError(f"--threat-model server-malicious: supported for {', '.join(manipulable_names())} "
-                        f"(vector messages of PDGD steps), not {name}")
+        raise ParameterError("threat_model", f"server-malicious: supported for {', '.join(manipulable_names())} "
+                                             f"(vector messages of PDGD steps), not {name}")
     if manipulation not in MANIPULATIONS:
-        raise FltrError(f"--manipulation: unknown manipulation {manipulation!r} (choose from {', '.join(MANIPULATIONS)})")
+        raise ParameterError("manipulation", f"unknown manipulation {manipulation!r} (choose from {', '.join(MANIPULATIONS)})")
 
 
 def saturated(ranker: Any, params: np.ndarray, factor: float = SATURATION) -> np.ndarray:
@@ -106,7 +105,7 @@ def malicious_probe(algorithm: Any, params: np.ndarray, data: Dataset, *, seed: 
     full = data.n_queries // B
     queries = np.arange(full * B, dtype=np.int64).reshape(full, B)
     if full == 0:
-        raise FltrError("--probe-queries: the probed split has fewer queries than one message needs")
+        raise ParameterError("probe.queries_per_client", "the probed split has fewer queries than one message needs")
     rounds: list[MaliciousRound] = []
     n_params = len(params)
     for c0 in range(0, full, cohort_size):

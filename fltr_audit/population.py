@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from fltr_audit.errors import FltrError
+from fltr_audit.constraints import Interval, ParameterError
 
 SETTINGS = ("iid", "document-preference", "label-skew", "click-preference", "data-quantity")
 PARAMETERS = {"document-preference": {"intents": int, "share": float}, "label-skew": {"sets": int, "skew": float},
@@ -71,12 +71,18 @@ class NonIID:
         return self.setting in ("document-preference", "click-preference")
 
 
+LIMITS = {"intents": Interval(int, 1, 1000), "share": Interval(float, 0, 1), "sets": Interval(int, 1, None),
+          "skew": Interval(float, 0, 1), "alpha": Interval(float, 0, 5)}
+"""The range of each setting's keyword (``fltr_audit.constraints``)."""
+
+
 def parse_non_iid(spec: str | None) -> NonIID:
-    """``--non-iid SPEC``: a setting name with optional ``(key=value, ...)``; FltrError naming the option."""
+    """``non_iid`` (``--non-iid SPEC``): a setting name with optional ``(key=value, ...)``;
+    ParameterError naming ``non_iid``."""
     spec = (spec or "iid").strip()
     m = re.fullmatch(r"([a-z-]+)\s*(?:\((.*)\))?", spec)
     if not m or m.group(1) not in SETTINGS:
-        raise FltrError(f"--non-iid: unknown setting {spec!r} (choose {', '.join(SETTINGS)})")
+        raise ParameterError("non_iid", f"unknown setting {spec!r} (choose {', '.join(SETTINGS)})")
     setting, args = m.group(1), m.group(2)
     values: dict[str, Any] = {}
     for part in filter(None, (p.strip() for p in (args or "").split(","))):
@@ -84,31 +90,23 @@ def parse_non_iid(spec: str | None) -> NonIID:
         key = key.strip()
         if not eq or key not in PARAMETERS[setting]:
             allowed = ", ".join(PARAMETERS[setting]) or "none"
-            raise FltrError(f"--non-iid: {setting} takes {allowed} as key=value, got {part!r}")
+            raise ParameterError("non_iid", f"{setting} takes {allowed} as key=value, got {part!r}")
         try:
             values[key] = PARAMETERS[setting][key](raw.strip())
         except ValueError:
-            raise FltrError(f"--non-iid: {setting} {key} must be a {PARAMETERS[setting][key].__name__}, "
-                            f"got {raw.strip()!r}") from None
-    out = replace(NonIID(setting), **values)
-    if not 1 <= out.intents <= 1000:
-        raise FltrError(f"--non-iid: document-preference intents must be 1..1000, got {out.intents}")
-    if not 0.0 <= out.share <= 1.0:
-        raise FltrError(f"--non-iid: document-preference share must be in [0, 1], got {out.share:g}")
-    if out.sets < 1:
-        raise FltrError(f"--non-iid: label-skew sets must be at least 1, got {out.sets}")
-    if not 0.0 <= out.skew <= 1.0:
-        raise FltrError(f"--non-iid: label-skew skew must be in [0, 1], got {out.skew:g}")
-    if not 0.0 <= out.alpha <= 5.0:
-        raise FltrError(f"--non-iid: data-quantity alpha must be in [0, 5], got {out.alpha:g}")
-    return out
+            raise ParameterError("non_iid", f"{setting} {key} must be a {PARAMETERS[setting][key].__name__}, "
+                                 f"got {raw.strip()!r}") from None
+    for key, value in values.items():
+        if not LIMITS[key].accepts(value):
+            raise ParameterError("non_iid", f"{setting} {key} must be {LIMITS[key].describe()}, got {value:g}")
+    return replace(NonIID(setting), **values)
 
 
 def check_buildable(non_iid: NonIID, n_queries: int) -> None:
-    """FltrError naming ``--non-iid`` when the split cannot hold the setting (before training allocates)."""
+    """ParameterError naming ``non_iid`` when the split cannot hold the setting (before training allocates)."""
     if non_iid.setting == "label-skew" and non_iid.sets > n_queries:
-        raise FltrError(f"--non-iid: label-skew asks for {non_iid.sets} distinct query sets but the training "
-                        f"split has {n_queries} queries")
+        raise ParameterError("non_iid", f"label-skew asks for {non_iid.sets} distinct query sets but the training "
+                             f"split has {n_queries} queries")
 
 
 def counter_uniform(seed: int, *keys: Any) -> np.ndarray:
@@ -223,16 +221,16 @@ class UserClicks:
 
 
 def check_per_user_clicks(non_iid: NonIID, algorithm_type: type) -> None:
-    """FltrError naming ``--non-iid`` when the setting gives users their own clicks and the
+    """ParameterError naming ``non_iid`` when the setting gives users their own clicks and the
     algorithm's type does not declare ``user_clicks = True`` (checked before any data is loaded)."""
     if non_iid.per_user_clicks and not getattr(algorithm_type, "user_clicks", False):
-        raise FltrError(f"--non-iid: {non_iid.setting} gives each user its own clicks, which "
-                        f"{getattr(algorithm_type, 'name', algorithm_type.__name__)} does not simulate (fpdgd, pdgd do)")
+        raise ParameterError("non_iid", f"{non_iid.setting} gives each user its own clicks, which "
+                             f"{getattr(algorithm_type, 'name', algorithm_type.__name__)} does not simulate (fpdgd, pdgd do)")
 
 
 def with_population_clicks(algorithm: Any, non_iid: NonIID, seed: int) -> Any:
     """``algorithm`` itself, or a shallow copy clicking by :class:`UserClicks` when the setting gives
-    users their own clicks; FltrError unless the algorithm declares ``user_clicks = True``."""
+    users their own clicks; ParameterError unless the algorithm declares ``user_clicks = True``."""
     if not non_iid.per_user_clicks:
         return algorithm
     check_per_user_clicks(non_iid, type(algorithm))

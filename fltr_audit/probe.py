@@ -27,9 +27,9 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from fltr_audit.constraints import Interval, check
+from fltr_audit.constraints import Interval, ParameterError, check
 from fltr_audit.data.dataset import Dataset
-from fltr_audit.errors import CohortLost, FltrError
+from fltr_audit.errors import CohortLost
 from fltr_audit.federation import run_round
 from fltr_audit.interfaces import Aggregator, Algorithm, ClientDefense
 from fltr_audit.messages import RoundBatch
@@ -81,7 +81,7 @@ def probe_cohorts(algorithm: Algorithm, params: np.ndarray, data: Dataset, *, se
                              ("passes", passes)):
         check(parameter, value, (Interval(int, 1, None),))
     if data.n_queries < 1:
-        raise FltrError("--data: the probed split has no queries")
+        raise ParameterError("data", "the probed split has no queries")
     params = np.asarray(params, dtype=np.float64)
     state = algorithm.init_server_state(params)
     B = int(queries_per_client)

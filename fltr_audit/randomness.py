@@ -11,16 +11,19 @@ import zlib
 
 import numpy as np
 
-from fltr_audit.errors import FltrError
+from fltr_audit.constraints import Interval, check
 
 MAX_SEED = 2**63 - 1
 """Seeds are stored as SQLite INTEGER (signed 64 bits): 0 .. 2^63 - 1."""
 
 
-def check_seed(seed: object, option: str = "--seed") -> int:
-    """``seed`` as an int, or FltrError naming ``option`` unless it is an integer 0..2^63-1."""
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= int(seed) <= MAX_SEED:
-        raise FltrError(f"{option}: must be an integer 0..2^63-1, got {seed!r}")
+SEED = (Interval(int, 0, MAX_SEED),)
+"""A seed's constraint: an integer 0 .. 2^63 - 1."""
+
+
+def check_seed(seed: object, name: str = "seed") -> int:
+    """``seed`` as an int, or ParameterError naming ``name`` unless it is an integer 0..2^63-1."""
+    check(name, seed, SEED)
     return int(seed)
 
 

@@ -22,8 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fltr_audit.constraints import Interval, check
-from fltr_audit.errors import FltrError
+from fltr_audit.constraints import Interval, ParameterError, check
 
 RANKERS = ("linear", "mlp")
 _BLOCK = 4096  # rows cast to float64 at a time when scoring one model on many rows (stays in cache)
@@ -310,4 +309,4 @@ def make_ranker(name: str, n_features: int) -> LinearRanker | MLPRanker:
         return LinearRanker(n_features)
     if name == "mlp":
         return MLPRanker(n_features)
-    raise FltrError(f"--ranker: unknown ranker {name!r} (choose from {', '.join(RANKERS)})")
+    raise ParameterError("ranker", f"unknown ranker {name!r} (choose from {', '.join(RANKERS)})")

@@ -28,6 +28,7 @@ from typing import Any, Iterator
 import numpy as np
 
 from fltr_audit.atomic import write_file, write_with
+from fltr_audit.constraints import ParameterError
 from fltr_audit.data.dataset import Dataset
 from fltr_audit.errors import FltrError
 from fltr_audit.messages import THREAT_MODELS, GroundTruth, Interactions, Messages, RoundBatch, ServerView
@@ -74,7 +75,7 @@ class RecordingWriter:
         self.header = header
         self.path.mkdir(parents=True, exist_ok=True)
         if (self.path / MANIFEST).exists() or any(self.path.glob("batch-*.npz")):
-            raise FltrError(f"--record-rounds: {self.path} already holds a recording")
+            raise ParameterError("record_rounds", f"{self.path} already holds a recording")
         self._documents: list[dict] = []
         self._documents_of: dict[int, int] = {}
         self._rounds: list[dict] = []

@@ -90,6 +90,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from fltr_audit.constraints import ParameterError
 from fltr_audit.defense_spelling import current_spelling
 from fltr_audit.errors import FltrError
 from fltr_audit.records import RECORDS, columns
@@ -168,7 +169,7 @@ def _connect(path: Path, *, readonly: bool = False, init: bool = False) -> sqlit
     link, an SQLite file of another schema, a newer ``schema_version`` or a corrupt file is a
     FltrError naming the store; nothing is written before those checks."""
     if path.is_symlink():
-        raise FltrError(f"--store {path}: a symbolic link (links are never followed)")
+        raise ParameterError("store", f"{path}: a symbolic link (links are never followed)")
     conn = None
     try:
         if readonly:
@@ -210,15 +211,15 @@ def _check_ours(path: Path, tables: set[str], version: Any, readonly: bool) -> N
         return
     if "meta" not in tables or version is None:
         shown = ", ".join(sorted(tables)[:5]) + (", ..." if len(tables) > 5 else "")
-        raise FltrError(f"--store {path}: an SQLite file of another schema (tables: {shown or 'none'}), "
-                        "not a fltr-audit results store")
+        raise ParameterError("store", f"{path}: an SQLite file of another schema (tables: {shown or 'none'}), "
+                                      "not a fltr-audit results store")
     if not str(version).isdigit():
-        raise FltrError(f"--store {path}: not a fltr-audit results store (schema_version {version!r})")
+        raise ParameterError("store", f"{path}: not a fltr-audit results store (schema_version {version!r})")
     if int(version) > int(SCHEMA_VERSION):
-        raise FltrError(f"--store {path}: written by a newer fltr-audit (schema_version {version}; this version "
-                        f"reads up to {SCHEMA_VERSION}); upgrade fltr-audit to use it")
+        raise ParameterError("store", f"{path}: written by a newer fltr-audit (schema_version {version}; this version "
+                                      f"reads up to {SCHEMA_VERSION}); upgrade fltr-audit to use it")
     if readonly and not {"meta", "runs", "registered", *TABLES} <= tables:
-        raise FltrError(f"--store {path}: not a fltr-audit results store (tables missing)")
+        raise ParameterError("store", f"{path}: not a fltr-audit results store (tables missing)")
 
 
 def _read_only_fs(path: Path) -> bool:
@@ -233,10 +234,10 @@ def _unusable(path: Path, exc: sqlite3.DatabaseError, doing: str) -> FltrError:
     openable / writable (saying when its file system is read-only)."""
     text = str(exc)
     if "malformed" in text or "not a database" in text:
-        return FltrError(f"--store {path}: corrupt, or not an SQLite file ({text})")
+        return ParameterError("store", f"{path}: corrupt, or not an SQLite file ({text})")
     if _read_only_fs(path):
         text += "; its file system is read-only"
-    return FltrError(f"--store {path}: cannot {doing} ({text})")
+    return ParameterError("store", f"{path}: cannot {doing} ({text})")
 
 
 @contextmanager
@@ -278,16 +279,16 @@ class ResultsStore:
         self.readonly = readonly
         if not self.path.is_file() and not self.path.is_symlink():
             if not create or readonly:
-                raise FltrError(f"--store {self.path}: no such file")
+                raise ParameterError("store", f"{self.path}: no such file")
             if not self.path.parent.is_dir():
-                raise FltrError(f"--store {self.path}: directory {self.path.parent} does not exist")
+                raise ParameterError("store", f"{self.path}: directory {self.path.parent} does not exist")
         _connect(self.path, readonly=readonly, init=not readonly).close()
 
     def _write(self, work) -> Any:
         """Run ``work(conn)`` in one IMMEDIATE transaction; a store that cannot be written (full
         disk, read-only, locked past the busy timeout) is a FltrError naming it."""
         if self.readonly:
-            raise FltrError(f"--store {self.path}: opened read-only")
+            raise ParameterError("store", f"{self.path}: opened read-only")
         conn = _connect(self.path)
         try:
             conn.execute("BEGIN IMMEDIATE")
@@ -543,7 +544,7 @@ def load(path: str | Path) -> dict[str, pd.DataFrame]:
     """
     path = Path(path)
     if not path.is_file() and not path.is_symlink():
-        raise FltrError(f"--store {path}: no such file")
+        raise ParameterError("store", f"{path}: no such file")
     conn = _connect(path, readonly=True)
     try:
         rows = conn.execute(f"SELECT {', '.join(RUN_COLUMNS)} FROM runs ORDER BY rowid").fetchall()

@@ -26,6 +26,7 @@ from typing import Any, Optional
 
 import numpy as np
 
+from fltr_audit.constraints import ParameterError
 from fltr_audit.errors import FltrError
 from fltr_audit.records import RunAuditRecord as RunAudit
 from fltr_audit.run_spec import MAX_CANARIES, MAX_CANARY_RUNS, RunSpec
@@ -65,26 +66,26 @@ class RunAuditOptions:
 
         check_budget(self.clients, self.queries_per_client, self.rounds, 1)
         if int(self.canaries) != self.canaries or self.canaries < 1:
-            raise FltrError(f"--canaries: must be a positive integer (the canaries of the audit), got {self.canaries}")
+            raise ParameterError("canaries", f"must be a positive integer (the canaries of the audit), got {self.canaries}")
         users = self.population or self.clients
         if self.canaries > users:
-            raise FltrError(f"--canaries: {self.canaries:,} canaries exceed the population of {users:,} users "
-                            f"(--population, or --clients without it)")
+            raise ParameterError("canaries", f"{self.canaries:,} canaries exceed the population of {users:,} users "
+                                 f"(population, or clients without it)")
         if self.canaries > CANARIES_CAP:
-            raise FltrError(f"--canaries: at most {CANARIES_CAP:,}, got {self.canaries:,}")
+            raise ParameterError("canaries", f"at most {CANARIES_CAP:,}, got {self.canaries:,}")
         if int(self.runs) != self.runs or not 1 <= self.runs <= RUNS_CAP:
-            raise FltrError(f"--runs: must be an integer from 1 to {RUNS_CAP:,} (independent trainings), got {self.runs}")
+            raise ParameterError("runs", f"must be an integer from 1 to {RUNS_CAP:,} (independent trainings), got {self.runs}")
         if self.population is not None and self.population < self.clients:
-            raise FltrError(f"--population: must be at least --clients ({self.clients}), got {self.population}")
+            raise ParameterError("population", f"must be at least the cohort of {self.clients} clients, got {self.population}")
         if not 0.0 < self.confidence < 1.0:
-            raise FltrError(f"--confidence: must lie in (0, 1), got {self.confidence}")
+            raise ParameterError("confidence", f"must lie in (0, 1), got {self.confidence}")
         stack = parse_defense(self.defense)
         problem = canary_problem(self.algorithm, stack)
         if problem:
             raise FltrError(problem)
         if self.claim_verdict and stack.claim.epsilon == float("inf"):
-            raise FltrError(f"--claim-verdict: defense {stack.name!r} claims no epsilon, so there is no claim "
-                            "to give a verdict on (drop --claim-verdict for the bounds alone)")
+            raise ParameterError("claim_verdict", f"defense {stack.name!r} claims no epsilon, so there is no claim "
+                                 "to give a verdict on (leave it off for the bounds alone)")
 
 
 def canary_problem(algorithm: str, stack: Any) -> str | None:
@@ -100,10 +101,10 @@ def canary_problem(algorithm: str, stack: Any) -> str | None:
         return f"audit-run: {algorithm} sends no messages to audit (message kind {kind!r})"
     aggregation = mech.declared(stack.aggregator)
     if isinstance(aggregation, mech.Shuffle):
-        return (f"--defense: {stack.name!r} shuffles the messages; audit-run's canary users need "
+        return (f"defense {stack.name!r} shuffles the messages; audit-run's canary users need "
                 "messages linked to their senders")
     if isinstance(aggregation, mech.AggregatorGaussian) and aggregation.adaptive:
-        return (f"--defense: {stack.name!r} adapts its clip norm (quantile > 0); audit-run scales canary "
+        return (f"defense {stack.name!r} adapts its clip norm (quantile > 0); audit-run scales canary "
                 "clients to a fixed clip (quantile=0)")
     return None
 
@@ -246,7 +247,7 @@ def run_audit_run(options: RunAuditOptions, splits: Any = None, workers: int = 1
 
     options.check()
     if int(workers) != workers or workers < 1:
-        raise FltrError(f"--workers: must be a positive integer (processes for the runs), got {workers}")
+        raise ParameterError("workers", f"must be a positive integer (processes for the runs), got {workers}")
     stack = parse_defense(options.defense)
     if splits is None:
         splits = load_splits(options.data, options.fold, normalization="none", queries=None, seed=options.seed)

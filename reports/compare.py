@@ -39,9 +39,9 @@ CLAIM_TEXT_COLUMNS = ("claim_verdict", "claim_neighbours", "claimed_scope", "aud
 
 
 def check_min_effect(value: float) -> float:
-    """``value`` when it lies in (0, 1); else ValueError naming ``--min-effect``."""
+    """``value`` when it lies in (0, 1); else ValueError naming ``min_effect``."""
     if not (isinstance(value, (int, float)) and 0.0 < value < 1.0):
-        raise ValueError(f"--min-effect: must lie in (0, 1) (an AUC difference), got {value}")
+        raise ValueError(f"min_effect: must lie in (0, 1) (an AUC difference), got {value}")
     return float(value)
 
 
@@ -289,7 +289,7 @@ def format_table(df: pd.DataFrame, fmt: str = "table") -> str:
     records, NaN as null).
     """
     if fmt not in FORMATS:
-        raise ValueError(f"--format: unknown value {fmt!r} (choose from {', '.join(FORMATS)})")
+        raise ValueError(f"format: unknown value {fmt!r} (choose from {', '.join(FORMATS)})")
     if fmt == "csv":
         buf = io.StringIO()
         df.to_csv(buf, index=False)

@@ -165,9 +165,9 @@ def planned_lists(min_effect: float, power: float, attacks: int, *, alpha: float
     ``n = ((z_{1 - alpha/m} + z_{power^(1/m)}) sd / min_effect)^2``. The same n finds a leak of
     ``min_effect`` in one attack with probability at least ``power``."""
     if not 0.0 < power < 1.0:
-        raise ValueError(f"--power: must lie in (0, 1), got {power}")
+        raise ValueError(f"power: must lie in (0, 1), got {power}")
     if not 0.0 < min_effect < 1.0:
-        raise ValueError(f"--min-effect: must lie in (0, 1), got {min_effect}")
+        raise ValueError(f"min_effect: must lie in (0, 1), got {min_effect}")
     m = max(int(attacks), 1)
     z = stats.norm.ppf(1.0 - alpha / m) + stats.norm.ppf(power ** (1.0 / m))
     return int(math.ceil((z * sd / min_effect) ** 2))

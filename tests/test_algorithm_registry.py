@@ -34,11 +34,11 @@ def test_builds_what_it_declares(splits, name, cls, click_model, kind):
 def test_click_model_family_and_unknown_names(splits):
     with pytest.raises(FltrError, match="position-based"):
         registry.build("fedips", splits, "perfect", {})
-    with pytest.raises(FltrError, match="'pbm' is for FedIPS"):
+    with pytest.raises(FltrError, match="^click_model: fpdgd's users click by a cascade model"):
         registry.build("fpdgd", splits, "pbm", {})
     with pytest.raises(FltrError) as info:
-        registry.algorithm_spec("sgd", option="--algo")
-    assert str(info.value) == ("--algo: unknown algorithm 'sgd' (choose from "
+        registry.algorithm_spec("sgd")
+    assert str(info.value) == ("algorithm.name: unknown algorithm 'sgd' (choose from "
                                + ", ".join(s.name for s in registry.algorithm_specs()) + ")")
     with pytest.raises(FltrError, match="unknown algorithm 'pdgd'"):
         registry.algorithm_spec("pdgd", auditable=True)  # train-only

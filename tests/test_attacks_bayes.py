@@ -179,13 +179,13 @@ def test_bayes_refuses_secure_aggregation_of_many_and_fedips():
     data = _data(6, (6, 8), 5, rng)
     algo = FPDGD(make_ranker("linear", 5), cascade_model("perfect", 3), k=5)
     batch = probe(algo, rng.normal(size=5), data, seed=0, cohort_size=6, aggregator=IdealSecAgg())[0]
-    with pytest.raises(FltrError, match="--attack bayes"):
+    with pytest.raises(FltrError, match="^attacks: bayes"):
         Bayes(algo).guess(batch.view)
 
     class FedIPSLike:
         name = "fedips"
         click_model = None
-    with pytest.raises(FltrError, match="--attack bayes.*supported"):
+    with pytest.raises(FltrError, match="^attacks: bayes.*supported"):
         Bayes(FedIPSLike()).guess(_round()[1].view)
 
 
@@ -202,7 +202,7 @@ def test_noise_model_of_defense_stacks():
     assert (nm.kind, nm.clips[0].norm) == ("laplace", "l1")
     assert noise_model(parse_defense("none")).kind == "none"
     assert noise_model(parse_defense("rr(p=0.9)")).values[-1] == 1.0
-    with pytest.raises(FltrError, match="--attack bayes"):
+    with pytest.raises(FltrError, match="^attacks: bayes"):
         noise_model(parse_defense("dp-local-laplace+dp-gaussian"))
 
 
@@ -483,9 +483,9 @@ def test_noise_model_refuses_shuffle_and_adaptive_clipping():
     from defenses.stack import parse_defense
     from fltr_audit.audit_pipeline import noise_model
 
-    with pytest.raises(FltrError, match="--attack bayes: .*cannot link a message"):
+    with pytest.raises(FltrError, match="^attacks: bayes: .*cannot link a message"):
         noise_model(parse_defense("dp-local-laplace(eps=4.5)+shuffle"))
-    with pytest.raises(FltrError, match="--attack bayes: .*quantile"):
+    with pytest.raises(FltrError, match="^attacks: bayes: .*quantile"):
         noise_model(parse_defense("dp-fedavg(quantile=0.5)"))
     with pytest.raises(FltrError, match="two noise mechanisms"):
         noise_model(parse_defense("dp-local-laplace(eps=4.5)+dp-fedavg"))

@@ -240,18 +240,18 @@ def test_refusals_are_one_line_errors():
     alg, batch, _ = _setup(n=6, K=5, m=10, F=5)
     estimated = FedIPS(alg.ranker, alg.click_model, alg.policy, propensity="estimated",
                        relevance_params=np.zeros(6), clicks_per_client=10)
-    with pytest.raises(FltrError, match="--attack bayes: .*estimated propensities"):
+    with pytest.raises(FltrError, match="^attacks: bayes: .*estimated propensities"):
         make_attack("bayes", algorithm=estimated).guess(batch.view)
     wide, wide_batch, _ = _setup(n=6, B=2, K=5, m=10, F=5)
-    with pytest.raises(FltrError, match="--attack bayes: .*92378 count matrices.*20000"):
+    with pytest.raises(FltrError, match="^attacks: bayes: .*92378 count matrices.*20000"):
         make_attack("bayes", algorithm=wide).guess(wide_batch.view)
-    with pytest.raises(FltrError, match="--attack bayes: .*randomizes metric values"):
+    with pytest.raises(FltrError, match="^attacks: bayes: .*randomizes metric values"):
         BayesFedIPS(alg, noise_model(parse_defense("rr(p=0.9)"))).guess(batch.view)
     cohort = probe(alg, batch.view.global_params, batch.view.documents, seed=0, cohort_size=6,
                    aggregator=parse_defense("secagg").aggregator)[0]
-    with pytest.raises(FltrError, match="--attack bayes: under secure aggregation the aggregate of 6"):
+    with pytest.raises(FltrError, match="^attacks: bayes: under secure aggregation the aggregate of 6"):
         BayesFedIPS(alg).guess(cohort.view)
-    with pytest.raises(FltrError, match="--attack bayes: .*supported: fedips, fedavg"):
+    with pytest.raises(FltrError, match="^attacks: bayes: .*supported: fedips, fedavg"):
         BayesFedIPS(type("FedIPSLike", (), {"name": "fedips"})()).guess(batch.view)
 
 
@@ -260,4 +260,4 @@ def test_too_many_candidates_exits_2_through_the_cli(capsys):
                  "--clients", "5", "--click-model", "pbm", "--attack", "bayes", "--probe-queries", "2",
                  "--no-epsilon-audit", "--counterfactual", "1", "--quiet"])
     err = capsys.readouterr().err.strip().splitlines()
-    assert code == 2 and len(err) == 1 and "--attack bayes" in err[0] and "--probe-queries 1" in err[0]
+    assert code == 2 and len(err) == 1 and "--attack: bayes" in err[0] and "probe one query per client" in err[0]

@@ -102,11 +102,11 @@ def test_table_2_of_foltr_es():
 def test_custom_model_and_bad_input():
     model = cascade_model("mine", 3, click_prob=[0.1, 0.5, 0.8], stop_prob=[0, 0, 0])
     assert maxrr_epsilon(model, 0.7, 3).click_model == "mine"
-    with pytest.raises(FltrError, match="--p"):
+    with pytest.raises(FltrError, match="^p: "):
         maxrr_epsilon("perfect", 1 / 11, 10)
-    with pytest.raises(FltrError, match="--length"):
+    with pytest.raises(FltrError, match="^length: "):
         maxrr_epsilon("perfect", 0.5, 0)
-    with pytest.raises(FltrError, match="--click-model"):
+    with pytest.raises(FltrError, match="^click_model: "):
         maxrr_epsilon("perfect", 0.5, 5, 4)
     assert maxrr_epsilon("perfect", 1.0, 5).epsilon == np.inf
 

@@ -108,7 +108,7 @@ def test_registry_names_and_errors():
         assert make_attack(name).name == name
     with pytest.raises(FltrError, match="^attack distance: threshold: must be an integer >= 0, got -1$"):
         make_attack("distance", threshold=-1)
-    with pytest.raises(FltrError, match="--attack random3"):
+    with pytest.raises(FltrError, match="^attacks: random3: bad parameters"):
         make_attack("random3", bogus=1)
 
 

@@ -198,13 +198,13 @@ def test_view_checks():
     features = rng.random((10, 46)).astype(np.float32)
     shown = np.arange(10).reshape(1, 1, 10)
     view = _view(features, shown, rng.normal(size=(1, 46)), np.zeros(46))
-    with pytest.raises(FltrError, match="--attack olsr: needs the shown documents"):
+    with pytest.raises(FltrError, match="^attacks: olsr: needs the shown documents"):
         OLSR().guess(view.blind())
     foltr = ServerView(**{**view.__dict__, "messages": Messages(n_interactions=np.ones(1), seed=np.ones(1, np.uint64)),
                           "aggregate": None})
     with pytest.raises(FltrError, match="no parameter vector"):
         OLSR().guess(foltr)
-    with pytest.raises(FltrError, match="--attack: unknown attack 'nope'"):
+    with pytest.raises(FltrError, match="^attacks: unknown attack 'nope'"):
         make_attack("nope")
     with pytest.raises(FltrError, match="^attack olsr: target: must be one of update, weights, got 'raw'$"):
         make_attack("olsr", target="raw")

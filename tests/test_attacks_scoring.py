@@ -154,7 +154,7 @@ def test_scores_required_on_shown_slots():
     guess, batch, cf, score, shown = _random_round(rng)
     bad = guess.score.copy()
     bad[0, 0, 0] = np.nan
-    with pytest.raises(FltrError, match="--attack x: outputs no scores"):
+    with pytest.raises(FltrError, match="^attacks: x: outputs no scores"):
         evaluate(Guess("x", bad, guess.decision), batch)
 
 

@@ -310,10 +310,10 @@ OPTION_CASES = [
     # round 2: accepted with exit 0 before, though wrong
     ("defense-empty", _train("--defense", ""), "defense ''"),
     ("record-rounds-empty-item", _train("--record-rounds", "1,,2"), "--record-rounds"),
-    ("record-rounds-beyond-rounds", _train("--record-rounds", "7"), "--record-rounds 7"),
-    ("record-rounds-step-beyond-rounds", _train("--record-rounds", "every:3"), "--record-rounds every:3"),
+    ("record-rounds-beyond-rounds", _train("--record-rounds", "7"), "--record-rounds: 7"),
+    ("record-rounds-step-beyond-rounds", _train("--record-rounds", "every:3"), "--record-rounds: every:3"),
     ("foltr-record-rounds-beyond", ["train", "foltr-es", "--data", SMALL, "--out", "o", "--rounds", 1,
-                                    "--record-rounds", "5"], "--record-rounds 5"),
+                                    "--record-rounds", "5"], "--record-rounds: 5"),
     ("attack-empty-folder", ["attack", "rec", "--quiet"], "rec: not a recording"),
     # round 2: messages that misled
     ("lr-inf", _train("--lr", "inf"), "--lr"),

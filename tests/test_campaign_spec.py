@@ -128,3 +128,15 @@ def test_algorithm_setting_names_the_grid_parameters():
     assert algorithm_setting(run) == ""
     tuned = dataclasses.replace(run.algorithm, params={"lr_local": 0.01, "gamma": 0.5}, ranker="mlp")
     assert algorithm_setting(run.replace(algorithm=tuned)) == "ranker=mlp,gamma=0.5,lr_local=0.01"
+
+
+def test_a_pbm_algorithm_trains_and_is_probed_by_its_declared_click_model():
+    # without the file naming them, the cascade defaults were refused ("does not fit algorithm")
+    implicit = validate_spec({"name": "p", "algorithm": {"name": "fedavg"}})
+    explicit = validate_spec({"name": "p", "algorithm": {"name": "fedavg", "train_click_model": "pbm"},
+                              "probe": {"click_models": ["pbm"]}})
+    assert implicit["algorithm"]["train_click_model"] == "pbm" and implicit["probe"]["click_models"] == ["pbm"]
+    assert [r.key for r in expand(implicit)] == [r.key for r in expand(explicit)]
+    cascade = validate_spec({"name": "p"})  # cascade algorithms keep the defaults
+    assert cascade["algorithm"]["train_click_model"] == "perfect"
+    assert cascade["probe"]["click_models"] == ["perfect", "navigational", "informational"]

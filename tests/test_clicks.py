@@ -88,7 +88,7 @@ def test_same_seed_same_clicks():
 
 
 def test_model_lookup_errors_and_custom_tables():
-    with pytest.raises(FltrError, match="--click-model.*unknown click model 'nav'"):
+    with pytest.raises(FltrError, match="^click_model.*unknown click model 'nav'"):
         cascade_model("nav", 3)
     with pytest.raises(FltrError, match="4 relevance levels"):
         cascade_model("perfect", 4)
@@ -151,9 +151,9 @@ def test_pbm_click_rates_against_analytic(levels, labels, relevant):
 
 
 def test_pbm_validation():
-    with pytest.raises(FltrError, match="--click-model"):
+    with pytest.raises(FltrError, match="^click_model"):
         PositionBasedModel(rule="cascade")
-    with pytest.raises(FltrError, match="--click-model"):
+    with pytest.raises(FltrError, match="^click_model"):
         PositionBasedModel(n_levels=4)
     with pytest.raises(FltrError, match="covers 3 levels"):
         PositionBasedModel(n_levels=3).click_prob(np.array([[3, 0]]), np.array([1.0]))

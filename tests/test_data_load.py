@@ -67,7 +67,7 @@ def test_single_file_and_split_folder_layouts(tmp_path):
         write_letor(fold_split(ds, 1).get(split), folder / f"{split}.txt")
     assert load_splits(str(folder)).vali.n_queries == 6
     assert load_splits(str(folder), queries=4).train.n_queries == 4
-    with pytest.raises(FltrError, match="--fold"):
+    with pytest.raises(FltrError, match="^fold"):
         load_splits(str(folder), fold=2)
     assert data_info(str(folder))["queries"] == 30
 
@@ -88,9 +88,9 @@ def test_spec_queries_option():
 def test_errors_name_the_path_or_option(tmp_path):
     with pytest.raises(FltrError, match="no/such/path"):
         load_splits("no/such/path")
-    with pytest.raises(FltrError, match="--fold"):
+    with pytest.raises(FltrError, match="^fold"):
         load_splits("synthetic:mq2008", fold=6)
-    with pytest.raises(FltrError, match="--fold"):
+    with pytest.raises(FltrError, match="^fold"):
         load_splits("synthetic:mq2008", fold=0)
     _five_folds(tmp_path / "d", generate("mq2008", 10, seed=1))
     (tmp_path / "d" / "Fold5" / "test.txt.gz").unlink()
@@ -99,7 +99,7 @@ def test_errors_name_the_path_or_option(tmp_path):
     import shutil
 
     shutil.rmtree(tmp_path / "d" / "Fold5")
-    with pytest.raises(FltrError, match="--fold.*Fold5"):
+    with pytest.raises(FltrError, match="^fold.*Fold5"):
         load_splits(str(tmp_path / "d"), fold=5)
     (tmp_path / "empty").mkdir()
     with pytest.raises(FltrError, match="empty"):

@@ -73,5 +73,5 @@ def test_load_splits_applies_options():
     mean, std = zscore_stats(load_splits("synthetic:mq2008?queries=100").train)
     base = load_splits("synthetic:mq2008?queries=100").test
     np.testing.assert_array_equal(zs.test.features, zscore(base, mean, std).features)
-    with pytest.raises(FltrError, match="--normalization"):
+    with pytest.raises(FltrError, match="^normalization: "):
         load_splits("synthetic:mq2008", normalization="minmax")

@@ -109,5 +109,5 @@ def test_fold_rotation_is_letor_s():
 def test_bad_profile_and_sizes():
     with pytest.raises(FltrError, match="mslr10k"):
         generate("mslr30k")
-    with pytest.raises(FltrError, match="--queries"):
+    with pytest.raises(FltrError, match="^queries: "):
         generate("mq2008", 3)

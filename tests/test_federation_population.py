@@ -70,7 +70,7 @@ def test_user_queries_are_uniform_and_seeded():
 def test_default_is_unchanged_and_population_below_the_cohort_is_refused(data):
     a, _ = run(data, population=None, rounds=3)
     assert "population" not in a.config
-    with pytest.raises(FltrError, match="--population"):
+    with pytest.raises(FltrError, match="^population: "):
         run(data, population=9, rounds=1)
 
 

@@ -178,7 +178,7 @@ def test_bad_parameters_are_one_line_errors():
     for kw in ({"propensity": "bogus"}, {"lr_local": 0.0}, {"clicks_per_client": 0}, {"propensity": "estimated"}):
         with pytest.raises(FltrError):
             make_alg(data, **kw)
-    with pytest.raises(FltrError, match="--propensity"):
+    with pytest.raises(FltrError, match="^propensity: "):
         build_fedips(data, propensity="nope")
 
 

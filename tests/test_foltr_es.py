@@ -171,7 +171,7 @@ def test_server_step_is_an_adam_ascent_step_on_the_es_gradient():
 
 
 def test_bad_parameters_and_hidden_messages():
-    with pytest.raises(FltrError, match="--sigma"):
+    with pytest.raises(FltrError, match="^sigma: "):
         FOLtRES(LinearRanker(5), cascade_model("perfect", 3), sigma=0)
     algo = FOLtRES(LinearRanker(5), cascade_model("perfect", 3))
     np.testing.assert_array_equal(algo.signs(3), [1, 1, -1])

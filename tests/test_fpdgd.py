@@ -241,9 +241,9 @@ def test_client_step_message_and_server_step():
 
 
 def test_bad_parameters():
-    with pytest.raises(FltrError, match="--lr"):
+    with pytest.raises(FltrError, match="^lr: "):
         FPDGD(LinearRanker(3), cascade_model("perfect", 3), lr=0.0)
-    with pytest.raises(FltrError, match="--k"):
+    with pytest.raises(FltrError, match="^k: "):
         FPDGD(LinearRanker(3), cascade_model("perfect", 3), k=0)
 
 

@@ -24,7 +24,7 @@ def test_parse_rounds():
     keep = parse_rounds("every:10")
     assert [r for r in range(1, 41) if keep(r)] == [10, 20, 30, 40]
     for bad in ("", "every:0", "every:x", "1,a", "0,3", "-2"):
-        with pytest.raises(FltrError, match="--record-rounds"):
+        with pytest.raises(FltrError, match="^record_rounds: "):
             parse_rounds(bad)
 
 

@@ -114,7 +114,7 @@ def test_registry_specs():
     assert make_attack("distance", k=5).threshold == 2 and make_attack("distance").threshold == 5
     with pytest.raises(FltrError, match="^attack prior: m: must be an integer >= 1, got 0$"):
         make_attack("prior", m=0)
-    with pytest.raises(FltrError, match="--attack: unknown attack"):
+    with pytest.raises(FltrError, match="^attacks: unknown attack"):
         attack_spec("nope")
 
 

@@ -66,9 +66,9 @@ def test_planned_lists_gives_the_power_it_promises():
     _, high = simultaneous_bounds(x.mean(axis=2), se, n - 1, m=4)
     assert abs((high < 0.05).all(axis=1).mean() - 0.9) < 0.06
     for bad in (0.0, 1.0, -0.1):
-        with pytest.raises(ValueError, match="--power"):
+        with pytest.raises(ValueError, match="^power: "):
             planned_lists(0.05, bad, 4)
-        with pytest.raises(ValueError, match="--min-effect"):
+        with pytest.raises(ValueError, match="^min_effect: "):
             planned_lists(bad, 0.9, 4)
 
 

@@ -44,7 +44,7 @@ def test_parse_canonical_names_and_bad_values():
                       ("click-preference(alpha=1)", "takes"), ("label-skew(sets=two)", "int")):
         with pytest.raises(FltrError, match=word) as err:
             parse_non_iid(bad)
-        assert str(err.value).startswith("--non-iid")
+        assert str(err.value).startswith("non_iid: ") and err.value.parameter == "non_iid"
     with pytest.raises(FltrError, match="distinct query sets"):
         check_buildable(parse_non_iid("label-skew(sets=11)"), 10)
 

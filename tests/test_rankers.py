@@ -91,7 +91,7 @@ def test_init_params():
 
 
 def test_make_ranker_rejects_unknown_name_and_bad_shapes():
-    with pytest.raises(FltrError, match="--ranker"):
+    with pytest.raises(FltrError, match="^ranker: "):
         make_ranker("tree", F)
     r = make_ranker("linear", F)
     with pytest.raises(ValueError):

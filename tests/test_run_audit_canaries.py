@@ -170,9 +170,9 @@ def test_a_declared_adaptive_clip_is_refused_whatever_the_class():
         aggregator = Adaptive()
         name = "adaptive-plugin"
 
-    assert "--defense" in canary_problem("fpdgd", Stack()) and "adapts its clip" in canary_problem("fpdgd", Stack())
+    assert "defense 'adaptive-plugin'" in canary_problem("fpdgd", Stack()) and "adapts its clip" in canary_problem("fpdgd", Stack())
     assert canary_problem("fpdgd", parse_defense("dp-fedavg(noise_multiplier=1,clip=1)")) is None
-    with pytest.raises(FltrError, match="--defense: .*adapts its clip"):
+    with pytest.raises(FltrError, match="^defense .*adapts its clip"):
         RunAuditOptions("fpdgd", "dp-fedavg(noise_multiplier=1,clip=1,quantile=0.5,count_std=1)", **SMALL).check()
 
 

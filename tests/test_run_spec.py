@@ -131,8 +131,7 @@ def test_the_spec_s_literal_choices_are_the_engine_s():
     assert run_spec.THREAT_MODELS == tuple(t for t in THREAT_MODELS if t != SHUFFLED)  # a view's label, not chosen
     assert run_spec.MANIPULATIONS == MANIPULATIONS
     assert run_spec.MAX_SEED == MAX_SEED
-    assert run_spec.BUDGET == {k.removeprefix("--").replace("-", "_"): v for k, v in BUDGET_LIMITS.items()
-                               if k != "--eval-every"}
+    assert run_spec.BUDGET == {k: v for k, v in BUDGET_LIMITS.items() if k != "eval_every"}
 
 
 def test_engine_errors_name_the_parameter_and_each_door_names_what_its_user_typed(capsys):

@@ -75,7 +75,7 @@ def test_ranksvm_subsamples_pairs_and_rejects_bad_input():
     data = toy(seed=3)
     w = fit_ranksvm(data, max_pairs=50, rng=np.random.default_rng(0))
     assert w.shape == (4,) and np.isfinite(w).all()
-    with pytest.raises(FltrError, match="--C"):
+    with pytest.raises(FltrError, match="^C: "):
         fit_ranksvm(data, C=0)
     flat = Dataset(features=data.features, labels=np.zeros_like(data.labels), query_ptr=data.query_ptr,
                    qids=data.qids, n_levels=3)

@@ -48,8 +48,8 @@ from fltr_audit import metrics
 from fltr_audit.algorithms.fedips_users import ClickLog, UserPopulation, clicked_slots, simulate_log
 from fltr_audit.algorithms.logging_policy import LoggingPolicy
 from fltr_audit.algorithms.propensity_em import estimate_examination, relevance_of_rows, to_propensities
+from fltr_audit.constraints import Interval, Options, POSITIVE, POSITIVE_INT, ParameterError, check
 from fltr_audit.data.dataset import Dataset, Splits
-from fltr_audit.errors import FltrError
 from fltr_audit.interfaces import ClientOutput
 from fltr_audit.messages import GroundTruth, Interactions, Messages, ServerView
 from fltr_audit.rankers import LinearRanker
@@ -130,20 +130,14 @@ class FedIPS:
         user_seed: int = 0,
         min_propensity: float = 0.01,
     ) -> None:
-        if propensity not in PROPENSITIES:
-            raise FltrError(f"--propensity: unknown value {propensity!r} (choose true, estimated or none)")
+        check("propensity", propensity, (Options(PROPENSITIES),))
         if propensity == "estimated" and relevance_params is None:
-            raise FltrError("--propensity estimated needs a trained relevance model")
-        if not 0 < lr_local < float("inf"):
-            raise FltrError(f"--lr-local: must be positive and finite, got {lr_local}")
-        if not 0 < lr_global < float("inf"):
-            raise FltrError(f"--lr-global: must be positive and finite, got {lr_global}")
-        if clicks_per_client < 1:
-            raise FltrError(f"--clicks-per-client: must be at least 1, got {clicks_per_client}")
-        if max_sessions < 1:
-            raise FltrError(f"max_sessions: must be at least 1, got {max_sessions}")
-        if not 0 < min_propensity <= 1:
-            raise FltrError(f"min_propensity: must be in (0, 1], got {min_propensity}")
+            raise ParameterError("propensity", "estimated needs a trained relevance model")
+        check("lr_local", lr_local, POSITIVE)
+        check("lr_global", lr_global, POSITIVE)
+        check("clicks_per_client", clicks_per_client, POSITIVE_INT)
+        check("max_sessions", max_sessions, POSITIVE_INT)
+        check("min_propensity", min_propensity, (Interval(float, 0, 1, "right"),))
         self.ranker = ranker
         self.click_model = click_model
         self.policy = policy
@@ -347,10 +341,8 @@ def build_fedips(
     from fltr_audit.federation import train
 
     train_data = data.train if isinstance(data, Splits) else data
-    if propensity not in PROPENSITIES:
-        raise FltrError(f"--propensity: unknown value {propensity!r} (choose true, estimated or none)")
-    if not gamma >= 0:
-        raise FltrError(f"--gamma: must be >= 0, got {gamma}")
+    check("propensity", propensity, (Options(PROPENSITIES),))
+    check("gamma", gamma, (Interval(float, 0, None),))
     start = time.perf_counter()
     policy = train_logging_policy(train_data, k=k, fraction=logging_fraction, seed=seed)
     clicks = PositionBasedModel(gamma=gamma, n_levels=train_data.n_levels)
@@ -358,8 +350,7 @@ def build_fedips(
     setup: dict = {"logging_fraction": logging_fraction, "logging_seconds": time.perf_counter() - start}
     relevance = None
     if propensity == "estimated":
-        if em_rounds < 1:
-            raise FltrError(f"--em-rounds: must be at least 1, got {em_rounds}")
+        check("em_rounds", em_rounds, POSITIVE_INT)
         source = FedIPS(LinearRanker(train_data.n_features), clicks, policy, **common)
         em = train(FedRelevanceEM(source), train_data, clients=clients, queries_per_client=queries_per_client,
                    rounds=em_rounds, seed=seed + 1_000_003,

@@ -30,6 +30,7 @@ import numpy as np
 from scipy.special import ndtri
 
 from fltr_audit import metrics, plackett_luce
+from fltr_audit.constraints import POSITIVE, POSITIVE_INT, check
 from fltr_audit.data.dataset import Dataset
 from fltr_audit.errors import FltrError
 from fltr_audit.interfaces import ClientOutput
@@ -172,12 +173,9 @@ class FOLtRES:
     def __init__(self, ranker, click_model, *, sigma: float = 0.01, lr: float = 0.001, antithetic: bool = True,
                  k: int = 10, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
                  flawed_seeding: bool = False):
-        if not 0 < sigma < float("inf"):
-            raise FltrError(f"--sigma: must be positive and finite, got {sigma}")
-        if not 0 < lr < float("inf"):
-            raise FltrError(f"--lr: must be positive and finite, got {lr}")
-        if k < 1:
-            raise FltrError(f"--k: must be at least 1, got {k}")
+        check("sigma", sigma, POSITIVE)
+        check("lr", lr, POSITIVE)
+        check("k", k, POSITIVE_INT)
         if not (0 <= betas[0] < 1 and 0 <= betas[1] < 1) or not eps > 0:
             raise FltrError(f"foltr-es: Adam needs betas in [0, 1) and eps > 0, got {betas}, {eps}")
         self.ranker = ranker

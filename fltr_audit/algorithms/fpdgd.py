@@ -30,8 +30,8 @@ import numpy as np
 from scipy.special import expit
 
 from fltr_audit import metrics, plackett_luce
+from fltr_audit.constraints import POSITIVE, POSITIVE_INT, ParameterError, check
 from fltr_audit.data.dataset import Dataset
-from fltr_audit.errors import FltrError
 from fltr_audit.population import simulate_clicks
 from fltr_audit.threads import row_parts, thread_map
 from fltr_audit.interfaces import ClientOutput
@@ -237,10 +237,8 @@ class FPDGD:
     user_clicks = True  # simulates each user's own clicks (population.UserClicks)
 
     def __init__(self, ranker: Any, click_model: Any, lr: float = 0.1, k: int = 10):
-        if not 0 < lr < float("inf"):
-            raise FltrError(f"--lr: the learning rate must be positive and finite, got {lr}")
-        if k < 1:
-            raise FltrError(f"--k: must show at least one document, got {k}")
+        check("lr", lr, POSITIVE)
+        check("k", k, POSITIVE_INT, "the documents shown")
         self.ranker = ranker
         self.click_model = click_model
         self.lr = float(lr)
@@ -264,7 +262,7 @@ class FPDGD:
         """B PDGD steps per client; the message is the local weights and n_c = B."""
         queries = np.asarray(queries, dtype=np.int64)
         if queries.ndim != 2 or queries.shape[1] < 1:
-            raise FltrError(f"--queries-per-client: need (clients, B >= 1) queries, got shape {queries.shape}")
+            raise ParameterError("queries_per_client", f"need (clients, B >= 1) queries, got shape {queries.shape}")
         weights, shown, clicks = pdgd_cohort(self.ranker, self.click_model, params, data, queries, rng,
                                              lr=self.lr, k=self.k, deterministic=deterministic,
                                              local_updates=self.local_updates, users=client_ids)

@@ -20,6 +20,7 @@ from typing import Callable
 
 import numpy as np
 
+from fltr_audit.constraints import POSITIVE, POSITIVE_INT, check
 from fltr_audit.data.dataset import Dataset
 from fltr_audit.errors import FltrError
 
@@ -128,12 +129,9 @@ def train_lambda_linear(
         Evaluated after every epoch into ``history``.
     on_epoch : callable(epoch, row), optional
     """
-    if epochs < 1:
-        raise FltrError(f"--rounds: need at least 1 epoch, got {epochs}")
-    if not 0 < lr < float("inf"):
-        raise FltrError(f"--lr: must be positive and finite, got {lr}")
-    if batch_queries < 1:
-        raise FltrError(f"batch_queries: must be at least 1, got {batch_queries}")
+    check("epochs", epochs, POSITIVE_INT)
+    check("lr", lr, POSITIVE)
+    check("batch_queries", batch_queries, POSITIVE_INT)
     if data.n_queries == 0:
         raise FltrError("lambda-linear: the training split has no queries")
     rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(0x1A4B,)))

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from fltr_audit.algorithms.lambda_linear import train_lambda_linear
+from fltr_audit.constraints import Interval, POSITIVE_INT, check
 from fltr_audit.data.dataset import Dataset
 from fltr_audit.errors import FltrError
 from fltr_audit.randomness import stream
@@ -45,8 +46,7 @@ class LoggingPolicy:
     """
 
     def __init__(self, params: np.ndarray, k: int = 5) -> None:
-        if k < 1:
-            raise FltrError(f"--k: must be at least 1, got {k}")
+        check("k", k, POSITIVE_INT)
         self.params = np.asarray(params, dtype=np.float64)
         self.k = int(k)
         self._tables: dict[int, tuple[Dataset, np.ndarray, np.ndarray]] = {}
@@ -94,8 +94,7 @@ def train_logging_policy(
 
     At least one query is used; the sample is drawn from ``stream(seed, "logging-policy")``.
     """
-    if not 0 < fraction <= 1:
-        raise FltrError(f"--logging-fraction: must be in (0, 1], got {fraction}")
+    check("logging_fraction", fraction, (Interval(float, 0, 1, "right"),))
     n = max(1, int(round(fraction * train.n_queries)))
     picked = np.sort(stream(seed, "logging-policy").choice(train.n_queries, size=n, replace=False))
     result = train_lambda_linear(train.subset(picked), epochs=epochs, lr=lr, seed=seed)

@@ -26,8 +26,8 @@ from typing import Any
 
 import numpy as np
 
+from fltr_audit.constraints import POSITIVE, POSITIVE_INT, check
 from fltr_audit.data.dataset import Dataset
-from fltr_audit.errors import FltrError
 from fltr_audit.interfaces import ClientOutput
 from fltr_audit.messages import GroundTruth, Interactions, Messages, ServerView
 
@@ -130,10 +130,9 @@ class FedRelevanceEM:
     def __init__(
         self, source: Any, *, lr_local: float = 1.0, lr_global: float = 1.0, local_steps: int = 5, em_iterations: int = 30
     ) -> None:
-        if not lr_local > 0 or not lr_global > 0:
-            raise FltrError("relevance EM: learning rates must be positive")
-        if local_steps < 1:
-            raise FltrError(f"relevance EM: local_steps must be at least 1, got {local_steps}")
+        check("lr_local", lr_local, POSITIVE)
+        check("lr_global", lr_global, POSITIVE)
+        check("local_steps", local_steps, POSITIVE_INT)
         self.source = source
         self.lr_local = float(lr_local)
         self.lr_global = float(lr_global)

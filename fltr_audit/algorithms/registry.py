@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Literal
 
 from fltr_audit import plugins
-from fltr_audit.constraints import InstanceOf, Interval, Options, Parameter, validate
+from fltr_audit.constraints import InstanceOf, Interval, Options, Parameter, ParameterError, validate
 from fltr_audit.errors import FltrError
 from fltr_audit.interfaces import Algorithm
 from fltr_audit.messages import MessageKind
@@ -92,12 +92,13 @@ class AlgorithmSpec:
         return CASCADE_CLICK_MODELS if self.click_models == "cascade" else ("pbm",)
 
     def check_click_model(self, click_model: str) -> None:
-        """FltrError when ``click_model`` is not of this algorithm's family."""
+        """ParameterError naming ``click_model`` when it is not of this algorithm's family."""
         if self.click_models == "pbm" and click_model != "pbm":
-            raise FltrError(f"{self.name}: its users click by the position-based model (FedIPS Eq. 11); "
-                            f"use click model 'pbm', not {click_model!r}")
+            raise ParameterError("click_model", f"{self.name}'s users click by the position-based model (FedIPS "
+                                 f"Eq. 11); use click model 'pbm', not {click_model!r}")
         if self.click_models == "cascade" and click_model == "pbm":
-            raise FltrError(f"{self.name}: click model 'pbm' is for FedIPS; choose {', '.join(CASCADE_CLICK_MODELS)}")
+            raise ParameterError("click_model", f"{self.name}'s users click by a cascade model; choose "
+                                 f"{', '.join(CASCADE_CLICK_MODELS)}, not 'pbm'")
 
 
     def check_params(self, params: dict, prefix: str = "") -> None:
@@ -212,10 +213,10 @@ for _spec in (
     register_algorithm(_spec)
 
 
-def algorithm_spec(name: str, option: str = "--algo", auditable: bool = False) -> AlgorithmSpec:
+def algorithm_spec(name: str, auditable: bool = False) -> AlgorithmSpec:
     """The spec called ``name``, from the registry or an installed plug-in.
 
-    FltrError naming ``option`` and the choices for an unknown name (and, with
+    ParameterError naming ``algorithm.name`` and the choices for an unknown name (and, with
     ``auditable``, for a train-only one).
     """
     spec = _REGISTRY.get(name)
@@ -228,14 +229,14 @@ def algorithm_spec(name: str, option: str = "--algo", auditable: bool = False) -
                 except Exception as exc:  # third-party code: its failure is the plug-in's
                     raise plugins.describe_failure("algorithm", name, exc) from None
             if not isinstance(loaded, AlgorithmSpec):
-                raise FltrError(f"{option} {name}: algorithm plug-in {name!r} ({plugins.ALGORITHMS}) gives a "
-                                f"{type(loaded).__name__}, not an AlgorithmSpec")
+                raise ParameterError("algorithm.name", f"{name}: algorithm plug-in {name!r} ({plugins.ALGORITHMS}) "
+                                     f"gives a {type(loaded).__name__}, not an AlgorithmSpec")
             if not loaded.distribution:
                 loaded = dataclasses.replace(loaded, distribution=plugins.installed(plugins.ALGORITHMS).get(name, ""))
             spec = register_algorithm(loaded)
     choices = [s.name for s in _REGISTRY.values() if s.auditable or not auditable]
     if spec is None or spec.name not in choices:
-        raise FltrError(f"{option}: unknown algorithm {name!r} (choose from {', '.join(choices)})")
+        raise ParameterError("algorithm.name", f"unknown algorithm {name!r} (choose from {', '.join(choices)})")
     return spec
 
 
@@ -254,10 +255,10 @@ def algorithm_specs() -> tuple[AlgorithmSpec, ...]:
     return tuple(_REGISTRY.values())
 
 
-def build(name: str, splits: Any, click_model: str, settings: dict, option: str = "--algo") -> Algorithm:
+def build(name: str, splits: Any, click_model: str, settings: dict) -> Algorithm:
     """The algorithm ``name`` for ``splits`` with users clicking by ``click_model``."""
-    spec = algorithm_spec(name, option)
+    spec = algorithm_spec(name)
     if spec.build is None:
-        raise FltrError(f"{option}: {name} is train-only (use `fltr-audit train {name}`)")
+        raise ParameterError("algorithm.name", f"{name} is train-only (use `fltr-audit train {name}`)")
     spec.check_click_model(click_model)
     return spec.build(splits, click_model, settings)

@@ -11,6 +11,7 @@ import numpy as np
 from sklearn.linear_model import LinearRegression
 from sklearn.svm import LinearSVC
 
+from fltr_audit.constraints import POSITIVE, check
 from fltr_audit.data.dataset import Dataset
 from fltr_audit.errors import FltrError
 
@@ -50,8 +51,7 @@ def fit_ranksvm(data: Dataset, *, C: float = 1000.0, max_pairs: int = 200_000,
     Splits with more than ``max_pairs`` preference pairs are subsampled uniformly to that many
     (with ``rng``); MQ2007/MQ2008 folds stay below it.
     """
-    if not C > 0:
-        raise FltrError(f"--C: must be positive, got {C}")
+    check("C", C, POSITIVE)
     better, worse = preference_pairs(data)
     if len(better) == 0:
         raise FltrError(f"{data.name or 'data'}: no query has two documents with different labels")

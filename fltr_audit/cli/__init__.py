@@ -24,6 +24,7 @@ except ImportError:  # pragma: no cover - typer releases built on the click pack
 from fltr_audit.cli.app import app
 from fltr_audit.cli.quick import COMMAND_MODULES, quick
 from fltr_audit.cli.spelling import normalize
+from fltr_audit.constraints import ParameterError
 from fltr_audit.errors import FltrDeprecation, FltrError, RunsFailed
 from fltr_audit.interrupts import Interrupted, Terminated, last_raised, raise_terminated
 
@@ -61,6 +62,10 @@ def main(argv: list[str] | None = None) -> int:
             args = normalize(typer.main.get_command(app), sys.argv[1:] if argv is None else list(argv))
             code = app(args=args, standalone_mode=False)
     except FltrError as exc:
+        if isinstance(exc, ParameterError):  # named as the engine calls it: say the option typed
+            from fltr_audit.cli.common import as_option_error
+
+            exc = as_option_error(exc)
         return _fail(f"fltr-audit: error: {_one_line(exc)}", 2, argv)
     except RunsFailed as exc:
         return _fail(f"fltr-audit: error: {_one_line(exc)}", 1, argv)

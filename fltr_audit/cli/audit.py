@@ -11,7 +11,8 @@ import typer
 from fltr_audit.algorithms.registry import algorithm_names
 from fltr_audit.cli.app import app
 from fltr_audit.cli.common import emit_json, parse_list, print_table, progress
-from fltr_audit.cli.compare import checked_min_effect, min_effect_option
+from fltr_audit.cli.compare import check_min_effect, min_effect_option
+from fltr_audit.constraints import OPEN_UNIT, Interval, ParameterError, check
 from fltr_audit.errors import FltrError, RunsFailed
 from fltr_audit.population import NON_IID_HELP
 
@@ -22,18 +23,14 @@ SCORE_COLUMNS = ["reference", "auc", "auc_counterfactual", "leakage", "leakage_n
                  "advantage_counterfactual", "tpr_at_fpr_0_01", "tpr_at_fpr_0_001"]  # where the rows have them
 
 
-SPEC_PARAMETERS = {
-    "data.spec": "data", "data.fold": "fold", "data.normalization": "normalization", "algorithm.name": "algo",
-    "algorithm.rounds": "train_rounds", "algorithm.clients": "clients", "algorithm.queries_per_client": "queries_per_client",
-    "algorithm.ranker": "ranker", "algorithm.population": "population", "probe.split": "split",
-    "probe.click_models": "click_model", "probe.cohort": "probe_cohort", "probe.queries_per_client": "probe_queries",
-    "probe.min_shown": "min_shown", "probe.require_click": "require_click", "probe.counterfactual": "counterfactual",
-    "probe.threat_model": "threat_model", "probe.manipulation": "manipulation", "audit.trials": "trials",
-    "audit.epsilon_audit": "epsilon_audit", "seed": "seed", "defense": "defense", "attacks": "attack",
-}
-"""The run spec's parameters (``fltr_audit.run_spec``) as this command's parameters, once."""
-OPTION_NAMES = {spec: "--" + name.replace("_", "-") for spec, name in SPEC_PARAMETERS.items()}
-"""The run spec's parameters as this command's options: what a CLI user typed."""
+def algo_help() -> str:
+    """``--algo``'s help: the registered auditable algorithms, then the installed plug-ins (read
+    from their entry points, none imported)."""
+    from fltr_audit import plugins
+
+    installed = [name for name in plugins.installed(plugins.ALGORITHMS) if name not in algorithm_names()]
+    return " | ".join(algorithm_names(auditable=True)) + "." + (
+        f" Installed plug-ins: {', '.join(installed)}." if installed else "")
 
 
 def audit_spec(*, algo: str, data: str, folds: list[int], rounds: int, clients: int, queries_per_client: int,
@@ -41,9 +38,9 @@ def audit_spec(*, algo: str, data: str, folds: list[int], rounds: int, clients: 
                cohort: int, probe_queries: int, normalization: str, ranker: str, min_shown: int,
                require_click: bool, epsilon_audit: bool, trials: int | str = 10000, counterfactual: int = 20,
                name: str = "audit", population: int | None = None, threat_model: str = "server",
-               manipulation: str = "isolate", names: dict[str, str] | None = None,
-               non_iid: str = "iid", probe_lists: int | None = None) -> dict:
-    """A campaign spec (fltr_audit.campaign) for the audit command's options."""
+               manipulation: str = "isolate", non_iid: str = "iid", probe_lists: int | None = None) -> dict:
+    """A campaign spec (fltr_audit.campaign) for the audit command's options; a bad value is a
+    ParameterError naming the engine's parameter (the door renames it)."""
     from fltr_audit.algorithms.registry import algorithm_spec
     from fltr_audit.campaign import validate_spec
 
@@ -65,7 +62,7 @@ def audit_spec(*, algo: str, data: str, folds: list[int], rounds: int, clients: 
             "audit": {"defenses": defenses, "attacks": attacks, "epsilon_audit": epsilon_audit, "trials": trials},
         },
         source="audit options",
-        names=OPTION_NAMES if names is None else names,
+        keys=False,
     )
 
 
@@ -77,7 +74,7 @@ def trials_option(text: str) -> int | str:
     try:
         return int(text.replace("_", "").replace(",", ""))
     except ValueError:
-        raise FltrError(f"--trials: must be a number of trials or 'auto', got {text!r}") from None
+        raise ParameterError("trials", f"must be a number of trials or 'auto', got {text!r}") from None
 
 
 def algorithm_defaults(algo: str, attack: str, click_model: str, min_shown: int | None
@@ -88,10 +85,10 @@ def algorithm_defaults(algo: str, attack: str, click_model: str, min_shown: int 
     from fltr_audit.clicks import CCM_TABLES
 
     spec = algorithm_spec(algo, auditable=True)
-    attacks = parse_list(attack, "--attack") if attack else list(spec.default_attacks)
+    attacks = parse_list(attack, "attacks") if attack else list(spec.default_attacks)
     if click_model == DEFAULT_CLICK_MODELS:
         click_model = ",".join(spec.probe_click_models())
-    models = parse_list(click_model, "--click-model", tuple(sorted({m for m, _ in CCM_TABLES})) + ("pbm",))
+    models = parse_list(click_model, "click_model", tuple(sorted({m for m, _ in CCM_TABLES})) + ("pbm",))
     return attacks, models, spec.k if min_shown is None else min_shown
 
 
@@ -100,11 +97,10 @@ def spec_from_options(*, algo: str, data: str, fold: list[int], train_rounds: in
                       seed: list[int], probe_cohort: int, probe_queries: int, normalization: str, ranker: str,
                       min_shown: int | None, require_click: bool, epsilon_audit: bool, trials: int | str,
                       counterfactual: int = 20, population: int | None = None, threat_model: str = "server",
-                      manipulation: str = "isolate", names: dict[str, str] | None = None,
-                      non_iid: str = "iid", probe_lists: int | None = None) -> dict:
+                      manipulation: str = "isolate", non_iid: str = "iid", probe_lists: int | None = None) -> dict:
     """The campaign spec of the ``audit`` command's options (named as its parameters); the
     Python API (``fltr_audit.audit``) builds its runs through this too, so both give the same numbers.
-    ``names``: how errors name the run spec's parameters (default: this command's options)."""
+    A bad value is a ParameterError naming the engine's parameter; each door renames it."""
     from fltr_audit.algorithms.registry import algorithm_spec
     from fltr_audit.federation import check_population
     from fltr_audit.population import parse_non_iid
@@ -112,7 +108,7 @@ def spec_from_options(*, algo: str, data: str, fold: list[int], train_rounds: in
     check_population(population, clients)
     users = parse_non_iid(non_iid)
     if users.per_user_clicks and not algorithm_spec(algo, auditable=True).user_clicks:
-        raise FltrError(f"--non-iid: {users.setting} gives each user its own clicks, which {algo} does not simulate")
+        raise ParameterError("non_iid", f"{users.setting} gives each user its own clicks, which {algo} does not simulate")
     non_iid = users.name
     trials = trials_option(trials)
     attacks, models, min_shown = algorithm_defaults(algo, attack, click_model, min_shown)
@@ -122,8 +118,7 @@ def spec_from_options(*, algo: str, data: str, fold: list[int], train_rounds: in
                       probe_queries=probe_queries, normalization=normalization, ranker=ranker,
                       min_shown=min_shown, require_click=require_click, epsilon_audit=epsilon_audit,
                       trials=trials, counterfactual=counterfactual, population=population,
-                      threat_model=threat_model, manipulation=manipulation, names=names,
-                      non_iid=non_iid, probe_lists=probe_lists)
+                      threat_model=threat_model, manipulation=manipulation, non_iid=non_iid, probe_lists=probe_lists)
 
 
 def probe_size(probe_lists: int | None, power: float | None, min_effect: float, attacks: list[str],
@@ -137,17 +132,17 @@ def probe_size(probe_lists: int | None, power: float | None, min_effect: float, 
     from fltr_audit.probe import MAX_PROBE_ROUNDS
     from reports.leakage import planned_lists
 
-    if power is not None and not 0.0 < power < 1.0:
-        raise FltrError(f"--power: must lie in (0, 1), got {power}")
+    if power is not None:
+        check("power", power, OPEN_UNIT)
     if probe_lists is None and power is not None:
         informed = sum(not attack_spec(a).reference for a in attacks)
         probe_lists = planned_lists(min_effect, power, informed)
         if probe_lists > available:
-            raise FltrError(f"--power: {power:g} at --min-effect {min_effect:g} needs {probe_lists:,} lists per click "
-                            f"model, beyond the {available:,} available; lower --power or raise --min-effect")
-    if probe_lists is not None and not 1 <= probe_lists <= available:
-        raise FltrError(f"--probe-lists: must lie in 1..{available:,} (the probe split's queries times "
-                        f"{MAX_PROBE_ROUNDS} probe rounds), got {probe_lists}")
+            raise ParameterError("power", f"{power:g} at a minimum effect of {min_effect:g} needs {probe_lists:,} lists "
+                                 f"per click model, beyond the {available:,} available; lower it or raise the minimum effect")
+    if probe_lists is not None:
+        check("probe.lists", probe_lists, (Interval(int, 1, available),),
+              f"the probe split's queries times {MAX_PROBE_ROUNDS} probe rounds")
     return probe_lists
 
 
@@ -243,7 +238,7 @@ def manipulation_table(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
 
 @app.command("audit")
 def audit(
-    algo: str = typer.Option("fpdgd", "--algo", help=" | ".join(algorithm_names(auditable=True)) + "."),
+    algo: str = typer.Option("fpdgd", "--algo", help=algo_help()),
     data: str = typer.Option("synthetic:mq2008", "--data", help="Data set path or synthetic:PROFILE."),
     fold: List[int] = typer.Option([1], "--fold", help="Fold(s) 1-5; repeat for several."),
     train_rounds: int = typer.Option(20, "--train-rounds", help="Pre-training rounds (Pham: 20)."),
@@ -293,7 +288,7 @@ def audit(
     from fltr_audit.cli.verdict_tables import print_verdicts
     from reports.compare import verdicts
 
-    min_effect = checked_min_effect(min_effect)
+    min_effect = check_min_effect(min_effect)
     if probe_lists is not None or power is not None:
         from fltr_audit.algorithms.registry import algorithm_spec
 

@@ -21,6 +21,7 @@ import typer
 
 from fltr_audit.cli.app import app
 from fltr_audit.cli.common import emit_json, print_table
+from fltr_audit.constraints import OPEN_UNIT, POSITIVE_INT, check
 from fltr_audit.errors import FltrError
 from fltr_audit.interfaces import PrivacyClaim
 from fltr_audit.run_spec import RunSpec
@@ -83,8 +84,7 @@ def run_audit_defense(stack_text: str, *, dim: int, trials: int, neighbours: str
         raise FltrError(f"--dim: the message dimension must be 1..{MAX_DIM:,}, got {dim:,}")
     if not 1 <= rounds <= MAX_ROUNDS:
         raise FltrError(f"--rounds: must be 1..{MAX_ROUNDS:,}, got {rounds:,}")
-    if cohort < 1:
-        raise FltrError(f"--cohort: must be a positive integer, got {cohort}")
+    check("--cohort", cohort, POSITIVE_INT)
     if cohort * dim > MAX_COHORT_VALUES:
         raise FltrError(f"--cohort {cohort:,} x --dim {dim:,}: one cohort's messages exceed "
                         f"{MAX_COHORT_VALUES:,} values")
@@ -202,8 +202,7 @@ def audit_defense(
     from defenses.accounting import ParticipationSchedule, privacy_spent
     from defenses.stack import parse_defense
 
-    if not 0.0 < confidence < 1.0:
-        raise FltrError(f"--confidence: must lie in (0, 1), got {confidence}")
+    check("--confidence", confidence, OPEN_UNIT)
     trials, capped = parse_trials(trials, stack, confidence)
     rows = run_audit_defense(stack, dim=dim, trials=trials, neighbours=neighbours, rounds=rounds, cohort=cohort,
                              seed=seed, test=test, confidence=confidence, aggregate_trials=aggregate_trials)

@@ -11,7 +11,7 @@ from attacks.scoring import score_guess, summarize
 from attacks.synthetic import pdgd_batch
 from fltr_audit.cli.app import bench_app
 from fltr_audit.cli.common import best_seconds, check_at_least, emit_json, parse_list, print_table
-from fltr_audit.errors import FltrError
+from fltr_audit.constraints import Interval, check
 
 BENCH_ATTACKS = ("olsr", "olsr-l1", "score", "prob", "distance", "bayes")
 TARGET_SECONDS = {"olsr+score+prob+distance": 2.0, "olsr-l1": 2.0, "bayes": 10.0}
@@ -36,8 +36,7 @@ def bench_attacks(
     their macro precision and recall."""
     check_at_least({"--messages": messages, "--features": features, "--k": k, "--queries": queries,
                     "--repeats": repeats})
-    if noise < 0:
-        raise FltrError(f"--noise: must be non-negative, got {noise}")
+    check("--noise", noise, (Interval(float, 0, None),))
     names = parse_list(attack, "--attack", BENCH_ATTACKS)
     batch, algorithm = pdgd_batch(messages, queries_per_client=queries, k=k, n_features=features, noise=noise,
                                   seed=seed, candidates=max(15, k))

@@ -8,6 +8,7 @@ import typer
 
 from fltr_audit.cli.app import campaign_app
 from fltr_audit.cli.common import emit_json, print_table, progress
+from fltr_audit.constraints import POSITIVE_INT, check
 from fltr_audit.errors import FltrError, RunsFailed
 from fltr_audit.interrupts import Interrupted, graceful_stop
 
@@ -28,8 +29,7 @@ def run(
 
     if workers < 0:
         raise FltrError("--workers must be 0 (one per core) or more")
-    if max_runs < 1:
-        raise FltrError(f"--max-runs: must be at least 1, got {max_runs}")
+    check("--max-runs", max_runs, POSITIVE_INT)
     parsed = load_spec(spec)
     runs = expand(parsed, max_runs)
     total = len(runs)

@@ -14,7 +14,42 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from fltr_audit.atomic import CannotWrite, temporary_dir, write_file, write_with
+from fltr_audit.constraints import ParameterError
 from fltr_audit.errors import FltrError
+
+SPEC_PARAMETERS = {
+    "data.spec": "data", "data.fold": "fold", "data.normalization": "normalization", "algorithm.name": "algo",
+    "algorithm.rounds": "train_rounds", "algorithm.clients": "clients", "algorithm.queries_per_client": "queries_per_client",
+    "algorithm.ranker": "ranker", "algorithm.population": "population", "algorithm.non_iid": "non_iid",
+    "probe.split": "split", "probe.click_models": "click_model", "probe.cohort": "probe_cohort",
+    "probe.queries_per_client": "probe_queries", "probe.min_shown": "min_shown", "probe.require_click": "require_click",
+    "probe.counterfactual": "counterfactual", "probe.threat_model": "threat_model", "probe.manipulation": "manipulation",
+    "probe.lists": "probe_lists", "audit.trials": "trials", "audit.epsilon_audit": "epsilon_audit", "seed": "seed",
+    "defense": "defense", "attacks": "attack",
+}
+"""The run spec's parameters (``fltr_audit.run_spec``) as the ``audit`` command's parameters."""
+
+OPTIONS: dict[str, str] = {
+    **{spec: "--" + name.replace("_", "-") for spec, name in SPEC_PARAMETERS.items()},
+    # the engine's keywords where the option is spelled otherwise
+    "attacks": "--attack", "C": "--svm-c", "epochs": "--rounds", "claim_verdict": "--claim-verdict",
+    # the engine's keywords spelled as options
+    **{name: "--" + name.replace("_", "-") for name in (
+        "data", "fold", "queries", "normalization", "split", "clients", "rounds", "queries_per_client",
+        "eval_every", "ranker", "population", "non_iid", "click_model", "threat_model", "manipulation",
+        "record_rounds", "store", "workers", "scheduler", "trials", "cohort", "neighbours", "test", "canaries",
+        "runs", "confidence", "power", "min_effect", "format", "k", "lr", "sigma", "gamma", "propensity",
+        "lr_local", "lr_global", "clicks_per_client", "em_rounds", "logging_fraction", "batch_queries",
+        "length", "p")},
+}
+"""The CLI's one map from a parameter as the engine names it (``ParameterError.parameter``) to the
+option a command-line user typed; ``main`` renames every ParameterError by it, once."""
+
+
+def as_option_error(exc: ParameterError) -> ParameterError:
+    """``exc`` naming the option its command-line user typed (``trials`` -> ``--trials``),
+    unless a door has already renamed it."""
+    return exc if exc.door else exc.renamed(OPTIONS)
 
 
 def _to_jsonable(obj: Any) -> Any:
@@ -177,14 +212,15 @@ def check_at_least(options: dict[str, int], low: int = 1) -> None:
 
 
 def parse_list(value: str, option: str, allowed: tuple[str, ...] | None = None) -> list[str]:
-    """Split a comma-separated option value, checking each item against ``allowed``."""
+    """Split a comma-separated value, checking each item against ``allowed``; ParameterError
+    naming ``option`` (an option, or a parameter ``main`` renames by ``OPTIONS``)."""
     items = [v.strip() for v in value.split(",") if v.strip()]
     if not items:
-        raise FltrError(f"{option}: empty list")
+        raise ParameterError(option, "empty list")
     if allowed is not None:
         for item in items:
             if item not in allowed:
-                raise FltrError(f"{option}: unknown value {item!r} (choose from {', '.join(allowed)})")
+                raise ParameterError(option, f"unknown value {item!r} (choose from {', '.join(allowed)})")
     return items
 
 

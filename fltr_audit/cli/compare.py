@@ -9,26 +9,26 @@ import typer
 
 from fltr_audit.cli.app import app
 from fltr_audit.cli.common import emit_json, parse_list
+from fltr_audit.constraints import OPEN_UNIT, check
 from fltr_audit.errors import FltrError
 from fltr_audit.store import load
-from reports.compare import FORMATS, as_references, check_min_effect, compare, format_table
+from reports.compare import FORMATS, as_references, compare, format_table
 from reports.leakage import MIN_EFFECT
 
 MIN_EFFECT_HELP = ("Smallest leakage (AUC) worth finding: 'no measurable leakage' needs every informed "
                    "attack's upper 95 % bound below it. In (0, 1).")
 
 
+def check_min_effect(value: float) -> float:
+    """``value`` when it lies in (0, 1); else ParameterError naming ``min_effect`` (``main``
+    says ``--min-effect``)."""
+    check("min_effect", value, OPEN_UNIT, "an AUC difference")
+    return float(value)
+
+
 def min_effect_option() -> float:
     """The ``--min-effect`` option shared by compare, report, demo and audit."""
     return typer.Option(MIN_EFFECT, "--min-effect", help=MIN_EFFECT_HELP)
-
-
-def checked_min_effect(value: float) -> float:
-    """``value`` if it lies in (0, 1), else a one-line error naming ``--min-effect``."""
-    try:
-        return check_min_effect(value)
-    except ValueError as exc:
-        raise FltrError(str(exc)) from None
 
 
 @app.command("compare")
@@ -44,7 +44,7 @@ def compare_command(
     """Per defense and attack: AUC against real and counterfactual clicks, leakage with a 95 % CI
     over lists, the leakage verdict and the claim verdict (epsilon audits pooled over runs),
     precision/recall/F1, and the nDCG@10 change against no defense."""
-    min_effect = checked_min_effect(min_effect)
+    min_effect = check_min_effect(min_effect)
     fmt = "json" if json_out else parse_list(fmt, "--format", FORMATS)[0]
     averaging = parse_list(averaging, "--averaging", ("macro", "micro"))[0]
     tables = load(store)

@@ -12,6 +12,7 @@ import typer
 
 from fltr_audit.cli.app import bench_app, data_app
 from fltr_audit.cli.common import atomic_out_dir, check_at_least, check_out_dir, emit_json, print_table, progress
+from fltr_audit.constraints import Interval, check
 from fltr_audit.errors import FltrError
 
 CACHED_LOAD_TARGET_SECONDS = 2.0
@@ -69,8 +70,7 @@ def synth_command(
     if profile not in PROFILES:
         raise FltrError(f"--profile: unknown profile {profile!r} (choose {', '.join(PROFILES)})")
     check_out_dir(out)
-    if queries is not None and queries < 5:
-        raise FltrError(f"--queries: need at least 5 queries for five folds, got {queries}")
+    check("--queries", queries, (Interval(int, 5, None), None), "five folds need five queries")
     ds = generate(profile, queries, seed)
     parts = fold_parts(ds.n_queries)
     with atomic_out_dir(out) as tmp, progress(20, f"writing {profile}", quiet) as bar:

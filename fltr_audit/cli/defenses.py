@@ -9,6 +9,7 @@ import typer
 
 from fltr_audit.cli.app import bench_app, defenses_app
 from fltr_audit.cli.common import best_seconds, check_at_least, emit_json, print_table, progress
+from fltr_audit.constraints import Interval, check
 from fltr_audit.errors import FltrError
 
 SECAGG_TARGET_SECONDS = 5.0
@@ -90,8 +91,7 @@ def bench_defenses(
     check_at_least({"--dim": dim, "--round-clients": round_clients, "--repeats": repeats})
     if degree < 2 or degree % 2 or degree >= clients - 1:
         raise FltrError(f"--degree: must be even, at least 2 and below --clients - 1, got {degree}")
-    if not 0 <= drop < 1:
-        raise FltrError(f"--drop: must lie in [0, 1), got {drop}")
+    check("--drop", drop, (Interval(float, 0, 1, "left"),))
     rng = np.random.default_rng(seed)
     messages = Messages(n_interactions=np.full(clients, 4), vector=rng.normal(0, 1, (clients, dim)))
     ids = np.arange(clients)

@@ -10,7 +10,7 @@ import typer
 
 from fltr_audit.cli.app import app
 from fltr_audit.cli.common import emit_json, progress
-from fltr_audit.cli.compare import checked_min_effect, min_effect_option
+from fltr_audit.cli.compare import check_min_effect, min_effect_option
 from fltr_audit.errors import FltrError
 
 DEMO_DEFENSES = ["none", "clip(sensitivity=5)+dp-distributed(eps=4.5)", "dp-local-laplace(eps=4.5)", "secagg",
@@ -54,7 +54,7 @@ def demo(
     from reports.compare import compare, verdicts
     from reports.render import render_report
 
-    min_effect = checked_min_effect(min_effect)
+    min_effect = check_min_effect(min_effect)
     probe_lists = probe_size(probe_lists, power, min_effect, DEMO_ATTACKS,
                              available_lists(data, [1], "vali", algorithm_spec("fpdgd").default_normalization, [seed]))
     if out.exists() and not out.is_dir():

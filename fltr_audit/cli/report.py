@@ -9,7 +9,7 @@ import typer
 from fltr_audit.atomic import write_files
 from fltr_audit.cli.app import app
 from fltr_audit.cli.common import emit_json
-from fltr_audit.cli.compare import checked_min_effect, min_effect_option
+from fltr_audit.cli.compare import check_min_effect, min_effect_option
 from fltr_audit.errors import FltrError
 from fltr_audit.store import load
 from reports.render import render_report
@@ -25,7 +25,7 @@ def report_command(
     json_out: bool = typer.Option(False, "--json", help="Print the written paths as JSON."),
 ) -> None:
     """Write report.html (self-contained) and report.md; print the HTML report's path."""
-    min_effect = checked_min_effect(min_effect)
+    min_effect = check_min_effect(min_effect)
     if out.exists() and not out.is_dir():
         raise FltrError(f"--out {out}: exists and is not a directory")
     if out.is_dir() and any(out.iterdir()) and not force:

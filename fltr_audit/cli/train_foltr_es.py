@@ -19,7 +19,7 @@ from fltr_audit.cli.common import (atomic_out_dir, emit_json, parse_list, print_
                                    round_reporter, write_run)
 from fltr_audit.clicks import CCM_NAMES, cascade_model
 from fltr_audit.data.load import load_splits
-from fltr_audit.errors import FltrError
+from fltr_audit.constraints import POSITIVE_INT, check
 from fltr_audit.federation import check_population, check_threat_model, train
 from fltr_audit.interceptors import RecordingInterceptor, parse_rounds
 from fltr_audit.maxrr import mean_expected_maxrr
@@ -146,8 +146,7 @@ def train_baselines(
     quiet: bool = typer.Option(False, "--quiet", help="No progress bar."),
 ) -> None:
     names = parse_list(click_models, "--click-model", CCM_NAMES)
-    if max_pairs < 1:
-        raise FltrError(f"--max-pairs: must be positive, got {max_pairs}")
+    check("--max-pairs", max_pairs, POSITIVE_INT)
     splits = load_splits(data, fold, normalization=normalization)
     models = {name: cascade_model(name, splits.train.n_levels) for name in names}
     ranker = LinearRanker(splits.train.n_features)

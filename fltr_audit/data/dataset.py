@@ -117,7 +117,7 @@ class Splits:
     def get(self, split: str) -> Dataset:
         """The split named ``train``, ``vali`` or ``test``."""
         if split not in ("train", "vali", "test"):
-            from fltr_audit.errors import FltrError
+            from fltr_audit.constraints import ParameterError
 
-            raise FltrError(f"--split: unknown split {split!r} (choose train, vali or test)")
+            raise ParameterError("split", f"unknown split {split!r} (choose train, vali or test)")
         return getattr(self, split)

@@ -16,9 +16,12 @@ from fltr_audit.data.normalize import (
     check_normalization, drop_single_label as _drop, query_minmax, zscore, zscore_stats,
 )
 from fltr_audit.data.synthetic import GENERATOR_VERSION, fold_split, generate, profile
+from fltr_audit.constraints import POSITIVE_INT, Interval, ParameterError, check
 from fltr_audit.errors import FltrError
 
 SPLITS = ("train", "vali", "test")
+FOLD = (Interval(int, 1, 5),)
+"""A LETOR fold: 1 .. 5."""
 _SUFFIXES = (".txt", ".txt.gz", ".gz", "")
 
 
@@ -72,10 +75,8 @@ def load_splits(
     """
     spec = str(spec)
     check_normalization(normalization)
-    if isinstance(fold, bool) or not isinstance(fold, (int, np.integer)) or not 1 <= fold <= 5:
-        raise FltrError(f"--fold: must be 1..5, got {fold!r}")
-    if queries is not None and int(queries) < 1:
-        raise FltrError(f"--queries: must be positive, got {queries}")
+    check("fold", fold, FOLD)
+    check("queries", queries, (POSITIVE_INT[0], None))
     # every array below is this call's own (fresh, or a copy-on-write mapping): normalized in place
     if spec.startswith("synthetic:"):
         name, n = _synthetic_spec(spec, queries)
@@ -117,13 +118,13 @@ def _synthetic_spec(spec: str, queries: int | None) -> tuple[str, int | None]:
     n = queries
     for key, value in parse_qsl(query, keep_blank_values=True):
         if key != "queries":
-            raise FltrError(f"--data {spec}: unknown option {key!r} (only queries=N)")
+            raise ParameterError("data", f"{spec}: unknown option {key!r} (only queries=N)")
         try:
             from_spec = int(value)
         except ValueError:
-            raise FltrError(f"--data {spec}: queries must be an integer, got {value!r}") from None
+            raise ParameterError("data", f"{spec}: queries must be an integer, got {value!r}") from None
         if n is not None and int(n) != from_spec:
-            raise FltrError(f"--data {spec}: conflicts with --queries {n}")
+            raise ParameterError("data", f"{spec}: asks for {from_spec} queries, which conflicts with queries={n}")
         n = from_spec
     return name, n
 
@@ -171,12 +172,12 @@ def _file_splits(spec: str, fold: int, cache: bool) -> Splits:
         return fold_split(_read(path, cache), fold)
     if kind == "splits":
         if fold != 1:
-            raise FltrError(f"--fold: {spec} holds one split (train/vali/test), use --fold 1")
+            raise ParameterError("fold", f"{spec} holds one split (train/vali/test), so its only fold is 1")
         folder = path
     else:
         folder = path / f"Fold{fold}"
         if not folder.is_dir():
-            raise FltrError(f"--fold: {spec} has no Fold{fold} folder")
+            raise ParameterError("fold", f"{spec} has no Fold{fold} folder")
     files = _split_files(folder)
     return _harmonize([_read(f, cache) for f in files], files, fold)
 

@@ -19,9 +19,9 @@ from dataclasses import replace
 
 import numpy as np
 
+from fltr_audit.constraints import ParameterError
 from fltr_audit.data.blocks import BLOCK_ROWS, query_blocks
 from fltr_audit.data.dataset import Dataset
-from fltr_audit.errors import FltrError
 
 NORMALIZATIONS = ("none", "query-minmax", "zscore")
 
@@ -29,7 +29,7 @@ NORMALIZATIONS = ("none", "query-minmax", "zscore")
 def check_normalization(method: str) -> None:
     """Raise naming ``--normalization`` unless ``method`` is one of :data:`NORMALIZATIONS`."""
     if method not in NORMALIZATIONS:
-        raise FltrError(f"--normalization: unknown {method!r} (choose {', '.join(NORMALIZATIONS)})")
+        raise ParameterError("normalization", f"unknown {method!r} (choose {', '.join(NORMALIZATIONS)})")
 
 
 def query_minmax(ds: Dataset, *, inplace: bool = False) -> Dataset:

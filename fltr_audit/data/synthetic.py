@@ -30,6 +30,7 @@ import numpy as np
 
 from fltr_audit.data.blocks import BLOCK_ROWS, query_blocks
 from fltr_audit.data.dataset import Dataset, Splits
+from fltr_audit.constraints import Interval, ParameterError, check
 from fltr_audit.errors import FltrError
 from fltr_audit.randomness import stream
 
@@ -111,12 +112,11 @@ def generate(name: str, queries: int | None = None, seed: int = 0) -> Dataset:
     """
     p = profile(name)
     n_q = p.default_queries if queries is None else int(queries)
-    if n_q < 5:
-        raise FltrError(f"--queries: need at least 5 queries for five folds, got {n_q}")
+    check("queries", n_q, (Interval(int, 5, None),), "five folds need five queries")
     largest = max_queries(name)
     if n_q > largest:
-        raise FltrError(f"--queries: synthetic:{name} takes at most {largest:,} queries "
-                        f"(about {MAX_FEATURE_CELLS * 4 / 2**30:.0f} GiB of features), got {n_q:,}")
+        raise ParameterError("queries", f"synthetic:{name} takes at most {largest:,} queries "
+                                        f"(about {MAX_FEATURE_CELLS * 4 / 2**30:.0f} GiB of features), got {n_q:,}")
     shape_rng = stream(seed, f"synthetic-model:{name}")
     rng = stream(seed, f"synthetic-data:{name}")
     d = p.n_features
