@@ -13,6 +13,7 @@ from scipy import stats
 
 from defenses.accounting import ParticipationSchedule, RunAccountant, compose_epsilon
 from defenses.clipping import MAX_NOISE_SCALE, Clip, check_noise_scale, clip_rows, require_vector
+from defenses.ddgauss import DDGauss
 from defenses.dp_distributed import DistributedLaplace, gamma_difference_noise
 from defenses.dp_gaussian import Gaussian, gaussian_delta
 from defenses.dp_local import LocalLaplace
@@ -306,3 +307,23 @@ def test_the_count_noise_refusal_names_half_the_noise_multiplier():
     with pytest.raises(FltrError, match=r"count_std = 0\.7 must exceed noise_multiplier / 2 = 1\b"):
         DPFedAvg(noise_multiplier=2.0, quantile=0.5, count_std=0.7)
     assert DPFedAvg(noise_multiplier=2.0, quantile=0.5, count_std=1.01).adaptive
+
+
+def test_ddgauss_runs_a_round_whose_local_std_is_half_a_step_or_more_and_refuses_below():
+    """Prop. 14 of Kairouz et al. needs each client's discrete Gaussian std sigma_l = z C /
+    (gamma sqrt(n)) >= 1/2 step. With bits = 11 for 100 clients (z = C = 1), a round of 100 clients
+    has sigma_l = 0.70 and one of 150 has 0.57 (computed here from gamma): both must aggregate;
+    200 clients (0.49) must be refused (catches the round's threshold 1 instead of 1/2)."""
+    agg = DDGauss(noise_multiplier=1.0, clip=1.0, bits=11, n=100, dim=16)
+
+    def sigma(n):
+        return 1.0 * 1.0 / (agg.gamma * math.sqrt(n))
+
+    assert 0.5 <= sigma(150) < sigma(100) < 1.0 and sigma(200) < 0.5
+    for n in (100, 150):
+        msgs = Messages(n_interactions=np.ones(n, dtype=np.int64), vector=np.full((n, 16), 0.01), vector_kind="update")
+        out = agg.aggregate(msgs, np.arange(n), np.random.default_rng(0))
+        assert np.isfinite(out.mean).all()
+    msgs = Messages(n_interactions=np.ones(200, dtype=np.int64), vector=np.zeros((200, 16)), vector_kind="update")
+    with pytest.raises(FltrError, match="< 1/2 of a step"):
+        agg.aggregate(msgs, np.arange(200), np.random.default_rng(0))

@@ -65,3 +65,21 @@ def test_the_best_threshold_takes_the_better_direction():
     value, threshold, direction = _best_threshold(held0, held1, lambda fp, fn: -(fp + fn).astype(float))
     assert direction == -1 and value == 0.0
     assert not (-held0 > -threshold).any() and (-held1 > -threshold).all()  # the rule direction * s > direction * t
+
+
+def test_scores_equal_up_to_floating_point_error_are_ties_and_bound_nothing():
+    """Both inputs output the same three numbers, input 1 in another order: the statistic (their
+    sum) differs only by floating-point error (600000 + 0.1 + 0.2 vs 0.1 + 0.2 + 600000: one ulp,
+    1.2e-10 at this magnitude), so the inputs are indistinguishable and the audit must bound
+    nothing (catches rounding the scores to 10 decimals instead of 9, which separates them). The
+    bound 0 comes from fp = 0, fn = n1: a zero error count, but not a trial-limited bound (catches
+    lb >= 0 for lb > 0 in ``trial_limited``)."""
+    first, second = np.array([[6e5, 0.1, 0.2]]).sum(axis=1)[0], np.array([[0.1, 0.2, 6e5]]).sum(axis=1)[0]
+    assert first != second and abs(first - second) < 2e-10  # the premise: the sums differ by rounding error
+
+    def mechanism(rng, n, which):
+        return np.tile([0.1, 0.2, 6e5] if which else [6e5, 0.1, 0.2], (n, 1))
+
+    r = audit(mechanism, lambda x: x.sum(axis=1), claim=PrivacyClaim(1.0, 0.0, "message"), n_trials=400, seed=0)
+    assert r.epsilon_lb == 0.0 and r.epsilon_point == 0.0
+    assert min(r.fp, r.fn) == 0 and not r.trial_limited

@@ -11,8 +11,11 @@ with the reason.
   (tools/mutation.toml), after checking the unmutated files pass.
 """
 
+import importlib.util
+import json
 import os
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -61,3 +64,39 @@ def test_mutants_are_what_their_ids_say():
     assert len({m.id for m in mutants}) == len(mutants)
     # parameter defaults (a paper's epsilon) are not mutated
     assert not any(m.kind.startswith("const 4.5") for m in mutants)
+
+
+def test_verdicts_do_not_depend_on_the_calling_process(tmp_path):
+    """A caller that already imported the target's test file (as a pytest session does when it
+    collects every file) and runs a live thread pool: the planted mutant ``X = 2`` is killed by the
+    test that reads X, the mutants of the untested ``Y`` survive. The old harness forked its children
+    from the caller, where pytest met the caller's module of the same basename, refused to collect
+    ("import file mismatch", exit 2) and every mutant counted as killed. Run one copy (-j 1), the
+    two same-size mutants within about a second: a stale .pyc of the first would kill the second."""
+    repo = tmp_path / "repo"
+    (repo / "fakepkg_mut").mkdir(parents=True)
+    (repo / "tests").mkdir()
+    (repo / "pytest.ini").write_text("[pytest]\n")
+    (repo / "fakepkg_mut" / "__init__.py").write_text("")
+    (repo / "fakepkg_mut" / "mod.py").write_text("X = 1\nY = 2\n")
+    test_file = repo / "tests" / "test_fakemod_reads_x.py"
+    test_file.write_text("from fakepkg_mut import mod\n\n\ndef test_x():\n    assert mod.X == 1\n")
+    mutate = _mutate()
+    config = tmp_path / "mutation.toml"
+    config.write_text(f'preload = {json.dumps(mutate.PYTEST_PRELOAD)}\n[[target]]\nmodule = "fakepkg_mut/mod.py"\n'
+                      'tests = ["tests/test_fakemod_reads_x.py"]\n')
+    (tmp_path / "ids").write_text("fakepkg_mut/mod.py:1:const 1->2#4\nfakepkg_mut/mod.py:2:const 2->3#6\n")
+    spec = importlib.util.spec_from_file_location("test_fakemod_reads_x", test_file)  # what collection does
+    sys.modules["test_fakemod_reads_x"] = importlib.util.module_from_spec(spec)
+    pool = ThreadPoolExecutor(2)
+    try:
+        assert pool.submit(sum, [1, 2]).result() == 3
+        code = mutate.main(["--config", str(config), "--root", str(repo), "--equivalent", str(tmp_path / "none"),
+                            "--ids", str(tmp_path / "ids"), "-j", "1", "--skip-baseline", "--json", str(tmp_path / "out.json")])
+    finally:
+        pool.shutdown()
+        del sys.modules["test_fakemod_reads_x"]
+    results = {r["kind"]: r for r in json.loads((tmp_path / "out.json").read_text())["results"]}
+    assert {k: r["outcome"] for k, r in results.items()} == {"const 1->2": "killed", "const 2->3": "survived"}
+    assert results["const 1->2"]["killed_by"] == "FAILED tests/test_fakemod_reads_x.py::test_x"
+    assert code == 1
