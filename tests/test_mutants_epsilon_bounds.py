@@ -7,7 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from attacks.epsilon_bounds import AUTO_MARGIN, AUTO_TRIALS_CAP, _best_threshold, audit, auto_trials, epsilon_lower_bound
+from attacks.epsilon_bounds import (AUTO_MARGIN, AUTO_TRIALS_CAP, _best_threshold, audit, auto_trials, claim_verdict,
+                                    epsilon_lower_bound)
 from fltr_audit.interfaces import PrivacyClaim
 
 
@@ -83,3 +84,19 @@ def test_scores_equal_up_to_floating_point_error_are_ties_and_bound_nothing():
     r = audit(mechanism, lambda x: x.sum(axis=1), claim=PrivacyClaim(1.0, 0.0, "message"), n_trials=400, seed=0)
     assert r.epsilon_lb == 0.0 and r.epsilon_point == 0.0
     assert min(r.fp, r.fn) == 0 and not r.trial_limited
+
+
+@pytest.mark.parametrize("claimed_scope, audited_scope, lb, verdict", [
+    ("aggregate", "message", 5.0, "outside scope"),  # a bound on one message says nothing of the aggregate
+    ("aggregate", "message", 0.1, "outside scope"),
+    ("aggregate", "aggregate", 5.0, "violated"),
+    ("aggregate", "aggregate", 0.1, "consistent"),
+    ("message", "message", 5.0, "violated"),
+    ("message", "aggregate", 5.0, "violated"),  # the aggregate is a function of the messages
+    ("message", "message", 1.0, "consistent"),  # a bound equal to the claim does not exceed it
+])
+def test_claim_verdict_is_its_rule_on_every_scope_pair(claimed_scope, audited_scope, lb, verdict):
+    """The rule of issue #11 on a claim of 1 with ceiling 10: ``outside scope`` exactly when an
+    aggregate claim is audited on single messages, else violated iff the bound exceeds the claim
+    (catches the scope test dropped or its == flipped)."""
+    assert claim_verdict(1.0, claimed_scope, audited_scope, lb, 10.0) == verdict

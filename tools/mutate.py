@@ -3,17 +3,25 @@
 Each mutant changes one node of one module: a comparison operator flipped (< <=, > >=, == !=,
 < >), an arithmetic operator swapped (+ -, * /, // /, ** *), a numeric constant changed (+1, x2; not parameter defaults),
 a boolean operator swapped (and or), a ``not`` or unary minus dropped, an ``if`` branch dropped
-(its test made ``False``) or an ``else`` branch dropped. The runner copies the repository once per
-job (``-j``) to a temporary folder and runs each mutant in a forked child on its own copy (heavy
-third-party imports done once, in the parent): pytest on the module's own test files only, stopping
-at the first failure (``-x``), slow tests skipped, with a timeout (3x the unmutated files' time +
-10 s when they are run first). A mutant is *killed* when a test fails or a test file cannot import
-it, *timeout* when its child outruns the timeout, else it *survives*. The children's CPU time is
-reported (divide by the cores for an idle machine's wall time).
+(its test made ``False``) or an ``else`` branch dropped.
+
+The runner copies the repository once per job (``-j``) to a temporary folder and runs each mutant
+in a child forked from an *executor*: a fresh interpreter (``python -I``, single-threaded, writing
+no bytecode) that imports only the third-party modules (``preload``) before forking, so that no
+module, thread or lock of the caller (e.g. a pytest session that already imported the test files)
+reaches a child, and each mutant's verdict is the same whatever ran before. A child runs pytest on
+the module's own test files only, stopping at the first failure (``-x``), slow tests skipped. A
+mutant is *killed* when a test fails or a test file cannot import it (the first failing test is
+recorded), *timeout* when its child outruns the timeout (reported as such, beside the kills), else
+it *survives*. The timeout is on the child's CPU time (3x the unmutated files' CPU time + 10 s
+when they are run first, else ``--timeout``), so a loaded machine does not fire it; a child that
+waits also times out after 10x that in wall time. The children's CPU time is reported (divide by
+the cores for an idle machine's wall time).
 
 What to mutate and which tests run is data (``tools/mutation.toml``, the sample of the default
 test run ``tools/mutation_ci.toml``): ``[[target]]`` tables with ``module``, ``tests`` (the
-module -> test files map) and an optional ``keyword`` (pytest -k); ``tools/mutation_equivalent.txt``
+module -> test files map) and an optional ``keyword`` (pytest -k), and an optional top-level
+``preload`` list; ``tools/mutation_equivalent.txt``
 lists the mutants (by id) that are equivalent, each with the reason, and they are never run.
 
     python tools/mutate.py [--config tools/mutation.toml] [--module defenses/dp_local.py]
@@ -220,6 +228,20 @@ def _start(copy_root: Path, pytest_args: list[str], log: Path) -> int:
     return pid
 
 
+WALL_FACTOR = 10
+"""A child also times out after this many times its CPU limit in wall time (a child that waits)."""
+
+
+def _cpu_seconds(pid: int, wall: float) -> float:
+    """CPU seconds a running child has used (its /proc stat), else its wall time: a timeout on CPU
+    time does not fire because other processes load the machine."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return wall
+
+
 def _outcome(status: int) -> str:
     """pytest's exit code: 0 all passed, 1 a test failed, 2 a collection error (the mutant broke an
     import: the executor holds no test module, so it is never a stale one), 5 no test selected (a
@@ -267,7 +289,8 @@ def _run_jobs(jobs: list[tuple[dict, Mutant | None, float]], copies: list[Path],
             running[_start(copy, _pytest_args(target), log)] = (copy, target, mutant, timeout, log, time.monotonic())
         for pid, (copy, target, mutant, timeout, log, started) in list(running.items()):
             done, status, usage = os.wait4(pid, os.WNOHANG)
-            if not done and time.monotonic() - started <= timeout:
+            if not done and _cpu_seconds(pid, time.monotonic() - started) <= timeout \
+                    and time.monotonic() - started <= WALL_FACTOR * timeout:
                 continue
             if done:
                 outcome = _outcome(status)
@@ -311,7 +334,7 @@ def execute(plan_file: Path, results_file: Path) -> None:
             for r in _run_jobs([(t, None, timeout * 4) for t in targets.values()], copies, Path(tmp), plan["verbose"]):
                 if r["outcome"] == "survived":
                     passing.add(r["module"])
-                    timeouts[r["module"]] = min(timeout, 3 * r["seconds"] + 10)
+                    timeouts[r["module"]] = min(timeout, 3 * r["cpu_seconds"] + 10)
                 else:
                     print(f"{r['module']}: the unmutated tests do not pass ({r['outcome']}); skipped", file=sys.stderr)
                     results.append({"module": r["module"], "id": "(baseline)", "outcome": "baseline " + r["outcome"]})
@@ -400,7 +423,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--module", action="append", help="only this module (repeatable)")
     p.add_argument("--sample", type=int, default=0, help="at most this many mutants per module (seeded)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--timeout", type=float, default=60.0, help="seconds per mutant")
+    p.add_argument("--timeout", type=float, default=60.0,
+                   help=f"CPU seconds per mutant (at most; {WALL_FACTOR}x in wall time)")
     p.add_argument("--ids", help="exactly the mutants whose ids this file lists, one per line (no sampling)")
     p.add_argument("-j", "--jobs", type=int, default=1, help="forked children at a time (one repo copy each)")
     p.add_argument("--skip-baseline", action="store_true", help="do not first check the unmutated tests pass")
