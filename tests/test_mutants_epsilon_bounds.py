@@ -7,8 +7,9 @@ import math
 import numpy as np
 import pytest
 
+import attacks.epsilon_bounds as epsilon_bounds
 from attacks.epsilon_bounds import (AUTO_MARGIN, AUTO_TRIALS_CAP, _best_threshold, audit, auto_trials, claim_verdict,
-                                    epsilon_lower_bound)
+                                    epsilon_lower_bound, scores_of)
 from fltr_audit.interfaces import PrivacyClaim
 
 
@@ -100,3 +101,19 @@ def test_claim_verdict_is_its_rule_on_every_scope_pair(claimed_scope, audited_sc
     aggregate claim is audited on single messages, else violated iff the bound exceeds the claim
     (catches the scope test dropped or its == flipped)."""
     assert claim_verdict(1.0, claimed_scope, audited_scope, lb, 10.0) == verdict
+
+
+def test_scores_are_drawn_at_most_chunk_values_output_values_per_call(monkeypatch):
+    """The memory bound: with CHUNK_VALUES = 100 and outputs of 10 coordinates, no call of the
+    mechanism draws more than 100 values (10 trials); 25 trials take calls of 10, 10 and 5 after
+    the one-trial probe of the output width (catches the width read from shape[2:], which sizes
+    chunks as if each output were one value)."""
+    monkeypatch.setattr(epsilon_bounds, "CHUNK_VALUES", 100)
+    sizes = []
+
+    def mechanism(rng, n, which):
+        sizes.append(n)
+        return rng.normal(size=(n, 10))
+
+    scores = scores_of(mechanism, lambda x: x.sum(axis=1), np.random.default_rng(0), 25, 1)
+    assert len(scores) == 25 and sizes == [1, 10, 10, 5]

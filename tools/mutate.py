@@ -182,9 +182,8 @@ DEFAULT_PRELOAD = (*PYTEST_PRELOAD, "numpy", "pandas", "scipy.optimize", "scipy.
                    "dp_accounting", "dp_accounting.pld", "dp_accounting.rdp")
 """Third-party modules the executor imports once before forking (a config's ``preload`` replaces them)."""
 
-SINGLE_THREAD_ENV = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
-                     "PYTHONDONTWRITEBYTECODE": "1", "PYTHONHASHSEED": "0"}
-"""The executor's environment: BLAS imported without worker threads (it forks), no bytecode written."""
+SINGLE_THREAD_ENV = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+"""The executor's environment: BLAS imported without worker threads (it forks)."""
 
 
 def _pytest_args(target: dict) -> list[str]:
@@ -212,6 +211,8 @@ def _start(copy_root: Path, pytest_args: list[str], log: Path) -> int:
         try:
             os.chdir(copy_root)
             sys.path.insert(0, str(copy_root))
+            os.environ["PYTHONPATH"] = str(copy_root)  # a test's own python subprocess imports the mutant too
+            os.environ["PYTHONDONTWRITEBYTECODE"] = "1"
             out = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
             os.dup2(out, 1)
             os.dup2(out, 2)
