@@ -124,8 +124,10 @@ def enumerate_mutants(module: str, root: Path) -> list[Mutant]:
     return out
 
 
-def mutated_source(mutant: Mutant, root: Path) -> str:
-    tree = ast.parse((root / mutant.module).read_text())
+def mutated_source(mutant: Mutant, root: Path, source: str | None = None) -> str:
+    """The module's source (``source``, else read from ``root``) with the mutant applied; always
+    mutate the pristine source: node indexes shift in a tree another mutant has changed."""
+    tree = ast.parse((root / mutant.module).read_text() if source is None else source)
     node = list(ast.walk(tree))[mutant.index]
     kind = mutant.kind
     if isinstance(node, ast.Compare):
@@ -272,13 +274,13 @@ def _write_module(copy: Path, module: str, source: str) -> None:
     (copy / module).write_text(source)
 
 
-def _run_jobs(jobs: list[tuple[dict, Mutant | None, float]], copies: list[Path], logs: Path,
-              verbose: bool) -> list[dict]:
+def _run_jobs(jobs: list[tuple[dict, Mutant | None, float]], copies: list[Path], sources: dict[str, str],
+              logs: Path, verbose: bool) -> list[dict]:
     """Every (target, mutant, timeout) job (mutant None: the unmutated tests), at most
-    ``len(copies)`` forked children at a time, each on its own copy of the repository (the mutant
-    written there, restored when its child ends)."""
+    ``len(copies)`` forked children at a time, each on its own copy of the repository (the mutant,
+    made from the module's pristine ``sources``, written there and restored when its child ends)."""
     results, running, free, queue = [], {}, list(copies), list(jobs)
-    originals = {t["module"]: (copies[0] / t["module"]).read_text() for t, _, _ in jobs}
+    originals = {t["module"]: sources[t["module"]] for t, _, _ in jobs}
     for n, job in enumerate(queue):
         queue[n] = (*job, logs / f"job{n}.log")
     while queue or running:
@@ -286,7 +288,7 @@ def _run_jobs(jobs: list[tuple[dict, Mutant | None, float]], copies: list[Path],
             target, mutant, timeout, log = queue.pop(0)
             copy = free.pop()
             if mutant is not None:
-                _write_module(copy, mutant.module, mutated_source(mutant, copies[0]))
+                _write_module(copy, mutant.module, mutated_source(mutant, copy, originals[mutant.module]))
             running[_start(copy, _pytest_args(target), log)] = (copy, target, mutant, timeout, log, time.monotonic())
         for pid, (copy, target, mutant, timeout, log, started) in list(running.items()):
             done, status, usage = os.wait4(pid, os.WNOHANG)
@@ -329,10 +331,12 @@ def execute(plan_file: Path, results_file: Path) -> None:
     timeout, results = plan["timeout"], []
     with tempfile.TemporaryDirectory(prefix="mutate-") as tmp:
         copies = [_copy_repo(root, Path(tmp) / f"repo{i}") for i in range(plan["jobs"])]
+        sources = {module: (copies[0] / module).read_text() for module in targets}
         timeouts = {module: timeout for module in targets}
         if not plan["skip_baseline"]:  # the unmutated tests must pass; a mutant then gets 3x their time + 10 s
             passing = set()
-            for r in _run_jobs([(t, None, timeout * 4) for t in targets.values()], copies, Path(tmp), plan["verbose"]):
+            for r in _run_jobs([(t, None, timeout * 4) for t in targets.values()], copies, sources, Path(tmp),
+                               plan["verbose"]):
                 if r["outcome"] == "survived":
                     passing.add(r["module"])
                     timeouts[r["module"]] = min(timeout, 3 * r["cpu_seconds"] + 10)
@@ -340,7 +344,8 @@ def execute(plan_file: Path, results_file: Path) -> None:
                     print(f"{r['module']}: the unmutated tests do not pass ({r['outcome']}); skipped", file=sys.stderr)
                     results.append({"module": r["module"], "id": "(baseline)", "outcome": "baseline " + r["outcome"]})
             mutants = [(t, m) for t, m in mutants if t["module"] in passing]
-        results += _run_jobs([(t, m, timeouts[t["module"]]) for t, m in mutants], copies, Path(tmp), plan["verbose"])
+        results += _run_jobs([(t, m, timeouts[t["module"]]) for t, m in mutants], copies, sources, Path(tmp),
+                            plan["verbose"])
     results_file.write_text(json.dumps(results))
 
 
