@@ -3,12 +3,14 @@ module must be killed by its tests unless tools/mutation_equivalent.txt lists it
 with the reason.
 
 * 2 seeded mutants per module (tools/mutation_ci.toml: each module with its fast oracle tests
-  only), two forked children at a time, each stopping at its first failure (~41 s idle; listed
-  slow, so out of ``-m "not slow"``, in CI). Its verdict does not depend on what ran before it:
+  only), two forked children at a time, each stopping at its first failure (28 mutants, 46 s of
+  child CPU time: about 25-30 s on 2 idle cores; listed slow, so out of ``-m "not slow"``, in CI). Its verdict does not depend on what ran before it:
   the children fork from a fresh interpreter (tools/mutate.py), not from this pytest session --
   which had imported every collected test file by its basename, so the old harness's children met
   "import file mismatch", exited 2 and counted every mutant as killed in a full-suite run
-  (``test_verdicts_do_not_depend_on_the_calling_process``).
+  (``test_verdicts_do_not_depend_on_the_calling_process``). Each mutant is made from the module's
+  pristine source (it was made from copy 0, which at ``-j 2`` could hold another running mutant
+  of the same module, so a mutant after a dropped ``if`` landed on another node).
 * ``pytest -m mutation``: 8 seeded mutants per module against every test file that covers it
   (tools/mutation.toml), after checking the unmutated files pass.
 """
