@@ -327,3 +327,12 @@ def test_ddgauss_runs_a_round_whose_local_std_is_half_a_step_or_more_and_refuses
     msgs = Messages(n_interactions=np.ones(200, dtype=np.int64), vector=np.zeros((200, 16)), vector_kind="update")
     with pytest.raises(FltrError, match="< 1/2 of a step"):
         agg.aggregate(msgs, np.arange(200), np.random.default_rng(0))
+
+
+def test_a_sampled_zcdp_event_is_composed_without_amplification_and_says_so():
+    """zCDP has no Poisson amplification in the RDP accountant: at q = 0.5 the epsilon is the
+    full-participation one (an upper bound) and the label says no amplification was applied
+    (catches the label's q < 1 flipped to q > 1)."""
+    full, label_full = compose_epsilon(dpa.ZCDpEvent(0.1, 0.0), 3, 1.0, 1e-5)
+    half, label_half = compose_epsilon(dpa.ZCDpEvent(0.1, 0.0), 3, 0.5, 1e-5)
+    assert half == full and label_full == "rdp" and label_half == "rdp, no sampling amplification"

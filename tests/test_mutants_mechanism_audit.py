@@ -292,3 +292,19 @@ def test_an_amplified_shuffle_claim_is_audited_at_a_cohort_of_at_least_its_n(mon
         audit_stack(stack, claim=stack.claim, inputs=worst_case_inputs(stack, 2), neighbours="worst-case", cohort=2,
                     trials=100)
     assert calls[0][2] == 400
+
+
+def test_a_shuffle_audit_of_one_message_is_refused():
+    """A shuffle of one message hides nothing: a non-amplified shuffle audited at cohort 1 is
+    refused on --cohort (catches the cohort check dropped)."""
+    stack = parse_defense("rr(p=0.9,values=[0,1])+shuffle(n=3)")
+    assert not mech.declared(stack.aggregator).amplified
+    with pytest.raises(FltrError, match="--cohort: a shuffled cohort needs at least 2 messages, got 1"):
+        _audit("rr(p=0.9,values=[0,1])+shuffle(n=3)", cohort=1)
+
+
+def test_a_noisy_aggregator_gets_the_learned_test_when_asked_for():
+    """--test learned on a noisy aggregator trains the learned test instead of the declared
+    projection (catches the learned branch dropped)."""
+    r = _audit("dp-fedavg(noise_multiplier=1)", cohort=3, test="learned", trials=100)
+    assert (r.attack, r.audited_scope) == ("learned-logistic", "aggregate")
