@@ -18,6 +18,7 @@ from defenses.dp_distributed import DistributedLaplace, gamma_difference_noise
 from defenses.dp_gaussian import Gaussian, gaussian_delta
 from defenses.dp_local import LocalLaplace
 from defenses.randomized_response import RandomizedResponse
+from defenses.secagg import IdealSecAgg
 from defenses.stack import parse_defense
 from fltr_audit.errors import FltrError
 from fltr_audit.messages import Messages
@@ -336,3 +337,22 @@ def test_a_sampled_zcdp_event_is_composed_without_amplification_and_says_so():
     full, label_full = compose_epsilon(dpa.ZCDpEvent(0.1, 0.0), 3, 1.0, 1e-5)
     half, label_half = compose_epsilon(dpa.ZCDpEvent(0.1, 0.0), 3, 0.5, 1e-5)
     assert half == full and label_full == "rdp" and label_half == "rdp, no sampling amplification"
+
+
+def test_secagg_aggregates_a_round_of_exactly_two_clients_and_counts_their_bytes():
+    """Two clients are the fewest whose sum hides each message: a round of 2 is aggregated (their
+    weighted mean), and its upload is 2 clients x (5 values + 1 weight) x 8 bytes (catches a
+    minimum of 3, and the byte count's arithmetic)."""
+    vec = np.array([[1.0, 2.0, 3.0, 4.0, 5.0], [3.0, 2.0, 1.0, 0.0, -1.0]])
+    msgs = Messages(n_interactions=np.array([1, 3], dtype=np.int64), vector=vec, vector_kind="update")
+    out = IdealSecAgg().aggregate(msgs, np.arange(2), np.random.default_rng(0))
+    np.testing.assert_allclose(out.mean, (vec[0] + 3 * vec[1]) / 4)
+    assert out.stats["bytes_up"] == 2 * 6 * 8
+
+
+def test_ddgauss_counts_whole_bytes_per_coordinate_in_its_upload():
+    """Each of n clients uploads dim coordinates of ``bits`` bits, each in whole bytes: 20 bits
+    take 3 bytes, so 3 clients x 16 coordinates x 3 bytes (catches bits / 16 for bits / 8)."""
+    agg = DDGauss(noise_multiplier=1.0, clip=1.0, bits=20, n=3, dim=16)
+    msgs = Messages(n_interactions=np.ones(3, dtype=np.int64), vector=np.zeros((3, 16)), vector_kind="update")
+    assert agg.aggregate(msgs, np.arange(3), np.random.default_rng(0)).stats["bytes_up"] == 3 * 16 * 3

@@ -18,6 +18,7 @@ from reports.claims import (
     clopper_pearson_upper,
     epsilon_lower_bound,
     finish_bounds,
+    gdp_tradeoff,
     pooled_audits,
     trials_to_test,
 )
@@ -188,6 +189,16 @@ def test_audits_that_record_no_claimed_delta_are_pooled_at_delta_0():
     level = 1 - 0.05 / 2
     want = _eps(stats.beta.ppf(level, 8 + 1, 1000 - 8), stats.beta.ppf(level, 9 + 1, 1000 - 9), 0.0)
     assert want > 0.5 and got.loc[0, "epsilon_lb"] == pytest.approx(want, abs=1e-9)
+
+
+@pytest.mark.parametrize("mu", [0.5, 2.0])
+def test_the_gdp_tradeoff_is_the_error_of_the_best_test_of_two_unit_gaussians(mu):
+    """N(0, 1) against N(mu, 1): the most powerful test at false-positive rate a rejects above
+    t = the (1 - a) quantile of N(0, 1); its false-negative rate is P(N(mu, 1) <= t), scipy's
+    normal law at loc mu (catches Phi(t + mu) for Phi(t - mu))."""
+    fpr = np.array([0.01, 0.1, 0.5])
+    t = stats.norm.isf(fpr)
+    np.testing.assert_allclose(gdp_tradeoff(fpr, mu), stats.norm(loc=mu).cdf(t), rtol=1e-10)
 
 
 def test_trials_to_test_is_the_fewest_whose_ceiling_exceeds_the_claim():
