@@ -148,6 +148,17 @@ def test_gamma_difference_logpdf_is_the_bessel_closed_form_over_the_whole_table(
     assert got == pytest.approx(want, abs=2e-5)
 
 
+def test_gamma_difference_logpdf_is_the_bessel_closed_form_beyond_the_table():
+    """Beyond the table's end (z >= e^7, in its last cell and in the tail): still scipy's closed
+    form, to the asymptote's error (4 v^2 - 1) / (8 z) < 1e-4 (catches the index clipped past the
+    table's end, which reads outside it)."""
+    k, scale = 0.25, 1.5
+    z = np.exp(np.array([7.0012, 7.5, 9.0]))
+    got = gamma_difference_logpdf(z * scale, k, scale)
+    want = (k - 0.5) * np.log(z) + np.log(special.kve(k - 0.5, z)) - z
+    assert got == pytest.approx(want, abs=1e-4)
+
+
 def test_gamma_share_statistic_is_the_log_likelihood_ratio_over_differing_coordinates():
     a, b = np.array([0.0, 1.0, 2.0]), np.array([0.5, 1.0, 1.0])
     x = np.array([[0.2, 7.0, 1.5], [3.0, -2.0, 0.0]])
