@@ -178,7 +178,7 @@ def load_equivalent(path: Path) -> dict[str, str]:
     return out
 
 
-PYTEST_PRELOAD = ("pytest", "_pytest.pytester", "hypothesis", "_hypothesis_pytestplug", "xdist.plugin")
+PYTEST_PRELOAD = ("pytest", "hypothesis", "_hypothesis_pytestplug", "xdist.plugin")
 """pytest and the plugins it loads in every child (hypothesis alone takes about a second)."""
 DEFAULT_PRELOAD = (*PYTEST_PRELOAD, "numpy", "pandas", "scipy.optimize", "scipy.special", "scipy.stats",
                    "dp_accounting", "dp_accounting.pld", "dp_accounting.rdp")
