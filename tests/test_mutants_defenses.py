@@ -13,10 +13,12 @@ from scipy import stats
 
 from defenses.accounting import ParticipationSchedule, RunAccountant, compose_epsilon
 from defenses.clipping import MAX_NOISE_SCALE, Clip, check_noise_scale, clip_rows, require_vector
+from defenses.ddgauss import DDGauss
 from defenses.dp_distributed import DistributedLaplace, gamma_difference_noise
 from defenses.dp_gaussian import Gaussian, gaussian_delta
 from defenses.dp_local import LocalLaplace
 from defenses.randomized_response import RandomizedResponse
+from defenses.secagg import IdealSecAgg
 from defenses.stack import parse_defense
 from fltr_audit.errors import FltrError
 from fltr_audit.messages import Messages
@@ -306,3 +308,51 @@ def test_the_count_noise_refusal_names_half_the_noise_multiplier():
     with pytest.raises(FltrError, match=r"count_std = 0\.7 must exceed noise_multiplier / 2 = 1\b"):
         DPFedAvg(noise_multiplier=2.0, quantile=0.5, count_std=0.7)
     assert DPFedAvg(noise_multiplier=2.0, quantile=0.5, count_std=1.01).adaptive
+
+
+def test_ddgauss_runs_a_round_whose_local_std_is_half_a_step_or_more_and_refuses_below():
+    """Prop. 14 of Kairouz et al. needs each client's discrete Gaussian std sigma_l = z C /
+    (gamma sqrt(n)) >= 1/2 step. With bits = 11 for 100 clients (z = C = 1), a round of 100 clients
+    has sigma_l = 0.70 and one of 150 has 0.57 (computed here from gamma): both must aggregate;
+    200 clients (0.49) must be refused (catches the round's threshold 1 instead of 1/2)."""
+    agg = DDGauss(noise_multiplier=1.0, clip=1.0, bits=11, n=100, dim=16)
+
+    def sigma(n):
+        return 1.0 * 1.0 / (agg.gamma * math.sqrt(n))
+
+    assert 0.5 <= sigma(150) < sigma(100) < 1.0 and sigma(200) < 0.5
+    for n in (100, 150):
+        msgs = Messages(n_interactions=np.ones(n, dtype=np.int64), vector=np.full((n, 16), 0.01), vector_kind="update")
+        out = agg.aggregate(msgs, np.arange(n), np.random.default_rng(0))
+        assert np.isfinite(out.mean).all()
+    msgs = Messages(n_interactions=np.ones(200, dtype=np.int64), vector=np.zeros((200, 16)), vector_kind="update")
+    with pytest.raises(FltrError, match="< 1/2 of a step"):
+        agg.aggregate(msgs, np.arange(200), np.random.default_rng(0))
+
+
+def test_a_sampled_zcdp_event_is_composed_without_amplification_and_says_so():
+    """zCDP has no Poisson amplification in the RDP accountant: at q = 0.5 the epsilon is the
+    full-participation one (an upper bound) and the label says no amplification was applied
+    (catches the label's q < 1 flipped to q > 1)."""
+    full, label_full = compose_epsilon(dpa.ZCDpEvent(0.1, 0.0), 3, 1.0, 1e-5)
+    half, label_half = compose_epsilon(dpa.ZCDpEvent(0.1, 0.0), 3, 0.5, 1e-5)
+    assert half == full and label_full == "rdp" and label_half == "rdp, no sampling amplification"
+
+
+def test_secagg_aggregates_a_round_of_exactly_two_clients_and_counts_their_bytes():
+    """Two clients are the fewest whose sum hides each message: a round of 2 is aggregated (their
+    weighted mean), and its upload is 2 clients x (5 values + 1 weight) x 8 bytes (catches a
+    minimum of 3, and the byte count's arithmetic)."""
+    vec = np.array([[1.0, 2.0, 3.0, 4.0, 5.0], [3.0, 2.0, 1.0, 0.0, -1.0]])
+    msgs = Messages(n_interactions=np.array([1, 3], dtype=np.int64), vector=vec, vector_kind="update")
+    out = IdealSecAgg().aggregate(msgs, np.arange(2), np.random.default_rng(0))
+    np.testing.assert_allclose(out.mean, (vec[0] + 3 * vec[1]) / 4)
+    assert out.stats["bytes_up"] == 2 * 6 * 8
+
+
+def test_ddgauss_counts_whole_bytes_per_coordinate_in_its_upload():
+    """Each of n clients uploads dim coordinates of ``bits`` bits, each in whole bytes: 20 bits
+    take 3 bytes, so 3 clients x 16 coordinates x 3 bytes (catches bits / 16 for bits / 8)."""
+    agg = DDGauss(noise_multiplier=1.0, clip=1.0, bits=20, n=3, dim=16)
+    msgs = Messages(n_interactions=np.ones(3, dtype=np.int64), vector=np.zeros((3, 16)), vector_kind="update")
+    assert agg.aggregate(msgs, np.arange(3), np.random.default_rng(0)).stats["bytes_up"] == 3 * 16 * 3

@@ -7,7 +7,9 @@ import math
 import numpy as np
 import pytest
 
-from attacks.epsilon_bounds import AUTO_MARGIN, AUTO_TRIALS_CAP, _best_threshold, audit, auto_trials, epsilon_lower_bound
+import attacks.epsilon_bounds as epsilon_bounds
+from attacks.epsilon_bounds import (AUTO_MARGIN, AUTO_TRIALS_CAP, _best_threshold, audit, auto_trials, claim_verdict,
+                                    epsilon_lower_bound, scores_of)
 from fltr_audit.interfaces import PrivacyClaim
 
 
@@ -65,3 +67,53 @@ def test_the_best_threshold_takes_the_better_direction():
     value, threshold, direction = _best_threshold(held0, held1, lambda fp, fn: -(fp + fn).astype(float))
     assert direction == -1 and value == 0.0
     assert not (-held0 > -threshold).any() and (-held1 > -threshold).all()  # the rule direction * s > direction * t
+
+
+def test_scores_equal_up_to_floating_point_error_are_ties_and_bound_nothing():
+    """Both inputs output the same three numbers, input 1 in another order: the statistic (their
+    sum) differs only by floating-point error (600000 + 0.1 + 0.2 vs 0.1 + 0.2 + 600000: one ulp,
+    1.2e-10 at this magnitude), so the inputs are indistinguishable and the audit must bound
+    nothing (catches rounding the scores to 10 decimals instead of 9, which separates them). The
+    bound 0 comes from fp = 0, fn = n1: a zero error count, but not a trial-limited bound (catches
+    lb >= 0 for lb > 0 in ``trial_limited``)."""
+    first, second = np.array([[6e5, 0.1, 0.2]]).sum(axis=1)[0], np.array([[0.1, 0.2, 6e5]]).sum(axis=1)[0]
+    assert first != second and abs(first - second) < 2e-10  # the premise: the sums differ by rounding error
+
+    def mechanism(rng, n, which):
+        return np.tile([0.1, 0.2, 6e5] if which else [6e5, 0.1, 0.2], (n, 1))
+
+    r = audit(mechanism, lambda x: x.sum(axis=1), claim=PrivacyClaim(1.0, 0.0, "message"), n_trials=400, seed=0)
+    assert r.epsilon_lb == 0.0 and r.epsilon_point == 0.0
+    assert min(r.fp, r.fn) == 0 and not r.trial_limited
+
+
+@pytest.mark.parametrize("claimed_scope, audited_scope, lb, verdict", [
+    ("aggregate", "message", 5.0, "outside scope"),  # a bound on one message says nothing of the aggregate
+    ("aggregate", "message", 0.1, "outside scope"),
+    ("aggregate", "aggregate", 5.0, "violated"),
+    ("aggregate", "aggregate", 0.1, "consistent"),
+    ("message", "message", 5.0, "violated"),
+    ("message", "aggregate", 5.0, "violated"),  # the aggregate is a function of the messages
+    ("message", "message", 1.0, "consistent"),  # a bound equal to the claim does not exceed it
+])
+def test_claim_verdict_is_its_rule_on_every_scope_pair(claimed_scope, audited_scope, lb, verdict):
+    """The rule of issue #11 on a claim of 1 with ceiling 10: ``outside scope`` exactly when an
+    aggregate claim is audited on single messages, else violated iff the bound exceeds the claim
+    (catches the scope test dropped or its == flipped)."""
+    assert claim_verdict(1.0, claimed_scope, audited_scope, lb, 10.0) == verdict
+
+
+def test_scores_are_drawn_at_most_chunk_values_output_values_per_call(monkeypatch):
+    """The memory bound: with CHUNK_VALUES = 100 and outputs of 10 coordinates, no call of the
+    mechanism draws more than 100 values (10 trials); 25 trials take calls of 10, 10 and 5 after
+    the one-trial probe of the output width (catches the width read from shape[2:], which sizes
+    chunks as if each output were one value)."""
+    monkeypatch.setattr(epsilon_bounds, "CHUNK_VALUES", 100)
+    sizes = []
+
+    def mechanism(rng, n, which):
+        sizes.append(n)
+        return rng.normal(size=(n, 10))
+
+    scores = scores_of(mechanism, lambda x: x.sum(axis=1), np.random.default_rng(0), 25, 1)
+    assert len(scores) == 25 and sizes == [1, 10, 10, 5]

@@ -148,6 +148,17 @@ def test_gamma_difference_logpdf_is_the_bessel_closed_form_over_the_whole_table(
     assert got == pytest.approx(want, abs=2e-5)
 
 
+def test_gamma_difference_logpdf_is_the_bessel_closed_form_beyond_the_table():
+    """Beyond the table's end (z >= e^7, in its last cell and in the tail): still scipy's closed
+    form, to the asymptote's error (4 v^2 - 1) / (8 z) < 1e-4 (catches the index clipped past the
+    table's end, which reads outside it)."""
+    k, scale = 0.25, 1.5
+    z = np.exp(np.array([7.0012, 7.5, 9.0]))
+    got = gamma_difference_logpdf(z * scale, k, scale)
+    want = (k - 0.5) * np.log(z) + np.log(special.kve(k - 0.5, z)) - z
+    assert got == pytest.approx(want, abs=1e-4)
+
+
 def test_gamma_share_statistic_is_the_log_likelihood_ratio_over_differing_coordinates():
     a, b = np.array([0.0, 1.0, 2.0]), np.array([0.5, 1.0, 1.0])
     x = np.array([[0.2, 7.0, 1.5], [3.0, -2.0, 0.0]])
@@ -233,3 +244,78 @@ def test_the_learned_test_where_asked_for_or_nothing_single_is_declared():
     plug_in = SimpleNamespace(client=(*plug_in.client, SimpleNamespace(name="unknown")),
                               aggregator=plug_in.aggregator, name="plug-in")
     assert mechanism_statistic(plug_in, (np.zeros(2), np.ones(2)), "message", 1) is None
+
+
+def _spy(monkeypatch, name):
+    """Record the arguments of ``attacks.mechanism_audit.<name>`` (then call it)."""
+    import attacks.mechanism_audit as mechanism_audit
+    calls, real = [], getattr(mechanism_audit, name)
+
+    def spy(*args, **kw):
+        calls.append(args)
+        return real(*args, **kw)
+
+    monkeypatch.setattr(mechanism_audit, name, spy)
+    return calls
+
+
+def test_an_aggregate_scope_audit_audits_the_cohort_mean(monkeypatch):
+    """A clip-only stack, inputs inside the clip, the 3 others zero: the audited output at scope
+    aggregate is the target's update / 4 (the cohort mean), not the message itself (catches the
+    scope test dropped)."""
+    import attacks.mechanism_audit as mechanism_audit
+    seen = []
+    monkeypatch.setattr(mechanism_audit, "audit", lambda output, statistic, **kw: seen.append(output))
+    stack, u = parse_defense("clip(sensitivity=2)"), np.array([0.1, -0.2, 0.05])
+    audit_stack(stack, claim=stack.claim, inputs=(np.zeros(3), u), neighbours="worst-case", scope="aggregate",
+                cohort=4, trials=100)
+    np.testing.assert_allclose(seen[0](np.random.default_rng(0), 2, 1), np.tile(u / 4, (2, 1)), atol=1e-15)
+
+
+def test_natural_neighbours_of_a_noisy_aggregator_are_the_larger_update_against_none(monkeypatch):
+    """Add/remove one user: the larger of the two real updates (norm) against a zero update
+    (catches the natural-neighbour rewrite dropped, which would audit two real updates)."""
+    calls = _spy(monkeypatch, "noisy_aggregate_mechanism")
+    stack = parse_defense("dp-fedavg(noise_multiplier=1,clip=1)")
+    small, large = np.array([0.1, 0.0]), np.array([0.0, 0.5])
+    audit_stack(stack, claim=stack.claim, inputs=(large, small), neighbours="natural", cohort=3, trials=100)
+    (got0, got1), cohort = calls[0][1], calls[0][2]
+    np.testing.assert_array_equal(got0, np.zeros(2))
+    np.testing.assert_array_equal(got1, large)
+    assert cohort == 3
+
+
+def test_an_amplified_shuffle_claim_is_audited_at_a_cohort_of_at_least_its_n(monkeypatch):
+    """The amplified claim of shuffle(n=400) holds for cohorts of at least 400 (rr's eps0 =
+    log 1.5 meets Theorem 3.1's condition there): an audit asked for a cohort of 2 must shuffle
+    400 messages (catches the cohort left at 2); the audit itself is not run."""
+    import attacks.mechanism_audit as mechanism_audit
+    calls = []
+
+    def stop(*args, **kw):
+        calls.append(args)
+        raise LookupError("stop")
+
+    monkeypatch.setattr(mechanism_audit, "shuffle_mechanism", stop)
+    stack = parse_defense("rr(p=0.6,values=[0,1])+shuffle(n=400)")
+    assert mech.declared(stack.aggregator).amplified
+    with pytest.raises(LookupError, match="stop"):
+        audit_stack(stack, claim=stack.claim, inputs=worst_case_inputs(stack, 2), neighbours="worst-case", cohort=2,
+                    trials=100)
+    assert calls[0][2] == 400
+
+
+def test_a_shuffle_audit_of_one_message_is_refused():
+    """A shuffle of one message hides nothing: a non-amplified shuffle audited at cohort 1 is
+    refused on --cohort (catches the cohort check dropped)."""
+    stack = parse_defense("rr(p=0.9,values=[0,1])+shuffle(n=3)")
+    assert not mech.declared(stack.aggregator).amplified
+    with pytest.raises(FltrError, match="--cohort: a shuffled cohort needs at least 2 messages, got 1"):
+        _audit("rr(p=0.9,values=[0,1])+shuffle(n=3)", cohort=1)
+
+
+def test_a_noisy_aggregator_gets_the_learned_test_when_asked_for():
+    """--test learned on a noisy aggregator trains the learned test instead of the declared
+    projection (catches the learned branch dropped)."""
+    r = _audit("dp-fedavg(noise_multiplier=1)", cohort=3, test="learned", trials=100)
+    assert (r.attack, r.audited_scope) == ("learned-logistic", "aggregate")

@@ -18,6 +18,8 @@ from reports.claims import (
     clopper_pearson_upper,
     epsilon_lower_bound,
     finish_bounds,
+    gdp_tradeoff,
+    pooled_audits,
     trials_to_test,
 )
 from reports.leakage import ALPHA, MIN_EFFECT, leakage_table, leakage_verdicts, planned_lists
@@ -173,6 +175,30 @@ def test_finish_bounds_is_bonferroni_over_its_audits(tests):
         assert got.loc[i, "epsilon_point"] == pytest.approx(
             _eps(r["fp"] / r["n0"], r["fn"] / r["n1"], r["claimed_delta"]), abs=1e-9)
     assert got.loc[1, "trial_limited"] and not got.loc[0, "trial_limited"]
+
+
+def test_audits_that_record_no_claimed_delta_are_pooled_at_delta_0():
+    """Older audit rows without ``claimed_delta`` claim pure DP: the pooled bound is the delta = 0
+    bound of the summed counts, each rate's Clopper-Pearson limit (scipy's beta law) at
+    1 - 0.05 / 2 put into the inequalities here (catches a default delta of 1, which bounds 0)."""
+    audits = pd.DataFrame({"mechanism": "m", "attack": "a", "claimed_epsilon": 1.0, "claimed_scope": "message",
+                           "epsilon_lb": 0.5, "n_trials": 1000, "fp": [3, 5], "fn": [7, 2], "n0": 500, "n1": 500,
+                           "fpr": [0.006, 0.01], "fnr": [0.014, 0.004]})
+    got = pooled_audits(audits, [])
+    assert len(got) == 1 and got.loc[0, "claimed_delta"] == 0.0
+    level = 1 - 0.05 / 2
+    want = _eps(stats.beta.ppf(level, 8 + 1, 1000 - 8), stats.beta.ppf(level, 9 + 1, 1000 - 9), 0.0)
+    assert want > 0.5 and got.loc[0, "epsilon_lb"] == pytest.approx(want, abs=1e-9)
+
+
+@pytest.mark.parametrize("mu", [0.5, 2.0])
+def test_the_gdp_tradeoff_is_the_error_of_the_best_test_of_two_unit_gaussians(mu):
+    """N(0, 1) against N(mu, 1): the most powerful test at false-positive rate a rejects above
+    t = the (1 - a) quantile of N(0, 1); its false-negative rate is P(N(mu, 1) <= t), scipy's
+    normal law at loc mu (catches Phi(t + mu) for Phi(t - mu))."""
+    fpr = np.array([0.01, 0.1, 0.5])
+    t = stats.norm.isf(fpr)
+    np.testing.assert_allclose(gdp_tradeoff(fpr, mu), stats.norm(loc=mu).cdf(t), rtol=1e-10)
 
 
 def test_trials_to_test_is_the_fewest_whose_ceiling_exceeds_the_claim():
