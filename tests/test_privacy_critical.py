@@ -478,7 +478,7 @@ def test_fixed_point_scale_is_the_finest_whose_n_fold_sum_fits(bits, n, bound):
     ({"confidence": 1.0}, r"^confidence: must be a number in \(0, 1\), got 1.0$"),
     ({"confidence": 0.0}, r"^confidence: must be a number in \(0, 1\), got 0.0$"),
     ({"rounds": 0}, "^rounds: must be an integer >= 1, got 0$"), ({"rounds": 2.5}, "^rounds: must be an integer"),
-    ({"neighbours": "nearby"}, "--neighbours")])
+    ({"neighbours": "nearby"}, "^neighbours")])
 def test_audit_refuses_bad_parameters_by_name(kwargs, message):
     from fltr_audit.errors import FltrError
 
