@@ -117,3 +117,10 @@ def test_scores_are_drawn_at_most_chunk_values_output_values_per_call(monkeypatc
 
     scores = scores_of(mechanism, lambda x: x.sum(axis=1), np.random.default_rng(0), 25, 1)
     assert len(scores) == 25 and sizes == [1, 10, 10, 5]
+
+
+def test_the_vote_statistic_counts_the_coordinates_closer_to_each_input():
+    """sign(|o - u0| - |o - u1|) summed: an output equal to u0 scores -d, one equal to u1 scores +d
+    (catches o + u1 for o - u1, and either difference flipped)."""
+    u0, u1 = np.array([0.0, 0.0, 0.0]), np.array([2.0, 2.0, 2.0])
+    assert epsilon_bounds.vote_statistic(u0, u1)(np.stack([u0, u1, (u0 + u1) / 2])).tolist() == [-3.0, 3.0, 0.0]

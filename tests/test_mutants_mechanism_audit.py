@@ -319,3 +319,27 @@ def test_a_noisy_aggregator_gets_the_learned_test_when_asked_for():
     projection (catches the learned branch dropped)."""
     r = _audit("dp-fedavg(noise_multiplier=1)", cohort=3, test="learned", trials=100)
     assert (r.attack, r.audited_scope) == ("learned-logistic", "aggregate")
+
+
+def test_a_per_cohort_message_mechanism_fills_every_row_block_by_block():
+    """The per-cohort path (Gamma shares) runs the client defenses on whole cohorts and keeps the
+    first ``n`` rows: with the same seed its rows are exactly the blocks ``run_client`` gives one
+    after another (catches a first block that starts at row 1 and leaves row 0 unwritten)."""
+    from attacks.stack_outputs import run_client
+    stack = parse_defense("dp-distributed(eps=1,sensitivity=2)")
+    u = np.array([0.3, -0.2])
+    out = message_mechanism(stack, (u, u), 4)(np.random.default_rng(3), 7, 0)
+    rng = np.random.default_rng(3)
+    blocks = [run_client(stack, np.repeat(u[None, :], 4, axis=0), rng) for _ in range(2)]
+    assert np.array_equal(out, np.vstack(blocks)[:7])
+
+
+def test_the_shuffled_cohorts_others_hold_input_zero():
+    """Replace-one worst case: the ``cohort - 1`` others hold ``inputs[0]`` whatever the target
+    holds (catches others drawn from input 1). Randomized response with p near 1 keeps each value:
+    on input 0 every shuffled message is 0, on input 1 exactly one is 1."""
+    from attacks.stack_outputs import shuffle_mechanism
+    stack = parse_defense("rr(p=0.999999,values=[0,1])+shuffle(n=4)")
+    mechanism = shuffle_mechanism(stack, (np.array([0.0]), np.array([1.0])), 4, lambda m: np.asarray(m)[:, 0])
+    assert mechanism(np.random.default_rng(2), 6, 0).sum(axis=1).tolist() == [0.0] * 6
+    assert mechanism(np.random.default_rng(2), 6, 1).sum(axis=1).tolist() == [1.0] * 6
