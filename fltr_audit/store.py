@@ -46,8 +46,10 @@ Schema (``schema_version`` 1; every data table also has ``run_key`` and ``extra`
                multi_fn INTEGER, multi_n INTEGER, epsilon_accounted_canaries REAL,
                canary_participations_max INTEGER, epsilon_server REAL,
                epsilon_server_q99 REAL, epsilon_observer REAL, claimed_epsilon REAL,
-               claimed_scope TEXT, claim_verdict TEXT, tightness REAL, ndcg10 REAL,
-               seconds REAL)
+               claimed_scope TEXT, claim_verdict TEXT, tightness REAL, mu_lb REAL,
+               mu_limit REAL, mu_claimed REAL, epsilon_lb_fdp REAL, fdp_guesses INTEGER,
+               fdp_correct INTEGER, fdp_pool INTEGER, fdp_participations INTEGER,
+               verdict_by TEXT, ndcg10 REAL, seconds REAL)
     meta(key TEXT PRIMARY KEY, value TEXT)
     claims(run_key TEXT PRIMARY KEY, host TEXT, pid INTEGER, expires REAL (Unix time))
                                           -- runs a process is computing now (see ResultsStore.claim)

@@ -86,7 +86,7 @@ def test_the_app_reads_a_relative_data_path_from_any_folder(tmp_path, monkeypatc
 
 @pytest.mark.parametrize("args, message", [
     (["--algo", "bogus"], "--algo: unknown value 'bogus' (choose from fpdgd, foltr-es, fedips)"),
-    (["--algo", "fedips", "--click-model", "navigational"], "fedips: its users click by the position-based model"),
+    (["--algo", "fedips", "--click-model", "navigational"], "--click-model: fedips's users click by the position-based model"),
     (["--algo", "foltr-es", "--server-sees", "aggregate"], "--server-sees: aggregate records nothing of foltr-es"),
 ])
 def test_cli_names_a_bad_algorithm_setting_and_writes_nothing(tmp_path, capsys, args, message):
