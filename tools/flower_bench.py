@@ -33,20 +33,16 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from fltr_audit.errors import FltrError  # noqa: E402
+from fltr_audit.flower.deployment import process_stats  # noqa: E402
 
 
 def tree_rss_mb(root: int) -> float:
     """Resident memory (MB) of ``root`` and all its descendants, read from /proc."""
     children: dict[int, list[int]] = {}
     rss: dict[int, int] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            except (OSError, IndexError):
-                continue
-            children.setdefault(int(fields[1]), []).append(int(entry.name))
-            rss[int(entry.name)] = int(fields[21])
+    for pid, fields in process_stats():
+        children.setdefault(int(fields[1]), []).append(pid)
+        rss[pid] = int(fields[21])
     total, todo = 0, [root]
     while todo:
         pid = todo.pop()

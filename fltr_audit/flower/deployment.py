@@ -102,16 +102,20 @@ def session_processes(sids: set[int]) -> list[int]:
     """The live processes (read from /proc) of the sessions ``sids``: each process we start leads a
     session of its own, which its descendants keep even when orphaned (a ClientApp whose SuperExec
     died first is reparented to init but stays in the session)."""
-    found = []
+    return [pid for pid, fields in process_stats() if len(fields) > 3 and fields[0] != "Z" and int(fields[3]) in sids]
+
+
+def process_stats() -> list[tuple[int, list[str]]]:
+    """(pid, the fields of /proc/PID/stat after the command name) of every live process: field 0 is
+    the state, 1 the parent pid, 3 the session id, 21 the resident pages (proc(5))."""
+    out = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
-                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+                out.append((int(entry.name), (entry / "stat").read_text().rsplit(")", 1)[1].split()))
             except (OSError, IndexError):
                 continue
-            if len(fields) > 3 and fields[0] != "Z" and int(fields[3]) in sids:
-                found.append(int(entry.name))
-    return found
+    return out
 
 
 def _signal(pids: list[int], sig: int) -> None:
