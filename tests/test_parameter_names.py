@@ -84,3 +84,13 @@ def test_algo_help_names_installed_algorithm_plugins(monkeypatch):
     assert "fpdgd | " in algo_help() and "plug-ins" not in algo_help()
     monkeypatch.setattr(plugins, "installed", lambda group: {"my-algo": "my-dist"} if group == plugins.ALGORITHMS else {})
     assert algo_help().endswith("Installed plug-ins: my-algo.")
+
+
+def test_the_flower_engine_setup_names_its_algo_parameter():
+    """The Flower apps' setup is engine code: it names the keyword ``algo``, not the CLI's flag."""
+    pytest.importorskip("flwr", reason="the flower extra is not installed")
+    from fltr_audit.constraints import ParameterError
+    from fltr_audit.flower.engine_app import EngineSetup
+    with pytest.raises(ParameterError, match=r"^algo: 'sgd' does not run on Flower") as caught:
+        EngineSetup(data="synthetic:mq2008", algo="sgd")
+    assert caught.value.parameter == "algo"

@@ -35,7 +35,7 @@ OPTIONS: dict[str, str] = {
     "attacks": "--attack", "C": "--svm-c", "epochs": "--rounds", "claim_verdict": "--claim-verdict",
     # the engine's keywords spelled as options
     **{name: "--" + name.replace("_", "-") for name in (
-        "data", "fold", "queries", "normalization", "split", "clients", "rounds", "queries_per_client",
+        "algo", "data", "fold", "queries", "normalization", "split", "clients", "rounds", "queries_per_client",
         "eval_every", "ranker", "population", "non_iid", "click_model", "threat_model", "manipulation",
         "record_rounds", "store", "workers", "scheduler", "trials", "cohort", "neighbours", "test", "canaries",
         "runs", "confidence", "power", "min_effect", "format", "k", "lr", "sigma", "gamma", "propensity",

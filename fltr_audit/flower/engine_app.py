@@ -41,6 +41,7 @@ from threadpoolctl import threadpool_limits
 
 from fltr_audit.aggregation import FedAvg as EngineAggregation
 from fltr_audit.algorithms import registry as algorithms
+from fltr_audit.constraints import ParameterError
 from fltr_audit.errors import FltrError
 from fltr_audit.federation import offline_ndcg, sample_queries
 from fltr_audit.flower.convert import CLIENT, SHOWN, TRUTH, flat, message_record, model_record, pack, reply_messages
@@ -75,7 +76,7 @@ class EngineSetup:
 
     def __post_init__(self) -> None:
         if self.algo not in ALGORITHMS:
-            raise FltrError(f"--algo: {self.algo!r} does not run on Flower (choose {', '.join(ALGORITHMS)})")
+            raise ParameterError("algo", f"{self.algo!r} does not run on Flower (choose {', '.join(ALGORITHMS)})")
         algorithms.algorithm_spec(self.algo).check_click_model(self.click_model)
         object.__setattr__(self, "params", tuple((str(k), v) for k, v in self.params))
 
