@@ -33,6 +33,7 @@ OPTIONS: dict[str, str] = {
     **{spec: "--" + name.replace("_", "-") for spec, name in SPEC_PARAMETERS.items()},
     # the engine's keywords where the option is spelled otherwise
     "attacks": "--attack", "C": "--svm-c", "epochs": "--rounds", "claim_verdict": "--claim-verdict",
+    "nodes": "--supernodes",
     # the engine's keywords spelled as options
     **{name: "--" + name.replace("_", "-") for name in (
         "algo", "data", "fold", "queries", "normalization", "split", "clients", "rounds", "queries_per_client",

@@ -24,6 +24,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from fltr_audit.constraints import ParameterError
 from fltr_audit.errors import FltrError
 from fltr_audit.flower.engine_app import EngineSetup
 
@@ -199,7 +200,7 @@ def run_local_deployment(setup: EngineSetup, work: Path, recording: Recording = 
     nDCG@10 curve. Logs and the generated app stay in ``work``."""
     nodes = nodes or setup.clients
     if not 1 <= nodes <= setup.clients:
-        raise FltrError(f"--supernodes: {nodes} is not in 1..{setup.clients} (the clients)")
+        raise ParameterError("nodes", f"{nodes} is not in 1..{setup.clients} (the clients)")
     work.mkdir(parents=True, exist_ok=True)
     deadline = time.monotonic() + timeout
     curves_file = work / "curves.csv"
