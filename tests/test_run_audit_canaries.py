@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 
 from attacks.canaries import CanaryObserver, design
-from defenses.dp_fedavg import DPFedAvg
 from defenses.registration import register_defense
 from defenses.stack import parse_defense
 from fltr_audit.data.load import load_splits
@@ -17,24 +16,11 @@ from fltr_audit.clicks import cascade_model
 from fltr_audit.algorithms.fpdgd import FPDGD
 from fltr_audit.federation import train
 from fltr_audit.rankers import LinearRanker
+from tests.broken_fedavg import NoClipFedAvg
 from tests.cli_json import cli_result
 
 DATA = "synthetic:mq2008?queries=200"
 SMALL = dict(canaries=100, rounds=5, clients=10, population=100, queries_per_client=2, data=DATA)
-
-
-class NoClipFedAvg(DPFedAvg):
-    """Broken: the updates are summed unclipped; the claim (and its dp_event) stay dp-fedavg's."""
-
-    def aggregate(self, messages, participants, rng, global_params=None):
-        from fltr_audit.interfaces import Aggregate
-
-        global_params = np.zeros(messages.vector.shape[1]) if global_params is None else global_params
-        updates = messages.updates(global_params)
-        noisy = (updates.sum(0) + rng.normal(0.0, self.noise_multiplier * self.clip, updates.shape[1])) / len(updates)
-        mean = noisy + global_params if messages.vector_kind == "weights" else noisy
-        return Aggregate(mean=mean, participants=np.asarray(participants), dropouts=np.empty(0, np.int64),
-                         messages=None)
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -2,31 +2,17 @@
 dp-fedavg plug-in whose noise multiplier is halved while its claim stays is ``violated``; the
 correct dp-fedavg at the same size is not."""
 
-import numpy as np
 import pytest
 
 import fltr_audit
-from defenses.dp_fedavg import DPFedAvg, clip_updates
 from defenses.registration import register_defense
-from fltr_audit.interfaces import Aggregate
+from tests.broken_fedavg import HalfNoiseFedAvg
 
 CONTROL = dict(canaries=9000, population=9000, clients=8, rounds=340, queries_per_client=1, ranker="mlp",
                data="synthetic:mq2008?queries=200", seed=0)
 """One participation for ~2,000 canaries (rate 8 / 9,000 over 340 rounds); 480 MLP parameters keep the
 other canaries of a round from drowning each one (a present canary adds C u, the others' directions
 about 4 / 480 of the noise's variance)."""
-
-
-class HalfNoiseFedAvg(DPFedAvg):
-    """Broken: the noise is drawn with half the multiplier; the claim (and its dp_event) stay dp-fedavg's."""
-
-    def aggregate(self, messages, participants, rng, global_params=None):
-        g = np.zeros(messages.vector.shape[1]) if global_params is None else global_params
-        total = clip_updates(messages.updates(g), self.clip).sum(axis=0)
-        noisy = (total + rng.normal(0.0, 0.5 * self.noise_multiplier * self.clip, total.shape)) / messages.n_clients
-        mean = noisy + g if messages.vector_kind == "weights" else noisy
-        return Aggregate(mean=mean, participants=np.asarray(participants), dropouts=np.empty(0, np.int64),
-                         messages=None)
 
 
 @pytest.fixture(scope="module", autouse=True)
