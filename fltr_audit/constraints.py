@@ -140,6 +140,10 @@ POSITIVE = (Interval(float, 0, math.inf, "neither"),)
 """A positive finite number (a learning rate, a scale)."""
 OPEN_UNIT = (Interval(float, 0, 1, "neither"),)
 """A number strictly between 0 and 1 (a power, a confidence)."""
+MAX_SEED = 2**63 - 1
+"""Seeds are stored as SQLite INTEGER (signed 64 bits): 0 .. 2^63 - 1."""
+SEED = (Interval(int, 0, MAX_SEED),)
+"""A seed's constraint: an integer 0 .. 2^63 - 1."""
 
 
 @dataclass(frozen=True)

@@ -11,14 +11,7 @@ import zlib
 
 import numpy as np
 
-from fltr_audit.constraints import Interval, check
-
-MAX_SEED = 2**63 - 1
-"""Seeds are stored as SQLite INTEGER (signed 64 bits): 0 .. 2^63 - 1."""
-
-
-SEED = (Interval(int, 0, MAX_SEED),)
-"""A seed's constraint: an integer 0 .. 2^63 - 1."""
+from fltr_audit.constraints import SEED, check
 
 
 def check_seed(seed: object, name: str = "seed") -> int:

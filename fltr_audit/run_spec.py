@@ -43,7 +43,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from fltr_audit.constraints import Constraint, InstanceOf, Interval, Options, ParameterError, check
+from fltr_audit.constraints import SEED, Constraint, InstanceOf, Interval, Options, ParameterError, check
 from fltr_audit.defense_spelling import legacy_spelling
 from fltr_audit.errors import FltrError
 
@@ -122,7 +122,6 @@ RANKERS = ("linear", "mlp")
 SPLITS = ("train", "vali", "test")
 THREAT_MODELS = ("server", "server-blind", "server-malicious")
 MANIPULATIONS = ("isolate", "inconsistent")
-MAX_SEED = 2**63 - 1
 BUDGET = {"clients": 1_000_000, "queries_per_client": 10_000, "rounds": 1_000_000}
 _POSITIVE = (Interval(int, 1, None),)
 MAX_CANARIES = 100_000
@@ -300,8 +299,6 @@ class RunSpec:
     def __reduce__(self) -> tuple:
         return (RunSpec.from_json, (self.to_json(),))
 
-
-SEED = (Interval(int, 0, MAX_SEED),)
 
 
 def setting_constraints(section: type, name: str) -> tuple[Constraint, ...]:

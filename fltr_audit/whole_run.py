@@ -26,7 +26,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from fltr_audit.constraints import ParameterError
+from fltr_audit.constraints import OPEN_UNIT, POSITIVE_INT, Interval, ParameterError, check
 from fltr_audit.errors import FltrError
 from fltr_audit.records import RunAuditRecord as RunAudit
 from fltr_audit.run_spec import MAX_CANARIES, MAX_CANARY_RUNS, RunSpec
@@ -65,20 +65,15 @@ class RunAuditOptions:
         from fltr_audit.federation import check_budget
 
         check_budget(self.clients, self.queries_per_client, self.rounds, 1)
-        if int(self.canaries) != self.canaries or self.canaries < 1:
-            raise ParameterError("canaries", f"must be a positive integer (the canaries of the audit), got {self.canaries}")
         users = self.population or self.clients
-        if self.canaries > users:
-            raise ParameterError("canaries", f"{self.canaries:,} canaries exceed the population of {users:,} users "
-                                 f"(population, or clients without it)")
-        if self.canaries > CANARIES_CAP:
-            raise ParameterError("canaries", f"at most {CANARIES_CAP:,}, got {self.canaries:,}")
-        if int(self.runs) != self.runs or not 1 <= self.runs <= RUNS_CAP:
-            raise ParameterError("runs", f"must be an integer from 1 to {RUNS_CAP:,} (independent trainings), got {self.runs}")
-        if self.population is not None and self.population < self.clients:
-            raise ParameterError("population", f"must be at least the cohort of {self.clients} clients, got {self.population}")
-        if not 0.0 < self.confidence < 1.0:
-            raise ParameterError("confidence", f"must lie in (0, 1), got {self.confidence}")
+        check("canaries", self.canaries, (Interval(int, 1, min(users, CANARIES_CAP)),),
+              f"the canaries of the audit, at most one per user of the population of {users:,}" if users < CANARIES_CAP
+              else "the canaries of the audit")
+        check("runs", self.runs, (Interval(int, 1, RUNS_CAP),), "independent trainings")
+        if self.population is not None:
+            check("population", self.population, (Interval(int, self.clients, None),),
+                  f"at least the cohort of {self.clients:,} clients")
+        check("confidence", self.confidence, OPEN_UNIT)
         stack = parse_defense(self.defense)
         problem = canary_problem(self.algorithm, stack)
         if problem:
@@ -246,8 +241,7 @@ def run_audit_run(options: RunAuditOptions, splits: Any = None, workers: int = 1
     from fltr_audit.data.load import load_splits
 
     options.check()
-    if int(workers) != workers or workers < 1:
-        raise ParameterError("workers", f"must be a positive integer (processes for the runs), got {workers}")
+    check("workers", workers, POSITIVE_INT, "processes for the runs")
     stack = parse_defense(options.defense)
     if splits is None:
         splits = load_splits(options.data, options.fold, normalization="none", queries=None, seed=options.seed)

@@ -124,13 +124,11 @@ def test_the_spec_s_literal_choices_are_the_engine_s():
     from fltr_audit.federation import BUDGET_LIMITS
     from fltr_audit.malicious import MANIPULATIONS
     from fltr_audit.messages import SHUFFLED, THREAT_MODELS
-    from fltr_audit.randomness import MAX_SEED
     from fltr_audit.rankers import RANKERS
 
     assert run_spec.NORMALIZATIONS == NORMALIZATIONS + ("auto",) and run_spec.RANKERS == RANKERS
     assert run_spec.THREAT_MODELS == tuple(t for t in THREAT_MODELS if t != SHUFFLED)  # a view's label, not chosen
     assert run_spec.MANIPULATIONS == MANIPULATIONS
-    assert run_spec.MAX_SEED == MAX_SEED
     assert run_spec.BUDGET == {k: v for k, v in BUDGET_LIMITS.items() if k != "eval_every"}
 
 
