@@ -113,7 +113,8 @@ def _counts(audits: pd.DataFrame) -> tuple[pd.DataFrame, str]:
     """Error counts and sizes of each audit: as stored, else (older rows) rebuilt from the rates
     and the trial count, with evaluation halves of ``n_trials - n_trials // 2`` each."""
     half = audits["n_trials"] - audits["n_trials"] // 2
-    rebuilt = {"n0": half, "n1": half, "fp": (audits["fpr"] * half).round(), "fn": (audits["fnr"] * half).round()}
+    rebuilt = {"n0": half, "n1": half, "fp": (audits.get("fpr", np.nan) * half).round(),
+               "fn": (audits.get("fnr", np.nan) * half).round()}  # rates absent: the stored counts decide
     out = audits.copy()
     missing = pd.Series(False, index=audits.index)
     for col, value in rebuilt.items():

@@ -79,3 +79,10 @@ def test_older_rows_without_counts_are_rebuilt_from_rates():
     (row,) = pooled_audits(old, ["defense"]).to_dict("records")
     assert (row["fp"], row["fn"], row["n0"]) == (20, 300, 1000) and row["audited_scope"] == "aggregate"
     assert "rebuilt" in row["claim_basis"]
+
+
+def test_rows_with_counts_need_no_rates():
+    audits = pd.DataFrame([_audit(fp=31, fn=900, n0=3000, n1=3000)]).drop(columns=["fpr", "fnr"])
+    (row,) = pooled_audits(audits, ["defense"]).to_dict("records")
+    assert (row["fp"], row["fn"]) == (31, 900) and "rebuilt" not in row["claim_basis"]
+    assert row["epsilon_lb"] == pytest.approx(_bound(31, 900, 3000, 3000))
