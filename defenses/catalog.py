@@ -44,7 +44,10 @@ class Param:
 @dataclass(frozen=True)
 class Spec:
     """One defense of the catalog: its name, role (client or aggregator), factory, typed
-    parameters, summary and the guarantee it states."""
+    parameters, summary and the guarantee it states. ``build`` is called with the parameters as
+    keywords and ``name=`` the component's canonical text (``dp-local-laplace(eps=1)``), which the
+    defense keeps as its ``name`` (stack names, rows, errors): an in-tree defense class accepts a
+    ``name`` keyword; a plug-in's factory need not (``defenses.registration`` wraps it)."""
 
     name: str
     role: Role
