@@ -190,17 +190,6 @@ class _RankPlan:
         return self.seg_start[self.chunk_seg[c]], self.seg_end[self.chunk_seg[c + 1] - 1]
 
 
-def _segment_rows(data: Dataset, plan: _RankPlan, chunk: int, dtype: type):
-    """Each segment of ``chunk``: its query's rows as ``dtype`` (the features themselves when they
-    already are, aligned and C-contiguous) and its places relative to the chunk."""
-    X = data.features
-    direct = X.dtype == dtype and X.flags.aligned and X.flags.c_contiguous
-    lo = plan.chunk_rows(chunk)[0]
-    for i in range(plan.chunk_seg[chunk], plan.chunk_seg[chunk + 1]):
-        rows = X[plan.seg_row_lo[i]:plan.seg_row_hi[i]]
-        yield (rows if direct else rows.astype(dtype)), plan.seg_start[i] - lo, plan.seg_end[i] - lo
-
-
 def _top_k(scores: np.ndarray, docs: np.ndarray, k: int) -> np.ndarray:
     """Positions (rows, k) of each row's k highest scores among its first ``docs`` entries,
     ties by position (lower first), -1 past the end of a short list.
@@ -318,13 +307,13 @@ class FOLtRES:
         queries = np.asarray(queries, dtype=np.int64)
         n, B = queries.shape
         plan = _RankPlan.of(queries.ravel(), data)
-        theta = self._thetas(params, seeds, B, plan)
+        V = self.cohort_perturbations(seeds)
         pos = np.empty((len(plan.order), self.k), dtype=np.int64)
 
         def rank_part(chunks: slice) -> None:
             for c in range(chunks.start, chunks.stop):
                 lo, hi = plan.chunk_rows(c)
-                pos[lo:hi] = _top_k(*self._chunk_scores(theta, data, plan, c), self.k)
+                pos[lo:hi] = _top_k(*self._chunk_scores(params, V, B, data, plan, c), self.k)
 
         thread_map(rank_part, row_parts(plan.n_chunks), rows=plan.n_rows)
         rows = np.empty_like(pos)
@@ -344,12 +333,12 @@ class FOLtRES:
         queries = np.asarray(queries, dtype=np.int64)
         n, B = queries.shape
         plan = _RankPlan.of(queries.ravel(), data)
-        theta = self._thetas(params, seeds, B, plan)
+        V = self.cohort_perturbations(seeds)
         width = int(data.docs_per_query[plan.queries].max(initial=0))
         out = np.full((len(plan.order), width), -np.inf)
         for c in range(plan.n_chunks):
             lo, hi = plan.chunk_rows(c)
-            scores, docs = self._chunk_scores(theta, data, plan, c)
+            scores, docs = self._chunk_scores(params, V, B, data, plan, c)
             valid = np.arange(scores.shape[1])[None, :] < docs[:, None]
             out[lo:hi, :scores.shape[1]] = np.where(valid, scores, -np.inf)
         result = np.empty_like(out)
@@ -369,33 +358,39 @@ class FOLtRES:
         self._last_perturbations = (key, V)
         return V
 
-    def _thetas(self, params: np.ndarray, seeds: np.ndarray, B: int, plan: "_RankPlan") -> np.ndarray:
-        """The perturbed model ``params + signs[b] * sigma * v_c`` of each interaction in the
-        plan's order, (I, P) float64."""
-        V = self.cohort_perturbations(seeds)
-        side = self.signs(B) * self.sigma
-        return params + side[plan.order % B][:, None] * V[plan.order // B]
-
-    def _chunk_scores(self, theta: np.ndarray, data: Dataset, plan: "_RankPlan", chunk: int
-                      ) -> tuple[np.ndarray, np.ndarray]:
+    def _chunk_scores(self, params: np.ndarray, V: np.ndarray, B: int, data: Dataset, plan: "_RankPlan",
+                      chunk: int) -> tuple[np.ndarray, np.ndarray]:
         """Scores (rows, width) of one chunk's interactions (see ``scores``) and their list lengths.
 
-        Each model is scored on its own -- a broadcast ``matmul`` makes one BLAS call per
-        model -- so its scores never depend on which other models share its query.
+        Interaction (c, b) is scored by ``theta = params + signs[b] * sigma * v_c`` (float64,
+        rounded to float32 for the linear ranker), each model on its own -- a broadcast
+        ``matmul`` makes one BLAS call per model -- so that its scores never depend on which
+        other models share its query.
         """
         lo, hi = plan.chunk_rows(chunk)
+        who = plan.order[lo:hi]
+        theta = (self.signs(B) * self.sigma)[who % B][:, None] * V[who // B]
+        theta += params
         docs = data.docs_per_query[plan.queries[lo:hi]]
         width = int(docs.max(initial=0))
+        X = data.features
+        first, last = plan.chunk_seg[chunk], plan.chunk_seg[chunk + 1]
+        segments = zip(plan.seg_row_lo[first:last], plan.seg_row_hi[first:last],
+                       plan.seg_start[first:last], plan.seg_end[first:last])
         if self.ranker.name == "linear":
             scores = np.zeros((hi - lo, width), dtype=np.float32)
-            theta32 = theta[lo:hi].astype(np.float32)
-            for X, s, e in _segment_rows(data, plan, chunk, np.float32):
-                np.matmul(theta32[s:e, None, :], X.T, out=scores[s:e, None, :X.shape[0]])
+            theta32 = theta.astype(np.float32)
+            direct = X.dtype == np.float32 and X.flags.aligned and X.flags.c_contiguous
+            for r0, r1, s, e in segments:
+                rows = X[r0:r1] if direct else X[r0:r1].astype(np.float32)
+                np.matmul(theta32[s - lo:e - lo, None, :], rows.T, out=scores[s - lo:e - lo, None, :r1 - r0])
             if np.abs(scores).max(initial=0.0) <= _FLOAT32_MAX_SCORE:
                 return scores, docs
+            segments = zip(plan.seg_row_lo[first:last], plan.seg_row_hi[first:last],
+                           plan.seg_start[first:last], plan.seg_end[first:last])
         scores = np.zeros((hi - lo, width))
-        for X, s, e in _segment_rows(data, plan, chunk, np.float64):
-            scores[s:e, :X.shape[0]] = self._model_scores(theta[lo + s:lo + e], X)
+        for r0, r1, s, e in segments:
+            scores[s - lo:e - lo, :r1 - r0] = self._model_scores(theta[s - lo:e - lo], X[r0:r1].astype(np.float64))
         return scores, docs
 
     def _model_scores(self, thetas: np.ndarray, X: np.ndarray) -> np.ndarray:
