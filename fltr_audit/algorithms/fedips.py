@@ -243,7 +243,8 @@ class FedIPS:
             """The m click steps of the clients in ``part``: each client's pass reads only its own
             log, so parts of the cohort run apart (on threads), each one's lists staying in cache."""
             rows = np.arange(part.start, part.stop)
-            wp = w[part]
+            wp, spare = w[part], np.empty_like(w[part])
+            x = np.empty((len(rows),) + lists.shape[1:], dtype=lists.dtype)
             for j in range(self.m):
                 has = log.click_slot[part, j] >= 0
                 if not has.any():
@@ -251,9 +252,9 @@ class FedIPS:
                 slot = np.where(has, log.click_slot[part, j], 0)
                 pos = np.where(has, log.click_pos[part, j], 0)
                 valid = log.shown[rows, slot] >= 0  # (n_part, K)
-                x = lists[queries[rows, slot]]  # (n_part, K, F)
+                np.take(lists, queries[rows, slot], axis=0, out=x, mode="clip")  # (n_part, K, F), unbuffered
                 step = np.where(has, self.lr_local / prop[rows, pos], 0.0)
-                wp = self.click_step(wp, x, valid, pos, step)
+                wp, spare = self.click_step(wp, x, valid, pos, step, out=spare), wp
             w[part] = wp
 
         thread_map(sgd_pass, [slice(a, min(a + PASS_CLIENTS, n)) for a in range(0, n, PASS_CLIENTS)],
@@ -284,24 +285,28 @@ class FedIPS:
         return params + self.lr_global * view.aggregate, state
 
     def click_step(self, w: np.ndarray, x: np.ndarray, valid: np.ndarray, pos: np.ndarray,
-                   step: np.ndarray) -> np.ndarray:
+                   step: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         """One click's SGD step of the pass (Eq. 4 and 7), ``w - step * grad h_{q,d}(w)`` for models
         w (n, P) on lists x (n, K, F) with the click at ``pos`` (n,) and ``step`` = eta_l / p_u(i)
-        (n,); ``client_step`` and the attacks that replay it (``attacks.bayes_fedips``) share it."""
+        (n,); ``client_step`` and the attacks that replay it (``attacks.bayes_fedips``) share it.
+        ``out`` (float64 (n, P), not ``w``) receives the new models instead of a fresh array."""
         _, coef = hinge_coefficients(self._score(w, x), valid, pos)
-        return w - step[:, None] * self._vjp(w, x, coef)
+        delta = np.multiply(self._vjp(w, x, coef), step[:, None], out=out)
+        return np.subtract(w, delta, out=delta)
 
     # -- helpers --------------------------------------------------------------------------
     def _score(self, w: np.ndarray, x: np.ndarray) -> np.ndarray:
-        """Scores (n, K) of the per-client models; the linear case multiplies in float32
-        (no float64 copy of the features), the parameters still accumulate in float64."""
+        """Scores (n, K) of the per-client models; the linear case multiplies in float32 (no
+        float64 copy of the features; one BLAS ``sgemv`` per client, so a client's scores do not
+        depend on the rest of the cohort), the parameters still accumulate in float64."""
         if isinstance(self.ranker, LinearRanker):
-            return np.einsum("nkf,nf->nk", x, w.astype(np.float32)).astype(np.float64)
+            return np.matmul(x, w.astype(np.float32)[:, :, None])[..., 0].astype(np.float64)
         return self.ranker.score(w, x)
 
     def _vjp(self, w: np.ndarray, x: np.ndarray, coef: np.ndarray) -> np.ndarray:
+        """``sum_k coef_k grad f(x_k)``, (n, P); linear: float32, one ``sgemv`` per client."""
         if isinstance(self.ranker, LinearRanker):
-            return np.einsum("nk,nkf->nf", coef.astype(np.float32), x).astype(np.float64)
+            return np.matmul(coef.astype(np.float32)[:, None, :], x)[:, 0, :]
         return self.ranker.vjp(w, x, coef)
 
     def _relevance_table(self, data: Dataset) -> np.ndarray:

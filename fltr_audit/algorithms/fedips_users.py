@@ -109,9 +109,9 @@ def simulate_log(
     rank_of_click = np.cumsum(flat, axis=1)
     take = flat & (rank_of_click <= m)
     n_clicks = np.minimum(rank_of_click[:, -1], m)
-    first = np.argsort(~take, axis=1, kind="stable")[:, :m]
-    if first.shape[1] < m:  # fewer slots in all sessions than m
-        first = np.pad(first, ((0, 0), (0, m - first.shape[1])))
+    client, place = np.nonzero(take)  # row by row, in session order: the j-th is click rank_of_click - 1
+    first = np.zeros((n, m), dtype=np.int64)
+    first[client, rank_of_click[client, place] - 1] = place
     has = np.arange(m)[None, :] < n_clicks[:, None]
     session = first // k
     click_slot = np.where(has, session % b, -1)
