@@ -56,7 +56,7 @@ from fltr_audit.rankers import LinearRanker
 from fltr_audit.threads import thread_map
 
 PROPENSITIES = ("true", "estimated", "none")
-PASS_CLIENTS = 128  # clients whose SGD passes run together: their gathered lists (128 x K x F floats) stay in cache
+PASS_CLIENTS = 256  # clients whose SGD passes run together (fewer numpy calls per click step; measured best of 32-256)
 
 
 def hinge_coefficients(scores: np.ndarray, valid: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -243,18 +243,17 @@ class FedIPS:
             """The m click steps of the clients in ``part``: each client's pass reads only its own
             log, so parts of the cohort run apart (on threads), each one's lists staying in cache."""
             rows = np.arange(part.start, part.stop)
+            has = log.click_slot[part] >= 0                                   # (n_part, m), all steps at once
+            slot = np.where(has, log.click_slot[part], 0)
+            pos = np.where(has, log.click_pos[part], 0)
+            lists_of = queries[rows[:, None], slot]
+            valid = log.shown[rows[:, None], slot] >= 0                       # (n_part, m, K)
+            step = np.where(has, self.lr_local / prop[rows[:, None], pos], 0.0)
             wp, spare = w[part], np.empty_like(w[part])
             x = np.empty((len(rows),) + lists.shape[1:], dtype=lists.dtype)
-            for j in range(self.m):
-                has = log.click_slot[part, j] >= 0
-                if not has.any():
-                    break
-                slot = np.where(has, log.click_slot[part, j], 0)
-                pos = np.where(has, log.click_pos[part, j], 0)
-                valid = log.shown[rows, slot] >= 0  # (n_part, K)
-                np.take(lists, queries[rows, slot], axis=0, out=x, mode="clip")  # (n_part, K, F), unbuffered
-                step = np.where(has, self.lr_local / prop[rows, pos], 0.0)
-                wp, spare = self.click_step(wp, x, valid, pos, step, out=spare), wp
+            for j in range(int(has.any(axis=0).sum())):  # the steps someone still takes (has: a prefix per row)
+                np.take(lists, lists_of[:, j], axis=0, out=x, mode="clip")  # (n_part, K, F), unbuffered
+                wp, spare = self.click_step(wp, x, valid[:, j], pos[:, j], step[:, j], out=spare), wp
             w[part] = wp
 
         thread_map(sgd_pass, [slice(a, min(a + PASS_CLIENTS, n)) for a in range(0, n, PASS_CLIENTS)],

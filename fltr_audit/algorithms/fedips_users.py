@@ -106,9 +106,9 @@ def simulate_log(
     s_total = rounds * b
     draws = rng.random((n, rounds, b, k)) < click_prob[:, None, :, :]  # session s = r * B + slot
     flat = draws.reshape(n, s_total * k)
-    rank_of_click = np.cumsum(flat, axis=1)
+    rank_of_click = np.cumsum(flat, axis=1, dtype=np.int16 if flat.shape[1] < 2**15 else np.int64)
     take = flat & (rank_of_click <= m)
-    n_clicks = np.minimum(rank_of_click[:, -1], m)
+    n_clicks = np.minimum(rank_of_click[:, -1], m).astype(np.int64)
     client, place = np.nonzero(take)  # row by row, in session order: the j-th is click rank_of_click - 1
     first = np.zeros((n, m), dtype=np.int64)
     first[client, rank_of_click[client, place] - 1] = place
