@@ -237,7 +237,8 @@ class FedIPS:
         prop = self.propensities(data, log)
         lists = self.policy.table_features(data)  # (n_queries, K, F)
         n = len(log.gammas)
-        w = np.repeat(np.asarray(params, dtype=np.float64)[None, :], n, axis=0)
+        params = np.asarray(params, dtype=np.float64)
+        w = np.empty((n, len(params)))  # each client's model after its pass, then its update
 
         def sgd_pass(part: slice) -> None:
             """The m click steps of the clients in ``part``: each client's pass reads only its own
@@ -249,19 +250,23 @@ class FedIPS:
             lists_of = queries[rows[:, None], slot]
             valid = log.shown[rows[:, None], slot] >= 0                       # (n_part, m, K)
             step = np.where(has, self.lr_local / prop[rows[:, None], pos], 0.0)
-            wp, spare = w[part], np.empty_like(w[part])
+            wp = np.broadcast_to(params, w[part].shape)
+            out, spare = w[part], np.empty_like(w[part])  # the steps write into these in turn
             x = np.empty((len(rows),) + lists.shape[1:], dtype=lists.dtype)
             for j in range(int(has.any(axis=0).sum())):  # the steps someone still takes (has: a prefix per row)
                 np.take(lists, lists_of[:, j], axis=0, out=x, mode="clip")  # (n_part, K, F), unbuffered
-                wp, spare = self.click_step(wp, x, valid[:, j], pos[:, j], step[:, j], out=spare), wp
-            w[part] = wp
+                wp = self.click_step(wp, x, valid[:, j], pos[:, j], step[:, j], out=out)
+                out, spare = spare, out
+            if not np.may_share_memory(wp, w):  # the last step wrote into the spare (or no step: params)
+                w[part] = wp
+            w[part] -= params
 
         thread_map(sgd_pass, [slice(a, min(a + PASS_CLIENTS, n)) for a in range(0, n, PASS_CLIENTS)],
                    rows=n * self.m * lists.shape[1])
         batch = log.shown.shape[1]
         messages = Messages(
             n_interactions=np.full(n, batch, dtype=np.int64),
-            vector=w - params,
+            vector=w,
             vector_kind="update",
         )
         shown_ndcg = np.asarray(metrics.ndcg_of_shown(log.shown, data, k=10), dtype=np.float64)  # the curves' nDCG@10
