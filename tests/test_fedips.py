@@ -46,12 +46,14 @@ def test_user_population_is_persistent_per_client_and_seed():
     assert (a.gammas(np.arange(64)) > 0).all()
 
 
-def test_simulate_log_matches_a_sequential_loop():
+@pytest.mark.parametrize("cap,scale", [(10, 0.6), (60, 0.1)])
+def test_simulate_log_matches_a_sequential_loop(cap, scale):
     """Sessions cycle over the B lists until m clicks; compare with a plain per-client loop
-    driven by the same uniforms."""
-    n, B, K, m, cap = 7, 3, 4, 5, 10
+    driven by the same uniforms. With 60 sessions and rare clicks some clients need more than
+    the first 4m sessions (the early look of ``simulate_log``; catches their logs cut there)."""
+    n, B, K, m = 7, 3, 4, 5
     rng = np.random.default_rng(1)
-    prob = rng.random((n, B, K)) * 0.6
+    prob = rng.random((n, B, K)) * scale
     prob[0] = 0.0  # a client that never clicks
     prob[1, :, 1:] = 0.0
     slot, pos, n_clicks, sessions, session_clicks = simulate_log(prob, m, cap, np.random.default_rng(5))
@@ -73,6 +75,8 @@ def test_simulate_log_matches_a_sequential_loop():
         assert [(int(x), int(y)) for x, y in zip(slot[c], pos[c]) if x >= 0] == clicks
         assert (slot[c, len(clicks):] == -1).all()
         assert np.array_equal(sessions[c], sess) and np.array_equal(session_clicks[c], sc)
+    if cap == 60:
+        assert ((n_clicks == m) & (slot[:, -1] >= 0)).any() and (sessions.sum(1) > 4 * m).any()
 
 
 def test_ips_click_metric_is_unbiased_eq9():

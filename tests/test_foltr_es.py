@@ -244,3 +244,120 @@ def test_shown_lists_are_each_interactions_top_k_by_its_perturbed_model(monkeypa
             top = sorted(range(hi - lo), key=lambda i: (-s[i], i))[:10]
             expected = [lo + i for i in top] + [-1] * (10 - len(top))
             assert shown[c, b].tolist() == expected
+
+
+def _cohort_case(seed=21, F=46):
+    """A cohort of 7 clients whose 4 queries are drawn from 3 queries (so several models share
+    a query), one query of 700 rows."""
+    rng = np.random.default_rng(seed)
+    counts = np.array([3, 41, 700, 9])
+    ptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    X = rng.random((ptr[-1], F)).astype(np.float32)
+    data = Dataset(features=X, labels=rng.integers(0, 3, ptr[-1]).astype(np.int8), query_ptr=ptr,
+                   qids=np.arange(len(counts)), n_levels=3, name="toy")
+    queries = rng.integers(0, 3, (7, 4))
+    seeds = rng.integers(0, 2**63, 7).astype(np.uint64)
+    return data, queries, seeds, rng.normal(size=F) * 0.1
+
+
+def test_a_clients_scores_do_not_depend_on_its_cohort_or_the_threads(monkeypatch):
+    """Reproducibility: client i's scores alone, inside the cohort (sharing its queries with
+    other models), on 3 threads for the chunks and with 3 BLAS threads have the same bits.
+    Catches: one GEMM over all the models of a query (BLAS rounds a model's scores by the
+    number of models: the defect of the previous version), a thread-count dependent split."""
+    from threadpoolctl import threadpool_limits
+
+    from fltr_audit import threads
+
+    data, queries, seeds, params = _cohort_case()
+    algo = FOLtRES(LinearRanker(data.n_features), cascade_model("perfect", 3), sigma=0.3)
+    with threadpool_limits(1, "blas"):
+        together = algo.scores(params, data, queries, seeds)
+        alone = [algo.scores(params, data, queries[i:i + 1], seeds[i:i + 1])[0] for i in range(len(seeds))]
+    with threadpool_limits(3, "blas"):
+        monkeypatch.setattr(threads, "THREADS", 3)
+        monkeypatch.setattr(threads, "PARALLEL_ROWS", 0)
+        threaded = algo.scores(params, data, queries, seeds)
+    assert np.array_equal(together, threaded)
+    for i, own in enumerate(alone):
+        assert np.array_equal(together[i, :, :own.shape[1]], own)
+        assert np.isneginf(together[i, :, own.shape[1]:]).all()
+
+
+def test_scores_are_float32_within_its_rounding_of_the_float64_oracle():
+    """float32 features x float32(theta) summed in float32: every score within
+    (F + 2) 2^-24 sum_f |x_f theta_f| of the float64 product (Higham Eq. 3.5 plus the rounding
+    of theta); the MLP stays float64 (1e-12 relative). Catches: scores of the wrong model or
+    query, padding inside a list, a float64 path left in (err would be 0)."""
+    data, queries, seeds, params = _cohort_case(22)
+    algo = FOLtRES(LinearRanker(data.n_features), cascade_model("perfect", 3), sigma=0.3)
+    got = algo.scores(params, data, queries, seeds)
+    V, signs = perturbations(seeds, data.n_features), algo.signs(4)
+    worst = 0.0
+    for c in range(len(seeds)):
+        for b in range(4):
+            R = data.features[data.query_rows(int(queries[c, b]))].astype(np.float64)
+            theta = params + signs[b] * 0.3 * V[c]
+            err = np.abs(got[c, b, :len(R)] - R @ theta)
+            assert (err <= (data.n_features + 2) * 2.0**-24 * (np.abs(R) @ np.abs(theta))).all()
+            assert np.isneginf(got[c, b, len(R):]).all()
+            worst = max(worst, err.max())
+    assert worst > 0
+    mlp = FOLtRES(MLPRanker(data.n_features), cascade_model("perfect", 3), sigma=0.3)
+    mparams = np.random.default_rng(5).normal(size=mlp.ranker.n_params) * 0.1
+    got = mlp.scores(mparams, data, queries, seeds)
+    V = perturbations(seeds, mlp.ranker.n_params)
+    for c in (0, 6):
+        for b in range(4):
+            rows = data.query_rows(int(queries[c, b]))
+            expect = mlp.ranker.score(mparams + signs[b] * 0.3 * V[c], data.features[rows])
+            np.testing.assert_allclose(got[c, b, :len(expect)], expect, rtol=1e-12, atol=1e-12)
+    alone = mlp.scores(mparams, data, queries[3:4], seeds[3:4])[0]
+    assert np.array_equal(mlp.scores(mparams, data, queries, seeds)[3, :, :alone.shape[1]], alone)
+
+
+def test_huge_models_are_scored_in_float64():
+    """A model beyond float32's range (1e35) is scored and ranked in float64: the shown lists
+    are the float64 oracle's. Catches: float32 overflow (inf scores, lists by position)."""
+    data, queries, seeds, params = _cohort_case(23)
+    algo = FOLtRES(LinearRanker(data.n_features), cascade_model("perfect", 3), sigma=0.3)
+    huge = params * 1e36
+    got = algo.scores(huge, data, queries, seeds)
+    shown = algo.shown_lists(huge, data, queries, seeds)
+    V, signs = perturbations(seeds, data.n_features), algo.signs(4)
+    for c, b in ((0, 0), (4, 3)):
+        rows = data.query_rows(int(queries[c, b]))
+        s = data.features[rows].astype(np.float64) @ (huge + signs[b] * 0.3 * V[c])
+        np.testing.assert_allclose(got[c, b, :len(s)], s, rtol=1e-12)
+        assert shown[c, b].tolist() == (rows.start + np.argsort(-s, kind="stable")[:10]).tolist()
+
+
+def test_top_k_of_float32_scores_is_by_score_then_position():
+    """The key sort against a brute force (-score, position): ties (also +0.0 and -0.0),
+    negative scores, lists shorter than k. Catches: negative scores ordered backwards (sign
+    bit not flipped), ties broken against the position, padding ranked."""
+    from fltr_audit.algorithms.foltr_es import _top_k
+
+    rng = np.random.default_rng(3)
+    scores = rng.choice(np.array([-2.5, -1.0, -0.0, 0.0, 0.5, 1.0, 3.0], np.float32), size=(300, 14))
+    scores[:100] = rng.normal(size=(100, 14)).astype(np.float32)
+    docs = rng.integers(0, 15, 300)
+    pos = _top_k(scores.copy(), docs, 10)
+    for s, d, p in zip(scores, docs, pos):
+        expect = sorted(range(d), key=lambda i: (-float(s[i]), i))[:10]
+        assert p.tolist() == expect + [-1] * (10 - len(expect))
+
+
+def test_training_gives_the_same_numbers_on_any_number_of_threads(monkeypatch):
+    """Same seed, same model after 3 rounds whether the chunks run on 1 or 3 threads."""
+    from fltr_audit import threads
+    from fltr_audit.federation import train
+
+    data = toy_data(n_queries=60, max_docs=40)
+    results = []
+    for n in (1, 3):
+        monkeypatch.setattr(threads, "THREADS", n)
+        monkeypatch.setattr(threads, "PARALLEL_ROWS", 0)
+        algo = FOLtRES(LinearRanker(5), cascade_model("informational", 3), lr=0.05)
+        results.append(train(algo, data, clients=300, queries_per_client=4, rounds=3, seed=4, replace=True).params)
+    assert np.array_equal(*results)

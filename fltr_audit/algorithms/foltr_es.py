@@ -15,6 +15,13 @@ authors' code does (it privatizes each MaxRR, then averages over the B/2 interac
 side) -- the paper's text speaks of one averaged value per direction, its code and ours
 randomize the per-interaction values.
 
+Ranking numerics (issue 27). A linear model scores in float32 -- the features times
+``float32(theta)``, one BLAS ``sgemv`` per model and query, as FPDGD's ranking -- within
+``(F + 2) 2^-24 sum_f |x_f theta_f|`` of float64 (a float32 score beyond 1e30 sends its chunk to
+float64). Each model is scored on its own, so a client's scores, hence its shown lists, have the
+same bits alone as in any cohort and on any number of threads (the previous single GEMM over all
+the models of a query rounded each model by the number of models).
+
 Seeds. The seed in the message drives only the perturbation; the clients' query choices
 and click draws come from the private ``rng`` of ``client_step``. ``flawed_seeding=True``
 reproduces the published implementation's mistake: the client reseeds its own generator
@@ -39,6 +46,9 @@ from fltr_audit.messages import GroundTruth, Interactions, Messages, ServerView
 from fltr_audit.threads import row_parts, thread_map
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+CHUNK_ROWS = 1024  # interactions ranked together: their scores (1024 x the longest list) stay in cache
+_FLOAT32_MAX_SCORE = 1e30  # float32 scores beyond this (or not finite) are computed again in float64
+_LOW_BITS = np.uint32(0xFFFFFFFF)
 
 
 def _splitmix64(z: np.ndarray) -> np.ndarray:
@@ -55,16 +65,23 @@ def perturbations(seeds: np.ndarray, n_params: int) -> np.ndarray:
     inverse normal CDF of the top 53 bits of ``splitmix64(splitmix64(s) + (j + 1) * golden)``
     (the SplitMix64 sequence started at the mixed seed). Client and server call this same
     function, so the server regenerates exactly the client's ``v_s`` from the seed, and the
-    whole cohort's matrix comes out of one vectorized pass -- about ten times faster than
-    building 2,000 seeded ``numpy`` Generators per round on this machine.
+    whole cohort's matrix comes out of one vectorized pass (in parts of the cohort on the
+    thread pool; each value depends on its seed and coordinate only) -- about ten times faster
+    than building 2,000 seeded ``numpy`` Generators per round on this machine.
     """
     seeds = np.asarray(seeds, dtype=np.uint64)
+    out = np.empty((len(seeds), int(n_params)))
     with np.errstate(over="ignore"):
-        base = _splitmix64(seeds)
         counters = np.arange(1, n_params + 1, dtype=np.uint64) * _GOLDEN
-        z = _splitmix64(base[:, None] + counters[None, :])
-    u = ((z >> np.uint64(11)).view(np.int64).astype(np.float64) + 0.5) * (1.0 / 2.0**53)
-    return ndtri(u)
+
+    def fill(part: slice) -> None:
+        with np.errstate(over="ignore"):
+            z = _splitmix64(_splitmix64(seeds[part])[:, None] + counters[None, :])
+        u = ((z >> np.uint64(11)).view(np.int64).astype(np.float64) + 0.5) * (1.0 / 2.0**53)
+        ndtri(u, out=out[part])
+
+    thread_map(fill, row_parts(len(seeds)), rows=out.size)
+    return out
 
 
 def flawed_client_draws(seeds: np.ndarray, n_queries: int, B: int, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -139,6 +156,79 @@ def es_gradient(V: np.ndarray, metric: np.ndarray, sigma: float, antithetic: boo
 
 
 @dataclass(frozen=True)
+class _RankPlan:
+    """A cohort's interactions grouped for ranking (``FOLtRES.shown_lists``).
+
+    Sorted by list length, then query (stable); a segment is the run of one query's
+    interactions, a chunk the segments starting in one block of ``CHUNK_ROWS`` sorted places.
+    The plan fixes only where an interaction is ranked, never how it is scored.
+    """
+
+    order: np.ndarray          # (I,) the interaction (c * B + b) at each sorted place
+    queries: np.ndarray        # (I,) its query
+    seg_row_lo: list[int]      # per segment: its query's rows [row_lo, row_hi), its places [start, end)
+    seg_row_hi: list[int]
+    seg_start: list[int]
+    seg_end: list[int]
+    chunk_seg: list[int]       # chunk c holds segments chunk_seg[c] .. chunk_seg[c + 1] - 1
+    n_rows: int                # feature rows scored (the sum of the list lengths)
+
+    @classmethod
+    def of(cls, queries: np.ndarray, data: Dataset) -> "_RankPlan":
+        docs = data.docs_per_query[queries]
+        order = np.argsort(docs * max(data.n_queries, 1) + queries, kind="stable")
+        q = queries[order]
+        starts = np.flatnonzero(np.diff(q, prepend=-1)) if len(q) else np.zeros(0, dtype=np.int64)
+        ends = np.append(starts[1:], len(q))
+        seg_q = q[starts]
+        chunks = np.unique(np.searchsorted(starts, np.arange(0, len(q), CHUNK_ROWS)))
+        return cls(order=order, queries=q, seg_row_lo=data.query_ptr[seg_q].tolist(),
+                   seg_row_hi=data.query_ptr[seg_q + 1].tolist(), seg_start=starts.tolist(), seg_end=ends.tolist(),
+                   chunk_seg=np.append(chunks, len(starts)).tolist() if len(starts) else [0],
+                   n_rows=int(docs.sum()))
+
+    @property
+    def n_chunks(self) -> int:
+        return len(self.chunk_seg) - 1
+
+    def chunk_rows(self, c: int) -> tuple[int, int]:
+        """The sorted places [lo, hi) of chunk c."""
+        return self.seg_start[self.chunk_seg[c]], self.seg_end[self.chunk_seg[c + 1] - 1]
+
+
+def _top_k(scores: np.ndarray, docs: np.ndarray, k: int) -> np.ndarray:
+    """Positions (rows, k) of each row's k highest scores among its first ``docs`` entries,
+    ties by position (lower first), -1 past the end of a short list.
+
+    float32 scores (finite, checked by the caller) are ranked by one sort per row of 64-bit
+    keys: the order-preserving bits of the score (``-0.0`` made ``+0.0`` first), then the
+    complement of the position, 0 for the padding -- the same order as ``plackett_luce.topk``'s
+    k argmax passes, in about half their time on rows of 20-90 documents. Overwrites ``scores``. float64 scores (the
+    overflow fallback) go to ``plackett_luce.topk``.
+    """
+    rows, width = scores.shape
+    valid = np.arange(width)[None, :] < docs[:, None]
+    if scores.dtype != np.float32:
+        return plackett_luce.topk(scores, valid, k)
+    scores += np.float32(0.0)
+    bits = scores.view(np.uint32)
+    flip = bits >> np.uint32(31)                      # 1 on negative scores
+    np.negative(flip, out=flip)                       # all ones on negative scores
+    flip |= np.uint32(0x80000000)
+    bits ^= flip                                      # now ordered as unsigned integers
+    bits *= valid                                     # padding lowest
+    key = np.empty((rows, width, 2), dtype=np.uint32)  # little-endian halves of one uint64
+    key[..., 0] = _LOW_BITS - np.arange(width, dtype=np.uint32)
+    key[..., 1] = bits
+    key.view(np.uint64)[..., 0].sort(axis=1)
+    top = key[:, ::-1, 0][:, :k]
+    pos = np.full((rows, k), -1, dtype=np.int64)
+    pos[:, :top.shape[1]] = _LOW_BITS - top
+    pos[np.arange(k)[None, :] >= docs[:, None]] = -1
+    return pos
+
+
+@dataclass(frozen=True)
 class AdamState:
     """Adam's first and second moments and step count (Kingma & Ba; PyTorch defaults)."""
 
@@ -187,6 +277,7 @@ class FOLtRES:
         self.betas = (float(betas[0]), float(betas[1]))
         self.eps = float(eps)
         self.flawed_seeding = bool(flawed_seeding)
+        self._last_perturbations: tuple[tuple[bytes, int], np.ndarray] | None = None
 
     @property
     def config(self) -> dict:
@@ -214,54 +305,109 @@ class FOLtRES:
         """Row indices of the top-k shown by each client's perturbed model, (n, B, k), -1 padded.
 
         Interaction (c, b) ranks query ``queries[c, b]`` deterministically (ties by position)
-        by ``theta = params + signs[b] * sigma * v_c``. Scoring loops over the distinct queries
-        of the cohort, scoring each query's contiguous rows under all the models that issued
-        it at once (one GEMM for the linear ranker); the data never gets gathered per
-        interaction.
+        by ``theta = params + signs[b] * sigma * v_c``, scored as ``scores`` says. The cohort's
+        interactions are ranked in chunks of about ``CHUNK_ROWS`` (sorted by list length, then
+        query, so that a chunk's scores, padded to its longest list, stay small and in cache),
+        the chunks in parts on the thread pool; only the (I, k) result is put back in order.
         """
         queries = np.asarray(queries, dtype=np.int64)
         n, B = queries.shape
-        V = perturbations(seeds, self.ranker.n_params)
-        theta = params[None, None, :] + (self.signs(B)[None, :, None] * self.sigma) * V[:, None, :]
-        q = queries.ravel()
-        order = np.argsort(q, kind="stable")
-        theta = theta.reshape(n * B, -1)[order]                    # interactions grouped by query
-        q_sorted = q[order]
-        uniq, starts = np.unique(q_sorted, return_index=True)
-        ends = np.append(starts[1:], len(q)).tolist()
-        ptr = data.query_ptr
-        counts = data.docs_per_query[q_sorted]
-        width = int(counts.max(initial=0))
-        # ranked in the sorted order, in parts of the distinct queries on the thread pool (each
-        # query's rows scored and ranked as in one pass); only the (I, k) result is put back
-        scores = np.full((len(q), width), -np.inf)
-        valid = np.arange(width)[None, :] < counts[:, None]
-        pos = np.empty((len(q), self.k), dtype=np.int64)
-        uniq_l, starts_l = uniq.tolist(), starts.tolist()
+        plan = _RankPlan.of(queries.ravel(), data)
+        V = self.cohort_perturbations(seeds)
+        pos = np.empty((len(plan.order), self.k), dtype=np.int64)
 
-        def rank_part(part: slice) -> None:
-            if part.start == part.stop:
-                return
-            for qi, s, e in zip(uniq_l[part], starts_l[part], ends[part]):
-                X = data.features[ptr[qi]:ptr[qi + 1]]
-                scores[s:e, : X.shape[0]] = self._score_block(theta[s:e], X)
-            lo, hi = starts_l[part.start], ends[part.stop - 1]
-            pos[lo:hi] = plackett_luce.topk(scores[lo:hi], valid[lo:hi], self.k)
+        def rank_part(chunks: slice) -> None:
+            for c in range(chunks.start, chunks.stop):
+                lo, hi = plan.chunk_rows(c)
+                pos[lo:hi] = _top_k(*self._chunk_scores(params, V, B, data, plan, c), self.k)
 
-        thread_map(rank_part, row_parts(len(uniq_l)), rows=int(counts.sum()))
+        thread_map(rank_part, row_parts(plan.n_chunks), rows=plan.n_rows)
         rows = np.empty_like(pos)
-        rows[order] = np.where(pos >= 0, ptr[q_sorted][:, None] + pos, -1)
+        rows[plan.order] = np.where(pos >= 0, data.query_ptr[plan.queries][:, None] + pos, -1)
         return rows.reshape(n, B, self.k)
 
-    def _score_block(self, thetas: np.ndarray, X: np.ndarray) -> np.ndarray:
-        """Scores (m, D) of one query's rows X (D, F) under m models."""
+    def scores(self, params: np.ndarray, data: Dataset, queries: np.ndarray, seeds: np.ndarray) -> np.ndarray:
+        """The scores each interaction's perturbed model gives its query's rows, (n, B, width)
+        float64 padded with -inf (width: the longest list of the cohort).
+
+        Linear: float32 features times ``float32(theta)``, one BLAS ``sgemv`` per model and
+        query, summed in float32 (as FPDGD's ``LinearRanker.score_blocks``); MLP: float64, one
+        product per model. An interaction's scores thus depend on its model and its query's
+        rows only -- never on the rest of the cohort, the chunking or the BLAS threads. A chunk
+        with a float32 score beyond ``_FLOAT32_MAX_SCORE`` or not finite is scored in float64.
+        """
+        queries = np.asarray(queries, dtype=np.int64)
+        n, B = queries.shape
+        plan = _RankPlan.of(queries.ravel(), data)
+        V = self.cohort_perturbations(seeds)
+        width = int(data.docs_per_query[plan.queries].max(initial=0))
+        out = np.full((len(plan.order), width), -np.inf)
+        for c in range(plan.n_chunks):
+            lo, hi = plan.chunk_rows(c)
+            scores, docs = self._chunk_scores(params, V, B, data, plan, c)
+            valid = np.arange(scores.shape[1])[None, :] < docs[:, None]
+            out[lo:hi, :scores.shape[1]] = np.where(valid, scores, -np.inf)
+        result = np.empty_like(out)
+        result[plan.order] = out
+        return result.reshape(n, B, width)
+
+    def cohort_perturbations(self, seeds: np.ndarray) -> np.ndarray:
+        """``perturbations(seeds, P)``, kept for the next call with the same seeds (read-only):
+        the server regenerates exactly what its cohort's clients just drew."""
+        seeds = np.asarray(seeds, dtype=np.uint64)
+        key = (seeds.tobytes(), self.ranker.n_params)
+        last = self._last_perturbations
+        if last is not None and last[0] == key:
+            return last[1]
+        V = perturbations(seeds, self.ranker.n_params)
+        V.flags.writeable = False
+        self._last_perturbations = (key, V)
+        return V
+
+    def _chunk_scores(self, params: np.ndarray, V: np.ndarray, B: int, data: Dataset, plan: "_RankPlan",
+                      chunk: int) -> tuple[np.ndarray, np.ndarray]:
+        """Scores (rows, width) of one chunk's interactions (see ``scores``) and their list lengths.
+
+        Interaction (c, b) is scored by ``theta = params + signs[b] * sigma * v_c`` (float64,
+        rounded to float32 for the linear ranker), each model on its own -- a broadcast
+        ``matmul`` makes one BLAS call per model -- so that its scores never depend on which
+        other models share its query.
+        """
+        lo, hi = plan.chunk_rows(chunk)
+        who = plan.order[lo:hi]
+        theta = (self.signs(B) * self.sigma)[who % B][:, None] * V[who // B]
+        theta += params
+        docs = data.docs_per_query[plan.queries[lo:hi]]
+        width = int(docs.max(initial=0))
+        X = data.features
+        first, last = plan.chunk_seg[chunk], plan.chunk_seg[chunk + 1]
+        segments = zip(plan.seg_row_lo[first:last], plan.seg_row_hi[first:last],
+                       plan.seg_start[first:last], plan.seg_end[first:last])
         if self.ranker.name == "linear":
-            return thetas @ X.T.astype(np.float64)
-        # MLP: all m hidden layers in one GEMM, (D, F) @ (F, m H)
-        W, b, v = self.ranker.unpack(thetas)
-        m, H, F = W.shape
-        Z = (X.astype(np.float64) @ W.reshape(m * H, F).T).reshape(X.shape[0], m, H) + b
-        return np.einsum("dmh,mh->md", np.maximum(Z, 0.0), v)
+            scores = np.zeros((hi - lo, width), dtype=np.float32)
+            theta32 = theta.astype(np.float32)
+            direct = X.dtype == np.float32 and X.flags.aligned and X.flags.c_contiguous
+            for r0, r1, s, e in segments:
+                rows = X[r0:r1] if direct else X[r0:r1].astype(np.float32)
+                np.matmul(theta32[s - lo:e - lo, None, :], rows.T, out=scores[s - lo:e - lo, None, :r1 - r0])
+            if np.abs(scores).max(initial=0.0) <= _FLOAT32_MAX_SCORE:
+                return scores, docs
+            segments = zip(plan.seg_row_lo[first:last], plan.seg_row_hi[first:last],
+                           plan.seg_start[first:last], plan.seg_end[first:last])
+        scores = np.zeros((hi - lo, width))
+        for r0, r1, s, e in segments:
+            scores[s - lo:e - lo, :r1 - r0] = self._model_scores(theta[s - lo:e - lo], X[r0:r1].astype(np.float64))
+        return scores, docs
+
+    def _model_scores(self, thetas: np.ndarray, X: np.ndarray) -> np.ndarray:
+        """float64 scores (m, D) of one query's rows X (D, F) under m models, one product per model."""
+        if self.ranker.name == "linear":
+            return np.matmul(thetas[:, None, :], X.T)[:, 0, :]
+        W, b, v = self.ranker.unpack(thetas)                       # (m, H, F), (m, H), (m, H)
+        Z = np.matmul(X, np.swapaxes(W, 1, 2))                     # (m, D, H): one GEMM per model
+        Z += b[:, None, :]
+        np.maximum(Z, 0.0, out=Z)
+        return np.matmul(Z, v[:, :, None])[..., 0]
 
     def client_step(self, params: np.ndarray, data: Dataset, queries: np.ndarray, client_ids: np.ndarray,
                     rng: np.random.Generator, public_rng: np.random.Generator,
@@ -301,7 +447,7 @@ class FOLtRES:
         if msgs is None or msgs.seed is None or msgs.metric is None:
             raise FltrError("foltr-es: the server needs every client's seed and metric values "
                             "(secure aggregation or a vector defense hides them)")
-        V = perturbations(msgs.seed, len(params))
+        V = self.cohort_perturbations(msgs.seed)
         g = es_gradient(V, msgs.metric, self.sigma, self.antithetic)
         b1, b2 = self.betas
         t = state.t + 1
