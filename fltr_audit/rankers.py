@@ -183,26 +183,30 @@ class LinearRanker:
         """
         params = np.asarray(params, dtype=np.float64)
         starts, counts = _check_blocks(params, X, starts, counts, self.n_params, self.n_features, out)
-        flat = np.empty(sum(counts), dtype=np.float32)
-        ends = np.cumsum([0] + counts).tolist()
         direct = X.dtype == np.float32 and X.flags.aligned and X.flags.c_contiguous
         buf = None if direct else np.empty((max(counts, default=0), self.n_features), dtype=np.float32)
-        for w, s, m, o in zip(params.astype(np.float32), starts, counts, ends):
+        # block i's float32 scores in scores[i, :counts[i]] (zero beyond: finite for the range check)
+        scores = np.zeros((len(counts), max(counts, default=0) if out is None else out.shape[1]), dtype=np.float32)
+        for w, s, m, row in zip(params.astype(np.float32), starts, counts, scores):
             block = X[s:s + m] if direct else buf[:m]
             if not direct:
                 np.copyto(block, X[s:s + m], casting="unsafe")
-            np.matmul(block, w, out=flat[o:o + m])
-        result = flat.astype(np.float64)
-        bad = _out_of_float32_range(flat)
-        if bad is not None:  # as ``score``: those rows in float64
-            for i in np.unique(np.searchsorted(ends, bad, side="right") - 1).tolist():
-                own = bad[(bad >= ends[i]) & (bad < ends[i + 1])]
-                result[own] = np.einsum("ij,j->i", X[starts[i] - ends[i] + own].astype(np.float64), params[i])
+            np.matmul(block, w, out=row[:m])
+        valid = np.arange(scores.shape[1])[None, :] < np.asarray(counts, dtype=np.int64)[:, None]
         if out is None:
-            return result
-        valid = np.arange(out.shape[1])[None, :] < np.asarray(counts)[:, None]
-        out[valid] = result
-        return out
+            result, ends = scores[valid].astype(np.float64), np.cumsum([0] + counts)
+        else:
+            np.copyto(out, scores, where=valid)
+            result = out
+        if not (scores.min(initial=0.0) >= -_FLOAT32_MAX_SCORE and scores.max(initial=0.0) <= _FLOAT32_MAX_SCORE):
+            for i in np.flatnonzero(~(np.abs(scores) <= _FLOAT32_MAX_SCORE).all(axis=1)).tolist():
+                own = np.flatnonzero(~(np.abs(scores[i, :counts[i]]) <= _FLOAT32_MAX_SCORE))
+                exact = np.einsum("ij,j->i", X[starts[i] + own].astype(np.float64), params[i])  # as ``score``
+                if out is None:
+                    result[ends[i] + own] = exact
+                else:
+                    out[i, own] = exact
+        return result
 
     def vjp(self, params: np.ndarray, X: np.ndarray, coef: np.ndarray) -> np.ndarray:
         """``sum_docs coef * df/dparams``: (P,) or (n, P)."""

@@ -137,7 +137,8 @@ GROUPS = 8  # a cohort is ranked in groups of clients with similar candidate cou
 
 
 def cohort_rankings(ranker: Any, params: np.ndarray, data: Dataset, queries: np.ndarray, rng: np.random.Generator,
-                    k: int, deterministic: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                    k: int, deterministic: bool, shown_features: np.ndarray | None = None
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Each client ranks its query's full candidate set: PL top-k sample (or top-k by score).
 
     Clients are processed in ``GROUPS`` groups of similar candidate counts (sorted by
@@ -145,6 +146,8 @@ def cohort_rankings(ranker: Any, params: np.ndarray, data: Dataset, queries: np.
     query occupies contiguous rows of ``data.features``, which ``ranker.score_blocks`` hands
     to BLAS one client at a time (gathering the cohort's rows into one padded block moves
     far more memory than the arithmetic costs; DESIGN.md, ``fltr-audit bench fpdgd``).
+    ``shown_features`` (n, k, F), if given, receives the shown documents' feature rows (row 0 of
+    the data on empty slots), gathered right after a group is scored, while they are in cache.
 
     Returns
     -------
@@ -174,6 +177,8 @@ def cohort_rankings(ranker: Any, params: np.ndarray, data: Dataset, queries: np.
         ok = ranking >= 0
         at = np.where(ok, ranking, 0)
         shown[idx] = np.where(ok, starts[:, None] + at, -1)
+        if shown_features is not None:
+            shown_features[idx] = data.features[np.where(ok, starts[:, None] + at, 0)]
         shown_scores[idx] = np.where(ok, np.take_along_axis(scores, at, axis=1), -np.inf)
         extended = np.concatenate([ranking, np.full((len(idx), 1), -1, dtype=np.int64)], axis=1)
         log_dens[idx] = plackett_luce.log_denominators(scores, valid, extended)
@@ -203,17 +208,18 @@ def pdgd_cohort(ranker: Any, click_model: Any, params: np.ndarray, data: Dataset
     weights = base.copy()
     shown = np.full((n, B, k), -1, dtype=np.int64)
     clicks = np.zeros((n, B, k), dtype=bool)
+    features = np.empty((n, k, data.n_features), dtype=data.features.dtype)  # of the shown documents
     for b in range(B):
         current = weights if local_updates else base
-        shown_b, shown_scores, log_dens = cohort_rankings(ranker, current, data, queries[:, b], rng, k, deterministic)
+        shown_b, shown_scores, log_dens = cohort_rankings(ranker, current, data, queries[:, b], rng, k, deterministic,
+                                                          features)
         ok = shown_b >= 0
         labels = np.where(ok, data.labels[np.where(ok, shown_b, 0)], -1)
         clicks_b = np.asarray(simulate_clicks(click_model, labels, data, shown_b, users, rng), dtype=bool) & ok
         coef = cohort_pair_weights(shown_scores, log_dens, clicks_b, ok, int(data.docs_per_query[queries[:, b]].sum()))
         used = coef.any(axis=1)
         if used.any():
-            X = data.features[np.where(ok[used], shown_b[used], 0)]
-            weights[used] += lr * ranker.vjp(current[used], X, coef[used])
+            weights[used] += lr * ranker.vjp(current[used], features[used], coef[used])
         shown[:, b] = shown_b
         clicks[:, b] = clicks_b
     return weights, shown, clicks
