@@ -117,20 +117,24 @@ def pair_weights(shown_scores: np.ndarray, log_dens: np.ndarray, clicks: np.ndar
             - np.bincount(rows * k + lose, weights=w, minlength=n * k)).reshape(n, k)
 
 
-def cohort_pair_weights(shown_scores: np.ndarray, log_dens: np.ndarray, clicks: np.ndarray,
-                        shown: np.ndarray, rows: int | None = None) -> np.ndarray:
-    """``pair_weights`` of a cohort, one contiguous part of the lists per thread.
+def cohort_pdgd_steps(ranker: Any, current: np.ndarray, weights: np.ndarray, shown_features: np.ndarray,
+                      shown_scores: np.ndarray, log_dens: np.ndarray, clicks: np.ndarray, shown: np.ndarray,
+                      lr: float, rows: int | None = None) -> None:
+    """Every list's PDGD step ``weights[i] += lr * grad_i`` (Eq. 5-6), one contiguous part of the
+    lists per thread: ``pair_weights`` and the ranker's vector-Jacobian product at ``current[i]``
+    over the shown documents' features (n, k, F); lists without a preference pair are skipped.
 
-    Every list's coefficients depend on that list alone, so the parts give the same result.
+    Every list's step depends on that list alone, so the parts give the same result.
     ``rows`` (the candidates ranked) runs the parts serially on small data (``thread_map``).
     """
-    coef = np.empty(clicks.shape)
+    def step(part: slice) -> None:
+        coef = pair_weights(shown_scores[part], log_dens[part], clicks[part], shown[part])
+        used = np.flatnonzero(coef.any(axis=1))
+        if len(used):
+            lists = used + part.start
+            weights[lists] += lr * ranker.vjp(current[lists], shown_features[lists], coef[used])
 
-    def weigh(part: slice) -> None:
-        coef[part] = pair_weights(shown_scores[part], log_dens[part], clicks[part], shown[part])
-
-    thread_map(weigh, row_parts(len(coef)), rows=rows)
-    return coef
+    thread_map(step, row_parts(len(clicks)), rows=rows)
 
 
 GROUPS = 8  # a cohort is ranked in groups of clients with similar candidate counts
@@ -216,10 +220,8 @@ def pdgd_cohort(ranker: Any, click_model: Any, params: np.ndarray, data: Dataset
         ok = shown_b >= 0
         labels = np.where(ok, data.labels[np.where(ok, shown_b, 0)], -1)
         clicks_b = np.asarray(simulate_clicks(click_model, labels, data, shown_b, users, rng), dtype=bool) & ok
-        coef = cohort_pair_weights(shown_scores, log_dens, clicks_b, ok, int(data.docs_per_query[queries[:, b]].sum()))
-        used = coef.any(axis=1)
-        if used.any():
-            weights[used] += lr * ranker.vjp(current[used], features[used], coef[used])
+        cohort_pdgd_steps(ranker, current, weights, features, shown_scores, log_dens, clicks_b, ok, lr,
+                          int(data.docs_per_query[queries[:, b]].sum()))
         shown[:, b] = shown_b
         clicks[:, b] = clicks_b
     return weights, shown, clicks
