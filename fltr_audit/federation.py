@@ -32,6 +32,7 @@ from fltr_audit.population import (
     NonIID, check_buildable, counter_uniform, query_sets, skewed_queries, weighted_cohort, with_population_clicks,
 )
 from fltr_audit.randomness import stream
+from fltr_audit.rankers import EVAL_BLOCK, EVAL_MODELS
 from fltr_audit.threads import thread_count, thread_map
 from fltr_audit.round_parts import RoundParts
 
@@ -39,7 +40,7 @@ if TYPE_CHECKING:  # pandas is imported by train() only: a Flower ClientApp proc
     import pandas as pd
 
 GAMMA = 0.9995  # FPDGD Eq. 17 discount, following PDGD
-EVAL_CHUNK = 1 << 15  # rows per offline-evaluation task (a multiple of every cast block)
+EVAL_CHUNK = 128 * EVAL_BLOCK  # rows per offline-evaluation task (whole blocks: the same grid of rows for any threads)
 
 
 @dataclass(frozen=True)
@@ -68,38 +69,88 @@ class TrainResult:
     n_interactions: int
 
 
-def offline_ndcg(ranker: Any, params: np.ndarray, data: Dataset, k: int = 10) -> float:
-    """Mean nDCG@k of the model ``params`` over the judged queries of ``data``.
+def offline_ndcgs(ranker: Any, models: np.ndarray, data: Dataset, k: int = 10) -> list[float]:
+    """Mean nDCG@k of each model (r, P) over the judged queries of ``data``.
 
-    The split is scored by ``ranker.score_float32`` (float32 for the linear ranker) in chunks of
-    ``EVAL_CHUNK`` rows on the thread pool; a row's score depends on the row and the model
-    only, so the scores do not depend on the chunks or the number of threads.
+    The split is scored by ``ranker.score_float32_models`` (float32 for the linear ranker,
+    ``rankers.EVAL_MODELS`` models per pass over the features) in chunks of ``EVAL_CHUNK`` rows on
+    the thread pool. A model's scores depend on the model and the split only -- not on the
+    other models, the chunks' threads or the number of threads -- so each value equals
+    ``offline_ndcg`` of that model alone.
     """
-    scores = np.empty(data.n_docs)
+    models = np.asarray(models, dtype=np.float64)
+    scores = np.empty((len(models), data.n_docs))
 
     def score_chunk(s: int) -> None:
-        scores[s:s + EVAL_CHUNK] = ranker.score_float32(params, data.features[s:s + EVAL_CHUNK])
+        scores[:, s:s + EVAL_CHUNK] = ranker.score_float32_models(models, data.features[s:s + EVAL_CHUNK])
 
-    thread_map(score_chunk, range(0, data.n_docs, EVAL_CHUNK), rows=data.n_docs)
-    return metrics.mean_ndcg(scores, data, k)
-
-
-_EVALUATORS: dict[int, ThreadPoolExecutor] = {}  # per process id: the one thread evaluating while a round trains
+    thread_map(score_chunk, range(0, data.n_docs, EVAL_CHUNK), rows=data.n_docs * len(models))
+    return [metrics.mean_ndcg(row, data, k) for row in scores]
 
 
-def _offline_ndcg_soon(ranker: Any, params: np.ndarray, data: Dataset) -> Future:
-    """``offline_ndcg`` of ``params`` started on a background thread, so the next round trains
-    meanwhile (the evaluation reads only ``params``: same value as computed in place). With one
-    thread (``threads.thread_count() == 1``, e.g. inside a campaign's worker process) or a split
-    below ``threads.PARALLEL_ROWS`` rows (a thread costs more than it saves) it runs now."""
-    if thread_count() == 1 or data.n_docs < threads.PARALLEL_ROWS:
-        done: Future = Future()
-        done.set_result(offline_ndcg(ranker, params, data))
-        return done
-    pid = os.getpid()
-    if pid not in _EVALUATORS:
-        _EVALUATORS[pid] = ThreadPoolExecutor(1, thread_name_prefix="fltr-audit-eval")
-    return _EVALUATORS[pid].submit(offline_ndcg, ranker, np.array(params, dtype=np.float64), data)
+def offline_ndcg(ranker: Any, params: np.ndarray, data: Dataset, k: int = 10) -> float:
+    """Mean nDCG@k of the model ``params`` over the judged queries of ``data`` (``offline_ndcgs``)."""
+    return offline_ndcgs(ranker, np.asarray(params, dtype=np.float64)[None], data, k)[0]
+
+
+_EVALUATORS: dict[int, ThreadPoolExecutor] = {}  # per process id: the one thread evaluating while rounds train
+
+
+class _OfflineEvaluations:
+    """The curve rows of ``train`` waiting for their offline nDCG@10, handed to ``on_round`` in order.
+
+    The models of ``rankers.EVAL_MODELS`` evaluated rounds are scored in one pass over the split
+    (``offline_ndcgs``) on a background thread while the next rounds train. With one thread
+    (``threads.thread_count() == 1``, e.g. inside a campaign's worker process) or a split below
+    ``threads.PARALLEL_ROWS`` rows (a thread costs more than it saves) the pass runs at once.
+    Either way each value is that of its model alone.
+    """
+
+    def __init__(self, ranker: Any, data: Dataset | None, on_round: Callable[[int, dict], None] | None):
+        self.ranker, self.data, self.on_round = ranker, data, on_round
+        self.rows: list[tuple[int, dict, Future | None, int]] = []  # round, row, its pass, its model's index
+        self.models: list[np.ndarray] = []  # the models of the pass being gathered
+        self.gathering: Future = Future()
+
+    def add(self, r: int, row: dict, params: np.ndarray | None) -> None:
+        """Round ``r``'s ``row``; ``params`` to evaluate (None: not evaluated this round)."""
+        if params is None or self.data is None:
+            self.rows.append((r, row, None, -1))
+        else:
+            self.rows.append((r, row, self.gathering, len(self.models)))
+            self.models.append(np.array(params, dtype=np.float64))
+            if len(self.models) == EVAL_MODELS:
+                self._start()
+        self._report(wait=False)
+
+    def close(self) -> None:
+        """Evaluate what is gathered and report every row."""
+        self._start()
+        self._report(wait=True)
+
+    def _start(self) -> None:
+        if not self.models:
+            return
+        job, models, self.models, self.gathering = self.gathering, np.stack(self.models), [], Future()
+        if thread_count() == 1 or self.data.n_docs < threads.PARALLEL_ROWS:
+            job.set_result(offline_ndcgs(self.ranker, models, self.data))
+            return
+        pid = os.getpid()
+        if pid not in _EVALUATORS:
+            _EVALUATORS[pid] = ThreadPoolExecutor(1, thread_name_prefix="fltr-audit-eval")
+        _EVALUATORS[pid].submit(offline_ndcgs, self.ranker, models, self.data).add_done_callback(
+            lambda done: job.set_exception(done.exception()) if done.exception() else job.set_result(done.result()))
+
+    def _report(self, wait: bool) -> None:
+        while self.rows:
+            r, row, job, i = self.rows[0]
+            if job is not None:
+                if not (wait or job.done()) or job is self.gathering:
+                    return
+                row["offline_ndcg10"] = job.result()[i]
+            self.rows.pop(0)
+            if self.on_round is not None:
+                self.on_round(r, row)
 
 
 def check_threat_model(threat_model: str) -> None:
@@ -233,7 +284,8 @@ def train(algorithm: Algorithm, train_data: Dataset, *, clients: int, queries_pe
     ``stream(seed, "queries", r)``. Offline nDCG@10 of the global model on ``eval_data`` and
     the ``evaluators`` are computed after rounds ``eval_every, 2 eval_every, ...`` and the
     last round. ``on_round(r, row)`` is called for each round, in order, with its curve row once its
-    offline nDCG is known: that evaluation runs on a background thread while the next round trains.
+    offline nDCG is known: the models of ``EVAL_MODELS`` evaluated rounds are scored in one pass over
+    ``eval_data`` on a background thread while the next rounds train (``_OfflineEvaluations``).
 
     With a ``population`` of N persistent users, each round's cohort is instead ``clients`` users
     drawn uniformly without replacement from ``0 .. N - 1`` (``stream(seed, "cohort", r)``), each
@@ -275,13 +327,7 @@ def train(algorithm: Algorithm, train_data: Dataset, *, clients: int, queries_pe
     visits = np.zeros(0 if population is None and iid else users, dtype=np.int64)
     rows: list[dict] = []
     online, t_eval, n_interactions = 0.0, 0, 0
-    pending: tuple[int, dict, Future | None] | None = None  # a round's row waiting for its offline nDCG
-
-    def finish(r: int, row: dict, ndcg: Future | None) -> None:
-        if ndcg is not None:
-            row["offline_ndcg10"] = ndcg.result()
-        if on_round is not None:
-            on_round(r, row)
+    offline = _OfflineEvaluations(algorithm.ranker, eval_data, on_round)
 
     with threadpool_limits(limits=1, user_api="blas"):
         for r in range(1, rounds + 1):
@@ -318,15 +364,11 @@ def train(algorithm: Algorithm, train_data: Dataset, *, clients: int, queries_pe
                    "shown_ndcg": float(judged.mean()) if len(judged) else np.nan}
             row.update({key: float(v) for key, v in out.round_metrics.items()})
             evaluate = r % eval_every == 0 or r == rounds
-            ndcg = _offline_ndcg_soon(algorithm.ranker, params, eval_data) if eval_data is not None and evaluate else None
             for name, fn in evaluators.items():
                 row[name] = float(fn(params)) if evaluate else np.nan
             rows.append(row)
-            if pending is not None:  # the previous round's evaluation ran while this round trained
-                finish(*pending)
-            pending = (r, row, ndcg)
-        if pending is not None:
-            finish(*pending)
+            offline.add(r, row, params if evaluate else None)
+        offline.close()
     config = {
         **getattr(algorithm, "config", {"algorithm": algorithm.name}),
         "train_data": train_data.name, "eval_data": None if eval_data is None else eval_data.name,

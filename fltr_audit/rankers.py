@@ -27,6 +27,8 @@ from fltr_audit.constraints import Interval, ParameterError, check
 RANKERS = ("linear", "mlp")
 _BLOCK = 4096  # rows cast to float64 at a time when scoring one model on many rows (stays in cache)
 _FLOAT32_MAX_SCORE = 1e30  # float32 scores beyond this (or not finite) are computed again in float64
+EVAL_MODELS = 8  # models scored together by ``score_float32_models`` (one fixed-width BLAS product)
+EVAL_BLOCK = 224  # rows per such product: 224 x 136 x 8 < 65536 x 4, OpenBLAS's smallest multithreaded sgemm
 
 
 def _check(params: np.ndarray, X: np.ndarray, n_params: int, n_features: int) -> bool:
@@ -73,29 +75,42 @@ def _out_of_float32_range(scores: np.ndarray) -> np.ndarray | None:
     return bad if len(bad) else None
 
 
-def _float32(X: np.ndarray) -> np.ndarray:
-    """``X`` as float32 (a copy only when it is not float32 already)."""
-    return X if X.dtype == np.float32 else X.astype(np.float32)
+def _float32_rows(R: np.ndarray) -> np.ndarray:
+    """``R`` itself when float32, aligned and C-contiguous (BLAS reads it in place), else an aligned
+    float32 copy, so the product's bits never depend on the rows' address or dtype."""
+    if R.dtype == np.float32 and R.flags.aligned and R.flags.c_contiguous:
+        return R
+    return np.array(R, dtype=np.float32, order="C")
 
 
-def _float32_scores(R: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """``R @ w`` for float32 rows ``R`` (m, F): float32 products summed in float32 by ``np.einsum``.
+def _float32_scores(R: np.ndarray, models: np.ndarray) -> np.ndarray:
+    """``models @ R.T`` (r, m) for float32 rows ``R`` (m, F) and models (r, F): float32 products
+    summed in float32 by one BLAS ``sgemm`` per ``EVAL_BLOCK`` rows and ``EVAL_MODELS`` models.
 
-    einsum sums each row in the same order whatever the row's place in ``R``, its alignment
-    or the BLAS threads (it calls no BLAS), so a score depends on its row and ``w`` only;
+    The product always has ``EVAL_MODELS`` columns (unused ones zero) and so few rows that
+    OpenBLAS never splits it across threads: a model's scores then do not depend on the other
+    models scored with it, its column, the BLAS threads or the rows' address; a row's may
+    depend on its place in the ``EVAL_BLOCK``-row grid of ``R`` (sgemm rounds the last rows of
+    a block apart), which is fixed for a given split.
     ``docs/commands/bench.md`` ("Numerics") gives the agreement with float64. Rows whose
     float32 score is not finite or beyond ``_FLOAT32_MAX_SCORE`` (a huge model) are scored
     in float64 instead.
     """
-    out = np.empty(R.shape[0], dtype=np.float32)
-    w32 = w.astype(np.float32)
-    for s in range(0, R.shape[0], _BLOCK):
-        np.einsum("ij,j->i", _float32(R[s:s + _BLOCK]), w32, out=out[s:s + _BLOCK])
-    result = out.astype(np.float64)
-    bad = _out_of_float32_range(out)
-    if bad is not None:
-        result[bad] = np.einsum("ij,j->i", R[bad].astype(np.float64), w)
-    return result
+    r, m = len(models), R.shape[0]
+    out = np.empty((r, m))
+    product = np.empty((m, EVAL_MODELS), dtype=np.float32)
+    for g in range(0, r, EVAL_MODELS):
+        part = models[g:g + EVAL_MODELS]
+        W = np.zeros((R.shape[1], EVAL_MODELS), dtype=np.float32)
+        W[:, :len(part)] = part.T
+        for s in range(0, m, EVAL_BLOCK):
+            np.matmul(_float32_rows(R[s:s + EVAL_BLOCK]), W, out=product[s:s + EVAL_BLOCK])
+        for j, w in enumerate(part):
+            out[g + j] = product[:, j]
+            bad = _out_of_float32_range(product[:, j])
+            if bad is not None:
+                out[g + j, bad] = np.einsum("ij,j->i", R[bad].astype(np.float64), w)
+    return out
 
 
 class LinearRanker:
@@ -126,16 +141,27 @@ class LinearRanker:
         return out.reshape(X.shape[:-1])
 
     def score_float32(self, params: np.ndarray, X: np.ndarray) -> np.ndarray:
-        """Scores of the rows of ``X`` (m, F) under one model (P,), the fast path of training and
-        offline evaluation: float32 products summed in float32, returned as float64.
-
-        A row's score depends on that row and the model only (``_float32_scores``); it agrees
-        with ``score`` to about 1e-6 relative (``docs/commands/bench.md``, "Numerics").
-        """
+        """Scores of the rows of ``X`` (m, F) under one model (P,), the fast path of offline
+        evaluation: ``score_float32_models`` of that one model (the same bits)."""
         params = np.asarray(params, dtype=np.float64)
-        if _check(params, X, self.n_params, self.n_features) or X.ndim != 2:
-            raise ValueError(f"score_float32 takes one model (P,) and rows (m, F); got {params.shape} and {X.shape}")
-        return _float32_scores(X, params)
+        if params.ndim != 1:
+            raise ValueError(f"score_float32 takes one model (P,); got {params.shape}")
+        return self.score_float32_models(params[None], X)[0]
+
+    def score_float32_models(self, models: np.ndarray, X: np.ndarray) -> np.ndarray:
+        """Scores (r, m) of the rows of ``X`` (m, F) under each of the models (r, P): float32
+        products summed in float32, ``EVAL_MODELS`` models per pass over ``X`` (offline
+        evaluation of several rounds reads the split once).
+
+        A model's scores do not depend on the other models, the BLAS threads or the address of
+        ``X`` (``_float32_scores``); they agree with ``score`` to about 1e-6 relative
+        (``docs/commands/bench.md``, "Numerics").
+        """
+        models = np.asarray(models, dtype=np.float64)
+        if models.ndim != 2 or models.shape[1] != self.n_params or X.ndim != 2 or X.shape[1] != self.n_features:
+            raise ValueError(f"score_float32_models takes models (r, {self.n_params}) and rows (m, {self.n_features}); "
+                             f"got {models.shape} and {X.shape}")
+        return _float32_scores(X, models)
 
     def score_blocks(self, params: np.ndarray, X: np.ndarray, starts: np.ndarray, counts: np.ndarray,
                      out: np.ndarray | None = None) -> np.ndarray:
@@ -157,26 +183,30 @@ class LinearRanker:
         """
         params = np.asarray(params, dtype=np.float64)
         starts, counts = _check_blocks(params, X, starts, counts, self.n_params, self.n_features, out)
-        flat = np.empty(sum(counts), dtype=np.float32)
-        ends = np.cumsum([0] + counts).tolist()
         direct = X.dtype == np.float32 and X.flags.aligned and X.flags.c_contiguous
         buf = None if direct else np.empty((max(counts, default=0), self.n_features), dtype=np.float32)
-        for w, s, m, o in zip(params.astype(np.float32), starts, counts, ends):
+        # block i's float32 scores in scores[i, :counts[i]] (zero beyond: finite for the range check)
+        scores = np.zeros((len(counts), max(counts, default=0) if out is None else out.shape[1]), dtype=np.float32)
+        for w, s, m, row in zip(params.astype(np.float32), starts, counts, scores):
             block = X[s:s + m] if direct else buf[:m]
             if not direct:
                 np.copyto(block, X[s:s + m], casting="unsafe")
-            np.matmul(block, w, out=flat[o:o + m])
-        result = flat.astype(np.float64)
-        bad = _out_of_float32_range(flat)
-        if bad is not None:  # as ``score``: those rows in float64
-            for i in np.unique(np.searchsorted(ends, bad, side="right") - 1).tolist():
-                own = bad[(bad >= ends[i]) & (bad < ends[i + 1])]
-                result[own] = np.einsum("ij,j->i", X[starts[i] - ends[i] + own].astype(np.float64), params[i])
+            np.matmul(block, w, out=row[:m])
+        valid = np.arange(scores.shape[1])[None, :] < np.asarray(counts, dtype=np.int64)[:, None]
         if out is None:
-            return result
-        valid = np.arange(out.shape[1])[None, :] < np.asarray(counts)[:, None]
-        out[valid] = result
-        return out
+            result, ends = scores[valid].astype(np.float64), np.cumsum([0] + counts)
+        else:
+            np.copyto(out, scores, where=valid)
+            result = out
+        if not (scores.min(initial=0.0) >= -_FLOAT32_MAX_SCORE and scores.max(initial=0.0) <= _FLOAT32_MAX_SCORE):
+            for i in np.flatnonzero(~(np.abs(scores) <= _FLOAT32_MAX_SCORE).all(axis=1)).tolist():
+                own = np.flatnonzero(~(np.abs(scores[i, :counts[i]]) <= _FLOAT32_MAX_SCORE))
+                exact = np.einsum("ij,j->i", X[starts[i] + own].astype(np.float64), params[i])  # as ``score``
+                if out is None:
+                    result[ends[i] + own] = exact
+                else:
+                    out[i, own] = exact
+        return result
 
     def vjp(self, params: np.ndarray, X: np.ndarray, coef: np.ndarray) -> np.ndarray:
         """``sum_docs coef * df/dparams``: (P,) or (n, P)."""
@@ -252,6 +282,11 @@ class MLPRanker:
     def score_float32(self, params: np.ndarray, X: np.ndarray) -> np.ndarray:
         """``score``: the MLP has no float32 path (its hidden layer is not the cost of a round)."""
         return self.score(params, X)
+
+    def score_float32_models(self, models: np.ndarray, X: np.ndarray) -> np.ndarray:
+        """``score`` of each model (r, P) on the rows of ``X`` (m, F), shape (r, m)."""
+        models = np.asarray(models, dtype=np.float64)
+        return np.stack([self.score(p, X) for p in models]) if len(models) else np.empty((0, len(X)))
 
     def score_blocks(self, params: np.ndarray, X: np.ndarray, starts: np.ndarray, counts: np.ndarray,
                      out: np.ndarray | None = None) -> np.ndarray:

@@ -246,3 +246,29 @@ def test_on_round_gets_each_round_in_order_with_its_offline_ndcg(monkeypatch):
     got = [row["offline_ndcg10"] for _, row in seen]
     assert np.isnan(got[0]) and np.isnan(got[2]) and all(np.isfinite(got[i]) for i in (1, 3, 4))
     np.testing.assert_array_equal(got, res.curves["offline_ndcg10"].to_numpy())
+
+
+def test_each_rounds_offline_ndcg_is_that_of_its_model_alone(monkeypatch):
+    """The offline evaluation scores EVAL_MODELS rounds' models per pass over the split on a
+    background thread; every curve value still equals ``offline_ndcg`` of that round's model
+    alone (the models read by an observer: round r + 1 starts from round r's model), across a
+    pass boundary and a last, partial pass. Catches: a value taken from another model of the
+    pass, a model evaluated after later rounds changed it, the last pass never run."""
+    from fltr_audit import federation, threads as thread_pool
+    from fltr_audit.algorithms.fpdgd import FPDGD
+    from fltr_audit.clicks import cascade_model
+    from fltr_audit.data.load import load_splits
+    from fltr_audit.rankers import EVAL_MODELS, make_ranker
+
+    monkeypatch.setattr(thread_pool, "THREADS", 2)
+    monkeypatch.setattr(thread_pool, "PARALLEL_ROWS", 0)  # the background pass on small data
+    splits = load_splits("synthetic:mq2008?queries=150", 1)
+    alg = FPDGD(make_ranker("linear", splits.train.n_features), cascade_model("perfect", 3))
+    starts = []
+    rounds = EVAL_MODELS + 3
+    res = federation.train(alg, splits.train, clients=20, queries_per_client=2, rounds=rounds, seed=4,
+                           eval_data=splits.test, observer=lambda parts: starts.append(parts.params.copy()))
+    models = starts[1:] + [res.params]
+    alone = [federation.offline_ndcg(alg.ranker, m, splits.test) for m in models]
+    assert len(set(alone)) > 2
+    np.testing.assert_array_equal(res.curves["offline_ndcg10"].to_numpy(), alone)

@@ -170,22 +170,43 @@ def test_linear_score_blocks_do_not_depend_on_neighbours_address_or_blas_threads
         assert np.array_equal(together, other)
 
 
-def test_score_float32_depends_on_the_row_only_and_agrees_with_score():
-    """Offline evaluation's scores: a row scored alone, inside any chunk or from an unaligned
-    copy gives the same bits; within float32 rounding of ``score``. Catches: a BLAS product
-    (position-dependent rounding) in place of the einsum."""
-    X, _, _, params = _blocks_case(9)
-    ranker = make_ranker("linear", X.shape[1])
-    w = params[0]
-    whole = ranker.score_float32(w, X)
-    rows = np.concatenate([ranker.score_float32(w, X[i:i + 1]) for i in range(0, len(X), 97)])
-    assert np.array_equal(rows, whole[::97])
-    assert np.array_equal(ranker.score_float32(w, X[13:513]), whole[13:513])
+def test_score_float32_models_do_not_depend_on_the_other_models_column_address_or_blas_threads():
+    """Offline evaluation scores several rounds' models in one pass (one sgemm of EVAL_MODELS
+    columns per EVAL_BLOCK rows): each model's scores have the same bits alone (``score_float32``), among
+    2, 7 or 12 other models in any column, from an unaligned or float64 copy of the rows, with 3
+    BLAS threads; each within the float32 dot-product bound of float64 (Higham Eq. 3.5).
+    Catches: a product as wide as the number of models (sgemm rounds by width), numpy's non-BLAS
+    loop on unaligned rows, a product large enough for OpenBLAS to split across threads, a model's
+    scores in another model's row, a lost last block of rows."""
+    from threadpoolctl import threadpool_limits
+
+    rng = np.random.default_rng(9)
+    X = (rng.random((9000, 136)) * rng.integers(1, 100, 136)).astype(np.float32)
+    models = rng.normal(size=(13, 136))
+    ranker = make_ranker("linear", 136)
+    with threadpool_limits(1, "blas"):
+        alone = np.stack([ranker.score_float32(w, X) for w in models])
+        raw = np.empty(X.nbytes + 2, np.uint8)
+        unaligned = np.frombuffer(raw[2:].data, dtype=np.float32).reshape(X.shape)
+        unaligned[...] = X
+        assert not unaligned.flags.aligned
+        batches = [ranker.score_float32_models(models, X), ranker.score_float32_models(models, unaligned),
+                   ranker.score_float32_models(models, X.astype(np.float64))]
+        for order in (np.arange(3), rng.permutation(13)[:8], rng.permutation(13)):
+            batches.append(ranker.score_float32_models(models[order], X)[np.argsort(order)])
+            alone_part = alone[np.sort(order)]
+            assert np.array_equal(batches[-1], alone_part)
+        batches.pop()
+    with threadpool_limits(3, "blas"):
+        batches.append(ranker.score_float32_models(models, X))
+    for batch in batches[:3] + batches[-1:]:
+        assert np.array_equal(batch, alone)
     R = X.astype(np.float64)
-    assert (np.abs(whole - R @ w) <= X.shape[1] * 2.0 ** -24 * (np.abs(R) @ np.abs(w))).all()
+    assert (np.abs(alone - models @ R.T) <= 136 * 2.0 ** -24 * (np.abs(models) @ np.abs(R).T)).all()
     mlp = make_ranker("mlp", X.shape[1])
     p = mlp.init_params(np.random.default_rng(0))
     assert np.array_equal(mlp.score_float32(p, X[:50]), mlp.score(p, X[:50]))
+    assert np.array_equal(mlp.score_float32_models(np.stack([p, 2 * p]), X[:50])[1], mlp.score(2 * p, X[:50]))
 
 
 def test_float32_scores_fall_back_to_float64_for_huge_models():
@@ -200,5 +221,8 @@ def test_float32_scores_fall_back_to_float64_for_huge_models():
     assert np.isfinite(blocks).all()
     np.testing.assert_allclose(blocks, expected, rtol=1e-12)
     np.testing.assert_allclose(ranker.score_float32(huge[0], X), X.astype(np.float64) @ huge[0], rtol=1e-12)
+    both = ranker.score_float32_models(np.stack([params[1], huge[0]]), X)  # only the huge model's rows
+    assert np.array_equal(both[0], ranker.score_float32(params[1], X))
+    np.testing.assert_allclose(both[1], X.astype(np.float64) @ huge[0], rtol=1e-12)
 
 

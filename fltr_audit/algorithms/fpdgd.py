@@ -117,27 +117,32 @@ def pair_weights(shown_scores: np.ndarray, log_dens: np.ndarray, clicks: np.ndar
             - np.bincount(rows * k + lose, weights=w, minlength=n * k)).reshape(n, k)
 
 
-def cohort_pair_weights(shown_scores: np.ndarray, log_dens: np.ndarray, clicks: np.ndarray,
-                        shown: np.ndarray, rows: int | None = None) -> np.ndarray:
-    """``pair_weights`` of a cohort, one contiguous part of the lists per thread.
+def cohort_pdgd_steps(ranker: Any, current: np.ndarray, weights: np.ndarray, shown_features: np.ndarray,
+                      shown_scores: np.ndarray, log_dens: np.ndarray, clicks: np.ndarray, shown: np.ndarray,
+                      lr: float, rows: int | None = None) -> None:
+    """Every list's PDGD step ``weights[i] += lr * grad_i`` (Eq. 5-6), one contiguous part of the
+    lists per thread: ``pair_weights`` and the ranker's vector-Jacobian product at ``current[i]``
+    over the shown documents' features (n, k, F); lists without a preference pair are skipped.
 
-    Every list's coefficients depend on that list alone, so the parts give the same result.
+    Every list's step depends on that list alone, so the parts give the same result.
     ``rows`` (the candidates ranked) runs the parts serially on small data (``thread_map``).
     """
-    coef = np.empty(clicks.shape)
+    def step(part: slice) -> None:
+        coef = pair_weights(shown_scores[part], log_dens[part], clicks[part], shown[part])
+        used = np.flatnonzero(coef.any(axis=1))
+        if len(used):
+            lists = used + part.start
+            weights[lists] += lr * ranker.vjp(current[lists], shown_features[lists], coef[used])
 
-    def weigh(part: slice) -> None:
-        coef[part] = pair_weights(shown_scores[part], log_dens[part], clicks[part], shown[part])
-
-    thread_map(weigh, row_parts(len(coef)), rows=rows)
-    return coef
+    thread_map(step, row_parts(len(clicks)), rows=rows)
 
 
 GROUPS = 8  # a cohort is ranked in groups of clients with similar candidate counts
 
 
 def cohort_rankings(ranker: Any, params: np.ndarray, data: Dataset, queries: np.ndarray, rng: np.random.Generator,
-                    k: int, deterministic: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                    k: int, deterministic: bool, shown_features: np.ndarray | None = None
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Each client ranks its query's full candidate set: PL top-k sample (or top-k by score).
 
     Clients are processed in ``GROUPS`` groups of similar candidate counts (sorted by
@@ -145,6 +150,8 @@ def cohort_rankings(ranker: Any, params: np.ndarray, data: Dataset, queries: np.
     query occupies contiguous rows of ``data.features``, which ``ranker.score_blocks`` hands
     to BLAS one client at a time (gathering the cohort's rows into one padded block moves
     far more memory than the arithmetic costs; DESIGN.md, ``fltr-audit bench fpdgd``).
+    ``shown_features`` (n, k, F), if given, receives the shown documents' feature rows (row 0 of
+    the data on empty slots), gathered right after a group is scored, while they are in cache.
 
     Returns
     -------
@@ -174,6 +181,8 @@ def cohort_rankings(ranker: Any, params: np.ndarray, data: Dataset, queries: np.
         ok = ranking >= 0
         at = np.where(ok, ranking, 0)
         shown[idx] = np.where(ok, starts[:, None] + at, -1)
+        if shown_features is not None:
+            shown_features[idx] = data.features[np.where(ok, starts[:, None] + at, 0)]
         shown_scores[idx] = np.where(ok, np.take_along_axis(scores, at, axis=1), -np.inf)
         extended = np.concatenate([ranking, np.full((len(idx), 1), -1, dtype=np.int64)], axis=1)
         log_dens[idx] = plackett_luce.log_denominators(scores, valid, extended)
@@ -203,17 +212,16 @@ def pdgd_cohort(ranker: Any, click_model: Any, params: np.ndarray, data: Dataset
     weights = base.copy()
     shown = np.full((n, B, k), -1, dtype=np.int64)
     clicks = np.zeros((n, B, k), dtype=bool)
+    features = np.empty((n, k, data.n_features), dtype=data.features.dtype)  # of the shown documents
     for b in range(B):
         current = weights if local_updates else base
-        shown_b, shown_scores, log_dens = cohort_rankings(ranker, current, data, queries[:, b], rng, k, deterministic)
+        shown_b, shown_scores, log_dens = cohort_rankings(ranker, current, data, queries[:, b], rng, k, deterministic,
+                                                          features)
         ok = shown_b >= 0
         labels = np.where(ok, data.labels[np.where(ok, shown_b, 0)], -1)
         clicks_b = np.asarray(simulate_clicks(click_model, labels, data, shown_b, users, rng), dtype=bool) & ok
-        coef = cohort_pair_weights(shown_scores, log_dens, clicks_b, ok, int(data.docs_per_query[queries[:, b]].sum()))
-        used = coef.any(axis=1)
-        if used.any():
-            X = data.features[np.where(ok[used], shown_b[used], 0)]
-            weights[used] += lr * ranker.vjp(current[used], X, coef[used])
+        cohort_pdgd_steps(ranker, current, weights, features, shown_scores, log_dens, clicks_b, ok, lr,
+                          int(data.docs_per_query[queries[:, b]].sum()))
         shown[:, b] = shown_b
         clicks[:, b] = clicks_b
     return weights, shown, clicks
