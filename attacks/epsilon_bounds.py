@@ -212,9 +212,9 @@ def scores_of(mechanism: Mechanism, statistic: Statistic, rng: np.random.Generat
                 raise FltrError(f"audit: the statistic must give one score per trial ({size}), got {len(s)}")
             total += s
         out[start:start + size] = total
-    # rounded to 9 decimals: scores equal up to floating-point error (a clipped likelihood ratio
-    # at its bound) are ties, so no threshold can separate the inputs by their rounding error
-    return np.round(np.nan_to_num(out, nan=0.0, posinf=1e300, neginf=-1e300), 9)
+    # rounded to 9 decimals (ties up to floating-point error: no threshold separates the inputs by
+    # their rounding error); infinite scores held at +-1e290, which rounding (x 1e9) keeps finite
+    return np.round(np.clip(np.nan_to_num(out, nan=0.0), -1e290, 1e290), 9)
 
 
 def audit(

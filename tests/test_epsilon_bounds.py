@@ -160,3 +160,17 @@ def test_infinite_and_huge_scores_give_finite_separating_thresholds_without_nan(
     with np.errstate(invalid="raise", over="raise"):
         value, threshold, direction = _best_threshold(held0, held1, lambda fp, fn: 4 - fp - fn)
     assert (value, direction) == (4.0, 1) and 0.5 <= threshold < 0.9
+
+
+def test_infinite_huge_and_nan_scores_leave_scores_of_ordered_finite_and_silent():
+    """``scores_of`` holds +-inf and huge scores at a finite bound, NaN at 0, and rounds the rest to
+    9 decimals -- without overflowing (fails on rounding after mapping inf to 1e300, which
+    overflows to inf with a RuntimeWarning)."""
+    from attacks.epsilon_bounds import scores_of
+
+    raw = np.array([np.inf, -np.inf, 1e305, np.nan, 0.1 + 0.2, -2.5])
+    with np.errstate(over="raise", invalid="raise"):
+        out = scores_of(lambda rng, n, which: raw[:n], lambda v: v, np.random.default_rng(0), len(raw), 0)
+    assert np.isfinite(out).all()
+    assert out[0] == out[2] > 1e280 and out[1] < -1e280 and out[3] == 0.0
+    assert out[4] == 0.3 and out[5] == -2.5
