@@ -119,6 +119,22 @@ def test_scores_are_drawn_at_most_chunk_values_output_values_per_call(monkeypatc
     assert len(scores) == 25 and sizes == [1, 10, 10, 5]
 
 
+@pytest.mark.parametrize("width,calls", [(1, [1, 100, 100, 50]), (250, [1] * 251)])
+def test_chunks_hold_chunk_values_scalars_and_at_least_one_wide_output(monkeypatch, width, calls):
+    """Scalar outputs (width 1) are drawn CHUNK_VALUES trials per call; an output wider than
+    CHUNK_VALUES one trial per call (catches a width floor above 1, which halves scalar chunks,
+    and a chunk floor above 1, which exceeds the bound for wide outputs)."""
+    monkeypatch.setattr(epsilon_bounds, "CHUNK_VALUES", 100)
+    sizes = []
+
+    def mechanism(rng, n, which):
+        sizes.append(n)
+        return rng.normal(size=(n, width)) if width > 1 else rng.normal(size=n)
+
+    scores_of(mechanism, lambda x: x.reshape(len(x), -1).sum(axis=1), np.random.default_rng(0), 250, 0)
+    assert sizes == calls
+
+
 def test_the_vote_statistic_counts_the_coordinates_closer_to_each_input():
     """sign(|o - u0| - |o - u1|) summed: an output equal to u0 scores -d, one equal to u1 scores +d
     (catches o + u1 for o - u1, and either difference flipped)."""
