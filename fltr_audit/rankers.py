@@ -26,7 +26,7 @@ from fltr_audit.constraints import Interval, ParameterError, check
 
 RANKERS = ("linear", "mlp")
 _BLOCK = 4096  # rows cast to float64 at a time when scoring one model on many rows (stays in cache)
-_FLOAT32_MAX_SCORE = 1e30  # float32 scores beyond this (or not finite) are computed again in float64
+FLOAT32_MAX_SCORE = 1e30  # float32 scores beyond this (or not finite) are computed again in float64
 EVAL_MODELS = 8  # models scored together by ``score_float32_models`` (one fixed-width BLAS product)
 EVAL_BLOCK = 224  # rows per such product: 224 x 136 x 8 < 65536 x 4, OpenBLAS's smallest multithreaded sgemm
 
@@ -68,19 +68,23 @@ def _rows(X: np.ndarray, batched: bool) -> np.ndarray:
 
 
 def _out_of_float32_range(scores: np.ndarray) -> np.ndarray | None:
-    """Positions of float32 scores that are not finite or beyond ``_FLOAT32_MAX_SCORE``; None if none."""
-    if len(scores) and np.isfinite(scores).all() and np.abs(scores).max() <= _FLOAT32_MAX_SCORE:
+    """Positions of float32 scores that are not finite or beyond ``FLOAT32_MAX_SCORE``; None if none."""
+    if len(scores) and np.isfinite(scores).all() and np.abs(scores).max() <= FLOAT32_MAX_SCORE:
         return None
-    bad = np.flatnonzero(~(np.abs(scores) <= _FLOAT32_MAX_SCORE))
+    bad = np.flatnonzero(~(np.abs(scores) <= FLOAT32_MAX_SCORE))
     return bad if len(bad) else None
 
 
-def _float32_rows(R: np.ndarray) -> np.ndarray:
-    """``R`` itself when float32, aligned and C-contiguous (BLAS reads it in place), else an aligned
-    float32 copy, so the product's bits never depend on the rows' address or dtype."""
-    if R.dtype == np.float32 and R.flags.aligned and R.flags.c_contiguous:
-        return R
-    return np.array(R, dtype=np.float32, order="C")
+def blas_ready(R: np.ndarray) -> bool:
+    """Whether BLAS reads the rows ``R`` in place: float32, aligned and C-contiguous (numpy's
+    non-BLAS loop, taken otherwise, rounds differently)."""
+    return R.dtype == np.float32 and R.flags.aligned and R.flags.c_contiguous
+
+
+def float32_rows(R: np.ndarray) -> np.ndarray:
+    """``R`` itself when ``blas_ready``, else an aligned float32 copy, so a product's bits never
+    depend on the rows' address or dtype."""
+    return R if blas_ready(R) else np.array(R, dtype=np.float32, order="C")
 
 
 def _float32_scores(R: np.ndarray, models: np.ndarray) -> np.ndarray:
@@ -93,7 +97,7 @@ def _float32_scores(R: np.ndarray, models: np.ndarray) -> np.ndarray:
     depend on its place in the ``EVAL_BLOCK``-row grid of ``R`` (sgemm rounds the last rows of
     a block apart), which is fixed for a given split.
     ``docs/commands/bench.md`` ("Numerics") gives the agreement with float64. Rows whose
-    float32 score is not finite or beyond ``_FLOAT32_MAX_SCORE`` (a huge model) are scored
+    float32 score is not finite or beyond ``FLOAT32_MAX_SCORE`` (a huge model) are scored
     in float64 instead.
     """
     r, m = len(models), R.shape[0]
@@ -104,7 +108,7 @@ def _float32_scores(R: np.ndarray, models: np.ndarray) -> np.ndarray:
         W = np.zeros((R.shape[1], EVAL_MODELS), dtype=np.float32)
         W[:, :len(part)] = part.T
         for s in range(0, m, EVAL_BLOCK):
-            np.matmul(_float32_rows(R[s:s + EVAL_BLOCK]), W, out=product[s:s + EVAL_BLOCK])
+            np.matmul(float32_rows(R[s:s + EVAL_BLOCK]), W, out=product[s:s + EVAL_BLOCK])
         for j, w in enumerate(part):
             out[g + j] = product[:, j]
             bad = _out_of_float32_range(product[:, j])
@@ -183,7 +187,7 @@ class LinearRanker:
         """
         params = np.asarray(params, dtype=np.float64)
         starts, counts = _check_blocks(params, X, starts, counts, self.n_params, self.n_features, out)
-        direct = X.dtype == np.float32 and X.flags.aligned and X.flags.c_contiguous
+        direct = blas_ready(X)
         buf = None if direct else np.empty((max(counts, default=0), self.n_features), dtype=np.float32)
         # block i's float32 scores in scores[i, :counts[i]] (zero beyond: finite for the range check)
         scores = np.zeros((len(counts), max(counts, default=0) if out is None else out.shape[1]), dtype=np.float32)
@@ -198,9 +202,9 @@ class LinearRanker:
         else:
             np.copyto(out, scores, where=valid)
             result = out
-        if not (scores.min(initial=0.0) >= -_FLOAT32_MAX_SCORE and scores.max(initial=0.0) <= _FLOAT32_MAX_SCORE):
-            for i in np.flatnonzero(~(np.abs(scores) <= _FLOAT32_MAX_SCORE).all(axis=1)).tolist():
-                own = np.flatnonzero(~(np.abs(scores[i, :counts[i]]) <= _FLOAT32_MAX_SCORE))
+        if not (scores.min(initial=0.0) >= -FLOAT32_MAX_SCORE and scores.max(initial=0.0) <= FLOAT32_MAX_SCORE):
+            for i in np.flatnonzero(~(np.abs(scores) <= FLOAT32_MAX_SCORE).all(axis=1)).tolist():
+                own = _out_of_float32_range(scores[i, :counts[i]])  # the row's padding is zero
                 exact = np.einsum("ij,j->i", X[starts[i] + own].astype(np.float64), params[i])  # as ``score``
                 if out is None:
                     result[ends[i] + own] = exact

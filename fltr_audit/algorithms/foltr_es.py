@@ -43,11 +43,11 @@ from fltr_audit.errors import FltrError
 from fltr_audit.interfaces import ClientOutput
 from fltr_audit.clicks import redraw_cascade, shown_labels
 from fltr_audit.messages import GroundTruth, Interactions, Messages, ServerView
+from fltr_audit.rankers import FLOAT32_MAX_SCORE, float32_rows
 from fltr_audit.threads import row_parts, thread_map
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 CHUNK_ROWS = 1024  # interactions ranked together: their scores (1024 x the longest list) stay in cache
-_FLOAT32_MAX_SCORE = 1e30  # float32 scores beyond this (or not finite) are computed again in float64
 _LOW_BITS = np.uint32(0xFFFFFFFF)
 
 
@@ -334,7 +334,7 @@ class FOLtRES:
         query, summed in float32 (as FPDGD's ``LinearRanker.score_blocks``); MLP: float64, one
         product per model. An interaction's scores thus depend on its model and its query's
         rows only -- never on the rest of the cohort, the chunking or the BLAS threads. A chunk
-        with a float32 score beyond ``_FLOAT32_MAX_SCORE`` or not finite is scored in float64.
+        with a float32 score beyond ``FLOAT32_MAX_SCORE`` or not finite is scored in float64.
         """
         queries = np.asarray(queries, dtype=np.int64)
         n, B = queries.shape
@@ -381,19 +381,16 @@ class FOLtRES:
         width = int(docs.max(initial=0))
         X = data.features
         first, last = plan.chunk_seg[chunk], plan.chunk_seg[chunk + 1]
-        segments = zip(plan.seg_row_lo[first:last], plan.seg_row_hi[first:last],
-                       plan.seg_start[first:last], plan.seg_end[first:last])
+        segments = list(zip(plan.seg_row_lo[first:last], plan.seg_row_hi[first:last],
+                            plan.seg_start[first:last], plan.seg_end[first:last]))
         if self.ranker.name == "linear":
             scores = np.zeros((hi - lo, width), dtype=np.float32)
             theta32 = theta.astype(np.float32)
-            direct = X.dtype == np.float32 and X.flags.aligned and X.flags.c_contiguous
             for r0, r1, s, e in segments:
-                rows = X[r0:r1] if direct else X[r0:r1].astype(np.float32)
-                np.matmul(theta32[s - lo:e - lo, None, :], rows.T, out=scores[s - lo:e - lo, None, :r1 - r0])
-            if np.abs(scores).max(initial=0.0) <= _FLOAT32_MAX_SCORE:
+                np.matmul(theta32[s - lo:e - lo, None, :], float32_rows(X[r0:r1]).T,
+                          out=scores[s - lo:e - lo, None, :r1 - r0])
+            if np.abs(scores).max(initial=0.0) <= FLOAT32_MAX_SCORE:
                 return scores, docs
-            segments = zip(plan.seg_row_lo[first:last], plan.seg_row_hi[first:last],
-                           plan.seg_start[first:last], plan.seg_end[first:last])
         scores = np.zeros((hi - lo, width))
         for r0, r1, s, e in segments:
             scores[s - lo:e - lo, :r1 - r0] = self._model_scores(theta[s - lo:e - lo], X[r0:r1].astype(np.float64))

@@ -72,12 +72,11 @@ def demo(
                               on_done=lambda run, error: (failures.append(error) if error else None, bar.advance()))
         eps_config = {"campaign": "demo", "kind": "foltr-es epsilon table", "p": EPSILON_P, "models": EPSILON_MODELS}
         eps_key = run_key(eps_config)
-        counts = dict(counts)  # the epsilon table is a run of the store too (the report counts it)
         if eps_key not in store.completed_keys():
             t0 = time.perf_counter()
             store.record_run(eps_key, "demo", eps_config, {}, None, time.perf_counter() - t0,
                              {"epsilon": pd.DataFrame(epsilon_rows(EPSILON_MODELS, EPSILON_P))})
-            counts["done"] += 1
+            counts["done"] += 1  # the epsilon table is a run of the store too (the report counts it)
         else:
             counts["skipped"] += 1
         bar.advance()
