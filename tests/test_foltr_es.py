@@ -332,22 +332,6 @@ def test_huge_models_are_scored_in_float64():
         assert shown[c, b].tolist() == (rows.start + np.argsort(-s, kind="stable")[:10]).tolist()
 
 
-def test_top_k_of_float32_scores_is_by_score_then_position():
-    """The key sort against a brute force (-score, position): ties (also +0.0 and -0.0),
-    negative scores, lists shorter than k. Catches: negative scores ordered backwards (sign
-    bit not flipped), ties broken against the position, padding ranked."""
-    from fltr_audit.algorithms.foltr_es import _top_k
-
-    rng = np.random.default_rng(3)
-    scores = rng.choice(np.array([-2.5, -1.0, -0.0, 0.0, 0.5, 1.0, 3.0], np.float32), size=(300, 14))
-    scores[:100] = rng.normal(size=(100, 14)).astype(np.float32)
-    docs = rng.integers(0, 15, 300)
-    pos = _top_k(scores.copy(), docs, 10)
-    for s, d, p in zip(scores, docs, pos):
-        expect = sorted(range(d), key=lambda i: (-float(s[i]), i))[:10]
-        assert p.tolist() == expect + [-1] * (10 - len(expect))
-
-
 def test_training_gives_the_same_numbers_on_any_number_of_threads(monkeypatch):
     """Same seed, same model after 3 rounds whether the chunks run on 1 or 3 threads."""
     from fltr_audit import threads

@@ -16,11 +16,12 @@ side) -- the paper's text speaks of one averaged value per direction, its code a
 randomize the per-interaction values.
 
 Ranking numerics (issue 27). A linear model scores in float32 -- the features times
-``float32(theta)``, one BLAS ``sgemv`` per model and query, as FPDGD's ranking -- within
-``(F + 2) 2^-24 sum_f |x_f theta_f|`` of float64 (a float32 score beyond 1e30 sends its chunk to
-float64). Each model is scored on its own, so a client's scores, hence its shown lists, have the
-same bits alone as in any cohort and on any number of threads (the previous single GEMM over all
-the models of a query rounded each model by the number of models).
+``float32(theta)``, summed in float32 in the order of the features -- within
+``(F + 2) 2^-24 sum_f |x_f theta_f|`` of float64; an interaction with a float32 score beyond
+1e30 is scored in float64. One compiled pass per interaction scores its query's rows and keeps
+its top k (``kernels.foltr_es``), so a client's scores, hence its shown lists, have the same bits
+alone as in any cohort and on any number of threads. (Until this version: one BLAS ``sgemv``
+per model and query, and the float64 fallback for a whole chunk of interactions.)
 
 Seeds. The seed in the message drives only the perturbation; the clients' query choices
 and click draws come from the private ``rng`` of ``client_step``. ``flawed_seeding=True``
@@ -41,14 +42,13 @@ from fltr_audit.constraints import POSITIVE, POSITIVE_INT, check
 from fltr_audit.data.dataset import Dataset
 from fltr_audit.errors import FltrError
 from fltr_audit.interfaces import ClientOutput
+from fltr_audit.kernels.foltr_es import linear_scores, linear_top_k
 from fltr_audit.clicks import redraw_cascade, shown_labels
 from fltr_audit.messages import GroundTruth, Interactions, Messages, ServerView
-from fltr_audit.rankers import FLOAT32_MAX_SCORE, float32_rows
 from fltr_audit.threads import row_parts, thread_map
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-CHUNK_ROWS = 1024  # interactions ranked together: their scores (1024 x the longest list) stay in cache
-_LOW_BITS = np.uint32(0xFFFFFFFF)
+CHUNK_ROWS = 1024  # MLP: interactions ranked together (their scores, 1024 x the longest list, stay in cache)
 
 
 def _splitmix64(z: np.ndarray) -> np.ndarray:
@@ -196,36 +196,14 @@ class _RankPlan:
         return self.seg_start[self.chunk_seg[c]], self.seg_end[self.chunk_seg[c + 1] - 1]
 
 
-def _top_k(scores: np.ndarray, docs: np.ndarray, k: int) -> np.ndarray:
-    """Positions (rows, k) of each row's k highest scores among its first ``docs`` entries,
-    ties by position (lower first), -1 past the end of a short list.
+def _rows_of(data: Dataset) -> np.ndarray:
+    """The feature matrix as a plain ndarray (a memory map is passed to the kernels as a view)."""
+    return np.asarray(data.features)
 
-    float32 scores (finite, checked by the caller) are ranked by one sort per row of 64-bit
-    keys: the order-preserving bits of the score (``-0.0`` made ``+0.0`` first), then the
-    complement of the position, 0 for the padding -- the same order as ``plackett_luce.topk``'s
-    k argmax passes, in about half their time on rows of 20-90 documents. Overwrites ``scores``. float64 scores (the
-    overflow fallback) go to ``plackett_luce.topk``.
-    """
-    rows, width = scores.shape
-    valid = np.arange(width)[None, :] < docs[:, None]
-    if scores.dtype != np.float32:
-        return plackett_luce.topk(scores, valid, k)
-    scores += np.float32(0.0)
-    bits = scores.view(np.uint32)
-    flip = bits >> np.uint32(31)                      # 1 on negative scores
-    np.negative(flip, out=flip)                       # all ones on negative scores
-    flip |= np.uint32(0x80000000)
-    bits ^= flip                                      # now ordered as unsigned integers
-    bits *= valid                                     # padding lowest
-    key = np.empty((rows, width, 2), dtype=np.uint32)  # little-endian halves of one uint64
-    key[..., 0] = _LOW_BITS - np.arange(width, dtype=np.uint32)
-    key[..., 1] = bits
-    key.view(np.uint64)[..., 0].sort(axis=1)
-    top = key[:, ::-1, 0][:, :k]
-    pos = np.full((rows, k), -1, dtype=np.int64)
-    pos[:, :top.shape[1]] = _LOW_BITS - top
-    pos[np.arange(k)[None, :] >= docs[:, None]] = -1
-    return pos
+
+def _as_float64(params: np.ndarray) -> np.ndarray:
+    """The global model as a contiguous float64 vector (the kernels' theta arithmetic)."""
+    return np.ascontiguousarray(params, dtype=np.float64)
 
 
 @dataclass(frozen=True)
@@ -305,21 +283,25 @@ class FOLtRES:
         """Row indices of the top-k shown by each client's perturbed model, (n, B, k), -1 padded.
 
         Interaction (c, b) ranks query ``queries[c, b]`` deterministically (ties by position)
-        by ``theta = params + signs[b] * sigma * v_c``, scored as ``scores`` says. The cohort's
-        interactions are ranked in chunks of about ``CHUNK_ROWS`` (sorted by list length, then
-        query, so that a chunk's scores, padded to its longest list, stay small and in cache),
-        the chunks in parts on the thread pool; only the (I, k) result is put back in order.
+        by ``theta = params + signs[b] * sigma * v_c``, scored as ``scores`` says. Linear: the
+        kernel ``kernels.foltr_es.linear_top_k`` over the interactions sorted by query (a
+        query's rows stay in cache), in parts on the thread pool. MLP: in chunks of about
+        ``CHUNK_ROWS`` interactions (sorted by list length, then query, so that a chunk's
+        scores, padded to its longest list, stay small), the chunks in parts on the pool.
         """
         queries = np.asarray(queries, dtype=np.int64)
         n, B = queries.shape
-        plan = _RankPlan.of(queries.ravel(), data)
         V = self.cohort_perturbations(seeds)
+        if self.ranker.name == "linear":
+            return self._linear_shown(params, V, data, queries)
+        plan = _RankPlan.of(queries.ravel(), data)
         pos = np.empty((len(plan.order), self.k), dtype=np.int64)
 
         def rank_part(chunks: slice) -> None:
             for c in range(chunks.start, chunks.stop):
                 lo, hi = plan.chunk_rows(c)
-                pos[lo:hi] = _top_k(*self._chunk_scores(params, V, B, data, plan, c), self.k)
+                scores, docs = self._chunk_scores(params, V, B, data, plan, c)
+                pos[lo:hi] = plackett_luce.topk(scores, np.arange(scores.shape[1])[None, :] < docs[:, None], self.k)
 
         thread_map(rank_part, row_parts(plan.n_chunks), rows=plan.n_rows)
         rows = np.empty_like(pos)
@@ -330,16 +312,23 @@ class FOLtRES:
         """The scores each interaction's perturbed model gives its query's rows, (n, B, width)
         float64 padded with -inf (width: the longest list of the cohort).
 
-        Linear: float32 features times ``float32(theta)``, one BLAS ``sgemv`` per model and
-        query, summed in float32 (as FPDGD's ``LinearRanker.score_blocks``); MLP: float64, one
-        product per model. An interaction's scores thus depend on its model and its query's
-        rows only -- never on the rest of the cohort, the chunking or the BLAS threads. A chunk
-        with a float32 score beyond ``FLOAT32_MAX_SCORE`` or not finite is scored in float64.
+        Linear: ``kernels.foltr_es.linear_scores`` -- the float32 features times
+        ``float32(theta)`` summed in float32 in the order of the features (float64 for an
+        interaction with a float32 score beyond ``FLOAT32_MAX_SCORE`` or not finite); MLP:
+        float64, one product per model.
+        An interaction's scores thus depend on its model and its query's rows only -- never on
+        the rest of the cohort, the chunking or the threads.
         """
         queries = np.asarray(queries, dtype=np.int64)
         n, B = queries.shape
-        plan = _RankPlan.of(queries.ravel(), data)
         V = self.cohort_perturbations(seeds)
+        if self.ranker.name == "linear":
+            q = queries.ravel()
+            out = np.full((len(q), int(data.docs_per_query[q].max(initial=0))), -np.inf)
+            linear_scores(_rows_of(data), data.query_ptr[q], data.query_ptr[q + 1], _as_float64(params), V,
+                          np.arange(len(q)) // B, np.tile(self.signs(B) * self.sigma, n), out)
+            return out.reshape(n, B, -1)
+        plan = _RankPlan.of(queries.ravel(), data)
         width = int(data.docs_per_query[plan.queries].max(initial=0))
         out = np.full((len(plan.order), width), -np.inf)
         for c in range(plan.n_chunks):
@@ -350,6 +339,33 @@ class FOLtRES:
         result = np.empty_like(out)
         result[plan.order] = out
         return result.reshape(n, B, width)
+
+    def _linear_shown(self, params: np.ndarray, V: np.ndarray, data: Dataset, queries: np.ndarray) -> np.ndarray:
+        """``shown_lists`` of the linear ranker: ``linear_top_k`` on the interactions sorted by
+        query, in parts on the thread pool; an interaction with a NaN score (a degenerate model)
+        is ranked again by ``plackett_luce.topk`` on its ``linear_scores`` (NaN first, as argmax)."""
+        n, B = queries.shape
+        order = np.argsort(queries.ravel(), kind="stable")
+        q = queries.ravel()[order]
+        row_lo, row_hi = data.query_ptr[q], data.query_ptr[q + 1]
+        client, coef = order // B, (self.signs(B) * self.sigma)[order % B]
+        X, theta0 = _rows_of(data), _as_float64(params)
+        pos = np.empty((len(q), self.k), dtype=np.int64)
+        has_nan = np.zeros(len(q), dtype=bool)
+
+        def rank_part(p: slice) -> None:
+            has_nan[p] = linear_top_k(X, row_lo[p], row_hi[p], theta0, V, client[p], coef[p], pos[p])
+
+        thread_map(rank_part, row_parts(len(q)), rows=int((row_hi - row_lo).sum()))
+        if has_nan.any():
+            bad = np.flatnonzero(has_nan)
+            docs = row_hi[bad] - row_lo[bad]
+            scores = np.full((len(bad), int(docs.max())), -np.inf)
+            linear_scores(X, row_lo[bad], row_hi[bad], theta0, V, client[bad], coef[bad], scores)
+            pos[bad] = plackett_luce.topk(scores, np.arange(scores.shape[1])[None, :] < docs[:, None], self.k)
+        rows = np.empty_like(pos)
+        rows[order] = np.where(pos >= 0, row_lo[:, None] + pos, -1)
+        return rows.reshape(n, B, self.k)
 
     def cohort_perturbations(self, seeds: np.ndarray) -> np.ndarray:
         """``perturbations(seeds, P)``, kept for the next call with the same seeds (read-only):
@@ -366,33 +382,20 @@ class FOLtRES:
 
     def _chunk_scores(self, params: np.ndarray, V: np.ndarray, B: int, data: Dataset, plan: "_RankPlan",
                       chunk: int) -> tuple[np.ndarray, np.ndarray]:
-        """Scores (rows, width) of one chunk's interactions (see ``scores``) and their list lengths.
-
-        Interaction (c, b) is scored by ``theta = params + signs[b] * sigma * v_c`` (float64,
-        rounded to float32 for the linear ranker), each model on its own -- a broadcast
-        ``matmul`` makes one BLAS call per model -- so that its scores never depend on which
-        other models share its query.
+        """float64 scores (rows, width) of one chunk's interactions (the MLP; see ``scores``) and
+        their list lengths. Interaction (c, b) is scored by ``theta = params + signs[b] * sigma * v_c``,
+        each model on its own, so that its scores never depend on which other models share its query.
         """
         lo, hi = plan.chunk_rows(chunk)
         who = plan.order[lo:hi]
         theta = (self.signs(B) * self.sigma)[who % B][:, None] * V[who // B]
         theta += params
         docs = data.docs_per_query[plan.queries[lo:hi]]
-        width = int(docs.max(initial=0))
+        scores = np.zeros((hi - lo, int(docs.max(initial=0))))
         X = data.features
         first, last = plan.chunk_seg[chunk], plan.chunk_seg[chunk + 1]
-        segments = list(zip(plan.seg_row_lo[first:last], plan.seg_row_hi[first:last],
-                            plan.seg_start[first:last], plan.seg_end[first:last]))
-        if self.ranker.name == "linear":
-            scores = np.zeros((hi - lo, width), dtype=np.float32)
-            theta32 = theta.astype(np.float32)
-            for r0, r1, s, e in segments:
-                np.matmul(theta32[s - lo:e - lo, None, :], float32_rows(X[r0:r1]).T,
-                          out=scores[s - lo:e - lo, None, :r1 - r0])
-            if np.abs(scores).max(initial=0.0) <= FLOAT32_MAX_SCORE:
-                return scores, docs
-        scores = np.zeros((hi - lo, width))
-        for r0, r1, s, e in segments:
+        for r0, r1, s, e in zip(plan.seg_row_lo[first:last], plan.seg_row_hi[first:last],
+                                plan.seg_start[first:last], plan.seg_end[first:last]):
             scores[s - lo:e - lo, :r1 - r0] = self._model_scores(theta[s - lo:e - lo], X[r0:r1].astype(np.float64))
         return scores, docs
 

@@ -1,0 +1,149 @@
+"""FOLtR-ES's ranking kernels: each interaction's perturbed linear model scores its query's rows
+and keeps its top k (``algorithms.foltr_es.FOLtRES.shown_lists`` and ``.scores``).
+
+Interaction i ranks the rows ``X[row_lo[i]:row_hi[i]]`` by the model
+``theta_i = coef[i] * V[client[i]] + params`` (float64: ``coef`` is the interaction's
+``sign * sigma``). A row's score is ``sum_f x_f float32(theta_f)``, the float32 products summed
+in float32 in the order f = 0, ..., F - 1 -- within ``(F + 2) 2^-24 sum_f |x_f theta_f|`` of
+the exact score (Higham, Eq. 3.5, plus the rounding of theta). An interaction with a float32
+score beyond ``FLOAT32_MAX_SCORE`` or not finite is scored again in float64 (``x_f theta_f``
+summed in float64 in the same order). An interaction's scores thus depend on its model and
+its rows only: never on the other interactions, the threads or the order of the calls.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from fltr_audit.rankers import FLOAT32_MAX_SCORE
+
+
+@numba.njit(nogil=True, cache=True)
+def _model(params, V, client, coef, theta):
+    """theta = coef * V[client] + params, elementwise (the numpy expression's own two roundings)."""
+    for f in range(theta.shape[0]):
+        theta[f] = coef * V[client, f] + params[f]
+
+
+@numba.njit(nogil=True, cache=True)
+def _scores_of(X, lo, hi, theta, zero, out):
+    """out[d] = sum_f X[lo + d, f] theta_f for d < hi - lo, summed in the order f = 0, ..., F - 1
+    in the type of ``theta`` and ``zero`` (float32 or float64); eight rows at a time (eight
+    independent sums in flight)."""
+    F = theta.shape[0]
+    D = hi - lo
+    d = 0
+    while d + 8 <= D:
+        r = lo + d
+        a0 = zero
+        a1 = zero
+        a2 = zero
+        a3 = zero
+        a4 = zero
+        a5 = zero
+        a6 = zero
+        a7 = zero
+        for f in range(F):
+            t = theta[f]
+            a0 += X[r, f] * t
+            a1 += X[r + 1, f] * t
+            a2 += X[r + 2, f] * t
+            a3 += X[r + 3, f] * t
+            a4 += X[r + 4, f] * t
+            a5 += X[r + 5, f] * t
+            a6 += X[r + 6, f] * t
+            a7 += X[r + 7, f] * t
+        out[d] = a0
+        out[d + 1] = a1
+        out[d + 2] = a2
+        out[d + 3] = a3
+        out[d + 4] = a4
+        out[d + 5] = a5
+        out[d + 6] = a6
+        out[d + 7] = a7
+        d += 8
+    while d < D:
+        a0 = zero
+        for f in range(F):
+            a0 += X[lo + d, f] * theta[f]
+        out[d] = a0
+        d += 1
+
+
+@numba.njit(nogil=True, cache=True)
+def _interaction_scores(X, lo, hi, theta, theta32, out32, out):
+    """out[:hi - lo] = the scores of one interaction (module docstring: float32, float64 when a
+    float32 score is beyond ``FLOAT32_MAX_SCORE`` or not finite); ``out32`` is scratch."""
+    for f in range(theta.shape[0]):
+        theta32[f] = np.float32(theta[f])
+    _scores_of(X, lo, hi, theta32, np.float32(0.0), out32)
+    for d in range(hi - lo):
+        if not abs(out32[d]) <= FLOAT32_MAX_SCORE:
+            _scores_of(X, lo, hi, theta, 0.0, out)
+            return
+    for d in range(hi - lo):
+        out[d] = out32[d]
+
+
+@numba.njit(nogil=True, cache=True)
+def _longest(row_lo, row_hi):
+    longest = 0
+    for i in range(row_lo.shape[0]):
+        longest = max(longest, row_hi[i] - row_lo[i])
+    return longest
+
+
+@numba.njit(nogil=True, cache=True)
+def linear_scores(X, row_lo, row_hi, params, V, client, coef, out):
+    """out[i, :D_i] = the scores of interaction i's D_i rows (the rest of the row untouched)."""
+    theta = np.empty(params.shape[0])
+    theta32 = np.empty(params.shape[0], dtype=np.float32)
+    scratch = np.empty(_longest(row_lo, row_hi), dtype=np.float32)
+    for i in range(row_lo.shape[0]):
+        _model(params, V, client[i], coef[i], theta)
+        _interaction_scores(X, row_lo[i], row_hi[i], theta, theta32, scratch, out[i])
+
+
+@numba.njit(nogil=True, cache=True)
+def linear_top_k(X, row_lo, row_hi, params, V, client, coef, pos):
+    """pos[i] = the positions (from row_lo[i]) of interaction i's k = pos.shape[1] highest
+    scores (``linear_scores``), highest first, ties by position (lower first), -1 past the end
+    of a short list.
+
+    One pass over the scores keeping the best k by insertion (a row displaces a kept one only
+    with a strictly higher score, so an earlier row wins a tie; -inf ranks last, by position).
+    Returns whether each interaction had a NaN score (its ``pos`` is then meaningless: the
+    caller ranks it again).
+    """
+    k = pos.shape[1]
+    theta = np.empty(params.shape[0])
+    theta32 = np.empty(params.shape[0], dtype=np.float32)
+    best = np.empty(k)
+    has_nan = np.zeros(row_lo.shape[0], dtype=np.bool_)
+    longest = _longest(row_lo, row_hi)
+    scratch = np.empty(longest, dtype=np.float32)
+    scores = np.empty(longest)
+    for i in range(row_lo.shape[0]):
+        _model(params, V, client[i], coef[i], theta)
+        _interaction_scores(X, row_lo[i], row_hi[i], theta, theta32, scratch, scores)
+        kept = 0
+        for d in range(row_hi[i] - row_lo[i]):
+            s = scores[d]
+            if s != s:
+                has_nan[i] = True
+                continue
+            if kept == k and not s > best[k - 1]:
+                continue
+            j = kept if kept < k else k - 1
+            while j > 0 and best[j - 1] < s:
+                best[j] = best[j - 1]
+                pos[i, j] = pos[i, j - 1]
+                j -= 1
+            best[j] = s
+            pos[i, j] = d
+            if kept < k:
+                kept += 1
+        for j in range(kept, k):
+            pos[i, j] = -1
+    return has_nan
