@@ -51,12 +51,13 @@ from fltr_audit.algorithms.propensity_em import estimate_examination, relevance_
 from fltr_audit.constraints import Interval, Options, POSITIVE, POSITIVE_INT, ParameterError, check
 from fltr_audit.data.dataset import Dataset, Splits
 from fltr_audit.interfaces import ClientOutput
+from fltr_audit.kernels.fedips import linear_click_steps, linear_passes
 from fltr_audit.messages import GroundTruth, Interactions, Messages, ServerView
 from fltr_audit.rankers import LinearRanker
-from fltr_audit.threads import thread_map
+from fltr_audit.threads import row_parts, thread_map
 
 PROPENSITIES = ("true", "estimated", "none")
-PASS_CLIENTS = 256  # clients whose SGD passes run together (fewer numpy calls per click step; measured best of 32-256)
+PASS_CLIENTS = 256  # non-linear rankers: clients whose SGD passes run together (fewer numpy calls per click step)
 
 
 def hinge_coefficients(scores: np.ndarray, valid: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -240,29 +241,27 @@ class FedIPS:
         params = np.asarray(params, dtype=np.float64)
         w = np.empty((n, len(params)))  # each client's model after its pass, then its update
 
-        def sgd_pass(part: slice) -> None:
-            """The m click steps of the clients in ``part``: each client's pass reads only its own
-            log, so parts of the cohort run apart (on threads), each one's lists staying in cache."""
-            rows = np.arange(part.start, part.stop)
-            has = log.click_slot[part] >= 0                                   # (n_part, m), all steps at once
-            slot = np.where(has, log.click_slot[part], 0)
-            pos = np.where(has, log.click_pos[part], 0)
-            lists_of = queries[rows[:, None], slot]
-            valid = log.shown[rows[:, None], slot] >= 0                       # (n_part, m, K)
-            step = np.where(has, self.lr_local / prop[rows[:, None], pos], 0.0)
-            wp = np.broadcast_to(params, w[part].shape)
-            out, spare = w[part], np.empty_like(w[part])  # the steps write into these in turn
-            x = np.empty((len(rows),) + lists.shape[1:], dtype=lists.dtype)
-            for j in range(int(has.any(axis=0).sum())):  # the steps someone still takes (has: a prefix per row)
-                np.take(lists, lists_of[:, j], axis=0, out=x, mode="clip")  # (n_part, K, F), unbuffered
-                wp = self.click_step(wp, x, valid[:, j], pos[:, j], step[:, j], out=out)
-                out, spare = spare, out
-            if not np.may_share_memory(wp, w):  # the last step wrote into the spare (or no step: params)
-                w[part] = wp
-            w[part] -= params
+        has = log.click_slot >= 0                                            # (n, m): a prefix per row
+        slot = np.where(has, log.click_slot, 0)
+        pos = np.where(has, log.click_pos, 0)
+        rows = np.arange(n)[:, None]
+        lists_of = queries[rows, slot]
+        valid = log.shown[rows, slot] >= 0                                   # (n, m, K)
+        step = np.where(has, self.lr_local / prop[rows, pos], 0.0)
+        if isinstance(self.ranker, LinearRanker):
+            n_steps = has.sum(axis=1)
 
-        thread_map(sgd_pass, [slice(a, min(a + PASS_CLIENTS, n)) for a in range(0, n, PASS_CLIENTS)],
-                   rows=n * self.m * lists.shape[1])
+            def linear_pass(part: slice) -> None:
+                """The compiled passes of the clients in ``part`` (each reads only its own log)."""
+                linear_passes(params, lists, lists_of[part], valid[part], pos[part], step[part], n_steps[part],
+                              w[part])
+
+            thread_map(linear_pass, row_parts(n), rows=n * self.m * lists.shape[1])
+        else:
+            thread_map(lambda part: self._sgd_pass(params, lists, lists_of[part], valid[part], pos[part],
+                                                   step[part], has[part], w[part]),
+                       [slice(a, min(a + PASS_CLIENTS, n)) for a in range(0, n, PASS_CLIENTS)],
+                       rows=n * self.m * lists.shape[1])
         batch = log.shown.shape[1]
         messages = Messages(
             n_interactions=np.full(n, batch, dtype=np.int64),
@@ -288,31 +287,39 @@ class FedIPS:
             raise ValueError("FedIPS needs the aggregate of the cohort's update vectors")
         return params + self.lr_global * view.aggregate, state
 
+    def _sgd_pass(self, params: np.ndarray, lists: np.ndarray, lists_of: np.ndarray, valid: np.ndarray,
+                  pos: np.ndarray, step: np.ndarray, has: np.ndarray, w: np.ndarray) -> None:
+        """The m click steps of some clients (a non-linear ranker), all clients' step j at once;
+        writes each client's update (model after the pass minus ``params``) into ``w``."""
+        wp = np.broadcast_to(params, w.shape)
+        out, spare = w, np.empty_like(w)  # the steps write into these in turn
+        x = np.empty((len(w),) + lists.shape[1:], dtype=lists.dtype)
+        for j in range(int(has.any(axis=0).sum())):  # the steps someone still takes (has: a prefix per row)
+            np.take(lists, lists_of[:, j], axis=0, out=x, mode="clip")  # (n_part, K, F), unbuffered
+            wp = self.click_step(wp, x, valid[:, j], pos[:, j], step[:, j], out=out)
+            out, spare = spare, out
+        if not np.may_share_memory(wp, w):  # the last step wrote into the spare (or no step: params)
+            w[...] = wp
+        w -= params
+
     def click_step(self, w: np.ndarray, x: np.ndarray, valid: np.ndarray, pos: np.ndarray,
                    step: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         """One click's SGD step of the pass (Eq. 4 and 7), ``w - step * grad h_{q,d}(w)`` for models
         w (n, P) on lists x (n, K, F) with the click at ``pos`` (n,) and ``step`` = eta_l / p_u(i)
         (n,); ``client_step`` and the attacks that replay it (``attacks.bayes_fedips``) share it.
-        ``out`` (float64 (n, P), not ``w``) receives the new models instead of a fresh array."""
-        _, coef = hinge_coefficients(self._score(w, x), valid, pos)
-        delta = np.multiply(self._vjp(w, x, coef), step[:, None], out=out)
+        ``out`` (float64 (n, P), not ``w``) receives the new models instead of a fresh array.
+        Linear: the compiled ``kernels.fedips.linear_click_steps`` (the same step as the pass's)."""
+        if isinstance(self.ranker, LinearRanker):
+            out = np.empty(np.shape(w)) if out is None else out
+            linear_click_steps(np.ascontiguousarray(w, dtype=np.float64), np.ascontiguousarray(x, dtype=np.float32),
+                               np.ascontiguousarray(valid, dtype=bool), np.asarray(pos, dtype=np.int64),
+                               np.asarray(step, dtype=np.float64), out)
+            return out
+        _, coef = hinge_coefficients(self.ranker.score(w, x), valid, pos)
+        delta = np.multiply(self.ranker.vjp(w, x, coef), step[:, None], out=out)
         return np.subtract(w, delta, out=delta)
 
     # -- helpers --------------------------------------------------------------------------
-    def _score(self, w: np.ndarray, x: np.ndarray) -> np.ndarray:
-        """Scores (n, K) of the per-client models; the linear case multiplies in float32 (no
-        float64 copy of the features; one BLAS ``sgemv`` per client, so a client's scores do not
-        depend on the rest of the cohort), the parameters still accumulate in float64."""
-        if isinstance(self.ranker, LinearRanker):
-            return np.matmul(x, w.astype(np.float32)[:, :, None])[..., 0].astype(np.float64)
-        return self.ranker.score(w, x)
-
-    def _vjp(self, w: np.ndarray, x: np.ndarray, coef: np.ndarray) -> np.ndarray:
-        """``sum_k coef_k grad f(x_k)``, (n, P); linear: float32, one ``sgemv`` per client."""
-        if isinstance(self.ranker, LinearRanker):
-            return np.matmul(coef.astype(np.float32)[:, None, :], x)[:, 0, :]
-        return self.ranker.vjp(w, x, coef)
-
     def _relevance_table(self, data: Dataset) -> np.ndarray:
         hit = self._relevance.get(id(data))
         if hit is None or hit[0] is not data:

@@ -1,0 +1,71 @@
+"""FedIPS's local SGD kernels for the linear ranker (``algorithms.fedips.FedIPS``).
+
+One click's step (FedIPS Eq. 4 and 7) on a model ``w`` (float64) and the shown list ``x``
+(K, F) float32 with the click at ``pos`` and ``step = eta_l / p_u(i)``:
+
+    s = x float32(w)                        (float32, one BLAS sgemv)
+    c_k = 1 on each valid k with 1 - (s_pos - s_k) > 0, c_pos -= sum_k c_k   (float64)
+    g = float32(c) x                        (float32, one BLAS sgemv)
+    w <- w - float64(g) * step
+
+-- the numpy expression of ``FedIPS.click_step`` term for term (``hinge_coefficients``), so
+a client's step has the same bits whichever kernel runs it: ``linear_passes`` (a client's
+whole pass, reading its lists from the policy's table in place) or ``linear_click_steps``
+(one step of many models, the attacks' replay). Each row depends on its own inputs only.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+
+@numba.njit(nogil=True, cache=True)
+def _step(w, x, valid, pos, step, w32, scores, coef32, grad, out):
+    """out = w after one click step (module docstring); w32, scores, coef32, grad are scratch."""
+    for f in range(w.shape[0]):
+        w32[f] = np.float32(w[f])
+    np.dot(x, w32, scores)
+    s_d = np.float64(scores[pos])
+    total = 0.0
+    for k in range(x.shape[0]):
+        active = valid[k] and 1.0 - (s_d - np.float64(scores[k])) > 0.0
+        coef32[k] = 1.0 if active else 0.0
+        total += 1.0 if active else 0.0
+    coef32[pos] = np.float32(np.float64(coef32[pos]) - total)
+    np.dot(coef32, x, grad)
+    for f in range(w.shape[0]):
+        out[f] = w[f] - np.float64(grad[f]) * step
+
+
+@numba.njit(nogil=True, cache=True)
+def linear_click_steps(w, x, valid, pos, step, out):
+    """out[n] = w[n] after its click step on x[n] (n, K, F), valid[n], pos[n], step[n]."""
+    P, K = w.shape[1], x.shape[1]
+    w32 = np.empty(P, dtype=np.float32)
+    scores = np.empty(K, dtype=np.float32)
+    coef32 = np.empty(K, dtype=np.float32)
+    grad = np.empty(P, dtype=np.float32)
+    for n in range(w.shape[0]):
+        _step(w[n], x[n], valid[n], pos[n], step[n], w32, scores, coef32, grad, out[n])
+
+
+@numba.njit(nogil=True, cache=True)
+def linear_passes(params, lists, list_of, valid, pos, step, n_steps, out):
+    """out[c] = client c's model after its pass minus ``params``: its steps j < n_steps[c] in
+    order, step j on the list ``lists[list_of[c, j]]`` (K, F) with valid[c, j], pos[c, j],
+    step[c, j]."""
+    P, K = params.shape[0], lists.shape[1]
+    w32 = np.empty(P, dtype=np.float32)
+    scores = np.empty(K, dtype=np.float32)
+    coef32 = np.empty(K, dtype=np.float32)
+    grad = np.empty(P, dtype=np.float32)
+    w = np.empty(P)
+    spare = np.empty(P)
+    for c in range(out.shape[0]):
+        w[:] = params
+        for j in range(n_steps[c]):
+            _step(w, lists[list_of[c, j]], valid[c, j], pos[c, j], step[c, j], w32, scores, coef32, grad, spare)
+            w, spare = spare, w
+        for f in range(P):
+            out[c, f] = w[f] - params[f]

@@ -1,0 +1,72 @@
+"""FedIPS's linear SGD kernels against the numpy expression of a click step
+(``fltr_audit.kernels.fedips``)."""
+
+import numpy as np
+
+from fltr_audit.algorithms.fedips import hinge_coefficients
+from fltr_audit.kernels.fedips import linear_click_steps, linear_passes
+
+
+def _reference_step(w, x, valid, pos, step):
+    """One click step in numpy: float32 scores, the hinge of Eq. 4, float32 gradient, float64 update."""
+    scores = np.matmul(x, w.astype(np.float32)[:, :, None])[..., 0].astype(np.float64)
+    _, coef = hinge_coefficients(scores, valid, pos)
+    grad = np.matmul(coef.astype(np.float32)[:, None, :], x)[:, 0, :]
+    return w - grad.astype(np.float64) * step[:, None]
+
+
+def _case(seed, n=30, K=5, F=37):
+    rng = np.random.default_rng(seed)
+    x = rng.random((n, K, F)).astype(np.float32)
+    valid = rng.random((n, K)) < 0.8
+    valid[:, 0] = True
+    x[~valid] = 0.0
+    pos = np.array([rng.choice(np.flatnonzero(v)) for v in valid])
+    return rng, x, valid, pos, rng.uniform(0.1, 2.0, n)
+
+
+def test_a_click_step_is_the_numpy_step():
+    """Against the numpy step (within float32 rounding of the products: the two BLAS may sum in
+    another order), on models whose scores put some hinges inside and some outside the margin.
+    Catches: a hinge counted on an empty slot or with the wrong sign of the margin, the click's
+    own coefficient not reduced by the count, the update added instead of subtracted."""
+    rng, x, valid, pos, step = _case(1)
+    w = rng.normal(size=(len(x), x.shape[2])) * 0.3
+    scores = np.einsum("nkf,nf->nk", x.astype(np.float64), w)
+    margin = 1.0 - (scores[np.arange(len(x)), pos][:, None] - scores)
+    assert ((margin > 0.05) & valid).any() and ((margin < -0.05) & valid).any()
+    out = np.empty_like(w)
+    linear_click_steps(w, x, valid, pos, step, out)
+    np.testing.assert_allclose(out, _reference_step(w, x, valid, pos, step), rtol=1e-6, atol=1e-7)
+    assert not np.array_equal(out, w)
+
+
+def test_a_pass_is_its_click_steps_in_order_with_the_same_bits():
+    """``linear_passes`` (lists read from a table) equals ``linear_click_steps`` applied step by
+    step (the attacks' replay), bit for bit, and a client's update alone equals its update in
+    the cohort. Catches: steps out of order, a step past n_steps taken, the update not
+    relative to params, a client reading another's list."""
+    rng = np.random.default_rng(2)
+    n, m, K, F = 12, 6, 5, 37
+    table = rng.random((9, K, F)).astype(np.float32)
+    lists_of = rng.integers(0, 9, (n, m))
+    valid = rng.random((n, m, K)) < 0.9
+    valid[..., 0] = True
+    pos = np.zeros((n, m), dtype=np.int64)
+    step = rng.uniform(0.1, 2.0, (n, m))
+    n_steps = rng.integers(0, m + 1, n)
+    params = rng.normal(size=F) * 0.05
+    out = np.empty((n, F))
+    linear_passes(params, table, lists_of, valid, pos, step, n_steps, out)
+    w = np.tile(params, (n, 1))
+    for j in range(m):
+        new = np.empty_like(w)
+        linear_click_steps(w, table[lists_of[:, j]], valid[:, j], pos[:, j], step[:, j], new)
+        w = np.where((j < n_steps)[:, None], new, w)
+    assert np.array_equal(out, w - params)
+    assert (out[n_steps == 0] == 0).all() and (out[n_steps > 0] != 0).any(axis=1).all()
+    alone = np.empty((1, F))
+    c = int(np.argmax(n_steps))
+    linear_passes(params, table, lists_of[c:c + 1], valid[c:c + 1], pos[c:c + 1], step[c:c + 1], n_steps[c:c + 1],
+                  alone)
+    assert np.array_equal(alone[0], out[c])
