@@ -35,7 +35,8 @@ def _scores_of(X, lo, hi, theta, zero, out):
     D = hi - lo
     d = 0
     while d + 8 <= D:
-        r = lo + d
+        x0, x1, x2, x3 = X[lo + d], X[lo + d + 1], X[lo + d + 2], X[lo + d + 3]
+        x4, x5, x6, x7 = X[lo + d + 4], X[lo + d + 5], X[lo + d + 6], X[lo + d + 7]
         a0 = zero
         a1 = zero
         a2 = zero
@@ -46,14 +47,14 @@ def _scores_of(X, lo, hi, theta, zero, out):
         a7 = zero
         for f in range(F):
             t = theta[f]
-            a0 += X[r, f] * t
-            a1 += X[r + 1, f] * t
-            a2 += X[r + 2, f] * t
-            a3 += X[r + 3, f] * t
-            a4 += X[r + 4, f] * t
-            a5 += X[r + 5, f] * t
-            a6 += X[r + 6, f] * t
-            a7 += X[r + 7, f] * t
+            a0 += x0[f] * t
+            a1 += x1[f] * t
+            a2 += x2[f] * t
+            a3 += x3[f] * t
+            a4 += x4[f] * t
+            a5 += x5[f] * t
+            a6 += x6[f] * t
+            a7 += x7[f] * t
         out[d] = a0
         out[d + 1] = a1
         out[d + 2] = a2
@@ -64,26 +65,66 @@ def _scores_of(X, lo, hi, theta, zero, out):
         out[d + 7] = a7
         d += 8
     while d < D:
+        x0 = X[lo + d]
         a0 = zero
         for f in range(F):
-            a0 += X[lo + d, f] * theta[f]
+            a0 += x0[f] * theta[f]
         out[d] = a0
         d += 1
 
 
 @numba.njit(nogil=True, cache=True)
-def _interaction_scores(X, lo, hi, theta, theta32, out32, out):
-    """out[:hi - lo] = the scores of one interaction (module docstring: float32, float64 when a
-    float32 score is beyond ``FLOAT32_MAX_SCORE`` or not finite); ``out32`` is scratch."""
+def _in_float32_range(scores, D):
+    """Whether every one of the first D float32 scores is finite and within ``FLOAT32_MAX_SCORE``."""
+    for d in range(D):
+        if not abs(scores[d]) <= FLOAT32_MAX_SCORE:
+            return False
+    return True
+
+
+@numba.njit(nogil=True, cache=True)
+def _interaction_scores(X, lo, hi, theta, theta32, out32, out64):
+    """The scores of one interaction (module docstring): in ``out32`` and True when its float32
+    scores are in range, else in ``out64`` (float64) and False."""
     for f in range(theta.shape[0]):
         theta32[f] = np.float32(theta[f])
     _scores_of(X, lo, hi, theta32, np.float32(0.0), out32)
-    for d in range(hi - lo):
-        if not abs(out32[d]) <= FLOAT32_MAX_SCORE:
-            _scores_of(X, lo, hi, theta, 0.0, out)
-            return
-    for d in range(hi - lo):
-        out[d] = out32[d]
+    if _in_float32_range(out32, hi - lo):
+        return True
+    _scores_of(X, lo, hi, theta, 0.0, out64)
+    return False
+
+
+@numba.njit(nogil=True, cache=True)
+def _top_k_of(scores, D, best, pos):
+    """pos = the positions of the k = len(pos) highest of scores[:D], highest first, ties by
+    position, -1 padded; ``best`` (k, the type of ``scores``) is scratch. Insertion: a score
+    displaces a kept one only when strictly higher, so an earlier row wins a tie (-inf ranks
+    last, by position). Returns whether a score was NaN (then skipped)."""
+    k = pos.shape[0]
+    kept = 0
+    has_nan = False
+    for d in range(D):
+        s = scores[d]
+        if s != s:
+            has_nan = True
+            continue
+        if kept == k:
+            if not s > best[k - 1]:
+                continue
+            j = k - 1
+        else:
+            j = kept
+            kept += 1
+        while j > 0 and best[j - 1] < s:
+            best[j] = best[j - 1]
+            pos[j] = pos[j - 1]
+            j -= 1
+        best[j] = s
+        pos[j] = d
+    for j in range(kept, k):
+        pos[j] = -1
+    return has_nan
 
 
 @numba.njit(nogil=True, cache=True)
@@ -99,51 +140,37 @@ def linear_scores(X, row_lo, row_hi, params, V, client, coef, out):
     """out[i, :D_i] = the scores of interaction i's D_i rows (the rest of the row untouched)."""
     theta = np.empty(params.shape[0])
     theta32 = np.empty(params.shape[0], dtype=np.float32)
-    scratch = np.empty(_longest(row_lo, row_hi), dtype=np.float32)
+    longest = _longest(row_lo, row_hi)
+    out32 = np.empty(longest, dtype=np.float32)
+    out64 = np.empty(longest)
     for i in range(row_lo.shape[0]):
         _model(params, V, client[i], coef[i], theta)
-        _interaction_scores(X, row_lo[i], row_hi[i], theta, theta32, scratch, out[i])
+        in_range = _interaction_scores(X, row_lo[i], row_hi[i], theta, theta32, out32, out64)
+        for d in range(row_hi[i] - row_lo[i]):
+            out[i, d] = out32[d] if in_range else out64[d]
 
 
 @numba.njit(nogil=True, cache=True)
 def linear_top_k(X, row_lo, row_hi, params, V, client, coef, pos):
     """pos[i] = the positions (from row_lo[i]) of interaction i's k = pos.shape[1] highest
     scores (``linear_scores``), highest first, ties by position (lower first), -1 past the end
-    of a short list.
-
-    One pass over the scores keeping the best k by insertion (a row displaces a kept one only
-    with a strictly higher score, so an earlier row wins a tie; -inf ranks last, by position).
-    Returns whether each interaction had a NaN score (its ``pos`` is then meaningless: the
-    caller ranks it again).
+    of a short list. Returns whether each interaction had a NaN score (its ``pos`` is then
+    meaningless: the caller ranks it again).
     """
     k = pos.shape[1]
     theta = np.empty(params.shape[0])
     theta32 = np.empty(params.shape[0], dtype=np.float32)
-    best = np.empty(k)
-    has_nan = np.zeros(row_lo.shape[0], dtype=np.bool_)
     longest = _longest(row_lo, row_hi)
-    scratch = np.empty(longest, dtype=np.float32)
-    scores = np.empty(longest)
+    out32 = np.empty(longest, dtype=np.float32)
+    out64 = np.empty(longest)
+    best32 = np.empty(k, dtype=np.float32)
+    best64 = np.empty(k)
+    has_nan = np.zeros(row_lo.shape[0], dtype=np.bool_)
     for i in range(row_lo.shape[0]):
         _model(params, V, client[i], coef[i], theta)
-        _interaction_scores(X, row_lo[i], row_hi[i], theta, theta32, scratch, scores)
-        kept = 0
-        for d in range(row_hi[i] - row_lo[i]):
-            s = scores[d]
-            if s != s:
-                has_nan[i] = True
-                continue
-            if kept == k and not s > best[k - 1]:
-                continue
-            j = kept if kept < k else k - 1
-            while j > 0 and best[j - 1] < s:
-                best[j] = best[j - 1]
-                pos[i, j] = pos[i, j - 1]
-                j -= 1
-            best[j] = s
-            pos[i, j] = d
-            if kept < k:
-                kept += 1
-        for j in range(kept, k):
-            pos[i, j] = -1
+        D = row_hi[i] - row_lo[i]
+        if _interaction_scores(X, row_lo[i], row_hi[i], theta, theta32, out32, out64):
+            _top_k_of(out32, D, best32, pos[i])
+        else:
+            has_nan[i] = _top_k_of(out64, D, best64, pos[i])
     return has_nan
