@@ -4,7 +4,7 @@
 import numpy as np
 
 from fltr_audit.algorithms.fedips import hinge_coefficients
-from fltr_audit.kernels.fedips import linear_click_steps, linear_passes
+from fltr_audit.kernels.fedips import linear_click_steps, linear_passes, session_logs
 
 
 def _reference_step(w, x, valid, pos, step):
@@ -70,3 +70,40 @@ def test_a_pass_is_its_click_steps_in_order_with_the_same_bits():
     linear_passes(params, table, lists_of[c:c + 1], valid[c:c + 1], pos[c:c + 1], step[c:c + 1], n_steps[c:c + 1],
                   alone)
     assert np.array_equal(alone[0], out[c])
+
+
+def _reference_logs(u, prob, m):
+    """The sessions' logs in numpy: every click in session order (cumulative counts), the first m
+    of them, the session of the m-th closing the log."""
+    n, R, B, K = u.shape
+    draws = (u < prob[:, None]).reshape(n, R * B * K)
+    rank = np.cumsum(draws, axis=1)
+    n_clicks = np.minimum(rank[:, -1], m)
+    slot, pos = np.full((n, m), -1), np.full((n, m), -1)
+    row, place = np.nonzero(draws & (rank <= m))
+    slot[row, rank[row, place] - 1] = (place // K) % B
+    pos[row, rank[row, place] - 1] = place % K
+    last = np.where(n_clicks >= m, np.argmax(rank >= m, axis=1) // K, R * B - 1)
+    sessions = np.maximum((last[:, None] - np.arange(B)) // B + 1, 0)
+    used = (np.arange(R * B)[None, :] <= last[:, None]).reshape(n, R, B)
+    session_clicks = (draws.reshape(n, R, B, K) & used[..., None]).sum(axis=1)
+    return slot, pos, n_clicks, sessions, session_clicks
+
+
+def test_session_logs_are_the_numpy_logs():
+    """The compiled sessions against the numpy ones on 300 clients (some never click, some reach
+    m in their first session, some run out of sessions). Catches: a log cut at the m-th click
+    instead of the end of its session, slots and positions swapped, the session count off by
+    one, stale entries past the last click."""
+    rng = np.random.default_rng(3)
+    n, R, B, K, m = 300, 8, 3, 4, 6
+    prob = rng.random((n, B, K)) * rng.choice([0.0, 0.05, 0.5, 1.0], (n, 1, 1))
+    u = rng.random((n, R, B, K))
+    slot, pos = np.full((n, m), 9), np.full((n, m), 9)
+    n_clicks, sessions, session_clicks = np.empty(n, np.int64), np.empty((n, B), np.int64), np.zeros((n, B, K), np.int64)
+    session_logs(u, prob, m, slot, pos, n_clicks, sessions, session_clicks)
+    expect = _reference_logs(u, prob, m)
+    for got, want in zip((slot, pos, n_clicks, sessions, session_clicks), expect):
+        assert np.array_equal(got, want)
+    assert (n_clicks == 0).any() and (n_clicks == m).any() and ((n_clicks > 0) & (n_clicks < m)).any()
+    assert (session_clicks.sum(axis=(1, 2)) > n_clicks).any()  # clicks after the m-th in its session

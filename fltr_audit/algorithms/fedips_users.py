@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from fltr_audit.errors import FltrError
+from fltr_audit.kernels.fedips import session_logs
 from fltr_audit.randomness import stream
 
 
@@ -86,7 +87,9 @@ class ClickLog:
 def simulate_log(
     click_prob: np.ndarray, m: int, max_sessions: int, rng: np.random.Generator
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Sessions over a client's B lists in turn until m clicks (see the module docstring).
+    """Sessions over a client's B lists in turn until m clicks (see the module docstring): the
+    uniforms of every possible session drawn at once, the sessions then run client by client by
+    the compiled ``kernels.fedips.session_logs``.
 
     Parameters
     ----------
@@ -103,40 +106,13 @@ def simulate_log(
     """
     n, b, k = click_prob.shape
     rounds = -(-max_sessions // b)
-    s_total = rounds * b
-    draws = rng.random((n, rounds, b, k)) < click_prob[:, None, :, :]  # session s = r * B + slot
-    # most clients have their m clicks within the first 4m sessions: look there first, and through
-    # every session only for the clients that have not (the same result, a fraction of the work)
-    early = min(rounds, -(-4 * m // b))
-    first, n_clicks = _first_clicks(draws[:, :early].reshape(n, early * b * k), m)
-    short = np.flatnonzero(n_clicks < m) if early < rounds else np.zeros(0, dtype=np.int64)
-    if len(short):
-        first[short], n_clicks[short] = _first_clicks(draws[short].reshape(len(short), s_total * k), m)
-    has = np.arange(m)[None, :] < n_clicks[:, None]
-    session = first // k
-    click_slot = np.where(has, session % b, -1)
-    click_pos = np.where(has, first % k, -1)
-    # the session holding the m-th click closes the log; without m clicks every session counts
-    last = np.where(n_clicks >= m, session[:, -1], s_total - 1)
-    sessions = np.maximum((last[:, None] - np.arange(b)[None, :]) // b + 1, 0)  # sessions s <= last per slot
-    used = np.arange(early * b).reshape(early, b)[None] <= last[:, None, None]  # (n, early, B)
-    session_clicks = (draws[:, :early] & used[..., None]).sum(axis=1)
-    if len(short):  # their logs may reach past the early sessions
-        used = np.arange(s_total).reshape(rounds, b)[None] <= last[short, None, None]
-        session_clicks[short] = (draws[short] & used[..., None]).sum(axis=1)
-    return click_slot, click_pos, n_clicks, sessions.astype(np.int64), session_clicks.astype(np.int64)
-
-
-def _first_clicks(clicks: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray]:
-    """Places (n, m) of each row's first m clicks in bool ``clicks`` (n, L) (0 past the last) and
-    their number (n,), int64."""
-    n = len(clicks)
-    rank = np.cumsum(clicks, axis=1, dtype=np.int16 if clicks.shape[1] < 2**15 else np.int64)
-    take = clicks & (rank <= m)
-    row, place = np.nonzero(take)  # row by row, in order: this is click number rank - 1 of its row
-    first = np.zeros((n, m), dtype=np.int64)
-    first[row, rank[row, place] - 1] = place
-    return first, (np.minimum(rank[:, -1], m) if clicks.shape[1] else np.zeros(n)).astype(np.int64)
+    uniforms = rng.random((n, rounds, b, k))  # session s = r * B + slot
+    click_prob = np.ascontiguousarray(click_prob, dtype=np.float64)
+    click_slot, click_pos = np.empty((n, m), dtype=np.int64), np.empty((n, m), dtype=np.int64)
+    n_clicks, sessions = np.empty(n, dtype=np.int64), np.empty((n, b), dtype=np.int64)
+    session_clicks = np.zeros((n, b, k), dtype=np.int64)
+    session_logs(uniforms, click_prob, int(m), click_slot, click_pos, n_clicks, sessions, session_clicks)
+    return click_slot, click_pos, n_clicks, sessions, session_clicks
 
 
 def clicked_slots(click_slot: np.ndarray, click_pos: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:

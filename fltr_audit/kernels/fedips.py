@@ -69,3 +69,37 @@ def linear_passes(params, lists, list_of, valid, pos, step, n_steps, out):
             w, spare = spare, w
         for f in range(P):
             out[c, f] = w[f] - params[f]
+
+
+@numba.njit(nogil=True, cache=True)
+def session_logs(uniforms, click_prob, m, click_slot, click_pos, n_clicks, sessions, session_clicks):
+    """Each client's sessions over its B lists in turn until m clicks (``fedips_users.simulate_log``).
+
+    Session s shows list ``s mod B`` and draws its clicks from ``uniforms[c, s // B, s mod B]``
+    (position i clicked when ``u < click_prob[c, s mod B, i]``), until the session holding the
+    m-th click ends or the sessions run out. Writes the first m clicks' slot and position in
+    order (-1 past the last), their number, the sessions of each slot up to the last one, and
+    the clicks of each slot and position over those sessions (outputs zeroed by the caller
+    except ``click_slot`` / ``click_pos``, filled here)."""
+    n, rounds, B, K = uniforms.shape
+    for c in range(n):
+        got = 0
+        last = rounds * B - 1
+        for s in range(rounds * B):
+            r, b = s // B, s % B
+            for i in range(K):
+                if uniforms[c, r, b, i] < click_prob[c, b, i]:
+                    session_clicks[c, b, i] += 1
+                    if got < m:
+                        click_slot[c, got] = b
+                        click_pos[c, got] = i
+                        got += 1
+            if got >= m:
+                last = s
+                break
+        n_clicks[c] = got
+        for j in range(got, m):
+            click_slot[c, j] = -1
+            click_pos[c, j] = -1
+        for b in range(B):
+            sessions[c, b] = max((last - b) // B + 1, 0)
