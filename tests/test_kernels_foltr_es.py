@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from fltr_audit.kernels.foltr_es import linear_scores, linear_top_k
+from fltr_audit.kernels.foltr_es import linear_scores, linear_top_k, perturbation_uniforms
 
 
 def _reference_scores(X, lo, hi, theta):
@@ -79,3 +79,27 @@ def test_linear_top_k_flags_an_interaction_with_a_nan_score():
     pos = np.empty((len(lo), 3), dtype=np.int64)
     has_nan = linear_top_k(X, lo, hi, params, V, client, coef, pos)
     assert has_nan.tolist() == ((client == client[hit]) & (hi > lo)).tolist()
+
+
+def _reference_uniforms(seeds, P):
+    """The SplitMix64 counter stream in numpy (uint64 arithmetic wraps mod 2^64)."""
+    def mix(z):
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return z ^ (z >> np.uint64(31))
+    with np.errstate(over="ignore"):
+        counters = np.arange(1, P + 1, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+        z = mix(mix(seeds)[:, None] + counters[None, :])
+    return ((z >> np.uint64(11)).astype(np.float64) + 0.5) / 2.0**53
+
+
+def test_perturbation_uniforms_are_the_splitmix64_stream():
+    """Bit for bit the numpy SplitMix64 stream, for seeds up to 2^64 - 1 (wrapping sums and
+    products). Catches: a signed shift or product, the counter starting at 0, another mixer
+    constant, the low bits kept instead of the top 53."""
+    seeds = np.concatenate([np.random.default_rng(4).integers(0, 2**64, 50, dtype=np.uint64),
+                            np.array([0, 1, 2**63, 2**64 - 1], dtype=np.uint64)])
+    out = np.empty((len(seeds), 23))
+    perturbation_uniforms(seeds, out)
+    assert np.array_equal(out, _reference_uniforms(seeds, 23))
+    assert (out > 0).all() and (out < 1).all()

@@ -27,8 +27,9 @@ the update a linear combination of the shown documents' features, which the atta
 on). Reading Eq. 3 over the query's whole candidate set instead would need every candidate's
 features on the device and 5-20x the work per step (in one trial on synthetic yahoo it did
 not change the FedIPS-over-FedAvg ordering). Linear scores and gradients are multiplied in
-float32 (the features' precision, no float64 copy of the gathered lists); the local and
-global weights accumulate in float64.
+float32 (the features' precision, one BLAS ``sgemv`` each); the local and global weights
+accumulate in float64. A client's whole pass is one compiled loop (``kernels.fedips``) that
+reads its lists from the policy's table in place; the attacks replay the same step.
 
 The message is Delta = w_local - w_t (``vector_kind="update"``); the server takes
 w_{t+1} = w_t + eta_g * mean(Delta) (line 11). With ``propensity="none"`` every p_u(i) = 1:

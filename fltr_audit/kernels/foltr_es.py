@@ -19,6 +19,29 @@ import numpy as np
 from fltr_audit.rankers import FLOAT32_MAX_SCORE
 
 
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+
+
+@numba.njit(nogil=True, cache=True)
+def _splitmix64(z):
+    """The SplitMix64 finalizer (a bijective 64-bit mixer) of one uint64 (arithmetic mod 2^64)."""
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+@numba.njit(nogil=True, cache=True)
+def perturbation_uniforms(seeds, out):
+    """out[i, j] = the uniform in (0, 1) behind coordinate j of seed i's perturbation: the top 53
+    bits of ``splitmix64(splitmix64(seed) + (j + 1) * golden)``, plus 1/2, over 2^53
+    (``algorithms.foltr_es.perturbations`` maps it through the inverse normal CDF)."""
+    for i in range(out.shape[0]):
+        base = _splitmix64(seeds[i])
+        for j in range(out.shape[1]):
+            z = _splitmix64(base + np.uint64(j + 1) * _GOLDEN)
+            out[i, j] = (np.float64(z >> np.uint64(11)) + 0.5) * (1.0 / 2.0**53)
+
+
 @numba.njit(nogil=True, cache=True)
 def _model(params, V, client, coef, theta):
     """theta = coef * V[client] + params, elementwise (the numpy expression's own two roundings)."""
