@@ -345,3 +345,15 @@ def test_training_gives_the_same_numbers_on_any_number_of_threads(monkeypatch):
         algo = FOLtRES(LinearRanker(5), cascade_model("informational", 3), lr=0.05)
         results.append(train(algo, data, clients=300, queries_per_client=4, rounds=3, seed=4, replace=True).params)
     assert np.array_equal(*results)
+
+
+def test_float64_features_are_ranked_as_their_float32_copy():
+    """Features stored in float64 (or not C-contiguous) are scored as the float32 features:
+    the same scores and lists. Catches: a float64 variant of the kernel compiled for them
+    (float64 sums: other bits, other ties)."""
+    data, queries, seeds, params = _cohort_case(24)
+    wide = Dataset(features=np.asfortranarray(data.features.astype(np.float64)), labels=data.labels,
+                   query_ptr=data.query_ptr, qids=data.qids, n_levels=3, name="toy64")
+    algo = FOLtRES(LinearRanker(data.n_features), cascade_model("perfect", 3), sigma=0.3)
+    assert np.array_equal(algo.scores(params, wide, queries, seeds), algo.scores(params, data, queries, seeds))
+    assert np.array_equal(algo.shown_lists(params, wide, queries, seeds), algo.shown_lists(params, data, queries, seeds))

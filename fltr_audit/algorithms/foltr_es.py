@@ -45,6 +45,7 @@ from fltr_audit.interfaces import ClientOutput
 from fltr_audit.kernels.foltr_es import linear_scores, linear_top_k, perturbation_uniforms
 from fltr_audit.clicks import redraw_cascade, shown_labels
 from fltr_audit.messages import GroundTruth, Interactions, Messages, ServerView
+from fltr_audit.rankers import float32_rows
 from fltr_audit.threads import row_parts, thread_map
 
 CHUNK_ROWS = 1024  # MLP: interactions ranked together (their scores, 1024 x the longest list, stay in cache)
@@ -185,8 +186,9 @@ class _RankPlan:
 
 
 def _rows_of(data: Dataset) -> np.ndarray:
-    """The feature matrix as a plain ndarray (a memory map is passed to the kernels as a view)."""
-    return np.asarray(data.features)
+    """The feature matrix for the kernels: float32, C-contiguous, a plain ndarray (a memory map
+    as a view; features of another dtype or layout as a float32 copy, ``rankers.float32_rows``)."""
+    return np.asarray(float32_rows(data.features))
 
 
 def _as_float64(params: np.ndarray) -> np.ndarray:
