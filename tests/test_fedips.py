@@ -161,6 +161,39 @@ def test_local_update_is_the_ips_weighted_sgd_pass(propensity):
     assert (out.messages.n_interactions == 2).all()
 
 
+def test_a_nonlinear_rankers_pass_is_its_click_steps_client_by_client(monkeypatch):
+    """A ranker other than the linear one (an MLP: ``score`` and ``vjp``, no kernel) takes the
+    numpy pass, in parts of 2 clients on 3 threads: each client's update equals its click steps
+    run alone (Eq. 4 and 7 with the hinge's gradient through ``vjp``). Catches: a step with
+    another step's size, a part reading another part's log, the update not relative to params."""
+    from fltr_audit import threads
+    from fltr_audit.algorithms import fedips
+    from fltr_audit.rankers import MLPRanker
+
+    monkeypatch.setattr(fedips, "PASS_CLIENTS", 2)
+    monkeypatch.setattr(threads, "THREADS", 3)
+    monkeypatch.setattr(threads, "PARALLEL_ROWS", 0)
+    data = toy_data(n_queries=6, n_features=4)
+    ranker = MLPRanker(4, hidden=3)
+    alg = FedIPS(ranker, PositionBasedModel(gamma=1.0), LoggingPolicy(np.linspace(1.0, -0.5, 4), k=5),
+                 lr_local=0.3, clicks_per_client=4, max_sessions=2, propensity="none", user_seed=1)
+    rng = np.random.default_rng(5)
+    params, queries = ranker.init_params(rng), rng.integers(0, 6, (7, 2))
+    out = alg.client_step(params, data, queries, np.arange(7), np.random.default_rng(9), np.random.default_rng(0))
+    log = alg.simulate(data, queries, np.arange(7), np.random.default_rng(9))
+    assert (log.n_clicks < 4).any() and (log.n_clicks > 0).any()
+    table = alg.policy.table_features(data)
+    for c in range(7):
+        w = params.copy()
+        for b, i in zip(log.click_slot[c], log.click_pos[c]):
+            if b < 0:
+                break
+            x, valid = table[queries[c, b]][None], (log.shown[c, b] >= 0)[None]
+            _, coef = hinge_coefficients(ranker.score(w[None], x), valid, np.array([i]))
+            w = w - 0.3 * ranker.vjp(w[None], x, coef)[0]
+        np.testing.assert_allclose(out.messages.vector[c], w - params, rtol=1e-12, atol=1e-12)
+
+
 def test_server_update_is_global_plus_eta_times_mean_of_intercepted_updates():
     data = toy_data(n_queries=12, n_features=4, sizes=[6] * 12)
     alg = make_alg(data, lr_local=0.1, lr_global=0.7)
@@ -237,8 +270,8 @@ def test_cli_writes_run_and_rejects_bad_input(tmp_path, capsys):
 
 
 def test_client_step_in_parts_on_threads_equals_one_pass(monkeypatch):
-    """The cohort's SGD passes cut into parts of 2 clients on 3 threads give the one-part result
-    bit for bit (catches a part reading or writing another part's rows)."""
+    """The cohort's SGD passes cut into parts on 3 threads give the one-part result bit for bit
+    (catches a part reading or writing another part's rows)."""
     from fltr_audit import threads
     from fltr_audit.algorithms import fedips
 
