@@ -4,14 +4,14 @@ One click's step (FedIPS Eq. 4 and 7) on a model ``w`` (float64) and the shown l
 (K, F) float32 with the click at ``pos`` and ``step = eta_l / p_u(i)``:
 
     s = x float32(w)                        (float32, one BLAS sgemv)
-    c_k = 1 on each valid k with 1 - (s_pos - s_k) > 0, c_pos -= sum_k c_k   (float64)
-    g = float32(c) x                        (float32, one BLAS sgemv)
+    c_k = 1 on each valid k with 1 - (s_pos - s_k) > 0, c_pos -= sum_k c_k   (``hinge_coefficients``)
+    g = sum_k c_k x_k                       (float32, in the order of k, zero c_k skipped)
     w <- w - float64(g) * step
 
--- the numpy expression of ``FedIPS.click_step`` term for term (``hinge_coefficients``), so
-a client's step has the same bits whichever kernel runs it: ``linear_passes`` (a client's
-whole pass, reading its lists from the policy's table in place) or ``linear_click_steps``
-(one step of many models, the attacks' replay). Each row depends on its own inputs only.
+The same step runs in ``linear_passes`` (a client's whole pass, reading its lists from the
+policy's table in place) and ``linear_click_steps`` (one step of many models, the attacks'
+replay), so a replay has the bits of the client's own pass. Each row depends on its own inputs
+only. (Until this version g was a BLAS ``sgemv`` too: within K 2^-24 sum_k |c_k x_k| of this.)
 """
 
 from __future__ import annotations
@@ -21,21 +21,28 @@ import numpy as np
 
 
 @numba.njit(nogil=True, cache=True)
-def _step(w, x, valid, pos, step, w32, scores, coef32, grad, out):
-    """out = w after one click step (module docstring); w32, scores, coef32, grad are scratch."""
-    for f in range(w.shape[0]):
-        w32[f] = np.float32(w[f])
+def _step(w, w32, x, valid, pos, step, scores, coef32, grad, out):
+    """out = w after one click step (module docstring), w32 = float32(out) for the next one;
+    ``w32`` holds float32(w) on entry; ``scores``, ``coef32`` and ``grad`` are scratch."""
     np.dot(x, w32, scores)
     s_d = np.float64(scores[pos])
-    total = 0.0
+    active = 0.0
     for k in range(x.shape[0]):
-        active = valid[k] and 1.0 - (s_d - np.float64(scores[k])) > 0.0
-        coef32[k] = 1.0 if active else 0.0
-        total += 1.0 if active else 0.0
-    coef32[pos] = np.float32(np.float64(coef32[pos]) - total)
-    np.dot(coef32, x, grad)
+        on = valid[k] and 1.0 - (s_d - np.float64(scores[k])) > 0.0
+        coef32[k] = 1.0 if on else 0.0
+        active += 1.0 if on else 0.0
+    coef32[pos] = np.float32(np.float64(coef32[pos]) - active)
+    for f in range(w.shape[0]):
+        grad[f] = np.float32(0.0)
+    for k in range(x.shape[0]):          # sum_k c_k x_k in the order of k, zero coefficients skipped
+        c = coef32[k]
+        if c != 0.0:
+            xk = x[k]
+            for f in range(w.shape[0]):
+                grad[f] += c * xk[f]
     for f in range(w.shape[0]):
         out[f] = w[f] - np.float64(grad[f]) * step
+        w32[f] = np.float32(out[f])
 
 
 @numba.njit(nogil=True, cache=True)
@@ -47,7 +54,9 @@ def linear_click_steps(w, x, valid, pos, step, out):
     coef32 = np.empty(K, dtype=np.float32)
     grad = np.empty(P, dtype=np.float32)
     for n in range(w.shape[0]):
-        _step(w[n], x[n], valid[n], pos[n], step[n], w32, scores, coef32, grad, out[n])
+        for f in range(P):
+            w32[f] = np.float32(w[n, f])
+        _step(w[n], w32, x[n], valid[n], pos[n], step[n], scores, coef32, grad, out[n])
 
 
 @numba.njit(nogil=True, cache=True)
@@ -63,9 +72,11 @@ def linear_passes(params, lists, list_of, valid, pos, step, n_steps, out):
     w = np.empty(P)
     spare = np.empty(P)
     for c in range(out.shape[0]):
-        w[:] = params
+        for f in range(P):
+            w[f] = params[f]
+            w32[f] = np.float32(params[f])
         for j in range(n_steps[c]):
-            _step(w, lists[list_of[c, j]], valid[c, j], pos[c, j], step[c, j], w32, scores, coef32, grad, spare)
+            _step(w, w32, lists[list_of[c, j]], valid[c, j], pos[c, j], step[c, j], scores, coef32, grad, spare)
             w, spare = spare, w
         for f in range(P):
             out[c, f] = w[f] - params[f]
