@@ -357,3 +357,22 @@ def test_float64_features_are_ranked_as_their_float32_copy():
     algo = FOLtRES(LinearRanker(data.n_features), cascade_model("perfect", 3), sigma=0.3)
     assert np.array_equal(algo.scores(params, wide, queries, seeds), algo.scores(params, data, queries, seeds))
     assert np.array_equal(algo.shown_lists(params, wide, queries, seeds), algo.shown_lists(params, data, queries, seeds))
+
+
+def test_a_degenerate_model_with_nan_scores_is_ranked_as_plackett_luce_topk_ranks_them():
+    """A model with +inf and -inf weights (NaN scores) does not crash a round: its lists are
+    ``plackett_luce.topk`` of its scores (NaN first, as argmax), the other interactions keep
+    theirs. Catches: NaN scores ranked by the kernel (comparisons all false: the first rows)."""
+    from fltr_audit import plackett_luce
+
+    data, queries, seeds, params = _cohort_case(25)
+    algo = FOLtRES(LinearRanker(data.n_features), cascade_model("perfect", 3), sigma=0.3)
+    bad = params.copy()
+    bad[0], bad[1] = np.inf, -np.inf
+    shown = algo.shown_lists(bad, data, queries, seeds)
+    scores = algo.scores(bad, data, queries, seeds)
+    assert np.isnan(scores).any()
+    valid = np.isfinite(scores) | np.isnan(scores)
+    ptr = data.query_ptr[queries][..., None]
+    expect = plackett_luce.topk(scores, valid, 10)
+    assert np.array_equal(shown, np.where(expect >= 0, ptr + expect, -1))

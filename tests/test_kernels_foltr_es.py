@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from fltr_audit.kernels.foltr_es import linear_scores, linear_top_k, perturbation_uniforms
+from fltr_audit.kernels.foltr_es import linear_scores, linear_shown, perturbation_uniforms
 
 
 def _reference_scores(X, lo, hi, theta):
@@ -15,70 +15,84 @@ def _reference_scores(X, lo, hi, theta):
     return s.astype(np.float64)
 
 
-def _case(seed, n=40, F=13):
+def _case(seed, n=10, B=4, F=13):
+    """n clients x B queries over 12 queries (one empty, one of 2 rows) of up to 29 rows."""
     rng = np.random.default_rng(seed)
     counts = rng.integers(0, 30, 12)
     counts[:2] = (0, 2)                           # an empty list and a short one
     ptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
     X = rng.normal(size=(ptr[-1], F)).astype(np.float32)
-    q = rng.integers(0, 12, n)
-    q[:2] = (0, 1)
-    V = rng.normal(size=(9, F))
-    client, coef = rng.integers(0, 9, n), rng.choice([-0.3, 0.3], n)
-    return X, ptr[q], ptr[q + 1], rng.normal(size=F), V, client, coef
+    queries = rng.integers(0, 12, n * B)
+    queries[:2] = (0, 1)
+    side = np.array([0.3, 0.3, -0.3, -0.3])[:B]
+    return X, ptr, queries, B, side, rng.normal(size=F), rng.normal(size=(n, F))
 
 
-def _thetas(params, V, client, coef):
-    return coef[:, None] * V[client] + params
+def _thetas(queries, B, side, params, V):
+    i = np.arange(len(queries))
+    return side[i % B][:, None] * V[i // B] + params
 
 
 def test_linear_scores_are_the_sequential_float32_sums_of_each_interactions_model():
     """Bit for bit the reference's in-order float32 sums of x_f float32(coef V_c + params);
-    an interaction whose model is huge (1e36: float32 overflow) alone in float64.
+    an interaction whose model is huge (1e36: float32 overflow) alone in float64; only the
+    interactions asked for, in the order asked.
     Catches: another interaction's model or rows, a pairwise or reordered sum, the float64
     fallback applied to the whole call (the others' bits would change) or not at all (inf)."""
-    X, lo, hi, params, V, client, coef = _case(1)
+    X, ptr, queries, B, side, params, V = _case(1)
     V[4] *= 1e36
-    out = np.full((len(lo), int((hi - lo).max())), 7.0)
-    linear_scores(X, lo, hi, params, V, client, coef, out)
-    thetas = _thetas(params, V, client, coef)
-    assert (client == 4).any() and (client != 4).any()
-    for i in range(len(lo)):
-        D = hi[i] - lo[i]
-        assert np.array_equal(out[i, :D], _reference_scores(X, lo[i], hi[i], thetas[i]))
-        assert (out[i, D:] == 7.0).all()
-        assert np.isfinite(out[i, :D]).all()
+    which = np.random.default_rng(0).permutation(len(queries))[:30]
+    D = ptr[queries + 1] - ptr[queries]
+    out = np.full((len(which), int(D.max())), 7.0)
+    linear_scores(X, ptr, queries, B, side, params, V, which, out)
+    thetas = _thetas(queries, B, side, params, V)
+    assert (which // B == 4).any() and (which // B != 4).any()
+    for t, i in enumerate(which):
+        lo, hi = ptr[queries[i]], ptr[queries[i] + 1]
+        assert np.array_equal(out[t, :hi - lo], _reference_scores(X, lo, hi, thetas[i]))
+        assert (out[t, hi - lo:] == 7.0).all()
+        assert np.isfinite(out[t, :hi - lo]).all()
 
 
-def test_linear_top_k_is_by_score_then_position():
-    """The top k of each interaction's scores against a brute force sort by (-score, position):
-    repeated rows (ties), negative scores, lists shorter than k and empty lists.
+def test_linear_shown_is_by_score_then_position():
+    """The rows of each interaction's top k against a brute force sort by (-score, position):
+    repeated rows (ties), negative scores, lists shorter than k and empty lists; only the
+    interactions asked for are written.
     Catches: ties broken against the position, a worse score kept over a better one at the
-    k-th place, padding or stale positions past a short list."""
-    X, lo, hi, params, V, client, coef = _case(2)
+    k-th place, positions not offset to rows, padding or stale entries past a short list."""
+    X, ptr, queries, B, side, params, V = _case(2)
     X[1::3] = X[0::3][:len(X[1::3])]            # neighbouring rows with the same features
+    thetas = _thetas(queries, B, side, params, V)
+    which = np.flatnonzero(np.arange(len(queries)) % 5 != 3)[::-1].copy()
     for k in (1, 4, 10):
-        pos = np.full((len(lo), k), 99, dtype=np.int64)
-        has_nan = linear_top_k(X, lo, hi, params, V, client, coef, pos)
+        shown = np.full((len(queries), k), 99, dtype=np.int64)
+        has_nan = np.zeros(len(queries), dtype=bool)
+        linear_shown(X, ptr, queries, B, side, params, V, which, shown, has_nan)
         assert not has_nan.any()
-        thetas = _thetas(params, V, client, coef)
-        for i in range(len(lo)):
-            s = _reference_scores(X, lo[i], hi[i], thetas[i])
-            expect = sorted(range(len(s)), key=lambda d: (-s[d], d))[:k]
-            assert pos[i].tolist() == expect + [-1] * (k - len(expect))
-    assert any(hi - lo == 0) and any((hi - lo > 0) & (hi - lo < 4))
+        for i in range(len(queries)):
+            if i not in which:
+                assert (shown[i] == 99).all()
+                continue
+            lo, hi = ptr[queries[i]], ptr[queries[i] + 1]
+            s = _reference_scores(X, lo, hi, thetas[i])
+            expect = [lo + d for d in sorted(range(len(s)), key=lambda d: (-s[d], d))[:k]]
+            assert shown[i].tolist() == expect + [-1] * (k - len(expect))
+    D = ptr[queries + 1] - ptr[queries]
+    assert any(D == 0) and any((D > 0) & (D < 4))
 
 
-def test_linear_top_k_flags_an_interaction_with_a_nan_score():
-    """A NaN score (inf - inf of a degenerate model) is flagged for that interaction only.
-    Catches: NaN silently ranked (compares false), the flag set on the wrong interaction."""
-    X, lo, hi, params, V, client, coef = _case(3)
-    hit = int(np.flatnonzero(hi - lo > 0)[0])
-    V[client[hit], 0], V[client[hit], 1] = np.inf, -np.inf
-    X[lo[hit]:hi[hit], :2] = 1.0
-    pos = np.empty((len(lo), 3), dtype=np.int64)
-    has_nan = linear_top_k(X, lo, hi, params, V, client, coef, pos)
-    assert has_nan.tolist() == ((client == client[hit]) & (hi > lo)).tolist()
+def test_linear_shown_flags_an_interaction_with_a_nan_score():
+    """A NaN score (inf - inf of a degenerate model) is flagged for that client's interactions
+    only. Catches: NaN silently ranked (compares false), the flag set on the wrong interaction."""
+    X, ptr, queries, B, side, params, V = _case(3)
+    V[2, 0], V[2, 1] = np.inf, -np.inf
+    X[:, :2] = 1.0
+    shown = np.empty((len(queries), 3), dtype=np.int64)
+    has_nan = np.zeros(len(queries), dtype=bool)
+    linear_shown(X, ptr, queries, B, side, params, V, np.arange(len(queries)), shown, has_nan)
+    D = ptr[queries + 1] - ptr[queries]
+    assert has_nan.tolist() == ((np.arange(len(queries)) // B == 2) & (D > 0)).tolist()
+    assert has_nan.any()
 
 
 def _reference_uniforms(seeds, P):

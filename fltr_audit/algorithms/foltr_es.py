@@ -42,7 +42,7 @@ from fltr_audit.constraints import POSITIVE, POSITIVE_INT, check
 from fltr_audit.data.dataset import Dataset
 from fltr_audit.errors import FltrError
 from fltr_audit.interfaces import ClientOutput
-from fltr_audit.kernels.foltr_es import linear_scores, linear_top_k, perturbation_uniforms
+from fltr_audit.kernels.foltr_es import linear_scores, linear_shown, perturbation_uniforms
 from fltr_audit.clicks import redraw_cascade, shown_labels
 from fltr_audit.messages import GroundTruth, Interactions, Messages, ServerView
 from fltr_audit.rankers import float32_rows
@@ -274,7 +274,7 @@ class FOLtRES:
 
         Interaction (c, b) ranks query ``queries[c, b]`` deterministically (ties by position)
         by ``theta = params + signs[b] * sigma * v_c``, scored as ``scores`` says. Linear: the
-        kernel ``kernels.foltr_es.linear_top_k`` over the interactions sorted by query (a
+        kernel ``kernels.foltr_es.linear_shown`` over the interactions sorted by query (a
         query's rows stay in cache), in parts on the thread pool. MLP: in chunks of about
         ``CHUNK_ROWS`` interactions (sorted by list length, then query, so that a chunk's
         scores, padded to its longest list, stay small), the chunks in parts on the pool.
@@ -313,10 +313,10 @@ class FOLtRES:
         n, B = queries.shape
         V = self.cohort_perturbations(seeds)
         if self.ranker.name == "linear":
-            q = queries.ravel()
-            out = np.full((len(q), int(data.docs_per_query[q].max(initial=0))), -np.inf)
-            linear_scores(_rows_of(data), data.query_ptr[q], data.query_ptr[q + 1], _as_float64(params), V,
-                          np.arange(len(q)) // B, np.tile(self.signs(B) * self.sigma, n), out)
+            flat = np.ascontiguousarray(queries.ravel())
+            out = np.full((len(flat), int(data.docs_per_query[flat].max(initial=0))), -np.inf)
+            linear_scores(_rows_of(data), data.query_ptr, flat, B, self.signs(B) * self.sigma, _as_float64(params), V,
+                          np.arange(len(flat)), out)
             return out.reshape(n, B, -1)
         plan = _RankPlan.of(queries.ravel(), data)
         width = int(data.docs_per_query[plan.queries].max(initial=0))
@@ -331,31 +331,29 @@ class FOLtRES:
         return result.reshape(n, B, width)
 
     def _linear_shown(self, params: np.ndarray, V: np.ndarray, data: Dataset, queries: np.ndarray) -> np.ndarray:
-        """``shown_lists`` of the linear ranker: ``linear_top_k`` on the interactions sorted by
-        query, in parts on the thread pool; an interaction with a NaN score (a degenerate model)
-        is ranked again by ``plackett_luce.topk`` on its ``linear_scores`` (NaN first, as argmax)."""
+        """``shown_lists`` of the linear ranker: ``linear_shown`` on the interactions in the order
+        of their queries (a query's rows stay in cache), in parts on the thread pool; an
+        interaction with a NaN score (a degenerate model) is ranked again by
+        ``plackett_luce.topk`` on its ``linear_scores`` (NaN first, as argmax)."""
         n, B = queries.shape
-        order = np.argsort(queries.ravel(), kind="stable")
-        q = queries.ravel()[order]
-        row_lo, row_hi = data.query_ptr[q], data.query_ptr[q + 1]
-        client, coef = order // B, (self.signs(B) * self.sigma)[order % B]
-        X, theta0 = _rows_of(data), _as_float64(params)
-        pos = np.empty((len(q), self.k), dtype=np.int64)
-        has_nan = np.zeros(len(q), dtype=bool)
+        flat = np.ascontiguousarray(queries.ravel())
+        order = np.argsort(flat, kind="stable")
+        X, theta0, side = _rows_of(data), _as_float64(params), self.signs(B) * self.sigma
+        shown = np.empty((len(flat), self.k), dtype=np.int64)
+        has_nan = np.zeros(len(flat), dtype=bool)
 
         def rank_part(p: slice) -> None:
-            has_nan[p] = linear_top_k(X, row_lo[p], row_hi[p], theta0, V, client[p], coef[p], pos[p])
+            linear_shown(X, data.query_ptr, flat, B, side, theta0, V, order[p], shown, has_nan)
 
-        thread_map(rank_part, row_parts(len(q)), rows=int((row_hi - row_lo).sum()))
+        thread_map(rank_part, row_parts(len(flat)), rows=int(data.docs_per_query[flat].sum()))
         if has_nan.any():
             bad = np.flatnonzero(has_nan)
-            docs = row_hi[bad] - row_lo[bad]
+            docs = data.docs_per_query[flat[bad]]
             scores = np.full((len(bad), int(docs.max())), -np.inf)
-            linear_scores(X, row_lo[bad], row_hi[bad], theta0, V, client[bad], coef[bad], scores)
-            pos[bad] = plackett_luce.topk(scores, np.arange(scores.shape[1])[None, :] < docs[:, None], self.k)
-        rows = np.empty_like(pos)
-        rows[order] = np.where(pos >= 0, row_lo[:, None] + pos, -1)
-        return rows.reshape(n, B, self.k)
+            linear_scores(X, data.query_ptr, flat, B, side, theta0, V, bad, scores)
+            pos = plackett_luce.topk(scores, np.arange(scores.shape[1])[None, :] < docs[:, None], self.k)
+            shown[bad] = np.where(pos >= 0, data.query_ptr[flat[bad]][:, None] + pos, -1)
+        return shown.reshape(n, B, self.k)
 
     def cohort_perturbations(self, seeds: np.ndarray) -> np.ndarray:
         """``perturbations(seeds, P)``, kept for the next call with the same seeds (read-only):

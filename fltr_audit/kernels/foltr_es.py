@@ -1,8 +1,8 @@
 """FOLtR-ES's ranking kernels: each interaction's perturbed linear model scores its query's rows
 and keeps its top k (``algorithms.foltr_es.FOLtRES.shown_lists`` and ``.scores``).
 
-Interaction i ranks the rows ``X[row_lo[i]:row_hi[i]]`` by the model
-``theta_i = coef[i] * V[client[i]] + params`` (float64: ``coef`` is the interaction's
+Interaction i = c B + b (client c's b-th of B queries) ranks the rows of its query by the
+model ``theta_i = side_coef[b] * V[c] + params`` (float64: ``side_coef[b]`` is the side's
 ``sign * sigma``). A row's score is ``sum_f x_f float32(theta_f)``, the float32 products summed
 in float32 in the order f = 0, ..., F - 1 -- within ``(F + 2) 2^-24 sum_f |x_f theta_f|`` of
 the exact score (Higham, Eq. 3.5, plus the rounding of theta). An interaction with a float32
@@ -151,49 +151,61 @@ def _top_k_of(scores, D, best, pos):
 
 
 @numba.njit(nogil=True, cache=True)
-def _longest(row_lo, row_hi):
+def _longest(query_ptr, queries, which):
+    """The longest list among the interactions ``which``."""
     longest = 0
-    for i in range(row_lo.shape[0]):
-        longest = max(longest, row_hi[i] - row_lo[i])
+    for t in range(which.shape[0]):
+        q = queries[which[t]]
+        longest = max(longest, query_ptr[q + 1] - query_ptr[q])
     return longest
 
 
 @numba.njit(nogil=True, cache=True)
-def linear_scores(X, row_lo, row_hi, params, V, client, coef, out):
-    """out[i, :D_i] = the scores of interaction i's D_i rows (the rest of the row untouched)."""
+def linear_scores(X, query_ptr, queries, B, side_coef, params, V, which, out):
+    """out[t, :D] = the scores of interaction i = which[t] (the rest of the row untouched).
+
+    Interaction i = c B + b of a cohort's clients c and their B queries each ranks query
+    ``queries[i]`` (rows ``query_ptr[q]`` to ``query_ptr[q + 1]``) by the model
+    ``side_coef[b] * V[c] + params`` (``side_coef``: sign times sigma of each of the B sides).
+    """
     theta = np.empty(params.shape[0])
     theta32 = np.empty(params.shape[0], dtype=np.float32)
-    longest = _longest(row_lo, row_hi)
+    longest = _longest(query_ptr, queries, which)
     out32 = np.empty(longest, dtype=np.float32)
     out64 = np.empty(longest)
-    for i in range(row_lo.shape[0]):
-        _model(params, V, client[i], coef[i], theta)
-        in_range = _interaction_scores(X, row_lo[i], row_hi[i], theta, theta32, out32, out64)
-        for d in range(row_hi[i] - row_lo[i]):
-            out[i, d] = out32[d] if in_range else out64[d]
+    for t in range(which.shape[0]):
+        i = which[t]
+        lo, hi = query_ptr[queries[i]], query_ptr[queries[i] + 1]
+        _model(params, V, i // B, side_coef[i % B], theta)
+        in_range = _interaction_scores(X, lo, hi, theta, theta32, out32, out64)
+        for d in range(hi - lo):
+            out[t, d] = out32[d] if in_range else out64[d]
 
 
 @numba.njit(nogil=True, cache=True)
-def linear_top_k(X, row_lo, row_hi, params, V, client, coef, pos):
-    """pos[i] = the positions (from row_lo[i]) of interaction i's k = pos.shape[1] highest
-    scores (``linear_scores``), highest first, ties by position (lower first), -1 past the end
-    of a short list. Returns whether each interaction had a NaN score (its ``pos`` is then
-    meaningless: the caller ranks it again).
+def linear_shown(X, query_ptr, queries, B, side_coef, params, V, which, shown, has_nan):
+    """shown[i] = the rows of the k = shown.shape[1] highest scores (``linear_scores``) of each
+    interaction i in ``which``, highest first, ties by position (lower first), -1 past the end
+    of a short list; has_nan[i] = whether a score was NaN (``shown[i]`` is then meaningless:
+    the caller ranks it again). Writes only the rows ``which`` of the outputs.
     """
-    k = pos.shape[1]
+    k = shown.shape[1]
     theta = np.empty(params.shape[0])
     theta32 = np.empty(params.shape[0], dtype=np.float32)
-    longest = _longest(row_lo, row_hi)
+    longest = _longest(query_ptr, queries, which)
     out32 = np.empty(longest, dtype=np.float32)
     out64 = np.empty(longest)
     best32 = np.empty(k, dtype=np.float32)
     best64 = np.empty(k)
-    has_nan = np.zeros(row_lo.shape[0], dtype=np.bool_)
-    for i in range(row_lo.shape[0]):
-        _model(params, V, client[i], coef[i], theta)
-        D = row_hi[i] - row_lo[i]
-        if _interaction_scores(X, row_lo[i], row_hi[i], theta, theta32, out32, out64):
-            _top_k_of(out32, D, best32, pos[i])
+    for t in range(which.shape[0]):
+        i = which[t]
+        lo, hi = query_ptr[queries[i]], query_ptr[queries[i] + 1]
+        _model(params, V, i // B, side_coef[i % B], theta)
+        pos = shown[i]
+        if _interaction_scores(X, lo, hi, theta, theta32, out32, out64):
+            has_nan[i] = _top_k_of(out32, hi - lo, best32, pos)
         else:
-            has_nan[i] = _top_k_of(out64, D, best64, pos[i])
-    return has_nan
+            has_nan[i] = _top_k_of(out64, hi - lo, best64, pos)
+        for j in range(k):
+            if pos[j] >= 0:
+                pos[j] += lo
