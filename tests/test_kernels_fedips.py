@@ -65,7 +65,7 @@ def test_a_pass_is_its_click_steps_in_order_with_the_same_bits():
     w = np.tile(params, (n, 1))
     for j in range(m):
         new = np.empty_like(w)
-        linear_click_steps(w, table[lists_of[:, j]], valid[:, j], pos[:, j], step[:, j], new)
+        linear_click_steps(w, table[lists_of[:, j]], *(np.ascontiguousarray(a[:, j]) for a in (valid, pos, step)), new)
         w = np.where((j < n_steps)[:, None], new, w)
     assert np.array_equal(out, w - params)
     assert (out[n_steps == 0] == 0).all() and (out[n_steps > 0] != 0).any(axis=1).all()

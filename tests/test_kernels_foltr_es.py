@@ -28,6 +28,13 @@ def _case(seed, n=10, B=4, F=13):
     return X, ptr, queries, B, side, rng.normal(size=F), rng.normal(size=(n, F))
 
 
+def _read_only(V):
+    """V as the algorithm passes it (``cohort_perturbations`` is read-only): the same compiled
+    variant of the kernels as training, so the tests compile nothing extra."""
+    V.flags.writeable = False
+    return V
+
+
 def _thetas(queries, B, side, params, V):
     i = np.arange(len(queries))
     return side[i % B][:, None] * V[i // B] + params
@@ -44,7 +51,7 @@ def test_linear_scores_are_the_sequential_float32_sums_of_each_interactions_mode
     which = np.random.default_rng(0).permutation(len(queries))[:30]
     D = ptr[queries + 1] - ptr[queries]
     out = np.full((len(which), int(D.max())), 7.0)
-    linear_scores(X, ptr, queries, B, side, params, V, which, out)
+    linear_scores(X, ptr, queries, B, side, params, _read_only(V), which, out)
     thetas = _thetas(queries, B, side, params, V)
     assert (which // B == 4).any() and (which // B != 4).any()
     for t, i in enumerate(which):
@@ -67,7 +74,7 @@ def test_linear_shown_is_by_score_then_position():
     for k in (1, 4, 10):
         shown = np.full((len(queries), k), 99, dtype=np.int64)
         has_nan = np.zeros(len(queries), dtype=bool)
-        linear_shown(X, ptr, queries, B, side, params, V, which, shown, has_nan)
+        linear_shown(X, ptr, queries, B, side, params, _read_only(V), which, shown, has_nan)
         assert not has_nan.any()
         for i in range(len(queries)):
             if i not in which:
@@ -89,7 +96,7 @@ def test_linear_shown_flags_an_interaction_with_a_nan_score():
     X[:, :2] = 1.0
     shown = np.empty((len(queries), 3), dtype=np.int64)
     has_nan = np.zeros(len(queries), dtype=bool)
-    linear_shown(X, ptr, queries, B, side, params, V, np.arange(len(queries)), shown, has_nan)
+    linear_shown(X, ptr, queries, B, side, params, _read_only(V), np.arange(len(queries)), shown, has_nan)
     D = ptr[queries + 1] - ptr[queries]
     assert has_nan.tolist() == ((np.arange(len(queries)) // B == 2) & (D > 0)).tolist()
     assert has_nan.any()

@@ -61,6 +61,12 @@ PROPENSITIES = ("true", "estimated", "none")
 PASS_CLIENTS = 256  # non-linear rankers: clients whose SGD passes run together (fewer numpy calls per click step)
 
 
+def _kernel_array(a: Any, dtype: Any) -> np.ndarray:
+    """``a`` as a C-contiguous writable array of ``dtype`` (a copy only when it is not): the
+    one compiled variant of a kernel that every caller shares."""
+    return np.require(a, dtype, ["C", "W"])
+
+
 def hinge_coefficients(scores: np.ndarray, valid: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The surrogate h of Eq. 4 for the document at ``pos`` and its gradient in the scores.
 
@@ -312,9 +318,8 @@ class FedIPS:
         Linear: the compiled ``kernels.fedips.linear_click_steps`` (the same step as the pass's)."""
         if isinstance(self.ranker, LinearRanker):
             out = np.empty(np.shape(w)) if out is None else out
-            linear_click_steps(np.ascontiguousarray(w, dtype=np.float64), np.ascontiguousarray(x, dtype=np.float32),
-                               np.ascontiguousarray(valid, dtype=bool), np.asarray(pos, dtype=np.int64),
-                               np.asarray(step, dtype=np.float64), out)
+            linear_click_steps(_kernel_array(w, np.float64), _kernel_array(x, np.float32), _kernel_array(valid, bool),
+                               _kernel_array(pos, np.int64), _kernel_array(step, np.float64), out)
             return out
         _, coef = hinge_coefficients(self.ranker.score(w, x), valid, pos)
         delta = np.multiply(self.ranker.vjp(w, x, coef), step[:, None], out=out)

@@ -107,7 +107,7 @@ def simulate_log(
     n, b, k = click_prob.shape
     rounds = -(-max_sessions // b)
     uniforms = rng.random((n, rounds, b, k))  # session s = r * B + slot
-    click_prob = np.ascontiguousarray(click_prob, dtype=np.float64)
+    click_prob = np.require(click_prob, np.float64, ["C", "W"])  # the kernel's one compiled variant
     click_slot, click_pos = np.empty((n, m), dtype=np.int64), np.empty((n, m), dtype=np.int64)
     n_clicks, sessions = np.empty(n, dtype=np.int64), np.empty((n, b), dtype=np.int64)
     session_clicks = np.zeros((n, b, k), dtype=np.int64)
