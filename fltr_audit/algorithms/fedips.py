@@ -26,10 +26,11 @@ where D_q is the shown list (the client's log holds only what it was shown; this
 the update a linear combination of the shown documents' features, which the attacks rely
 on). Reading Eq. 3 over the query's whole candidate set instead would need every candidate's
 features on the device and 5-20x the work per step (in one trial on synthetic yahoo it did
-not change the FedIPS-over-FedAvg ordering). Linear scores and gradients are multiplied in
-float32 (the features' precision, one BLAS ``sgemv`` each); the local and global weights
-accumulate in float64. A client's whole pass is one compiled loop (``kernels.fedips``) that
-reads its lists from the policy's table in place; the attacks replay the same step.
+not change the FedIPS-over-FedAvg ordering). Linear scores and gradients are computed in
+float32 (the features' precision: a BLAS ``sgemv`` for the scores, a sum over the list for the
+gradient); the local and global weights accumulate in float64. A client's whole pass is one
+compiled loop (``kernels.fedips``) that reads its lists from the policy's table in place; the
+attacks replay the same step.
 
 The message is Delta = w_local - w_t (``vector_kind="update"``); the server takes
 w_{t+1} = w_t + eta_g * mean(Delta) (line 11). With ``propensity="none"`` every p_u(i) = 1:

@@ -305,9 +305,8 @@ class FOLtRES:
         Linear: ``kernels.foltr_es.linear_scores`` -- the float32 features times
         ``float32(theta)`` summed in float32 in the order of the features (float64 for an
         interaction with a float32 score beyond ``FLOAT32_MAX_SCORE`` or not finite); MLP:
-        float64, one product per model.
-        An interaction's scores thus depend on its model and its query's rows only -- never on
-        the rest of the cohort, the chunking or the threads.
+        float64, one product per model. An interaction's scores thus depend on its model and its
+        query's rows only -- never on the rest of the cohort, the chunking or the threads.
         """
         queries = np.asarray(queries, dtype=np.int64)
         n, B = queries.shape
@@ -388,9 +387,7 @@ class FOLtRES:
         return scores, docs
 
     def _model_scores(self, thetas: np.ndarray, X: np.ndarray) -> np.ndarray:
-        """float64 scores (m, D) of one query's rows X (D, F) under m models, one product per model."""
-        if self.ranker.name == "linear":
-            return np.matmul(thetas[:, None, :], X.T)[:, 0, :]
+        """float64 scores (m, D) of one query's rows X (D, F) under m MLP models, one product per model."""
         W, b, v = self.ranker.unpack(thetas)                       # (m, H, F), (m, H), (m, H)
         Z = np.matmul(X, np.swapaxes(W, 1, 2))                     # (m, D, H): one GEMM per model
         Z += b[:, None, :]
