@@ -23,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from fltr_audit.constraints import Interval, ParameterError, check
+from fltr_audit.kernels.ranking import block_scores
 
 RANKERS = ("linear", "mlp")
 _BLOCK = 4096  # rows cast to float64 at a time when scoring one model on many rows (stays in cache)
@@ -171,14 +172,12 @@ class LinearRanker:
                      out: np.ndarray | None = None) -> np.ndarray:
         """Scores of contiguous row blocks, block i = ``X[starts[i]:starts[i] + counts[i]]`` under ``params[i]``.
 
-        Block i's scores are one float32 BLAS matrix-vector product (sgemv) of its rows and
-        ``float32(params[i])``, the fast path of FPDGD's ranking (``bench fpdgd``); rows that are
-        not float32, aligned and C-contiguous are first copied into an aligned float32 buffer, so
-        a block's scores depend on its rows and model only -- not on the other blocks, the
-        address of ``X`` or (tests/test_rankers.py) the BLAS threads. sgemv rounds a row by its
-        place in the block, so these may differ from ``score_float32``'s in the last float32 bit;
-        both agree with ``score`` to about 1e-6 relative. Not-finite or huge float32 scores are
-        computed again in float64 (as in ``score_float32``).
+        The fast path of FPDGD's ranking (``bench fpdgd``) and of the Bayes attack's replay: a
+        compiled loop (``kernels.ranking.block_scores``) takes each row's float32 dot product with
+        ``float32(params[i])``, summed in float32. A row's score depends on the row and its model
+        only -- not on its place in the block, the other blocks, the threads or the address of
+        ``X``; it agrees with ``score`` to about 1e-6 relative (``docs/commands/bench.md``,
+        "Numerics"). Not-finite or huge float32 scores are computed again in float64.
 
         Returns
         -------
@@ -186,31 +185,17 @@ class LinearRanker:
         shape (n, width >= max(counts)), ``out`` with block i's scores in ``out[i, :counts[i]]``.
         """
         params = np.asarray(params, dtype=np.float64)
-        starts, counts = _check_blocks(params, X, starts, counts, self.n_params, self.n_features, out)
-        direct = blas_ready(X)
-        buf = None if direct else np.empty((max(counts, default=0), self.n_features), dtype=np.float32)
-        # block i's float32 scores in scores[i, :counts[i]] (zero beyond: finite for the range check)
-        scores = np.zeros((len(counts), max(counts, default=0) if out is None else out.shape[1]), dtype=np.float32)
-        for w, s, m, row in zip(params.astype(np.float32), starts, counts, scores):
-            block = X[s:s + m] if direct else buf[:m]
-            if not direct:
-                np.copyto(block, X[s:s + m], casting="unsafe")
-            np.matmul(block, w, out=row[:m])
-        valid = np.arange(scores.shape[1])[None, :] < np.asarray(counts, dtype=np.int64)[:, None]
-        if out is None:
-            result, ends = scores[valid].astype(np.float64), np.cumsum([0] + counts)
-        else:
-            np.copyto(out, scores, where=valid)
-            result = out
-        if not (scores.min(initial=0.0) >= -FLOAT32_MAX_SCORE and scores.max(initial=0.0) <= FLOAT32_MAX_SCORE):
-            for i in np.flatnonzero(~(np.abs(scores) <= FLOAT32_MAX_SCORE).all(axis=1)).tolist():
-                own = _out_of_float32_range(scores[i, :counts[i]])  # the row's padding is zero
-                exact = np.einsum("ij,j->i", X[starts[i] + own].astype(np.float64), params[i])  # as ``score``
-                if out is None:
-                    result[ends[i] + own] = exact
-                else:
-                    out[i, own] = exact
-        return result
+        _check_blocks(params, X, starts, counts, self.n_params, self.n_features, out)
+        starts, counts = np.asarray(starts, dtype=np.int64), np.asarray(counts, dtype=np.int64)
+        if not blas_ready(X):  # only the blocks' rows, as one aligned float32 array
+            first = np.cumsum(counts) - counts
+            X = np.array(X[np.repeat(starts - first, counts) + np.arange(counts.sum())], dtype=np.float32)
+            starts = first
+        scores = out if out is not None else np.empty((len(counts), counts.max(initial=0)))
+        block_scores(X, starts, counts, params.astype(np.float32), params, FLOAT32_MAX_SCORE, scores)
+        if out is not None:
+            return out
+        return scores[np.arange(scores.shape[1])[None, :] < counts[:, None]]
 
     def vjp(self, params: np.ndarray, X: np.ndarray, coef: np.ndarray) -> np.ndarray:
         """``sum_docs coef * df/dparams``: (P,) or (n, P)."""

@@ -35,6 +35,7 @@ from fltr_audit.data.dataset import Dataset
 from fltr_audit.population import simulate_clicks
 from fltr_audit.threads import row_parts, thread_map
 from fltr_audit.interfaces import ClientOutput
+from fltr_audit.kernels.ranking import rank_lists
 from fltr_audit.clicks import redraw_cascade, shown_labels
 from fltr_audit.messages import GroundTruth, Interactions, Messages, ServerView
 
@@ -137,21 +138,19 @@ def cohort_pdgd_steps(ranker: Any, current: np.ndarray, weights: np.ndarray, sho
     thread_map(step, row_parts(len(clicks)), rows=rows)
 
 
-GROUPS = 8  # a cohort is ranked in groups of clients with similar candidate counts
-
-
 def cohort_rankings(ranker: Any, params: np.ndarray, data: Dataset, queries: np.ndarray, rng: np.random.Generator,
                     k: int, deterministic: bool, shown_features: np.ndarray | None = None
                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Each client ranks its query's full candidate set: PL top-k sample (or top-k by score).
 
-    Clients are processed in ``GROUPS`` groups of similar candidate counts (sorted by
-    count), so the padded (clients x candidates) blocks hold little padding. Each client's
-    query occupies contiguous rows of ``data.features``, which ``ranker.score_blocks`` hands
-    to BLAS one client at a time (gathering the cohort's rows into one padded block moves
-    far more memory than the arithmetic costs; DESIGN.md, ``fltr-audit bench fpdgd``).
+    Each client's query occupies contiguous rows of ``data.features``; ``ranker.score_blocks``
+    scores them in place (gathering the cohort's rows into one padded block moves far more
+    memory than the arithmetic costs; DESIGN.md, ``fltr-audit bench fpdgd``) and
+    ``kernels.ranking.rank_lists`` takes the Gumbel top-k and the log-denominators, one part of
+    the clients per thread. The Gumbel noise is one standard Gumbel per candidate, drawn client
+    after client (part after part, in order: the same stream for any number of threads).
     ``shown_features`` (n, k, F), if given, receives the shown documents' feature rows (row 0 of
-    the data on empty slots), gathered right after a group is scored, while they are in cache.
+    the data on empty slots), gathered right after a part is ranked, while they are in cache.
 
     Returns
     -------
@@ -161,33 +160,28 @@ def cohort_rankings(ranker: Any, params: np.ndarray, data: Dataset, queries: np.
         log-sum of the exp-scores of the candidates never shown (see ``swap_log_ratios``)
     """
     n = len(queries)
-    shown = np.full((n, k), -1, dtype=np.int64)
-    shown_scores = np.full((n, k), -np.inf)
+    positions = np.empty((n, k), dtype=np.int64)
+    shown_scores = np.empty((n, k))
     log_dens = np.empty((n, k + 1))
-    all_counts = data.docs_per_query[queries]
-    all_starts = data.query_ptr[queries]
-    groups = np.array_split(np.argsort(all_counts, kind="stable"), min(GROUPS, n))
-    widths = [int(all_counts[idx].max()) for idx in groups]
-    # the noise is drawn group by group in a fixed order as ``thread_map`` hands the groups out
-    # (lazily: a group ranks on a thread while the next group's noise is drawn)
-    noise = (None if deterministic else plackett_luce.gumbel_noise(rng, (len(idx), w)) for idx, w in zip(groups, widths))
+    counts = data.docs_per_query[queries].astype(np.int64)
+    starts = data.query_ptr[queries].astype(np.int64)
+    parts = row_parts(n)
+    # each part's noise, drawn in part order as ``thread_map`` hands the parts out (lazily: a part
+    # ranks on a thread while the next part's noise is drawn)
+    noise = (np.empty(0, dtype=np.float32) if deterministic else plackett_luce.gumbel_noise(rng, (int(counts[p].sum()),))
+             for p in parts)
 
-    def rank_group(idx: np.ndarray, width: int, gumbel: np.ndarray | None) -> None:
-        counts, starts = all_counts[idx], all_starts[idx]
-        valid = np.arange(width)[None, :] < counts[:, None]
-        scores = ranker.score_blocks(params[idx], data.features, starts, counts, out=np.full(valid.shape, -np.inf))
-        ranking = (plackett_luce.topk(scores, valid, k) if gumbel is None
-                   else plackett_luce.perturbed_topk(scores, valid, k, gumbel))
-        ok = ranking >= 0
-        at = np.where(ok, ranking, 0)
-        shown[idx] = np.where(ok, starts[:, None] + at, -1)
+    def rank_part(part: slice, gumbel: np.ndarray) -> None:
+        scores = ranker.score_blocks(params[part], data.features, starts[part], counts[part],
+                                     out=np.full((part.stop - part.start, int(counts[part].max(initial=1))), -np.inf))
+        rank_lists(scores, counts[part], gumbel, np.cumsum(counts[part]) - counts[part], not deterministic,
+                   positions[part], shown_scores[part], log_dens[part])
         if shown_features is not None:
-            shown_features[idx] = data.features[np.where(ok, starts[:, None] + at, 0)]
-        shown_scores[idx] = np.where(ok, np.take_along_axis(scores, at, axis=1), -np.inf)
-        extended = np.concatenate([ranking, np.full((len(idx), 1), -1, dtype=np.int64)], axis=1)
-        log_dens[idx] = plackett_luce.log_denominators(scores, valid, extended)
+            ok = positions[part] >= 0
+            shown_features[part] = data.features[np.where(ok, starts[part, None] + positions[part], 0)]
 
-    thread_map(rank_group, groups, widths, noise, rows=int(all_counts.sum()))
+    thread_map(rank_part, parts, noise, rows=int(counts.sum()))
+    shown = np.where(positions >= 0, starts[:, None] + positions, -1)
     return shown, shown_scores, log_dens
 
 

@@ -1,0 +1,124 @@
+"""Kernels of a cohort's ranking step (FPDGD, Alg. 1 steps 1-2): block scoring of each
+client's contiguous candidate rows, and the Plackett-Luce top-k with its log-denominators.
+
+Numpy references: ``LinearRanker.score`` (float64) for ``block_scores`` and
+``plackett_luce.perturbed_topk`` / ``topk`` / ``log_denominators`` for ``rank_lists``
+(``tests/test_kernels_ranking.py``).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+_LOWEST = np.finfo(np.float64).min
+_LOG2 = math.log(2.0)
+
+
+@numba.njit(nogil=True, cache=True, fastmath={"reassoc"})
+def _dot_float32(x: np.ndarray, w: np.ndarray) -> np.float32:
+    """``x . w`` of float32 vectors summed in float32, in SIMD lanes (the order a BLAS sdot picks)."""
+    total = np.float32(0.0)
+    for f in range(x.shape[0]):
+        total += np.float32(x[f]) * w[f]
+    return total
+
+
+@numba.njit(nogil=True, cache=True)
+def _dot_float64(x: np.ndarray, w: np.ndarray) -> float:
+    """``x . w`` in float64, left to right."""
+    total = 0.0
+    for f in range(x.shape[0]):
+        total += float(x[f]) * w[f]
+    return total
+
+
+@numba.njit(nogil=True, cache=True)
+def block_scores(X: np.ndarray, starts: np.ndarray, counts: np.ndarray, models32: np.ndarray,
+                 models64: np.ndarray, limit: float, out: np.ndarray) -> None:
+    """``out[i, j] = X[starts[i] + j] . models32[i]`` for ``j < counts[i]``: float32 products summed
+    in float32; a row whose float32 score is not finite or beyond ``limit`` is scored again in
+    float64 with ``models64[i]``. A row's score depends on the row and its model only."""
+    for i in range(starts.shape[0]):
+        w, s = models32[i], starts[i]
+        for j in range(counts[i]):
+            score = _dot_float32(X[s + j], w)
+            if abs(score) <= limit:
+                out[i, j] = score
+            else:
+                out[i, j] = _dot_float64(X[s + j], models64[i])
+
+
+@numba.njit(nogil=True, cache=True)
+def _logaddexp(x: float, y: float) -> float:
+    """numpy's ``logaddexp``, the same branches (so -inf + -inf is -inf without a warning)."""
+    if x == y:
+        return x + _LOG2
+    d = x - y
+    if d > 0:
+        return x + math.log1p(math.exp(-d))
+    if d <= 0:
+        return y + math.log1p(math.exp(d))
+    return d
+
+
+@numba.njit(nogil=True, cache=True)
+def rank_lists(scores: np.ndarray, counts: np.ndarray, noise: np.ndarray, noise_starts: np.ndarray,
+               perturbed: bool, positions: np.ndarray, shown_scores: np.ndarray, log_dens: np.ndarray) -> None:
+    """Each list's top-k and the Plackett-Luce log-denominators of that ranking (DESIGN.md).
+
+    List i has the scores ``scores[i, :counts[i]]``. Its keys are the scores, -inf lifted to the
+    lowest float, plus -- when ``perturbed`` -- the Gumbel noise ``noise[noise_starts[i] + j]``
+    (Gumbel top-k: a PL sample, ``plackett_luce.perturbed_topk``); unperturbed, the top-k by score
+    with ties to the lower position (``plackett_luce.topk``). With k = ``positions.shape[1]``:
+
+    - ``positions[i, p]``: the list position shown at p, -1 past the list's end;
+    - ``shown_scores[i, p]``: its score, -inf on empty slots;
+    - ``log_dens[i, p]`` for p <= k: ``log sum exp`` of the scores not placed before p
+      (``plackett_luce.log_denominators`` of the ranking with one extra empty slot): the rest's
+      max-shifted sum left to right, then a reverse running ``logaddexp`` of the placed scores.
+    """
+    k = positions.shape[1]
+    key = np.empty(scores.shape[1])
+    placed = np.zeros(scores.shape[1], dtype=np.bool_)
+    for i in range(scores.shape[0]):
+        m = counts[i]
+        for j in range(m):
+            key[j] = max(scores[i, j], _LOWEST)
+            if perturbed:
+                key[j] += noise[noise_starts[i] + j]
+            placed[j] = False
+        # insertion into the sorted top-k of positions[i] (a later equal key goes behind)
+        filled = 0
+        for j in range(m):
+            if filled == k and not key[j] > key[positions[i, k - 1]]:
+                continue
+            at = min(filled, k - 1)
+            while at > 0 and key[j] > key[positions[i, at - 1]]:
+                positions[i, at] = positions[i, at - 1]
+                at -= 1
+            positions[i, at] = j
+            filled = min(filled + 1, k)
+        for p in range(k):
+            if p < filled:
+                placed[positions[i, p]] = True
+                shown_scores[i, p] = scores[i, positions[i, p]]
+            else:
+                positions[i, p] = -1
+                shown_scores[i, p] = -np.inf
+        top = -np.inf
+        for j in range(m):
+            if not placed[j] and scores[i, j] > top:
+                top = scores[i, j]
+        shift = top if math.isfinite(top) else 0.0
+        total = 0.0
+        for j in range(m):
+            if not placed[j]:
+                total += math.exp(scores[i, j] - shift)
+        rest = -np.inf if total == 0.0 else math.log(total) + shift
+        log_dens[i, k] = rest
+        for p in range(k - 1, -1, -1):
+            rest = _logaddexp(rest, shown_scores[i, p])
+            log_dens[i, p] = rest
