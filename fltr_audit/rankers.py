@@ -184,7 +184,8 @@ class LinearRanker:
         ndarray (sum(counts),), the blocks' scores one after the other; or, with ``out`` of
         shape (n, width >= max(counts)), ``out`` with block i's scores in ``out[i, :counts[i]]``.
         """
-        params = np.asarray(params, dtype=np.float64)
+        params = np.ascontiguousarray(params, dtype=np.float64)  # one compiled variant: C-contiguous models (a
+        # broadcast or strided model would be summed in another order, hence other bits)
         _check_blocks(params, X, starts, counts, self.n_params, self.n_features, out)
         starts, counts = np.asarray(starts, dtype=np.int64), np.asarray(counts, dtype=np.int64)
         if not blas_ready(X):  # only the blocks' rows, as one aligned float32 array
