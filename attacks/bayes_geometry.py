@@ -10,10 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from scipy.special import expit
 
 from fltr_audit import plackett_luce
-from fltr_audit.algorithms.fpdgd import swap_log_ratios
+from fltr_audit.kernels.pdgd import pair_weight_tables
 
 def examined_unclicked(vectors: np.ndarray) -> np.ndarray:
     """PDGD's losing positions of each click vector: unclicked, at or above the one right
@@ -42,19 +41,9 @@ def pairwise_weights(shown_scores: np.ndarray, log_dens: np.ndarray, mask: np.nd
     """``W[a, b] = rho_ab sigma(s_a - s_b) sigma(s_b - s_a)`` for every pair of shown positions,
     symmetric (n, k, k), zero diagonal and on empty slots (Eq. 5-6; the weight a pair adds
     to its preferred position and subtracts from the other, whichever is preferred)."""
-    n, k = mask.shape
-    a, b = np.triu_indices(k, 1)
-    rows = np.repeat(np.arange(n), len(a))
-    aa, bb = np.tile(a, n), np.tile(b, n)
-    keep = mask[rows, aa] & mask[rows, bb]
-    rows, aa, bb = rows[keep], aa[keep], bb[keep]
-    W = np.zeros((n, k, k))
-    if len(rows):
-        rho = expit(swap_log_ratios(shown_scores, log_dens, rows, aa, bb))
-        d = shown_scores[rows, aa] - shown_scores[rows, bb]
-        w = rho * expit(d) * expit(-d)
-        W[rows, aa, bb] = w
-        W[rows, bb, aa] = w
+    W = np.empty(mask.shape + mask.shape[-1:])
+    pair_weight_tables(np.ascontiguousarray(shown_scores, dtype=np.float64), np.ascontiguousarray(log_dens, dtype=np.float64),
+                       np.ascontiguousarray(mask, dtype=bool), W)
     return W
 
 

@@ -15,7 +15,7 @@ import numpy as np
 
 from fltr_audit.constraints import Interval, Options, check
 from fltr_audit.data.dataset import Dataset
-from fltr_audit.plackett_luce import topk
+from fltr_audit.kernels.ranking import top_positions
 
 EMPTY = ("skip", "zero")
 
@@ -63,9 +63,6 @@ def ideal_dcg(dataset: Dataset, k: int = 10) -> np.ndarray:
 
 
 _CACHE: dict[int, tuple[weakref.ref, dict]] = {}
-GROUPS = 8  # ndcg_at_k ranks the queries in groups of similar document counts (less padding)
-
-
 def _cached(dataset: Dataset, key: tuple, make):
     """``make()`` computed once per (data set object, key) while the data set lives.
 
@@ -92,24 +89,6 @@ def _ideal_cached(dataset: Dataset, k: int) -> np.ndarray:
     return _cached(dataset, ("ideal", k), make)
 
 
-def _query_groups(dataset: Dataset) -> list[tuple[np.ndarray, np.ndarray]]:
-    """``GROUPS`` groups of queries sorted by document count: (query indices, padded rows -1).
-
-    The padded rows of a group are ``dataset.padded_rows[queries]`` cut to the group's
-    largest query, so ranking them wastes little work on padding.
-    """
-    def make() -> list[tuple[np.ndarray, np.ndarray]]:
-        counts = dataset.docs_per_query
-        out = []
-        for queries in np.array_split(np.argsort(counts, kind="stable"), min(GROUPS, max(dataset.n_queries, 1))):
-            cols = np.arange(int(counts[queries].max()) if len(queries) else 0)
-            rows = np.where(cols[None, :] < counts[queries, None], dataset.query_ptr[queries, None] + cols[None, :], -1)
-            out.append((queries, rows))
-        return out
-
-    return _cached(dataset, ("groups",), make)
-
-
 def _finish(dcgs: np.ndarray, ideal: np.ndarray, empty: str) -> np.ndarray:
     with np.errstate(invalid="ignore", divide="ignore"):
         out = dcgs / ideal
@@ -122,15 +101,9 @@ def ndcg_at_k(scores: np.ndarray, dataset: Dataset, k: int = 10, empty: str = "s
     scores = np.asarray(scores, dtype=np.float64)
     if scores.shape != (dataset.n_docs,):
         raise ValueError(f"scores must have shape ({dataset.n_docs},), got {scores.shape}")
-    lab = np.full((dataset.n_queries, k), -1, dtype=np.int64)
-    for queries, rows in _query_groups(dataset):
-        S = scores[rows]
-        S[rows < 0] = -np.inf
-        # padding sits at the end of each row, so ranking it like -inf scores (ties by
-        # position) puts it after every document; its label -1 has gain 0 anyway
-        order = topk(S, None, k)
-        top = np.where(order >= 0, np.take_along_axis(rows, np.maximum(order, 0), axis=1), -1)
-        lab[queries] = np.where(top >= 0, dataset.labels[top], -1)
+    top = np.empty((dataset.n_queries, k), dtype=np.int64)
+    top_positions(scores, np.ascontiguousarray(dataset.query_ptr, dtype=np.int64), top)
+    lab = np.where(top >= 0, dataset.labels[np.where(top >= 0, dataset.query_ptr[:-1, None] + top, 0)], -1)
     return _finish(dcg(lab, k), _ideal_cached(dataset, k), empty)
 
 

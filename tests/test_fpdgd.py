@@ -5,11 +5,12 @@ import pytest
 from scipy.special import expit
 
 from fltr_audit import plackett_luce
-from fltr_audit.algorithms.fpdgd import FPDGD, pair_weights, pdgd_cohort, swap_log_ratios
+from fltr_audit.algorithms.fpdgd import FPDGD, pair_weights, pdgd_cohort
 from fltr_audit.algorithms.pdgd import PDGD
 from fltr_audit.clicks import cascade_model
 from fltr_audit.data.dataset import Dataset
 from fltr_audit.errors import FltrError
+from fltr_audit.kernels.pdgd import swap_log_ratios
 from fltr_audit.rankers import LinearRanker, MLPRanker
 
 
@@ -68,8 +69,10 @@ def fast_log_dens(scores, ranking):
 
 def all_pair_log_ratios(shown_scores, log_dens):
     """swap_log_ratios of one list for every pair a < b, in triu_indices order."""
-    a, b = np.triu_indices(shown_scores.shape[1], 1)
-    return swap_log_ratios(shown_scores, log_dens, np.zeros(len(a), dtype=np.int64), a, b)
+    k = shown_scores.shape[1]
+    table = np.full((k, k), np.nan)
+    swap_log_ratios(shown_scores[0], log_dens[0], table)
+    return table[np.triu_indices(k, 1)]
 
 
 # ---------------------------------------------------------------- rho
@@ -101,7 +104,9 @@ def test_rho_with_empty_slots_only_uses_shown_documents():
     ext = np.array([2, 0, 1, -1, -1, -1])
     log_dens = plackett_luce.log_denominators(scores[None], None, ext[None])
     a, b = np.triu_indices(3, 1)                  # the pairs among the three shown slots
-    log_ratio = swap_log_ratios(shown[None], log_dens, np.zeros(3, dtype=np.int64), a, b)
+    table = np.full((5, 5), np.nan)
+    swap_log_ratios(shown, log_dens[0], table)
+    log_ratio = table[a, b]
     for i, j, value in zip(a, b, log_ratio):
         assert expit(value) == pytest.approx(brute_rho(scores, ranking, i, j), rel=1e-12)
 

@@ -3,7 +3,7 @@
 import numpy as np
 
 from fltr_audit import plackett_luce
-from fltr_audit.kernels.ranking import block_scores, rank_lists
+from fltr_audit.kernels.ranking import block_scores, rank_lists, top_positions
 
 
 def _lists(seed, n=40, width=23):
@@ -111,3 +111,22 @@ def test_block_scores_are_float32_dot_products_with_a_float64_fallback():
     plain = np.full((len(starts), 160), 5.0)
     block_scores(X, starts, counts, models.astype(np.float32), models, 1e30, plain)
     assert np.array_equal(np.delete(out, 3, axis=0), np.delete(plain, 3, axis=0))
+
+
+def test_top_positions_is_the_topk_per_query_with_nan_first_and_ties_to_the_lower_position():
+    """Queries of 0..23 documents laid end to end; rounded scores (ties), -inf and NaN scores: the
+    same positions as ``plackett_luce.topk`` (argmax passes: NaN first, ties to the lower position)
+    on the padded lists, -1 past a query's end.
+    Catches: a query's rows offset by one, ties broken against the position, a NaN dropped or
+    ranked last (as a sort would), -inf documents dropped, padding inside a short query's top k."""
+    scores, valid, counts, _, _ = _lists(5)
+    scores = np.where(valid, np.round(scores), -np.inf)
+    scores[2, 3] = scores[2, 9] = np.nan
+    scores[2, ::5] = -np.inf
+    flat = scores[valid]
+    ptr = np.concatenate([[0], np.cumsum(counts)])
+    for k in (1, 4, 10, 16):
+        out = np.full((len(counts), k), 99, dtype=np.int64)
+        top_positions(flat, ptr, out)
+        assert np.array_equal(out, plackett_luce.topk(np.where(valid, scores, -np.inf), valid, k))
+    assert out[2, 0] == 3 and out[2, 1] == 9

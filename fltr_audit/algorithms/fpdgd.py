@@ -15,11 +15,11 @@ the other and after each one takes a PDGD step ``theta <- theta + eta * grad`` (
 The message is the client's full local weight vector and n_c = B; the server replaces
 the global model by the n_c-weighted mean (Alg. 2), which the aggregator computes.
 
-All of it runs for the whole cohort at once; Python loops run over the B local steps, over
-display positions, over a few groups of clients with similar candidate counts, and -- the
-one exception, measured by ``fltr-audit bench fpdgd`` as DESIGN.md asks -- a thin loop
-that hands each client's contiguous candidate rows to BLAS for scoring (gathering them
-into one padded block moves far more memory than the arithmetic costs).
+The cohort's B steps run query by query for all clients at once; the work per list --
+scoring its contiguous candidate rows, the Gumbel top-k with its log-denominators, the pair
+coefficients -- runs in compiled loops (``fltr_audit.kernels``), one part of the clients per
+thread, the departure from numpy vectorization that ``fltr-audit bench fpdgd`` measured as
+DESIGN.md asks (padded numpy blocks moved far more memory than the arithmetic costs).
 """
 
 from __future__ import annotations
@@ -27,7 +27,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from scipy.special import expit
 
 from fltr_audit import metrics, plackett_luce
 from fltr_audit.constraints import POSITIVE, POSITIVE_INT, ParameterError, check
@@ -35,21 +34,15 @@ from fltr_audit.data.dataset import Dataset
 from fltr_audit.population import simulate_clicks
 from fltr_audit.threads import row_parts, thread_map
 from fltr_audit.interfaces import ClientOutput
+from fltr_audit.kernels.pdgd import pair_coefficients
 from fltr_audit.kernels.ranking import rank_lists
 from fltr_audit.clicks import redraw_cascade, shown_labels
 from fltr_audit.messages import GroundTruth, Interactions, Messages, ServerView
 
 
-def swap_log_ratios(shown_scores: np.ndarray, log_dens: np.ndarray, rows: np.ndarray, a: np.ndarray,
-                    b: np.ndarray) -> np.ndarray:
-    """``log P(R*(a, b) | D) - log P(R | D)`` for the listed (row, a, b), positions a < b.
-
-    Swapping the documents at positions a < b keeps the numerators of Eq. 2 and the
-    denominators outside ``a < m <= b``; inside, the document at b is still unplaced in R
-    but placed in R*, and the one at a the other way round, so the remaining set of R* at
-    m is ``{R_m .. R_{b-1}} + U_{b+1} + {R_a}``. Its log-sum is built from the sampled
-    ranking's log-denominators ``L`` by a reverse running ``logaddexp`` without any
-    subtraction, so ties and extreme scores stay exact.
+def pair_weights(shown_scores: np.ndarray, log_dens: np.ndarray, clicks: np.ndarray, shown: np.ndarray) -> np.ndarray:
+    """The per-position coefficients of Eq. 5, ``grad_i = sum_p coef[i, p] f'(d_p)``, of every list
+    (``kernels.pdgd.pair_coefficients``: PDGD's preference pairs, each weighted by rho of Eq. 6).
 
     Parameters
     ----------
@@ -59,63 +52,16 @@ def swap_log_ratios(shown_scores: np.ndarray, log_dens: np.ndarray, rows: np.nda
         ``L_m``, the log-sum of exp-scores of the documents not placed before m
         (``plackett_luce.log_denominators`` with one extra -1 slot, so ``L_k`` is the
         log-sum of the documents never shown).
-    rows, a, b : ndarray of int (p,)
-        The pairs wanted: list ``rows``, upper position ``a``, lower position ``b`` (shown).
-
-    Returns
-    -------
-    ndarray (p,)
-    """
-    n, k = shown_scores.shape
-    # C[:, m, c] = log sum exp over {R_m .. R_{c-1}} + U_{c+1}  (m <= c)
-    C = np.full((n, k, k), -np.inf)
-    C[:, np.arange(k), np.arange(k)] = log_dens[:, 1:]
-    with np.errstate(invalid="ignore"):
-        for m in range(k - 2, -1, -1):
-            C[:, m, m + 1:] = np.logaddexp(shown_scores[:, m, None], C[:, m + 1, m + 1:])
-    # one term per pair and m in a < m <= b
-    span = b - a
-    pair = np.repeat(np.arange(len(rows)), span)
-    m = a[pair] + 1 + np.arange(len(pair)) - np.repeat(np.cumsum(span) - span, span)
-    r = rows[pair]
-    terms = log_dens[r, m] - np.logaddexp(C[r, m, b[pair]], shown_scores[r, a[pair]])
-    return np.bincount(pair, weights=terms, minlength=len(rows))
-
-
-def pair_weights(shown_scores: np.ndarray, log_dens: np.ndarray, clicks: np.ndarray, shown: np.ndarray) -> np.ndarray:
-    """The per-position coefficients of Eq. 5: ``grad = sum_i coef_i f'(d_i)``.
-
-    Pairs: every clicked position over every shown, unclicked position at or above the
-    one right after the last click. Each pair weight is ``rho * e^{s_k} e^{s_l} /
-    (e^{s_k} + e^{s_l})^2`` with rho from Eq. 6, ``rho = P(R*) / (P(R) + P(R*)) =
-    sigmoid(log P(R*) - log P(R))``; it is added to the preferred position and subtracted
-    from the other.
-
-    Parameters
-    ----------
-    shown_scores, log_dens : see ``swap_log_ratios``
     clicks, shown : ndarray of bool (n, k)
 
     Returns
     -------
     ndarray (n, k)
     """
-    n, k = clicks.shape
-    pos = np.arange(k)
-    last = np.where(clicks.any(axis=1), k - 1 - np.argmax(clicks[:, ::-1], axis=1), -1)
-    neg = shown & ~clicks & (pos[None, :] <= last[:, None] + 1)
-    rows, win, lose = np.nonzero(clicks[:, :, None] & neg[:, None, :])   # preferred win over lose
-    if len(rows) == 0:
-        return np.zeros((n, k))
-    a, b = np.minimum(win, lose), np.maximum(win, lose)
-    first = np.r_[True, rows[1:] != rows[:-1]]   # np.nonzero lists rows in order
-    lists = rows[first]              # only the lists with a preference pair
-    local = np.cumsum(first) - 1
-    rho = expit(swap_log_ratios(shown_scores[lists], log_dens[lists], local, a, b))
-    d = shown_scores[rows, win] - shown_scores[rows, lose]
-    w = rho * expit(d) * expit(-d)
-    return (np.bincount(rows * k + win, weights=w, minlength=n * k)
-            - np.bincount(rows * k + lose, weights=w, minlength=n * k)).reshape(n, k)
+    coef = np.empty(clicks.shape)
+    pair_coefficients(np.ascontiguousarray(shown_scores, dtype=np.float64), np.ascontiguousarray(log_dens, dtype=np.float64),
+                      np.ascontiguousarray(clicks, dtype=bool), np.ascontiguousarray(shown, dtype=bool), coef)
+    return coef
 
 
 def cohort_pdgd_steps(ranker: Any, current: np.ndarray, weights: np.ndarray, shown_features: np.ndarray,

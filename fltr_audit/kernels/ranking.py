@@ -65,6 +65,43 @@ def _logaddexp(x: float, y: float) -> float:
 
 
 @numba.njit(nogil=True, cache=True)
+def _ahead(x: float, y: float) -> bool:
+    """Whether key x ranks before key y: larger first, NaN before any number (as ``argmax``)."""
+    return x > y or (x != x and y == y)
+
+
+@numba.njit(nogil=True, cache=True)
+def _insert_top(key: np.ndarray, m: int, top: np.ndarray) -> int:
+    """The positions of the ``len(top)`` first of ``key[:m]`` in ``top``, in order (``_ahead``, ties
+    to the lower position: a later equal key goes behind); returns how many were filled."""
+    k = top.shape[0]
+    filled = 0
+    for j in range(m):
+        if filled == k and not _ahead(key[j], key[top[k - 1]]):
+            continue
+        at = min(filled, k - 1)
+        while at > 0 and _ahead(key[j], key[top[at - 1]]):
+            top[at] = top[at - 1]
+            at -= 1
+        top[at] = j
+        filled = min(filled + 1, k)
+    return filled
+
+
+@numba.njit(nogil=True, cache=True)
+def top_positions(scores: np.ndarray, ptr: np.ndarray, out: np.ndarray) -> None:
+    """``out[q]``: the positions within query q (rows ``ptr[q]:ptr[q + 1]`` of ``scores``) of its top
+    k = ``out.shape[1]`` by score, ties to the lower position, NaN first (``plackett_luce.topk``);
+    -1 past the query's end."""
+    k = out.shape[1]
+    for q in range(out.shape[0]):
+        lo = ptr[q]
+        filled = _insert_top(scores[lo:ptr[q + 1]], ptr[q + 1] - lo, out[q])
+        for p in range(filled, k):
+            out[q, p] = -1
+
+
+@numba.njit(nogil=True, cache=True)
 def rank_lists(scores: np.ndarray, counts: np.ndarray, noise: np.ndarray, noise_starts: np.ndarray,
                perturbed: bool, positions: np.ndarray, shown_scores: np.ndarray, log_dens: np.ndarray) -> None:
     """Each list's top-k and the Plackett-Luce log-denominators of that ranking (DESIGN.md).
@@ -72,7 +109,8 @@ def rank_lists(scores: np.ndarray, counts: np.ndarray, noise: np.ndarray, noise_
     List i has the scores ``scores[i, :counts[i]]``. Its keys are the scores, -inf lifted to the
     lowest float, plus -- when ``perturbed`` -- the Gumbel noise ``noise[noise_starts[i] + j]``
     (Gumbel top-k: a PL sample, ``plackett_luce.perturbed_topk``); unperturbed, the top-k by score
-    with ties to the lower position (``plackett_luce.topk``). With k = ``positions.shape[1]``:
+    with ties to the lower position (``plackett_luce.topk``); a NaN key goes first. With
+    k = ``positions.shape[1]``:
 
     - ``positions[i, p]``: the list position shown at p, -1 past the list's end;
     - ``shown_scores[i, p]``: its score, -inf on empty slots;
@@ -90,17 +128,7 @@ def rank_lists(scores: np.ndarray, counts: np.ndarray, noise: np.ndarray, noise_
             if perturbed:
                 key[j] += noise[noise_starts[i] + j]
             placed[j] = False
-        # insertion into the sorted top-k of positions[i] (a later equal key goes behind)
-        filled = 0
-        for j in range(m):
-            if filled == k and not key[j] > key[positions[i, k - 1]]:
-                continue
-            at = min(filled, k - 1)
-            while at > 0 and key[j] > key[positions[i, at - 1]]:
-                positions[i, at] = positions[i, at - 1]
-                at -= 1
-            positions[i, at] = j
-            filled = min(filled + 1, k)
+        filled = _insert_top(key, m, positions[i])
         for p in range(k):
             if p < filled:
                 placed[positions[i, p]] = True
