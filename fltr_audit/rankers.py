@@ -23,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from fltr_audit.constraints import Interval, ParameterError, check
+from fltr_audit.kernels.pdgd import linear_gradients
 from fltr_audit.kernels.ranking import block_scores
 
 RANKERS = ("linear", "mlp")
@@ -206,6 +207,14 @@ class LinearRanker:
         c = np.asarray(coef, dtype=np.float64).reshape(R.shape[:-1])
         return np.einsum("nm,nmf->nf", c, R) if batched else c @ R
 
+    def vjp_rows(self, params: np.ndarray, X: np.ndarray, rows: np.ndarray, coef: np.ndarray) -> np.ndarray:
+        """``vjp`` of list i over the rows ``X[rows[i]]`` (n, k), (n, P): a compiled loop that reads
+        only the rows whose coefficient is nonzero (``kernels.pdgd.linear_gradients``)."""
+        rows = np.ascontiguousarray(rows, dtype=np.int64)
+        out = np.empty((rows.shape[0], self.n_params))
+        linear_gradients(X, rows, np.ascontiguousarray(coef, dtype=np.float64), out)
+        return out
+
     def grad(self, params: np.ndarray, X: np.ndarray) -> np.ndarray:
         """Per-document gradient ``df/dparams = x``, shape ``X.shape[:-1] + (P,)``."""
         params = np.asarray(params, dtype=np.float64)
@@ -314,6 +323,10 @@ class MLPRanker:
         g = c[:, None] * (z > 0) * v
         dW = g.T @ R.astype(np.float64)
         return np.concatenate([dW.ravel(), g.sum(0), c @ h])
+
+    def vjp_rows(self, params: np.ndarray, X: np.ndarray, rows: np.ndarray, coef: np.ndarray) -> np.ndarray:
+        """``vjp`` of list i over the rows ``X[rows[i]]`` (n, k), (n, P)."""
+        return self.vjp(params, np.take(X, rows, axis=0), coef)
 
     def grad(self, params: np.ndarray, X: np.ndarray) -> np.ndarray:
         """Per-document gradient, shape ``X.shape[:-1] + (P,)``, layout ``[W, b, v]``."""

@@ -226,3 +226,22 @@ def test_float32_scores_fall_back_to_float64_for_huge_models():
     np.testing.assert_allclose(both[1], X.astype(np.float64) @ huge[0], rtol=1e-12)
 
 
+
+
+def test_vjp_rows_equals_vjp_of_the_gathered_rows():
+    """Linear (compiled, nonzero coefficients only) and MLP rankers: ``vjp_rows`` over row indices
+    equals ``vjp`` over the gathered rows, zero coefficients on repeated row 0 (empty slots).
+    Catches: another list's rows or coefficients, a skipped nonzero coefficient, a stale sum."""
+    rng = np.random.default_rng(9)
+    X = rng.normal(size=(40, 6)).astype(np.float32)
+    rows = rng.integers(0, 40, (5, 4))
+    coef = rng.normal(size=(5, 4))
+    coef[1] = 0.0
+    coef[2, 1:] = 0.0
+    rows[2, 1:] = 0
+    for ranker in (LinearRanker(6), MLPRanker(6, hidden=3)):
+        params = ranker.init_params(np.random.default_rng(1)) + rng.normal(size=ranker.n_params)
+        params = np.broadcast_to(params, (5, ranker.n_params))
+        expected = ranker.vjp(params, X[rows], coef)
+        np.testing.assert_allclose(ranker.vjp_rows(params, X, rows, coef), expected, rtol=1e-12, atol=1e-14)
+        assert (ranker.vjp_rows(params, X, rows, coef)[1] == 0).all()

@@ -64,29 +64,30 @@ def pair_weights(shown_scores: np.ndarray, log_dens: np.ndarray, clicks: np.ndar
     return coef
 
 
-def cohort_pdgd_steps(ranker: Any, current: np.ndarray, weights: np.ndarray, shown_features: np.ndarray,
-                      shown_scores: np.ndarray, log_dens: np.ndarray, clicks: np.ndarray, shown: np.ndarray,
+def cohort_pdgd_steps(ranker: Any, current: np.ndarray, weights: np.ndarray, X: np.ndarray, shown: np.ndarray,
+                      shown_scores: np.ndarray, log_dens: np.ndarray, clicks: np.ndarray,
                       lr: float, rows: int | None = None) -> None:
     """Every list's PDGD step ``weights[i] += lr * grad_i`` (Eq. 5-6), one contiguous part of the
     lists per thread: ``pair_weights`` and the ranker's vector-Jacobian product at ``current[i]``
-    over the shown documents' features (n, k, F); lists without a preference pair are skipped.
+    over the shown documents' rows of ``X`` (``shown`` (n, k), -1 on empty slots); lists without
+    a preference pair are skipped.
 
     Every list's step depends on that list alone, so the parts give the same result.
     ``rows`` (the candidates ranked) runs the parts serially on small data (``thread_map``).
     """
     def step(part: slice) -> None:
-        coef = pair_weights(shown_scores[part], log_dens[part], clicks[part], shown[part])
+        ok = shown[part] >= 0
+        coef = pair_weights(shown_scores[part], log_dens[part], clicks[part], ok)
         used = np.flatnonzero(coef.any(axis=1))
         if len(used):
             lists = used + part.start
-            weights[lists] += lr * ranker.vjp(current[lists], shown_features[lists], coef[used])
+            weights[lists] += lr * ranker.vjp_rows(current[lists], X, np.where(ok[used], shown[lists], 0), coef[used])
 
     thread_map(step, row_parts(len(clicks)), rows=rows)
 
 
 def cohort_rankings(ranker: Any, params: np.ndarray, data: Dataset, queries: np.ndarray, rng: np.random.Generator,
-                    k: int, deterministic: bool, shown_features: np.ndarray | None = None
-                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                    k: int, deterministic: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Each client ranks its query's full candidate set: PL top-k sample (or top-k by score).
 
     Each client's query occupies contiguous rows of ``data.features``; ``ranker.score_blocks``
@@ -95,8 +96,6 @@ def cohort_rankings(ranker: Any, params: np.ndarray, data: Dataset, queries: np.
     ``kernels.ranking.rank_lists`` takes the Gumbel top-k and the log-denominators, one part of
     the clients per thread. The Gumbel noise is one standard Gumbel per candidate, drawn client
     after client (part after part, in order: the same stream for any number of threads).
-    ``shown_features`` (n, k, F), if given, receives the shown documents' feature rows (row 0 of
-    the data on empty slots), gathered right after a part is ranked, while they are in cache.
 
     Returns
     -------
@@ -122,9 +121,6 @@ def cohort_rankings(ranker: Any, params: np.ndarray, data: Dataset, queries: np.
                                      out=np.full((part.stop - part.start, int(counts[part].max(initial=1))), -np.inf))
         rank_lists(scores, counts[part], gumbel, np.cumsum(counts[part]) - counts[part], not deterministic,
                    positions[part], shown_scores[part], log_dens[part])
-        if shown_features is not None:
-            ok = positions[part] >= 0
-            shown_features[part] = data.features[np.where(ok, starts[part, None] + positions[part], 0)]
 
     thread_map(rank_part, parts, noise, rows=int(counts.sum()))
     shown = np.where(positions >= 0, starts[:, None] + positions, -1)
@@ -152,15 +148,13 @@ def pdgd_cohort(ranker: Any, click_model: Any, params: np.ndarray, data: Dataset
     weights = base.copy()
     shown = np.full((n, B, k), -1, dtype=np.int64)
     clicks = np.zeros((n, B, k), dtype=bool)
-    features = np.empty((n, k, data.n_features), dtype=data.features.dtype)  # of the shown documents
     for b in range(B):
         current = weights if local_updates else base
-        shown_b, shown_scores, log_dens = cohort_rankings(ranker, current, data, queries[:, b], rng, k, deterministic,
-                                                          features)
+        shown_b, shown_scores, log_dens = cohort_rankings(ranker, current, data, queries[:, b], rng, k, deterministic)
         ok = shown_b >= 0
         labels = np.where(ok, data.labels[np.where(ok, shown_b, 0)], -1)
         clicks_b = np.asarray(simulate_clicks(click_model, labels, data, shown_b, users, rng), dtype=bool) & ok
-        cohort_pdgd_steps(ranker, current, weights, features, shown_scores, log_dens, clicks_b, ok, lr,
+        cohort_pdgd_steps(ranker, current, weights, data.features, shown_b, shown_scores, log_dens, clicks_b, lr,
                           int(data.docs_per_query[queries[:, b]].sum()))
         shown[:, b] = shown_b
         clicks[:, b] = clicks_b
