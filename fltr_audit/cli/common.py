@@ -131,6 +131,14 @@ def print_table(title: str, rows: list[dict], *, min_width: int | None = None) -
     console.print(table)
 
 
+def warm_up(run_one_round: Callable[[], Any]) -> float:
+    """Run one untimed round of a bench (the compiled kernels load or compile, caches fill) and
+    return its wall seconds, reported as ``warm_up_seconds`` beside the timed rounds."""
+    start = time.perf_counter()
+    run_one_round()
+    return time.perf_counter() - start
+
+
 def print_figures(title: str, figures: dict[str, Any], json_out: bool) -> None:
     """A bench command's figures: JSON on stdout with ``--json``, else a figure / value table."""
     if json_out:

@@ -19,7 +19,7 @@ from fltr_audit import metrics
 from fltr_audit.algorithms.fedips import FedIPS, build_fedips
 from fltr_audit.algorithms.lambda_linear import train_lambda_linear
 from fltr_audit.cli.app import bench_app, train_app
-from fltr_audit.cli.common import atomic_out_dir, emit_json, print_figures, progress, round_reporter, write_run
+from fltr_audit.cli.common import atomic_out_dir, emit_json, print_figures, progress, round_reporter, warm_up, write_run
 from fltr_audit.data.dataset import Dataset, Splits
 from fltr_audit.data.load import load_splits
 from fltr_audit.errors import FltrError
@@ -203,17 +203,20 @@ def bench_fedips(
     load_seconds = time.perf_counter() - t0
     alg = build_fedips(splits.train, gamma=gamma, k=k, clicks_per_client=clicks_per_client, seed=seed,
                        clients=clients, queries_per_client=queries_per_client)
+    replace = clients * queries_per_client > splits.train.n_queries
+    warm_up_seconds = warm_up(lambda: train(alg, splits.train, clients=clients, queries_per_client=queries_per_client,
+                                            rounds=1, seed=seed, eval_every=1, evaluators=ndcg_evaluators(splits.test),
+                                            replace=replace))
     with progress(rounds, "bench fedips", quiet) as bar:
         res = train(alg, splits.train, clients=clients, queries_per_client=queries_per_client, rounds=rounds,
                     seed=seed, eval_every=rounds, evaluators=ndcg_evaluators(splits.test),
-                    on_round=lambda r, row: bar.advance(),
-                    replace=clients * queries_per_client > splits.train.n_queries)
+                    on_round=lambda r, row: bar.advance(), replace=replace)
     clicks = float(res.curves["clicks_per_client"].sum()) * clients
     figures: dict[str, Any] = {
         "data": data, "n_features": splits.train.n_features, "train_queries": splits.train.n_queries,
         "clients": clients, "queries_per_client": queries_per_client, "k": k, "clicks_per_client": clicks_per_client,
         "rounds": rounds, "load_seconds": load_seconds, "logging_policy_seconds": alg.setup["logging_seconds"],
-        "train_seconds": res.seconds, "seconds_per_round": res.seconds / rounds,
+        "warm_up_seconds": warm_up_seconds, "train_seconds": res.seconds, "seconds_per_round": res.seconds / rounds,
         "clicks_per_second": clicks / res.seconds, "target_train_seconds": 30.0,
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
         "final_ndcg5": float(res.curves["ndcg5"].iloc[-1]),

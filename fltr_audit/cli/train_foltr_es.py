@@ -16,7 +16,7 @@ from fltr_audit.algorithms.supervised import fit_mse, fit_ranksvm
 from fltr_audit.cli.app import bench_app, train_app
 from fltr_audit.randomness import check_seed
 from fltr_audit.cli.common import (atomic_out_dir, emit_json, parse_list, print_figures, print_table, progress,
-                                   round_reporter, write_run)
+                                   round_reporter, warm_up, write_run)
 from fltr_audit.clicks import CCM_NAMES, cascade_model
 from fltr_audit.data.load import load_splits
 from fltr_audit.constraints import POSITIVE_INT, check
@@ -190,13 +190,16 @@ def bench_foltr_es(
     splits = load_splits(data, fold)
     load_seconds = time.perf_counter() - t0
     alg = FOLtRES(make_ranker(ranker, splits.train.n_features), cascade_model(click_model, splits.train.n_levels))
+    warm_up_seconds = warm_up(lambda: train(alg, splits.train, clients=clients, queries_per_client=queries_per_client,
+                                            rounds=1, seed=seed, replace=True))
     with progress(rounds, "bench foltr-es", quiet) as bar:
         res = train(alg, splits.train, clients=clients, queries_per_client=queries_per_client, rounds=rounds,
                     seed=seed, replace=True, on_round=lambda r, row: bar.advance())
     figures: dict[str, Any] = {
         "data": data, "ranker": ranker, "train_queries": splits.train.n_queries, "train_docs": splits.train.n_docs,
         "clients": clients, "queries_per_client": queries_per_client, "rounds": rounds,
-        "load_seconds": load_seconds, "train_seconds": res.seconds, "interactions": res.n_interactions,
+        "load_seconds": load_seconds, "warm_up_seconds": warm_up_seconds, "train_seconds": res.seconds,
+        "interactions": res.n_interactions,
         "interactions_per_second": res.n_interactions / res.seconds, "seconds_per_round": res.seconds / rounds,
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
         "final_batch_maxrr": float(res.curves["batch_maxrr"].iloc[-1]), "target_interactions_per_second": 100_000,
