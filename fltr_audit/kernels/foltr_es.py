@@ -161,6 +161,15 @@ def _longest(query_ptr, queries, which):
 
 
 @numba.njit(nogil=True, cache=True)
+def _scratch(params, query_ptr, queries, which):
+    """Buffers of one interaction: its model in float64 and float32, its scores in float32 and
+    float64 (as long as the longest list among ``which``)."""
+    longest = _longest(query_ptr, queries, which)
+    return (np.empty(params.shape[0]), np.empty(params.shape[0], dtype=np.float32),
+            np.empty(longest, dtype=np.float32), np.empty(longest))
+
+
+@numba.njit(nogil=True, cache=True)
 def linear_scores(X, query_ptr, queries, B, side_coef, params, V, which, out):
     """out[t, :D] = the scores of interaction i = which[t] (the rest of the row untouched).
 
@@ -168,11 +177,7 @@ def linear_scores(X, query_ptr, queries, B, side_coef, params, V, which, out):
     ``queries[i]`` (rows ``query_ptr[q]`` to ``query_ptr[q + 1]``) by the model
     ``side_coef[b] * V[c] + params`` (``side_coef``: sign times sigma of each of the B sides).
     """
-    theta = np.empty(params.shape[0])
-    theta32 = np.empty(params.shape[0], dtype=np.float32)
-    longest = _longest(query_ptr, queries, which)
-    out32 = np.empty(longest, dtype=np.float32)
-    out64 = np.empty(longest)
+    theta, theta32, out32, out64 = _scratch(params, query_ptr, queries, which)
     for t in range(which.shape[0]):
         i = which[t]
         lo, hi = query_ptr[queries[i]], query_ptr[queries[i] + 1]
@@ -190,11 +195,7 @@ def linear_shown(X, query_ptr, queries, B, side_coef, params, V, which, shown, h
     the caller ranks it again). Writes only the rows ``which`` of the outputs.
     """
     k = shown.shape[1]
-    theta = np.empty(params.shape[0])
-    theta32 = np.empty(params.shape[0], dtype=np.float32)
-    longest = _longest(query_ptr, queries, which)
-    out32 = np.empty(longest, dtype=np.float32)
-    out64 = np.empty(longest)
+    theta, theta32, out32, out64 = _scratch(params, query_ptr, queries, which)
     best32 = np.empty(k, dtype=np.float32)
     best64 = np.empty(k)
     for t in range(which.shape[0]):
