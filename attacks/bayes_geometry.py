@@ -42,8 +42,8 @@ def pairwise_weights(shown_scores: np.ndarray, log_dens: np.ndarray, mask: np.nd
     symmetric (n, k, k), zero diagonal and on empty slots (Eq. 5-6; the weight a pair adds
     to its preferred position and subtracts from the other, whichever is preferred)."""
     W = np.empty(mask.shape + mask.shape[-1:])
-    pair_weight_tables(np.ascontiguousarray(shown_scores, dtype=np.float64), np.ascontiguousarray(log_dens, dtype=np.float64),
-                       np.ascontiguousarray(mask, dtype=bool), W)
+    pair_weight_tables(np.ascontiguousarray(shown_scores, dtype=np.float64),
+                       np.ascontiguousarray(log_dens, dtype=np.float64), np.ascontiguousarray(mask, dtype=bool), W)
     return W
 
 

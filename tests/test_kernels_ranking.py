@@ -19,7 +19,8 @@ def _lists(seed, n=40, width=23):
 
 
 def _rank(scores, counts, noise, noise_starts, perturbed, k):
-    out = (np.full((len(counts), k), 99, dtype=np.int64), np.full((len(counts), k), 7.0), np.full((len(counts), k + 1), 7.0))
+    n = len(counts)
+    out = (np.full((n, k), 99, dtype=np.int64), np.full((n, k), 7.0), np.full((n, k + 1), 7.0))
     rank_lists(scores, counts, noise, noise_starts, perturbed, *out)
     return out
 

@@ -59,8 +59,9 @@ def pair_weights(shown_scores: np.ndarray, log_dens: np.ndarray, clicks: np.ndar
     ndarray (n, k)
     """
     coef = np.empty(clicks.shape)
-    pair_coefficients(np.ascontiguousarray(shown_scores, dtype=np.float64), np.ascontiguousarray(log_dens, dtype=np.float64),
-                      np.ascontiguousarray(clicks, dtype=bool), np.ascontiguousarray(shown, dtype=bool), coef)
+    pair_coefficients(np.ascontiguousarray(shown_scores, dtype=np.float64),
+                      np.ascontiguousarray(log_dens, dtype=np.float64), np.ascontiguousarray(clicks, dtype=bool),
+                      np.ascontiguousarray(shown, dtype=bool), coef)
     return coef
 
 
@@ -113,8 +114,8 @@ def cohort_rankings(ranker: Any, params: np.ndarray, data: Dataset, queries: np.
     parts = row_parts(n)
     # each part's noise, drawn in part order as ``thread_map`` hands the parts out (lazily: a part
     # ranks on a thread while the next part's noise is drawn)
-    noise = (np.empty(0, dtype=np.float32) if deterministic else plackett_luce.gumbel_noise(rng, (int(counts[p].sum()),))
-             for p in parts)
+    noise = (np.empty(0, dtype=np.float32) if deterministic
+             else plackett_luce.gumbel_noise(rng, (int(counts[p].sum()),)) for p in parts)
 
     def rank_part(part: slice, gumbel: np.ndarray) -> None:
         scores = ranker.score_blocks(params[part], data.features, starts[part], counts[part],

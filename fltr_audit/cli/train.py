@@ -13,7 +13,8 @@ import typer
 from fltr_audit.algorithms import registry as algorithms
 from fltr_audit.algorithms.fpdgd import FPDGD
 from fltr_audit.cli.app import bench_app, train_app
-from fltr_audit.cli.common import parse_list, atomic_out_dir, emit_json, print_figures, progress, round_reporter, warm_up, write_run
+from fltr_audit.cli.common import (atomic_out_dir, emit_json, parse_list, print_figures, progress, round_reporter,
+                                   warm_up, write_run)
 from fltr_audit.clicks import cascade_model
 from fltr_audit.data.load import load_splits
 from fltr_audit.errors import FltrError
