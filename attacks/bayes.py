@@ -222,7 +222,7 @@ class Bayes:
         E = coef.shape[2]
         X = docs.features[np.maximum(shown, 0)]
         X[~mask] = 0.0
-        models = np.repeat(w, E, axis=1) if ranker.name != "linear" else w[:, :1]       # linear: J = X
+        models = w[:, :1] if ranker.linear else np.repeat(w, E, axis=1)       # linear: J = X
         step = self.algorithm.lr * vjp_many(ranker, models, X, coef.reshape(m, S * E, k))
         return step.reshape(m, S, E, -1)
 

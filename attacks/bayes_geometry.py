@@ -86,7 +86,7 @@ def score_many(ranker: Any, params: np.ndarray, docs: Any, queries: np.ndarray, 
 def vjp_many(ranker: Any, params: np.ndarray, X: np.ndarray, coef: np.ndarray) -> np.ndarray:
     """``sum_docs coef * df/dparams`` (m, C, P) for models (m, C, P), rows X (m, k, F), coef (m, C, k)."""
     X = X.astype(np.float64)
-    if ranker.name == "linear":
+    if ranker.linear:  # df/dw = x: the model does not enter
         return coef @ X
     W, b, v = ranker.unpack(params)
     z = np.einsum("mchf,mkf->mckh", W, X) + b[:, :, None, :]

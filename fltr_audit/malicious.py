@@ -71,14 +71,9 @@ def check_supported(algorithm: Any, manipulation: str) -> None:
 
 
 def saturated(ranker: Any, params: np.ndarray, factor: float = SATURATION) -> np.ndarray:
-    """``params`` with the output scaled by ``factor``: the whole vector of a linear ranker, the
-    output layer v of the MLP (same rankings, scores times ``factor``)."""
-    out = np.array(params, dtype=np.float64)
-    if ranker.name == "linear":
-        return out * factor
-    _, _, v = ranker.unpack(out)
-    v *= factor
-    return out
+    """``params`` with the output scaled by ``factor`` (same rankings, scores times ``factor``;
+    ``ranker.scaled_output``)."""
+    return ranker.scaled_output(params, factor)
 
 
 def _zeroed_rows(data: Dataset, queries: np.ndarray) -> np.ndarray:

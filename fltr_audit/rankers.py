@@ -123,6 +123,8 @@ class LinearRanker:
     """Linear scoring ``f(x) = w . x`` without bias (FOLtR-ES, FPDGD, FedIPS Eq. 12)."""
 
     name = "linear"
+    linear = True  # scores are w . x: df/dw = x whatever w (a vjp needs no model), and the
+    # compiled dot-product kernels of FOLtR-ES apply
 
     def __init__(self, n_features: int):
         check("n_features", n_features, (Interval(int, 1, None),))
@@ -215,6 +217,10 @@ class LinearRanker:
         linear_gradients(X, rows, np.ascontiguousarray(coef, dtype=np.float64), out)
         return out
 
+    def scaled_output(self, params: np.ndarray, factor: float) -> np.ndarray:
+        """The model whose scores are ``factor`` times those of ``params`` (the same rankings): ``factor w``."""
+        return np.array(params, dtype=np.float64) * factor
+
     def grad(self, params: np.ndarray, X: np.ndarray) -> np.ndarray:
         """Per-document gradient ``df/dparams = x``, shape ``X.shape[:-1] + (P,)``."""
         params = np.asarray(params, dtype=np.float64)
@@ -229,6 +235,7 @@ class MLPRanker:
     """
 
     name = "mlp"
+    linear = False  # see ``LinearRanker.linear``
 
     def __init__(self, n_features: int, hidden: int = 10):
         check("n_features", n_features, (Interval(int, 1, None),))
@@ -327,6 +334,14 @@ class MLPRanker:
     def vjp_rows(self, params: np.ndarray, X: np.ndarray, rows: np.ndarray, coef: np.ndarray) -> np.ndarray:
         """``vjp`` of list i over the rows ``X[rows[i]]`` (n, k), (n, P)."""
         return self.vjp(params, np.take(X, rows, axis=0), coef)
+
+    def scaled_output(self, params: np.ndarray, factor: float) -> np.ndarray:
+        """The model whose scores are ``factor`` times those of ``params`` (the same rankings): the
+        output layer v scaled (ReLU is positively homogeneous, so only v need move)."""
+        out = np.array(params, dtype=np.float64)
+        _, _, v = self.unpack(out)
+        v *= factor
+        return out
 
     def grad(self, params: np.ndarray, X: np.ndarray) -> np.ndarray:
         """Per-document gradient, shape ``X.shape[:-1] + (P,)``, layout ``[W, b, v]``."""

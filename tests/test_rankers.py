@@ -245,3 +245,18 @@ def test_vjp_rows_equals_vjp_of_the_gathered_rows():
         expected = ranker.vjp(params, X[rows], coef)
         np.testing.assert_allclose(ranker.vjp_rows(params, X, rows, coef), expected, rtol=1e-12, atol=1e-14)
         assert (ranker.vjp_rows(params, X, rows, coef)[1] == 0).all()
+
+
+def test_scaled_output_scales_every_score_and_keeps_the_linear_capability_declared():
+    """Both rankers: ``scaled_output(params, c)`` scores exactly c times ``params``'s (the malicious
+    server's saturated model); ``linear`` is declared on the type. Catches: the MLP's hidden layer
+    scaled too (scores times c^2), the input params modified in place, a ranker without the flag."""
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(30, 5)).astype(np.float32)
+    for ranker, linear in ((LinearRanker(5), True), (MLPRanker(5, hidden=4), False)):
+        params = ranker.init_params(rng) + rng.normal(size=ranker.n_params)
+        before = params.copy()
+        np.testing.assert_allclose(ranker.score(ranker.scaled_output(params, 7.0), X), 7.0 * ranker.score(params, X),
+                                   rtol=1e-12, atol=1e-12)
+        assert np.array_equal(params, before)
+        assert type(ranker).linear is linear

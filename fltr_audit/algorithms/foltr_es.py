@@ -282,7 +282,7 @@ class FOLtRES:
         queries = np.asarray(queries, dtype=np.int64)
         n, B = queries.shape
         V = self.cohort_perturbations(seeds)
-        if self.ranker.name == "linear":
+        if self.ranker.linear:
             return self._linear_shown(params, V, data, queries)
         plan = _RankPlan.of(queries.ravel(), data)
         pos = np.empty((len(plan.order), self.k), dtype=np.int64)
@@ -311,7 +311,7 @@ class FOLtRES:
         queries = np.asarray(queries, dtype=np.int64)
         n, B = queries.shape
         V = self.cohort_perturbations(seeds)
-        if self.ranker.name == "linear":
+        if self.ranker.linear:
             flat = np.ascontiguousarray(queries.ravel())
             out = np.full((len(flat), int(data.docs_per_query[flat].max(initial=0))), -np.inf)
             linear_scores(_rows_of(data), data.query_ptr, flat, B, self.signs(B) * self.sigma, _as_float64(params), V,
