@@ -13,8 +13,12 @@ executors compare fairly:
   every run computes with single-threaded BLAS (``executors.execute_run``), so W workers use W
   cores -- no oversubscription by BLAS or by the engine's own thread pool (one thread inside a
   worker process, ``threads.thread_count``);
-* the workers import the engine before the clock starts (a worker's first import costs seconds,
-  paid once per worker process, not per run), so the figures are the per-run costs;
+* the Dask workers import the engine before the clock starts (a worker's first import costs
+  seconds, paid once per worker process, not per run), so their figures are the per-run costs;
+  the process pool is started by the campaign itself (``campaign run --workers W``), so its
+  figure includes spawning W interpreters that each import the engine and load the compiled
+  kernels (about 2 s on the 2-core machine), as a user's campaign pays -- on a grid of short
+  runs that start-up is most of its wall time;
 * the synthetic data set is generated once into the on-disk cache before the clock starts.
 
 Prints one table; ``--json`` prints the rows as JSON. ``runs in flight`` (the runs' own seconds over
