@@ -103,7 +103,7 @@ def cohort_rankings(ranker: Any, params: np.ndarray, data: Dataset, queries: np.
     shown : ndarray of int64 (n, k), dataset rows, -1 on empty slots
     shown_scores : ndarray (n, k), -inf on empty slots
     log_dens : ndarray (n, k + 1), the ranking's log-denominators; the last column is the
-        log-sum of the exp-scores of the candidates never shown (see ``swap_log_ratios``)
+        log-sum of the exp-scores of the candidates never shown (see ``kernels.pdgd.swap_log_ratios``)
     """
     n = len(queries)
     positions = np.empty((n, k), dtype=np.int64)
