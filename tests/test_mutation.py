@@ -69,6 +69,17 @@ def test_mutants_are_what_their_ids_say():
     assert not any(m.kind.startswith("const 4.5") for m in mutants)
 
 
+def test_every_listed_equivalent_mutant_still_exists():
+    """Each id of tools/mutation_equivalent.txt names a mutant the enumerator still makes. Ids hold
+    the line and a node counter, so an edit above a listed mutant renames it; a stale entry would
+    silently stop excluding the equivalent mutant (3 in attacks/epsilon_bounds.py had gone stale
+    after 6207f65), and a sample drawing it would fail with a mutant no test can kill."""
+    mutate = _mutate()
+    listed = mutate.load_equivalent(REPO / "tools/mutation_equivalent.txt")
+    made = {m.id for module in {i.split(":")[0] for i in listed} for m in mutate.enumerate_mutants(module, REPO)}
+    assert sorted(set(listed) - made) == []
+
+
 def test_verdicts_do_not_depend_on_the_calling_process(tmp_path):
     """A caller that already imported the target's test file (as a pytest session does when it
     collects every file) and runs a live thread pool: the planted mutant ``X = 2`` is killed by the
