@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from fltr_audit import plackett_luce
+from fltr_audit.kernels import kernel_array
 from fltr_audit.kernels.pdgd import pair_weight_tables
 
 def examined_unclicked(vectors: np.ndarray) -> np.ndarray:
@@ -42,8 +43,8 @@ def pairwise_weights(shown_scores: np.ndarray, log_dens: np.ndarray, mask: np.nd
     symmetric (n, k, k), zero diagonal and on empty slots (Eq. 5-6; the weight a pair adds
     to its preferred position and subtracts from the other, whichever is preferred)."""
     W = np.empty(mask.shape + mask.shape[-1:])
-    pair_weight_tables(np.ascontiguousarray(shown_scores, dtype=np.float64),
-                       np.ascontiguousarray(log_dens, dtype=np.float64), np.ascontiguousarray(mask, dtype=bool), W)
+    pair_weight_tables(kernel_array(shown_scores, np.float64), kernel_array(log_dens, np.float64),
+                       kernel_array(mask, bool), W)
     return W
 
 

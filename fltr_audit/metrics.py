@@ -15,6 +15,7 @@ import numpy as np
 
 from fltr_audit.constraints import Interval, Options, check
 from fltr_audit.data.dataset import Dataset
+from fltr_audit.kernels import kernel_array
 from fltr_audit.kernels.ranking import top_positions
 
 EMPTY = ("skip", "zero")
@@ -102,7 +103,7 @@ def ndcg_at_k(scores: np.ndarray, dataset: Dataset, k: int = 10, empty: str = "s
     if scores.shape != (dataset.n_docs,):
         raise ValueError(f"scores must have shape ({dataset.n_docs},), got {scores.shape}")
     top = np.empty((dataset.n_queries, k), dtype=np.int64)
-    top_positions(scores, np.ascontiguousarray(dataset.query_ptr, dtype=np.int64), top)
+    top_positions(scores, kernel_array(dataset.query_ptr, np.int64), top)
     lab = np.where(top >= 0, dataset.labels[np.where(top >= 0, dataset.query_ptr[:-1, None] + top, 0)], -1)
     return _finish(dcg(lab, k), _ideal_cached(dataset, k), empty)
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from fltr_audit.constraints import Interval, ParameterError, check
+from fltr_audit.kernels import kernel_array
 from fltr_audit.kernels.pdgd import linear_gradients
 from fltr_audit.kernels.ranking import block_scores
 
@@ -187,8 +188,7 @@ class LinearRanker:
         ndarray (sum(counts),), the blocks' scores one after the other; or, with ``out`` of
         shape (n, width >= max(counts)), ``out`` with block i's scores in ``out[i, :counts[i]]``.
         """
-        params = np.ascontiguousarray(params, dtype=np.float64)  # one compiled variant: C-contiguous models (a
-        # broadcast or strided model would be summed in another order, hence other bits)
+        params = kernel_array(params, np.float64)
         _check_blocks(params, X, starts, counts, self.n_params, self.n_features, out)
         starts, counts = np.asarray(starts, dtype=np.int64), np.asarray(counts, dtype=np.int64)
         if not blas_ready(X):  # only the blocks' rows, as one aligned float32 array
@@ -212,9 +212,9 @@ class LinearRanker:
     def vjp_rows(self, params: np.ndarray, X: np.ndarray, rows: np.ndarray, coef: np.ndarray) -> np.ndarray:
         """``vjp`` of list i over the rows ``X[rows[i]]`` (n, k), (n, P): a compiled loop that reads
         only the rows whose coefficient is nonzero (``kernels.pdgd.linear_gradients``)."""
-        rows = np.ascontiguousarray(rows, dtype=np.int64)
+        rows = kernel_array(rows, np.int64)
         out = np.empty((rows.shape[0], self.n_params))
-        linear_gradients(X, rows, np.ascontiguousarray(coef, dtype=np.float64), out)
+        linear_gradients(X, rows, kernel_array(coef, np.float64), out)
         return out
 
     def scaled_output(self, params: np.ndarray, factor: float) -> np.ndarray:

@@ -53,6 +53,7 @@ from fltr_audit.algorithms.propensity_em import estimate_examination, relevance_
 from fltr_audit.constraints import Interval, Options, POSITIVE, POSITIVE_INT, ParameterError, check
 from fltr_audit.data.dataset import Dataset, Splits
 from fltr_audit.interfaces import ClientOutput
+from fltr_audit.kernels import kernel_array
 from fltr_audit.kernels.fedips import linear_click_steps, linear_passes
 from fltr_audit.messages import GroundTruth, Interactions, Messages, ServerView
 from fltr_audit.rankers import LinearRanker
@@ -60,12 +61,6 @@ from fltr_audit.threads import row_parts, thread_map
 
 PROPENSITIES = ("true", "estimated", "none")
 PASS_CLIENTS = 256  # non-linear rankers: clients whose SGD passes run together (fewer numpy calls per click step)
-
-
-def _kernel_array(a: Any, dtype: Any) -> np.ndarray:
-    """``a`` as a C-contiguous writable array of ``dtype`` (a copy only when it is not): the
-    one compiled variant of a kernel that every caller shares."""
-    return np.require(a, dtype, ["C", "W"])
 
 
 def hinge_coefficients(scores: np.ndarray, valid: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -319,8 +314,8 @@ class FedIPS:
         Linear: the compiled ``kernels.fedips.linear_click_steps`` (the same step as the pass's)."""
         if isinstance(self.ranker, LinearRanker):
             out = np.empty(np.shape(w)) if out is None else out
-            linear_click_steps(_kernel_array(w, np.float64), _kernel_array(x, np.float32), _kernel_array(valid, bool),
-                               _kernel_array(pos, np.int64), _kernel_array(step, np.float64), out)
+            linear_click_steps(kernel_array(w, np.float64), kernel_array(x, np.float32), kernel_array(valid, bool),
+                               kernel_array(pos, np.int64), kernel_array(step, np.float64), out)
             return out
         _, coef = hinge_coefficients(self.ranker.score(w, x), valid, pos)
         delta = np.multiply(self.ranker.vjp(w, x, coef), step[:, None], out=out)

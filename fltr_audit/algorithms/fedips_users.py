@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from fltr_audit.errors import FltrError
+from fltr_audit.kernels import kernel_array
 from fltr_audit.kernels.fedips import session_logs
 from fltr_audit.randomness import stream
 
@@ -107,7 +108,7 @@ def simulate_log(
     n, b, k = click_prob.shape
     rounds = -(-max_sessions // b)
     uniforms = rng.random((n, rounds, b, k))  # session s = r * B + slot
-    click_prob = np.require(click_prob, np.float64, ["C", "W"])  # the kernel's one compiled variant
+    click_prob = kernel_array(click_prob, np.float64)
     click_slot, click_pos = np.empty((n, m), dtype=np.int64), np.empty((n, m), dtype=np.int64)
     n_clicks, sessions = np.empty(n, dtype=np.int64), np.empty((n, b), dtype=np.int64)
     session_clicks = np.zeros((n, b, k), dtype=np.int64)

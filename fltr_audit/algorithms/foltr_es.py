@@ -42,6 +42,7 @@ from fltr_audit.constraints import POSITIVE, POSITIVE_INT, check
 from fltr_audit.data.dataset import Dataset
 from fltr_audit.errors import FltrError
 from fltr_audit.interfaces import ClientOutput
+from fltr_audit.kernels import kernel_array
 from fltr_audit.kernels.foltr_es import linear_scores, linear_shown, perturbation_uniforms
 from fltr_audit.clicks import redraw_cascade, shown_labels
 from fltr_audit.messages import GroundTruth, Interactions, Messages, ServerView
@@ -191,11 +192,6 @@ def _rows_of(data: Dataset) -> np.ndarray:
     return np.asarray(float32_rows(data.features))
 
 
-def _as_float64(params: np.ndarray) -> np.ndarray:
-    """The global model as a contiguous float64 vector (the kernels' theta arithmetic)."""
-    return np.ascontiguousarray(params, dtype=np.float64)
-
-
 @dataclass(frozen=True)
 class AdamState:
     """Adam's first and second moments and step count (Kingma & Ba; PyTorch defaults)."""
@@ -312,9 +308,9 @@ class FOLtRES:
         n, B = queries.shape
         V = self.cohort_perturbations(seeds)
         if self.ranker.linear:
-            flat = np.ascontiguousarray(queries.ravel())
+            flat = kernel_array(queries.ravel(), np.int64)
             out = np.full((len(flat), int(data.docs_per_query[flat].max(initial=0))), -np.inf)
-            linear_scores(_rows_of(data), data.query_ptr, flat, B, self.signs(B) * self.sigma, _as_float64(params), V,
+            linear_scores(_rows_of(data), data.query_ptr, flat, B, self.signs(B) * self.sigma, kernel_array(params, np.float64), V,
                           np.arange(len(flat)), out)
             return out.reshape(n, B, -1)
         plan = _RankPlan.of(queries.ravel(), data)
@@ -335,9 +331,9 @@ class FOLtRES:
         interaction with a NaN score (a degenerate model) is ranked again by
         ``plackett_luce.topk`` on its ``linear_scores`` (NaN first, as argmax)."""
         n, B = queries.shape
-        flat = np.ascontiguousarray(queries.ravel())
+        flat = kernel_array(queries.ravel(), np.int64)
         order = np.argsort(flat, kind="stable")
-        X, theta0, side = _rows_of(data), _as_float64(params), self.signs(B) * self.sigma
+        X, theta0, side = _rows_of(data), kernel_array(params, np.float64), self.signs(B) * self.sigma
         shown = np.empty((len(flat), self.k), dtype=np.int64)
         has_nan = np.zeros(len(flat), dtype=bool)
 

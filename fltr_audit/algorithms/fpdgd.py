@@ -34,6 +34,7 @@ from fltr_audit.data.dataset import Dataset
 from fltr_audit.population import simulate_clicks
 from fltr_audit.threads import row_parts, thread_map
 from fltr_audit.interfaces import ClientOutput
+from fltr_audit.kernels import kernel_array
 from fltr_audit.kernels.pdgd import pair_coefficients
 from fltr_audit.kernels.ranking import rank_lists
 from fltr_audit.clicks import redraw_cascade, shown_labels
@@ -59,9 +60,8 @@ def pair_weights(shown_scores: np.ndarray, log_dens: np.ndarray, clicks: np.ndar
     ndarray (n, k)
     """
     coef = np.empty(clicks.shape)
-    pair_coefficients(np.ascontiguousarray(shown_scores, dtype=np.float64),
-                      np.ascontiguousarray(log_dens, dtype=np.float64), np.ascontiguousarray(clicks, dtype=bool),
-                      np.ascontiguousarray(shown, dtype=bool), coef)
+    pair_coefficients(kernel_array(shown_scores, np.float64), kernel_array(log_dens, np.float64),
+                      kernel_array(clicks, bool), kernel_array(shown, bool), coef)
     return coef
 
 
@@ -119,7 +119,7 @@ def cohort_rankings(ranker: Any, params: np.ndarray, data: Dataset, queries: np.
 
     def rank_part(part: slice, gumbel: np.ndarray) -> None:
         scores = ranker.score_blocks(params[part], data.features, starts[part], counts[part],
-                                     out=np.full((part.stop - part.start, int(counts[part].max(initial=1))), -np.inf))
+                                     out=np.empty((part.stop - part.start, int(counts[part].max(initial=1)))))  # read to counts only
         rank_lists(scores, counts[part], gumbel, np.cumsum(counts[part]) - counts[part], not deterministic,
                    positions[part], shown_scores[part], log_dens[part])
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import resource
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any, List, Optional
 
@@ -219,12 +220,12 @@ def bench_fpdgd(
     splits = load_splits(data, fold)
     load_seconds = time.perf_counter() - t0
     alg = FPDGD(make_ranker("linear", splits.train.n_features), cascade_model(click_model, splits.train.n_levels))
-    warm_up_seconds = warm_up(lambda: train(alg, splits.train, clients=clients, queries_per_client=queries_per_client,
-                                            rounds=1, seed=seed, eval_data=splits.test, eval_every=1))
+    run = partial(train, alg, splits.train, clients=clients, queries_per_client=queries_per_client, seed=seed,
+                  eval_data=splits.test, eval_every=1)
+    warm_up_seconds = warm_up(lambda: run(rounds=1))
     cpu = time.process_time()
     with progress(rounds, "bench fpdgd", quiet) as bar:
-        res = train(alg, splits.train, clients=clients, queries_per_client=queries_per_client, rounds=rounds,
-                    seed=seed, eval_data=splits.test, eval_every=1, on_round=lambda r, row: bar.advance())
+        res = run(rounds=rounds, on_round=lambda r, row: bar.advance())
     cpu = time.process_time() - cpu
     figures: dict[str, Any] = {
         "data": data, "train_queries": splits.train.n_queries, "train_docs": splits.train.n_docs,

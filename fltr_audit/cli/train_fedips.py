@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import resource
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any, Optional
 
@@ -203,14 +204,11 @@ def bench_fedips(
     load_seconds = time.perf_counter() - t0
     alg = build_fedips(splits.train, gamma=gamma, k=k, clicks_per_client=clicks_per_client, seed=seed,
                        clients=clients, queries_per_client=queries_per_client)
-    replace = clients * queries_per_client > splits.train.n_queries
-    warm_up_seconds = warm_up(lambda: train(alg, splits.train, clients=clients, queries_per_client=queries_per_client,
-                                            rounds=1, seed=seed, eval_every=1, evaluators=ndcg_evaluators(splits.test),
-                                            replace=replace))
+    run = partial(train, alg, splits.train, clients=clients, queries_per_client=queries_per_client, seed=seed,
+                  evaluators=ndcg_evaluators(splits.test), replace=clients * queries_per_client > splits.train.n_queries)
+    warm_up_seconds = warm_up(lambda: run(rounds=1, eval_every=1))
     with progress(rounds, "bench fedips", quiet) as bar:
-        res = train(alg, splits.train, clients=clients, queries_per_client=queries_per_client, rounds=rounds,
-                    seed=seed, eval_every=rounds, evaluators=ndcg_evaluators(splits.test),
-                    on_round=lambda r, row: bar.advance(), replace=replace)
+        res = run(rounds=rounds, eval_every=rounds, on_round=lambda r, row: bar.advance())
     clicks = float(res.curves["clicks_per_client"].sum()) * clients
     figures: dict[str, Any] = {
         "data": data, "n_features": splits.train.n_features, "train_queries": splits.train.n_queries,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import resource
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any, Optional
 
@@ -190,11 +191,11 @@ def bench_foltr_es(
     splits = load_splits(data, fold)
     load_seconds = time.perf_counter() - t0
     alg = FOLtRES(make_ranker(ranker, splits.train.n_features), cascade_model(click_model, splits.train.n_levels))
-    warm_up_seconds = warm_up(lambda: train(alg, splits.train, clients=clients, queries_per_client=queries_per_client,
-                                            rounds=1, seed=seed, replace=True))
+    run = partial(train, alg, splits.train, clients=clients, queries_per_client=queries_per_client, seed=seed,
+                  replace=True)
+    warm_up_seconds = warm_up(lambda: run(rounds=1))
     with progress(rounds, "bench foltr-es", quiet) as bar:
-        res = train(alg, splits.train, clients=clients, queries_per_client=queries_per_client, rounds=rounds,
-                    seed=seed, replace=True, on_round=lambda r, row: bar.advance())
+        res = run(rounds=rounds, on_round=lambda r, row: bar.advance())
     figures: dict[str, Any] = {
         "data": data, "ranker": ranker, "train_queries": splits.train.n_queries, "train_docs": splits.train.n_docs,
         "clients": clients, "queries_per_client": queries_per_client, "rounds": rounds,

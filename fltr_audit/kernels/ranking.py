@@ -19,7 +19,8 @@ _LOG2 = math.log(2.0)
 
 @numba.njit(nogil=True, cache=True, fastmath={"reassoc"})
 def _dot_float32(x: np.ndarray, w: np.ndarray) -> np.float32:
-    """``x . w`` of float32 vectors summed in float32, in SIMD lanes (the order a BLAS sdot picks)."""
+    """``x . w`` of float32 vectors summed in float32, reassociated into SIMD lanes: the order depends
+    on the length of x only, so every row of a data set is summed alike."""
     total = np.float32(0.0)
     for f in range(x.shape[0]):
         total += np.float32(x[f]) * w[f]
