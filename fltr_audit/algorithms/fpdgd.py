@@ -118,8 +118,9 @@ def cohort_rankings(ranker: Any, params: np.ndarray, data: Dataset, queries: np.
              else plackett_luce.gumbel_noise(rng, (int(counts[p].sum()),)) for p in parts)
 
     def rank_part(part: slice, gumbel: np.ndarray) -> None:
+        width = int(counts[part].max(initial=1))  # list i's scores are written and read to counts[i] only
         scores = ranker.score_blocks(params[part], data.features, starts[part], counts[part],
-                                     out=np.empty((part.stop - part.start, int(counts[part].max(initial=1)))))  # read to counts only
+                                     out=np.empty((part.stop - part.start, width)))
         rank_lists(scores, counts[part], gumbel, np.cumsum(counts[part]) - counts[part], not deterministic,
                    positions[part], shown_scores[part], log_dens[part])
 
