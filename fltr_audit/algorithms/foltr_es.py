@@ -310,8 +310,8 @@ class FOLtRES:
         if self.ranker.linear:
             flat = kernel_array(queries.ravel(), np.int64)
             out = np.full((len(flat), int(data.docs_per_query[flat].max(initial=0))), -np.inf)
-            linear_scores(_rows_of(data), data.query_ptr, flat, B, self.signs(B) * self.sigma, kernel_array(params, np.float64), V,
-                          np.arange(len(flat)), out)
+            linear_scores(_rows_of(data), data.query_ptr, flat, B, self.signs(B) * self.sigma,
+                          kernel_array(params, np.float64), V, np.arange(len(flat)), out)
             return out.reshape(n, B, -1)
         plan = _RankPlan.of(queries.ravel(), data)
         width = int(data.docs_per_query[plan.queries].max(initial=0))

@@ -204,8 +204,9 @@ def bench_fedips(
     load_seconds = time.perf_counter() - t0
     alg = build_fedips(splits.train, gamma=gamma, k=k, clicks_per_client=clicks_per_client, seed=seed,
                        clients=clients, queries_per_client=queries_per_client)
+    replace = clients * queries_per_client > splits.train.n_queries
     run = partial(train, alg, splits.train, clients=clients, queries_per_client=queries_per_client, seed=seed,
-                  evaluators=ndcg_evaluators(splits.test), replace=clients * queries_per_client > splits.train.n_queries)
+                  evaluators=ndcg_evaluators(splits.test), replace=replace)
     warm_up_seconds = warm_up(lambda: run(rounds=1, eval_every=1))
     with progress(rounds, "bench fedips", quiet) as bar:
         res = run(rounds=rounds, eval_every=rounds, on_round=lambda r, row: bar.advance())
