@@ -102,10 +102,12 @@ def test_print_table_and_figures(capsys):
     body = [line for line in lines if line.count("│") == 3]
     ends = [line.index(v) + len(v) for line in body for v in ("1.0000", "22") if v in line.split("│")[2]]
     assert len(ends) == 2 and ends[0] == ends[1]
-    import click
+    from fltr_audit.cli.app import RUNNING_COMMAND
 
-    with click.Context(click.Group("fltr-audit")) as root, click.Context(click.Command("bench"), parent=root,
-                                                                           info_name="bench"):
+    token = RUNNING_COMMAND.set("bench")
+    try:
         print_figures("f", {"seconds": 2.0}, json_out=True)
+    finally:
+        RUNNING_COMMAND.reset(token)
     body = json.loads(capsys.readouterr().out)  # the envelope of the running command
     assert (body["command"], body["result"]) == ("bench", {"seconds": 2.0})

@@ -200,17 +200,21 @@ def test_errors_stay_one_stderr_line_and_print_no_envelope():
 
 
 def test_the_helper_encodes_non_finite_numbers_one_way_and_names_the_command_path():
-    import click
     import numpy as np
+    import typer
 
+    from fltr_audit.cli import register_commands
+    from fltr_audit.cli.app import RUNNING_COMMAND, app
     from fltr_audit.cli.common import emit_json
+    from fltr_audit.cli.spelling import command_names
 
+    register_commands()
     out = io.StringIO()
-    with click.Context(click.Group("fltr-audit"), info_name="fltr-audit") as root, \
-            click.Context(click.Group("bench"), parent=root, info_name="bench") as group, \
-            click.Context(click.Command("core"), parent=group, info_name="core"), contextlib.redirect_stdout(out):
+    token = RUNNING_COMMAND.set(command_names(typer.main.get_command(app), ["bench", "core", "--repeats", "1"]))
+    with contextlib.redirect_stdout(out):
         emit_json({"a": float("inf"), "b": -np.inf, "c": np.float32("nan"), "d": np.arange(2), "e": (np.int64(3),),
                    "f": [float("nan"), 1.5]})
+    RUNNING_COMMAND.reset(token)
     body = json.loads(out.getvalue())
     assert body["command"] == "bench core"
     assert body["result"] == {"a": "inf", "b": "-inf", "c": None, "d": [0, 1], "e": [3], "f": [None, 1.5]}

@@ -58,7 +58,6 @@ def test_an_engine_error_names_the_python_keyword_and_a_door_renames_it_once():
 
 
 def test_every_option_in_the_map_is_an_option_of_some_command():
-    import click
     import typer
 
     from fltr_audit.cli.app import app
@@ -67,7 +66,7 @@ def test_every_option_in_the_map_is_an_option_of_some_command():
     register_commands()
     declared: set[str] = set()
 
-    def walk(command: click.Command) -> None:
+    def walk(command) -> None:
         for param in command.params:
             declared.update(o for o in param.opts if o.startswith("--"))
         for sub in getattr(command, "commands", {}).values():

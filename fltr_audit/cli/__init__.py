@@ -16,14 +16,19 @@ from contextlib import contextmanager
 
 import typer
 
-try:  # newer typer raises the exceptions of its own vendored copy of click
-    from typer._click.exceptions import ClickException, UsageError
-except ImportError:  # pragma: no cover - typer releases built on the click package
-    from click.exceptions import ClickException, UsageError
 
-from fltr_audit.cli.app import app
+def _click_exception(name: str) -> type:
+    """The click exception class ``name`` as the installed typer raises it: typer >= 0.26 vendors
+    its own click, older releases use the click package. ``typer.BadParameter`` is public in
+    every release and derives from ``UsageError`` and ``ClickException`` of whichever it uses."""
+    return next(c for c in typer.BadParameter.__mro__ if c.__name__ == name)
+
+
+ClickException, UsageError = _click_exception("ClickException"), _click_exception("UsageError")
+
+from fltr_audit.cli.app import RUNNING_COMMAND, app
 from fltr_audit.cli.quick import COMMAND_MODULES, quick
-from fltr_audit.cli.spelling import normalize
+from fltr_audit.cli.spelling import command_names, normalize
 from fltr_audit.constraints import ParameterError
 from fltr_audit.errors import FltrDeprecation, FltrError, RunsFailed
 from fltr_audit.interrupts import Interrupted, Terminated, last_raised, raise_terminated
@@ -59,7 +64,9 @@ def main(argv: list[str] | None = None) -> int:
     last_raised()  # forget interruptions of an earlier in-process call
     try:
         with _deprecations_as_lines(), _quiet_floating_point():
-            args = normalize(typer.main.get_command(app), sys.argv[1:] if argv is None else list(argv))
+            root = typer.main.get_command(app)
+            args = normalize(root, sys.argv[1:] if argv is None else list(argv))
+            RUNNING_COMMAND.set(command_names(root, args))
             code = app(args=args, standalone_mode=False)
     except FltrError as exc:
         if isinstance(exc, ParameterError):  # named as the engine calls it: say the option typed

@@ -1,5 +1,6 @@
 """The Typer application and its command groups; command modules register onto these."""
 
+from contextvars import ContextVar
 from typing import Optional
 
 import typer
@@ -7,6 +8,10 @@ import typer
 # Plain click help: rich panels truncate long option names in narrow terminals and read
 # brackets such as fltr-audit[dask] as markup.
 PLAIN = {"rich_markup_mode": None}
+
+RUNNING_COMMAND: ContextVar[str] = ContextVar("fltr_audit_running_command", default="")
+"""The command ``main`` is running, as typed without the program name; set by ``main`` from its
+own parse of the arguments (``spelling.command_names``), so that no click or typer global is read."""
 
 app = typer.Typer(
     **PLAIN,

@@ -13,6 +13,7 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
+from fltr_audit.cli.app import RUNNING_COMMAND
 from fltr_audit.atomic import CannotWrite, temporary_dir, write_file, write_with
 from fltr_audit.constraints import ParameterError
 from fltr_audit.errors import FltrError
@@ -88,14 +89,7 @@ def emit_json(result: Any) -> None:
 
 def command_path() -> str:
     """The running command as typed, without the program name (``"train fpdgd"``, ``"audit"``)."""
-    import click
-
-    names = []
-    ctx = click.get_current_context()
-    while ctx.parent is not None:
-        names.append(ctx.info_name)
-        ctx = ctx.parent
-    return " ".join(reversed(names))
+    return RUNNING_COMMAND.get()
 
 
 def format_cell(value: Any) -> str:

@@ -47,6 +47,12 @@ def _leaf(root: Any, args: list[str]) -> tuple[Any, int]:
     return command, i
 
 
+def command_names(root: Any, args: list[str]) -> str:
+    """The command ``args`` invoke, as its names joined by spaces (``"train fpdgd"``)."""
+    command, start = _leaf(root, args)
+    return " ".join(a for a in args[:start] if not a.startswith("-"))
+
+
 def normalize(root: Any, args: list[str]) -> list[str]:
     """``args`` with deprecated spellings replaced (warning once each) and every list option
     in the form its command declares."""
