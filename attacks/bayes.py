@@ -61,9 +61,9 @@ from attacks.bayes_noise import NoiseModel
 from attacks.bayes_posterior import configuration_log_odds, posterior_log_odds
 from attacks.bayes_prior import PRIORS, click_vectors, log_prior
 from attacks.view import client_updates, require_shown
-from fltr_audit.algorithms.fpdgd import pair_weights
+from fltr_audit.engine.algorithms.fpdgd import pair_weights
 from fltr_audit.constraints import Options, ParameterError, check
-from fltr_audit.messages import Guess, ServerView
+from fltr_audit.engine.messages import Guess, ServerView
 
 MAX_K = 10
 """Largest shown list enumerated (2^10 click vectors)."""

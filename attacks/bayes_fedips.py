@@ -1,6 +1,6 @@
 """``bayes`` for FedIPS / FedAvg update messages: the posterior of each shown slot's click count.
 
-Hidden variable. A FedIPS client's message (``fltr_audit.algorithms.fedips``) is one SGD pass
+Hidden variable. A FedIPS client's message (``fltr_audit.engine.algorithms.fedips``) is one SGD pass
 over the first m clicks of its log; the ground truth the attacks guess (``clicked_slots``) is
 whether a shown slot (query b, position i) got at least one of them. The attack enumerates
 every count matrix N (B x K non-negative integers summing to m: C(m + BK - 1, BK - 1)
@@ -60,7 +60,7 @@ from attacks.bayes_posterior import posterior_log_odds
 from attacks.bayes_prior import PRIORS, click_vectors
 from attacks.view import client_updates, require_shown, shown_features
 from fltr_audit.constraints import Interval, Options, ParameterError, check
-from fltr_audit.messages import Guess, ServerView
+from fltr_audit.engine.messages import Guess, ServerView
 
 MAX_CANDIDATES = 20_000
 """Largest number of count matrices enumerated per message."""

@@ -11,9 +11,9 @@ from typing import Any
 
 import numpy as np
 
-from fltr_audit import plackett_luce
-from fltr_audit.kernels import kernel_array
-from fltr_audit.kernels.pdgd import pair_weight_tables
+from fltr_audit.engine import plackett_luce
+from fltr_audit.engine.kernels import kernel_array
+from fltr_audit.engine.kernels.pdgd import pair_weight_tables
 
 def examined_unclicked(vectors: np.ndarray) -> np.ndarray:
     """PDGD's losing positions of each click vector: unclicked, at or above the one right

@@ -1,7 +1,7 @@
 """What a defense stack does to a client's message, as the Bayes attacks need it for their
 likelihood (``attacks.bayes_likelihoods``): the clipping steps in the client's order and the
 noise kind and scale. Built from a defense stack by the composition root
-(``fltr_audit.audit_pipeline.noise_model``)."""
+(``fltr_audit.runs.audit.noise_model``)."""
 
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ their scores into bounds).
 ``m`` canaries, each with a secret bit ``present`` (probability 1/2) and a participation schedule
 drawn like a population member's (each round with probability cohort / population, from the run's
 seed), ride along the real rounds through an observer of the federation loop
-(``fltr_audit.round_parts``): the real cohort's messages, aggregate and model are never changed.
+(``fltr_audit.engine.round_parts``): the real cohort's messages, aggregate and model are never changed.
 
 * **Aggregate scope** (the server sees only the cohort's aggregate: ``dp-fedavg``, ``ddgauss``,
   ``secagg``, ``...+secagg``) -- canary *clients* (Andrew et al., ICLR 2024): a random unit
@@ -42,9 +42,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fltr_audit.messages import Messages
-from fltr_audit.randomness import stream
-from fltr_audit.round_parts import RoundParts
+from fltr_audit.engine.messages import Messages
+from fltr_audit.engine.randomness import stream
+from fltr_audit.engine.round_parts import RoundParts
 
 TESTS = ("cosine", "projection", "laplace", "metric")
 REFERENCES = ("aggregate", "clipped-sum")

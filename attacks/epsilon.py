@@ -24,9 +24,9 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from fltr_audit.clicks import CascadeClickModel, cascade_model
+from fltr_audit.engine.clicks import CascadeClickModel, cascade_model
 from fltr_audit.constraints import Interval, POSITIVE_INT, check
-from fltr_audit.maxrr import maxrr_values, rr_epsilon
+from fltr_audit.engine.maxrr import maxrr_values, rr_epsilon
 
 
 @dataclass(frozen=True)
@@ -57,7 +57,7 @@ class EpsilonResult:
 
 
 theoretical_bound = rr_epsilon
-"""Eq. 10, the bound the enumeration is set beside (``fltr_audit.maxrr.rr_epsilon``)."""
+"""Eq. 10, the bound the enumeration is set beside (``fltr_audit.engine.maxrr.rr_epsilon``)."""
 
 
 def transmit_prob(p0: np.ndarray, p: float, n_values: int) -> np.ndarray:

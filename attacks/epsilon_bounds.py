@@ -28,7 +28,7 @@ the sum of per-round log-likelihood ratios is the optimal test of the K-fold com
 ``claim_verdict`` compares the bound with the claim (PLAN.md, issue #11): ``no claim`` for an
 infinite claimed epsilon, ``outside scope`` when an aggregate-scope claim is audited on single
 messages, ``untestable`` when the claim is at or above the ceiling (no outcome of these trials
-could exceed it: ``fltr_audit.claim_trials.trials_to_test`` says how many would), else
+could exceed it: ``fltr_audit.privacy.claim_trials.trials_to_test`` says how many would), else
 ``violated`` / ``consistent``;
 ``tightness`` = epsilon_lb / claimed_epsilon. ``small_error`` records which error rate the
 held-out half chose to keep small (``fp``: the bound ``ln((1 - delta - FNR) / FPR)``), so that
@@ -49,12 +49,12 @@ import numpy as np
 from scipy import stats
 from scipy.special import ndtri
 
-from fltr_audit.claim_trials import trials_to_test
+from fltr_audit.privacy.claim_trials import trials_to_test
 from fltr_audit.constraints import Interval, ParameterError, check
 from fltr_audit.errors import FltrError
-from fltr_audit.interfaces import ClientDefense, PrivacyClaim
-from fltr_audit.messages import Messages
-from fltr_audit.records import AuditMeasurement
+from fltr_audit.engine.interfaces import ClientDefense, PrivacyClaim
+from fltr_audit.engine.messages import Messages
+from fltr_audit.store.records import AuditMeasurement
 
 Mechanism = Callable[[np.random.Generator, int, int], np.ndarray]
 """``mechanism(rng, n_trials, which)``: ``n_trials`` outputs on input ``which`` (0 or 1),
@@ -108,7 +108,7 @@ def auto_trials(claimed_epsilon: float, delta: float = 0.0, confidence: float = 
 @dataclass(frozen=True)
 class AuditResult(AuditMeasurement):
     """One empirical audit: the measured columns of the ``audits`` table
-    (``fltr_audit.records.AuditMeasurement``) and the distinguishing test's decision
+    (``fltr_audit.store.records.AuditMeasurement``) and the distinguishing test's decision
     ``threshold`` and ``direction`` (+1: flag the statistic above the threshold, -1: below)."""
 
     threshold: float

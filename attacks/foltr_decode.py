@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from fltr_audit.algorithms.foltr_es import FOLtRES, cascade_clicks, flawed_client_draws
+from fltr_audit.engine.algorithms.foltr_es import FOLtRES, cascade_clicks, flawed_client_draws
 from fltr_audit.errors import FltrError
-from fltr_audit.messages import Guess, ServerView
+from fltr_audit.engine.messages import Guess, ServerView
 
 
 def first_click_positions(values: np.ndarray) -> np.ndarray:
@@ -123,11 +123,11 @@ def audit_query_distinguishing(defense, click_model, *, n_trials: int = 4000, se
     """
     from attacks.epsilon_bounds import audit
     from attacks.epsilon import maxrr_epsilon
-    from fltr_audit import metrics
-    from fltr_audit.interfaces import PrivacyClaim
-    from fltr_audit.messages import Messages
+    from fltr_audit.engine import metrics
+    from fltr_audit.engine.interfaces import PrivacyClaim
+    from fltr_audit.engine.messages import Messages
 
-    from fltr_audit.mechanisms import RandomizedResponse, declared
+    from fltr_audit.privacy.mechanisms import RandomizedResponse, declared
 
     declared_rr = declared(defense) if defense is not None else None
     p = float(declared_rr.p) if isinstance(declared_rr, RandomizedResponse) else 1.0

@@ -33,7 +33,7 @@ import numpy as np
 
 from attacks.view import client_updates, require_shown, shown_features
 from fltr_audit.constraints import Interval, ParameterError, check
-from fltr_audit.messages import Guess, ServerView
+from fltr_audit.engine.messages import Guess, ServerView
 
 KINDS = ("score", "prob", "distance")
 

@@ -5,7 +5,7 @@
 
 The inputs are worst-case (``attacks.worst_case``) or natural (two real messages, handed in by
 the caller); the result names which. What is audited follows the stack's declarations
-(``fltr_audit.mechanisms``): a noisy aggregator's released mean, a shuffled cohort, or the client
+(``fltr_audit.privacy.mechanisms``): a noisy aggregator's released mean, a shuffled cohort, or the client
 transforms (one message, or the cohort mean behind secure aggregation). A part that claims an
 epsilon but declares no mechanism is audited black-box with the learned test.
 """
@@ -27,10 +27,10 @@ from attacks.mechanism_tests import (
 )
 from attacks.stack_outputs import aggregate_mechanism, message_mechanism, noisy_aggregate_mechanism, shuffle_mechanism
 from attacks.worst_case import claimed_mu
-from fltr_audit import mechanisms as mech
+from fltr_audit.privacy import mechanisms as mech
 from fltr_audit.constraints import Interval, Options, check
 from fltr_audit.errors import FltrError
-from fltr_audit.interfaces import PrivacyClaim
+from fltr_audit.engine.interfaces import PrivacyClaim
 
 TESTS = ("auto", "llr", "learned")
 

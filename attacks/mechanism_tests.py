@@ -1,5 +1,5 @@
 """Mechanism-aware tests: the log-likelihood ratio of the noise a stack *declares*
-(``fltr_audit.mechanisms``) around the noise-free outputs ``a`` (input 0) and ``b`` (input 1).
+(``fltr_audit.privacy.mechanisms``) around the noise-free outputs ``a`` (input 0) and ``b`` (input 1).
 
 * Laplace(s): ``sum_j (|x_j - a_j| - |x_j - b_j|) / s``;
 * Gaussian: the projection ``(x - (a + b)/2) . (b - a)``;
@@ -26,7 +26,7 @@ from scipy.special import kve, logsumexp
 
 from attacks.epsilon_bounds import Mechanism, Statistic, projection_statistic
 from attacks.stack_outputs import centre, clipped, noise_declarations, undeclared_client
-from fltr_audit import mechanisms as mech
+from fltr_audit.privacy import mechanisms as mech
 
 LEARN_TRIALS = 20_000
 """Trials per input the learned test is trained on (separate from the audit's own)."""

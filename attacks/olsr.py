@@ -40,7 +40,7 @@ from scipy import stats
 
 from attacks.view import client_updates, require_shown, shown_features
 from fltr_audit.constraints import Interval, Options, ParameterError, check
-from fltr_audit.messages import Guess, ServerView
+from fltr_audit.engine.messages import Guess, ServerView
 
 RCOND = 1e-6
 """Singular values below RCOND times the largest count as zero (rank decision)."""

@@ -7,8 +7,8 @@ import numpy as np
 
 from attacks.view import require_shown
 from fltr_audit.constraints import Interval, check
-from fltr_audit.messages import Guess, ServerView
-from fltr_audit.randomness import stream
+from fltr_audit.engine.messages import Guess, ServerView
+from fltr_audit.engine.randomness import stream
 
 
 class RandomK:

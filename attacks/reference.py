@@ -25,7 +25,7 @@ import numpy as np
 
 from attacks.view import require_shown, shown_features
 from fltr_audit.constraints import Interval, check
-from fltr_audit.messages import Guess, ServerView
+from fltr_audit.engine.messages import Guess, ServerView
 
 
 def dcg_weight(rank: np.ndarray) -> np.ndarray:

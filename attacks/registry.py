@@ -23,7 +23,7 @@ from attacks.random_k import RandomK
 from attacks.reference import GuessAll, Prior
 from fltr_audit.constraints import ParameterError
 from fltr_audit.errors import FltrError
-from fltr_audit.interfaces import Attack
+from fltr_audit.engine.interfaces import Attack
 
 NEEDS = ("seed", "algorithm", "k", "noise")
 
@@ -43,7 +43,7 @@ def bayes_attack(algorithm: Any = None, noise: Any = None, prior: str = "click-m
     """The Bayes attack for the algorithm's messages: ``BayesFedIPS`` for the update of an SGD
     pass over IPS-weighted hinge gradients (FedIPS, FedAvg), else ``Bayes`` (FPDGD weights,
     FOLtR-ES metric values)."""
-    from fltr_audit.algorithms.fedips import FedIPS
+    from fltr_audit.engine.algorithms.fedips import FedIPS
 
     if isinstance(algorithm, FedIPS):
         return BayesFedIPS(algorithm, noise, prior)

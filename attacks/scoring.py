@@ -48,7 +48,7 @@ from sklearn.metrics import roc_auc_score, roc_curve
 
 from fltr_audit.constraints import Options, ParameterError, check
 from fltr_audit.errors import FltrError
-from fltr_audit.messages import Guess, RoundBatch
+from fltr_audit.engine.messages import Guess, RoundBatch
 
 ZERO_DIVISION = ("0", "skip")
 FPR_TARGETS = {"tpr_at_fpr_0_01": 0.01, "tpr_at_fpr_0_001": 0.001}

@@ -7,7 +7,7 @@
   aggregator plug-in that declares nothing);
 * ``shuffle_mechanism``: a shuffled cohort, as its messages' log-likelihood ratios.
 
-What a stack does is read from the mechanisms its parts declare (``fltr_audit.mechanisms``),
+What a stack does is read from the mechanisms its parts declare (``fltr_audit.privacy.mechanisms``),
 never from their attribute names.
 """
 
@@ -19,9 +19,9 @@ from typing import Any
 import numpy as np
 
 from attacks.epsilon_bounds import Mechanism, Statistic
-from fltr_audit import mechanisms as mech
+from fltr_audit.privacy import mechanisms as mech
 from fltr_audit.constraints import Interval, check
-from fltr_audit.messages import Messages
+from fltr_audit.engine.messages import Messages
 
 
 def noise_declarations(stack: Any) -> list[Any]:

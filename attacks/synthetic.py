@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from fltr_audit.clicks import cascade_model
-from fltr_audit.data.dataset import Dataset
-from fltr_audit.messages import GroundTruth, Interactions, Messages, RoundBatch, ServerView
-from fltr_audit.rankers import LinearRanker
+from fltr_audit.engine.clicks import cascade_model
+from fltr_audit.engine.data.dataset import Dataset
+from fltr_audit.engine.messages import GroundTruth, Interactions, Messages, RoundBatch, ServerView
+from fltr_audit.engine.rankers import LinearRanker
 
 
 def pdgd_like_coefficients(clicks: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -86,7 +86,7 @@ def pdgd_batch(
 
     Each message is the client's local weights plus optional Gaussian noise of std ``noise``.
     """
-    from fltr_audit.algorithms.fpdgd import FPDGD, pdgd_cohort
+    from fltr_audit.engine.algorithms.fpdgd import FPDGD, pdgd_cohort
 
     rng = np.random.default_rng(seed)
     n, B = n_clients, queries_per_client

@@ -6,7 +6,7 @@ Two cases (DESIGN.md, Threat models):
 * secure aggregation (``view.messages`` is None): only the cohort's n_c-weighted mean
   ``view.aggregate`` is visible; its update relative to the global model is ``(P,)`` and
   the attacks run it against every document the cohort was shown;
-* ``server-malicious`` (``fltr_audit.malicious``): the server served the other members
+* ``server-malicious`` (``fltr_audit.engine.malicious``): the server served the other members
   documents or a model under which their updates vanish, so with equal n_c the sum of the
   cohort's weights ``n * aggregate`` minus the models it served the others is the target's
   weights: one individual update ``(1, P)`` (the target's message itself when it is visible).
@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from fltr_audit.constraints import ParameterError
-from fltr_audit.messages import ServerView
+from fltr_audit.engine.messages import ServerView
 
 
 def require_shown(view: ServerView, attack: str) -> None:

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from attacks.stack_outputs import noise_declarations
-from fltr_audit import mechanisms as mech
+from fltr_audit.privacy import mechanisms as mech
 
 OVERSHOOT = 4.0
 """How far beyond the declared clip the crafted inputs lie (a clipping defense maps them onto it)."""

@@ -9,7 +9,7 @@ component that makes the stack's claim over a run's participation schedule with 
 
 * the server, who draws the cohorts and reads each message: no amplification by sampling -- each
   user is charged its *realized* participations (``ParticipationSchedule``, recomputed from the
-  run's seed by ``fltr_audit.cohorts``); reported for the worst user and the 99th percentile;
+  run's seed by ``fltr_audit.engine.cohorts``); reported for the worst user and the 99th percentile;
 * an observer of the released models only: ``PoissonSampledDpEvent(q, event)`` composed over every
   round, q = cohort / population. The engine's ``--population`` draws cohorts of a fixed size
   without replacement; Poisson sampling at the same rate is the accounting convention of DP-SGD
@@ -43,7 +43,7 @@ from typing import Any
 
 import numpy as np
 
-from fltr_audit.cohorts import participation_counts
+from fltr_audit.engine.cohorts import participation_counts
 from fltr_audit.constraints import Interval, ParameterError, check
 from fltr_audit.errors import FltrError
 
@@ -67,7 +67,7 @@ def dp_event_of(stack: Any) -> Any:
     """The event of the mechanism declared by the component that makes the stack's claim
     (``defenses.mechanism_events.dp_event``; None without one)."""
     from defenses.mechanism_events import dp_event
-    from fltr_audit.mechanisms import declared
+    from fltr_audit.privacy.mechanisms import declared
 
     claim = stack.claim
     for part in (*stack.client, stack.aggregator):
@@ -145,7 +145,7 @@ class ParticipationSchedule:
 
     @classmethod
     def of_run(cls, seed: int, rounds: int, clients: int, population: int | None = None) -> "ParticipationSchedule":
-        """The schedule ``federation.train`` draws for this seed (``fltr_audit.cohorts``)."""
+        """The schedule ``federation.train`` draws for this seed (``fltr_audit.engine.cohorts``)."""
         check("rounds", rounds, (Interval(int, 1, None),))
         if population is not None and population < clients:
             raise ParameterError("population", f"must be at least clients ({clients}), got {population}")

@@ -20,7 +20,7 @@ from defenses.secagg import IdealSecAgg
 from defenses.secagg_protocol import SecAggProtocol
 from defenses.shuffle import Shuffle
 from fltr_audit.constraints import Constraint, Interval, Satisfies
-from fltr_audit.interfaces import Role
+from fltr_audit.engine.interfaces import Role
 
 
 @dataclass(frozen=True)

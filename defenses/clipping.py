@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 
 from fltr_audit.errors import FltrError
-from fltr_audit import mechanisms as mech
-from fltr_audit.interfaces import PrivacyClaim
-from fltr_audit.messages import Messages
+from fltr_audit.privacy import mechanisms as mech
+from fltr_audit.engine.interfaces import PrivacyClaim
+from fltr_audit.engine.messages import Messages
 
 NORMS = ("l1", "l2")
 TARGETS = ("weights", "update")

@@ -14,9 +14,9 @@ from defenses.secagg_protocol import neighbour_graph, run_protocol
 from fltr_audit.constraints import Interval, ParameterError, check
 from fltr_audit.errors import FltrError
 from defenses.mechanism_events import dp_event
-from fltr_audit import mechanisms as mech
-from fltr_audit.interfaces import Aggregate, PrivacyClaim
-from fltr_audit.messages import Messages
+from fltr_audit.privacy import mechanisms as mech
+from fltr_audit.engine.interfaces import Aggregate, PrivacyClaim
+from fltr_audit.engine.messages import Messages
 
 BETA = math.exp(-0.5)
 """The conditional-rounding constant beta of the paper's experiments."""

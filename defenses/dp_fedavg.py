@@ -12,9 +12,9 @@ from defenses.secagg import require_vectors
 from fltr_audit.constraints import Interval, ParameterError, check
 from fltr_audit.errors import FltrError
 from defenses.mechanism_events import dp_event
-from fltr_audit import mechanisms as mech
-from fltr_audit.interfaces import Aggregate, PrivacyClaim
-from fltr_audit.messages import Messages
+from fltr_audit.privacy import mechanisms as mech
+from fltr_audit.engine.interfaces import Aggregate, PrivacyClaim
+from fltr_audit.engine.messages import Messages
 
 
 def clip_updates(updates: np.ndarray, clip: float) -> np.ndarray:

@@ -9,9 +9,9 @@ from scipy.special import log_ndtr, ndtr
 from defenses.clipping import check_noise_scale, clip_rows, require_vector
 from fltr_audit.errors import FltrError
 from defenses.mechanism_events import dp_event
-from fltr_audit import mechanisms as mech
-from fltr_audit.interfaces import PrivacyClaim
-from fltr_audit.messages import Messages
+from fltr_audit.privacy import mechanisms as mech
+from fltr_audit.engine.interfaces import PrivacyClaim
+from fltr_audit.engine.messages import Messages
 
 
 def gaussian_delta(epsilon: float, sensitivity: float, std: float) -> float:

@@ -6,9 +6,9 @@ import numpy as np
 
 from defenses.clipping import check_noise_scale, clip_rows, require_vector
 from defenses.mechanism_events import dp_event
-from fltr_audit import mechanisms as mech
-from fltr_audit.interfaces import PrivacyClaim
-from fltr_audit.messages import Messages
+from fltr_audit.privacy import mechanisms as mech
+from fltr_audit.engine.interfaces import PrivacyClaim
+from fltr_audit.engine.messages import Messages
 
 
 class LocalLaplace:

@@ -1,4 +1,4 @@
-"""A declared mechanism (``fltr_audit.mechanisms``) as one round's ``dp_accounting`` event.
+"""A declared mechanism (``fltr_audit.privacy.mechanisms``) as one round's ``dp_accounting`` event.
 
 * ``Laplace`` / ``GammaShares``: ``LaplaceDpEvent(scale / sensitivity)`` (the claimed L1
   sensitivity; understated for L2 clipping, as the published claims are);
@@ -17,8 +17,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from fltr_audit import mechanisms as mech
-from fltr_audit.interfaces import PrivacyClaim
+from fltr_audit.privacy import mechanisms as mech
+from fltr_audit.engine.interfaces import PrivacyClaim
 
 
 def dp_event(mechanism: Any, claim: PrivacyClaim) -> Any:

@@ -6,10 +6,10 @@ import numpy as np
 
 from fltr_audit.errors import FltrError
 from defenses.mechanism_events import dp_event
-from fltr_audit import mechanisms as mech
-from fltr_audit.interfaces import PrivacyClaim
-from fltr_audit.maxrr import maxrr_values, rr_epsilon  # noqa: F401 (rr_epsilon: Eq. 10, re-exported)
-from fltr_audit.messages import Messages
+from fltr_audit.privacy import mechanisms as mech
+from fltr_audit.engine.interfaces import PrivacyClaim
+from fltr_audit.engine.maxrr import maxrr_values, rr_epsilon  # noqa: F401 (rr_epsilon: Eq. 10, re-exported)
+from fltr_audit.engine.messages import Messages
 
 MAXRR_VALUES = tuple(float(v) for v in maxrr_values(10))
 """The values MaxRR takes on a top-10 list: 1/r, r = 1..10, and 0 (no click) (n = 11)."""

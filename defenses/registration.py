@@ -9,7 +9,7 @@ from typing import Any, Callable
 
 from defenses.catalog import SPECS, Param, Spec
 from fltr_audit.errors import FltrError
-from fltr_audit.interfaces import ROLES, PrivacyClaim
+from fltr_audit.engine.interfaces import ROLES, PrivacyClaim
 
 _KINDS = {bool: "choice", int: "int", float: "float", str: "str"}
 

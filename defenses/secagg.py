@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from fltr_audit.aggregation import weighted_mean
+from fltr_audit.engine.aggregation import weighted_mean
 from fltr_audit.errors import CohortLost, FltrError
-from fltr_audit.interfaces import Aggregate, PrivacyClaim
-from fltr_audit.messages import Messages
+from fltr_audit.engine.interfaces import Aggregate, PrivacyClaim
+from fltr_audit.engine.messages import Messages
 
 SECAGG_CLAIM = PrivacyClaim(epsilon=float("inf"), delta=0.0, scope="aggregate")
 """Secure aggregation adds no noise (no DP); it reveals only the aggregate."""

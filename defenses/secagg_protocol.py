@@ -38,8 +38,8 @@ from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from defenses import shamir
 from defenses.secagg import SECAGG_CLAIM, draw_dropouts, require_vectors
 from fltr_audit.errors import CohortLost, FltrError
-from fltr_audit.interfaces import Aggregate
-from fltr_audit.messages import Messages
+from fltr_audit.engine.interfaces import Aggregate
+from fltr_audit.engine.messages import Messages
 
 _ZERO_NONCE = bytes(16)
 _CHUNK = 8192  # edges whose masks are materialized at once

@@ -8,12 +8,12 @@ from typing import Sequence
 
 import numpy as np
 
-from fltr_audit.aggregation import weighted_mean
+from fltr_audit.engine.aggregation import weighted_mean
 from fltr_audit.errors import FltrError
 from defenses.mechanism_events import dp_event
-from fltr_audit import mechanisms as mech
-from fltr_audit.interfaces import Aggregate, ClientDefense, PrivacyClaim
-from fltr_audit.messages import Messages
+from fltr_audit.privacy import mechanisms as mech
+from fltr_audit.engine.interfaces import Aggregate, ClientDefense, PrivacyClaim
+from fltr_audit.engine.messages import Messages
 
 
 def amplification_applies(eps0: float, n: int, delta: float) -> bool:

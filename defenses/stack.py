@@ -22,11 +22,11 @@ from defenses.catalog import SPECS, Param, Spec
 from defenses.registration import plugin_spec
 from defenses.clipping import Clip
 from defenses.randomized_response import MAXRR_VALUES
-from fltr_audit.aggregation import FedAvg
+from fltr_audit.engine.aggregation import FedAvg
 from fltr_audit.constraints import describe, satisfied
 from fltr_audit.errors import FltrDeprecation, FltrError
-from fltr_audit.interfaces import Aggregator, ClientDefense, PrivacyClaim
-from fltr_audit.mechanisms import check_declaration
+from fltr_audit.engine.interfaces import Aggregator, ClientDefense, PrivacyClaim
+from fltr_audit.privacy.mechanisms import check_declaration
 
 
 def _fmt(value: Any) -> str:

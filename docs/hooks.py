@@ -14,16 +14,16 @@ from mkdocs.exceptions import PluginError
 
 API_MODULES = (
     "fltr_audit.api",
-    "fltr_audit.interfaces",
-    "fltr_audit.messages",
-    "fltr_audit.records",
-    "fltr_audit.store",
-    "fltr_audit.algorithms.registry",
+    "fltr_audit.engine.interfaces",
+    "fltr_audit.engine.messages",
+    "fltr_audit.store.records",
+    "fltr_audit.store.results",
+    "fltr_audit.engine.algorithms.registry",
     "attacks.registry",
     "defenses.stack",
     "defenses.catalog",
-    "fltr_audit.run_spec",
-    "fltr_audit.mechanisms",
+    "fltr_audit.spec.run",
+    "fltr_audit.privacy.mechanisms",
 )
 """The modules ``docs/reference/api.md`` documents; keep the two lists in step."""
 

@@ -17,9 +17,9 @@ import argparse
 import numpy as np
 
 import fltr_audit
-from fltr_audit import mechanisms
-from fltr_audit.interfaces import PrivacyClaim
-from fltr_audit.messages import Guess, Messages, ServerView
+from fltr_audit.privacy import mechanisms
+from fltr_audit.engine.interfaces import PrivacyClaim
+from fltr_audit.engine.messages import Guess, Messages, ServerView
 
 
 class DotAttack:

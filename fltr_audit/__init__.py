@@ -1,16 +1,25 @@
 """fltr-audit: privacy audit and attack testbed for federated online learning to rank.
 
-The engine: data, click models, rankers, metrics, the federated algorithms, the
-federation loop with its message interception, and the interfaces that the
-``attacks``, ``defenses`` and ``reports`` packages implement.
+The layers, top down (imports point down only; ``tests/test_layers.py`` holds the rule):
+
+* ``cli/`` -- the command line, a thin adapter over the Python API;
+* ``api`` -- the Python API: builds typed specs and runs them;
+* ``runs/`` -- one audit run, whole-run audits, the campaign runner, the executors;
+* ``spec/`` -- specs as values (run, campaign, grid);
+* ``store/`` -- the results store, its records, the recording format;
+* ``privacy/`` -- declared mechanisms and claim trials;
+* ``engine/`` -- data, click models, rankers, algorithms, the federation loop, kernels;
+* ``errors``, ``constraints``, ``atomic``, ``plugins`` -- the vocabulary every layer uses.
 
 The Python API (``fltr_audit.api``, loaded on first use so that ``import fltr_audit`` stays
 light): ``audit(...)``, ``audit_campaign(path_or_dict)``, ``register_attack``,
 ``register_defense``, ``register_algorithm``, ``AuditResult``, ``AlgorithmSpec``.
-``fltr_audit.campaign`` is the module of campaign files.
 """
 
 import importlib
+import importlib.abc
+import importlib.util
+import sys
 
 from fltr_audit._version import __version__
 
@@ -23,3 +32,67 @@ def __getattr__(name: str):
     if name in _API:
         return getattr(importlib.import_module("fltr_audit.api"), name)
     raise AttributeError(f"module 'fltr_audit' has no attribute {name!r}")
+
+
+MOVED = {
+    "fltr_audit.federation": "fltr_audit.engine.federation",
+    "fltr_audit.messages": "fltr_audit.engine.messages",
+    "fltr_audit.interfaces": "fltr_audit.engine.interfaces",
+    "fltr_audit.interceptors": "fltr_audit.engine.interceptors",
+    "fltr_audit.aggregation": "fltr_audit.engine.aggregation",
+    "fltr_audit.round_parts": "fltr_audit.engine.round_parts",
+    "fltr_audit.clicks": "fltr_audit.engine.clicks",
+    "fltr_audit.rankers": "fltr_audit.engine.rankers",
+    "fltr_audit.metrics": "fltr_audit.engine.metrics",
+    "fltr_audit.maxrr": "fltr_audit.engine.maxrr",
+    "fltr_audit.plackett_luce": "fltr_audit.engine.plackett_luce",
+    "fltr_audit.probe": "fltr_audit.engine.probe",
+    "fltr_audit.population": "fltr_audit.engine.population",
+    "fltr_audit.cohorts": "fltr_audit.engine.cohorts",
+    "fltr_audit.randomness": "fltr_audit.engine.randomness",
+    "fltr_audit.threads": "fltr_audit.engine.threads",
+    "fltr_audit.malicious": "fltr_audit.engine.malicious",
+    "fltr_audit.algorithms": "fltr_audit.engine.algorithms",
+    "fltr_audit.data": "fltr_audit.engine.data",
+    "fltr_audit.kernels": "fltr_audit.engine.kernels",
+    "fltr_audit.mechanisms": "fltr_audit.privacy.mechanisms",
+    "fltr_audit.claim_trials": "fltr_audit.privacy.claim_trials",
+    "fltr_audit.run_spec": "fltr_audit.spec.run",
+    "fltr_audit.campaign_spec": "fltr_audit.spec.campaign",
+    "fltr_audit.campaign_grid": "fltr_audit.spec.grid",
+    "fltr_audit.defense_spelling": "fltr_audit.spec.defense_spelling",
+    "fltr_audit.audit_pipeline": "fltr_audit.runs.audit",
+    "fltr_audit.whole_run": "fltr_audit.runs.whole_run",
+    "fltr_audit.campaign": "fltr_audit.runs.campaign",
+    "fltr_audit.executors": "fltr_audit.runs.executors",
+    "fltr_audit.interrupts": "fltr_audit.runs.interrupts",
+    "fltr_audit.records": "fltr_audit.store.records",
+    "fltr_audit.recording": "fltr_audit.store.recording",
+}
+"""Import paths of modules before they moved into the layer folders -> where they are now. Plug-ins
+written against the documented paths (``fltr_audit.mechanisms``, ``fltr_audit.messages``, ...) import
+them unedited: the old name is the same module object, submodules included."""
+
+
+class _MovedModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Resolves an old import path (``MOVED``, or a submodule of a moved package) to its module."""
+
+    @staticmethod
+    def _target(name: str) -> str | None:
+        for old, new in MOVED.items():
+            if name == old or name.startswith(old + "."):
+                return new + name[len(old):]
+        return None
+
+    def find_spec(self, name, path=None, target=None):
+        new = self._target(name)
+        return None if new is None else importlib.util.spec_from_loader(name, self)
+
+    def create_module(self, spec):
+        return importlib.import_module(self._target(spec.name))  # the module itself, not a copy
+
+    def exec_module(self, module) -> None:
+        pass
+
+
+sys.meta_path.insert(0, _MovedModules())

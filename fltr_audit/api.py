@@ -24,8 +24,8 @@ from typing import Any, Callable, Mapping
 
 import pandas as pd
 
-from fltr_audit.algorithms.registry import AlgorithmSpec
-from fltr_audit.algorithms.registry import register_algorithm as _register_algorithm
+from fltr_audit.engine.algorithms.registry import AlgorithmSpec
+from fltr_audit.engine.algorithms.registry import register_algorithm as _register_algorithm
 from fltr_audit.constraints import ParameterError
 from fltr_audit.errors import FltrError
 
@@ -74,7 +74,7 @@ class AuditResult:
     inputs : mapping
         The keywords as resolved, defaults included (for ``campaign``: the validated spec).
     spec : mapping
-        The campaign spec the runs were expanded from (``fltr_audit.campaign``).
+        The campaign spec the runs were expanded from (``fltr_audit.runs.campaign``).
     tables : mapping of str to DataFrame
         Every table of the runs (``docs/store.md``): ``attacks``, ``per_query``, ``utility``,
         ``curves``, ``audits``, ``epsilon``.
@@ -272,7 +272,7 @@ def audit(**options: Any) -> AuditResult:
 def _probe_lists(command: dict, power: float | None, min_effect: float | None) -> int | None:
     """``probe_lists`` as given or planned from ``power`` and ``min_effect``, checked as the
     ``audit`` command checks ``--probe-lists`` and ``--power``."""
-    from fltr_audit.algorithms.registry import algorithm_spec
+    from fltr_audit.engine.algorithms.registry import algorithm_spec
     from fltr_audit.cli.audit import algorithm_defaults, available_lists, probe_size
     from reports.compare import MIN_EFFECT
 
@@ -286,13 +286,13 @@ def _probe_lists(command: dict, power: float | None, min_effect: float | None) -
 
 
 def audit_campaign(path_or_dict: str | Path | Mapping[str, Any], store: str | Path | None = None) -> AuditResult:
-    """Run a campaign (a TOML file, or the same tables as a dict; see ``fltr_audit.campaign``).
+    """Run a campaign (a TOML file, or the same tables as a dict; see ``fltr_audit.runs.campaign``).
 
     Without ``store`` the runs are computed in this process and kept in memory; with a store
     path they are recorded there (completed runs are reused) and read back. Plug-ins
     registered in this process are available (the runs do not leave it).
     """
-    from fltr_audit.campaign import load_spec, validate_spec
+    from fltr_audit.runs.campaign import load_spec, validate_spec
 
     if isinstance(path_or_dict, Mapping):
         spec = validate_spec(dict(path_or_dict), source="campaign")
@@ -341,7 +341,7 @@ def register_defense(name: str, factory: Callable[..., Any], role: str = "client
     participants, rng) -> Aggregate``), carrying the ``claim`` (``PrivacyClaim``) it makes;
     ``guarantee`` states it in words for ``defenses list``. A client defense that transforms
     FOLtR-ES metric values declares ``privatizes = "metric"``. A defense declares what it does in
-    its ``mechanism`` attribute (``fltr_audit.mechanisms``: ``Laplace``, ``Gaussian``,
+    its ``mechanism`` attribute (``fltr_audit.privacy.mechanisms``: ``Laplace``, ``Gaussian``,
     ``RandomizedResponse``, ...): the worst-case audit, the mechanism-aware test and the Bayes
     likelihood read it; one that declares nothing is audited with the learned test.
     """
@@ -351,18 +351,18 @@ def register_defense(name: str, factory: Callable[..., Any], role: str = "client
 
 
 def register_algorithm(spec: AlgorithmSpec) -> None:
-    """Add an algorithm (``fltr_audit.algorithms.registry.AlgorithmSpec``)."""
+    """Add an algorithm (``fltr_audit.engine.algorithms.registry.AlgorithmSpec``)."""
     _register_algorithm(spec)
 
 
 def audit_whole_run(algorithm: str, **options: Any) -> Any:
     """The privacy a user spends over a whole run, audited with canaries (``fltr-audit audit-run``):
-    keywords as ``fltr_audit.whole_run.RunAuditOptions`` (``defense``, ``canaries``,
+    keywords as ``fltr_audit.runs.whole_run.RunAuditOptions`` (``defense``, ``canaries``,
     ``runs``, ``data``, ``rounds``, ``clients``, ``population``, ``seed``, ...); returns the
-    ``fltr_audit.records.RunAuditRecord``."""
+    ``fltr_audit.store.records.RunAuditRecord``."""
     from dataclasses import fields
 
-    from fltr_audit.whole_run import RunAuditOptions, run_audit_run
+    from fltr_audit.runs.whole_run import RunAuditOptions, run_audit_run
 
     known = {f.name for f in fields(RunAuditOptions)} - {"algorithm"}
     unknown = sorted(set(options) - known)

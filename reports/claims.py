@@ -30,7 +30,7 @@ mechanism's leakage; it is flagged ``trial_limited`` and printed as the trial co
 ``claim_verdict`` (PLAN.md): ``no claim`` when the claimed epsilon is infinite; ``outside scope``
 when the claim covers the aggregate (``claimed_scope == "aggregate"``) but the audit saw single
 messages (``audited_scope == "message"``); ``untestable`` when the claim is at or above the
-ceiling (no outcome of these trials could exceed it; ``fltr_audit.claim_trials.trials_to_test``
+ceiling (no outcome of these trials could exceed it; ``fltr_audit.privacy.claim_trials.trials_to_test``
 says how many would);
 else ``violated`` when the bound exceeds the claim, ``consistent`` otherwise (``tightness`` =
 bound / claim). A defense's verdict rests on its worst-case audit (``neighbours ==
@@ -46,7 +46,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from fltr_audit.claim_trials import trials_to_test
+from fltr_audit.privacy.claim_trials import trials_to_test
 
 POOL_BY = ("mechanism", "attack", "test", "neighbours", "threat_model", "claimed_epsilon", "claimed_delta",
            "claimed_scope", "audited_scope", "confidence")

@@ -57,7 +57,7 @@ def render_report(tables: dict[str, pd.DataFrame], *, title: str = "fltr-audit p
     Parameters
     ----------
     tables : dict of DataFrames
-        As :func:`fltr_audit.store.load` returns them (missing tables are skipped).
+        As :func:`fltr_audit.store.results.load` returns them (missing tables are skipped).
     methods : dict, optional
         Extra or overriding entries of the methods section (name -> text).
     min_effect : float

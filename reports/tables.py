@@ -204,7 +204,7 @@ def _span(values: pd.Series, fmt: str = ".2f") -> str:
 
 NEIGHBOURS = ("worst-case", "natural")
 RUN_PRIVACY = ("epsilon_server", "participations_max", "epsilon_observer", "delta_total")
-"""The privacy-over-the-run columns of the claims table (``fltr_audit.records.RunPrivacy``)."""
+"""The privacy-over-the-run columns of the claims table (``fltr_audit.store.records.RunPrivacy``)."""
 
 
 def claims_table(audits: pd.DataFrame | None, keys: list[str]) -> pd.DataFrame:

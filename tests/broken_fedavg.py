@@ -4,7 +4,7 @@ dp-fedavg's claim and ``dp_event`` while its aggregation is not what the claim a
 import numpy as np
 
 from defenses.dp_fedavg import DPFedAvg, clip_updates
-from fltr_audit.interfaces import Aggregate
+from fltr_audit.engine.interfaces import Aggregate
 
 
 class BrokenFedAvg(DPFedAvg):

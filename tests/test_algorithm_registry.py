@@ -4,12 +4,12 @@ import json
 
 import pytest
 
-from fltr_audit.algorithms import registry
-from fltr_audit.algorithms.fedips import FedIPS
-from fltr_audit.algorithms.foltr_es import FOLtRES
-from fltr_audit.algorithms.fpdgd import FPDGD
+from fltr_audit.engine.algorithms import registry
+from fltr_audit.engine.algorithms.fedips import FedIPS
+from fltr_audit.engine.algorithms.foltr_es import FOLtRES
+from fltr_audit.engine.algorithms.fpdgd import FPDGD
 from fltr_audit.cli import main
-from fltr_audit.data.load import load_splits
+from fltr_audit.engine.data.load import load_splits
 from fltr_audit.errors import FltrError
 from tests.cli_json import cli_result
 
@@ -51,7 +51,7 @@ def test_registered_algorithm_is_auditable_by_name(splits):
         "zscore", ("olsr",), "weights", "the local weights", "perfect"))
     assert "fpdgd-slow" in registry.algorithm_names(auditable=True)
     assert registry.build("fpdgd-slow", splits, "perfect", {}).lr == 0.01
-    from fltr_audit.campaign import validate_spec
+    from fltr_audit.runs.campaign import validate_spec
 
     validate_spec({"name": "x", "algorithm": {"name": "fpdgd-slow"}})
     del registry._REGISTRY["fpdgd-slow"]  # the registry is process-wide

@@ -11,8 +11,8 @@ import pytest
 
 import fltr_audit
 from fltr_audit.errors import FltrError
-from fltr_audit.interfaces import PrivacyClaim
-from fltr_audit.messages import Guess
+from fltr_audit.engine.interfaces import PrivacyClaim
+from fltr_audit.engine.messages import Guess
 from tests.cli_json import cli_result
 
 REPO = Path(__file__).resolve().parents[1]
@@ -143,11 +143,11 @@ def test_campaign_from_a_dict_returns_the_same_result_object(tmp_path):
     stored = fltr_audit.audit_campaign(spec, store=tmp_path / "runs.sqlite")
     assert isinstance(memory, fltr_audit.AuditResult)
     pd.testing.assert_frame_equal(memory.attacks, stored.attacks.reset_index(drop=True), check_dtype=False)
-    from fltr_audit.store import ResultsStore
+    from fltr_audit.store.results import ResultsStore
 
     status = ResultsStore(tmp_path / "runs.sqlite").status()  # `campaign status` shows algorithm and defense
     assert status[["status", "algo", "defense"]].values.tolist() == [["done", "fpdgd", "none"]]
-    from fltr_audit.campaign import expand
+    from fltr_audit.runs.campaign import expand
 
     assert len(expand(memory.spec)) == 1
 

@@ -148,9 +148,9 @@ def test_temporary_dir_is_removed_when_the_block_fails(tmp_path):
 def test_report_command_does_not_follow_a_planted_link(tmp_path, monkeypatch):
     """The ``report`` command: a link planted at every temporary
     name it could use leaves the link's target untouched."""
-    from fltr_audit.campaign import run_campaign, validate_spec
+    from fltr_audit.runs.campaign import run_campaign, validate_spec
     from fltr_audit.cli import main
-    from fltr_audit.store import ResultsStore
+    from fltr_audit.store.results import ResultsStore
 
     spec = validate_spec({"name": "r", "data": {"spec": "synthetic:mq2008?queries=40"},
                           "algorithm": {"rounds": 1, "clients": 5, "queries_per_client": 2},

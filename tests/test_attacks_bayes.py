@@ -16,12 +16,12 @@ from attacks.bayes_prior import cascade_log_prior, click_vectors
 from attacks.olsr import OLSR
 from attacks.registry import make_attack
 from attacks.scoring import score_guess
-from fltr_audit.algorithms.fpdgd import FPDGD, cohort_rankings, pair_weights
-from fltr_audit.clicks import cascade_model
-from fltr_audit.data.dataset import Dataset
+from fltr_audit.engine.algorithms.fpdgd import FPDGD, cohort_rankings, pair_weights
+from fltr_audit.engine.clicks import cascade_model
+from fltr_audit.engine.data.dataset import Dataset
 from fltr_audit.errors import FltrError
-from fltr_audit.probe import probe
-from fltr_audit.rankers import make_ranker
+from fltr_audit.engine.probe import probe
+from fltr_audit.engine.rankers import make_ranker
 
 
 def _data(n_queries, docs, F, rng):
@@ -191,7 +191,7 @@ def test_bayes_refuses_secure_aggregation_of_many_and_fedips():
 
 def test_noise_model_of_defense_stacks():
     from defenses.stack import parse_defense
-    from fltr_audit.audit_pipeline import noise_model
+    from fltr_audit.runs.audit import noise_model
 
     nm = noise_model(parse_defense("clip(sensitivity=5)+dp-distributed(eps=4.5)"))
     assert nm.kind == "gamma-difference" and nm.scale == pytest.approx(5 / 4.5)
@@ -209,7 +209,7 @@ def test_noise_model_of_defense_stacks():
 def test_bayes_equals_brute_force_under_dp_distributed_share_and_weight_clip():
     from defenses.dp_distributed import DistributedLaplace
     from defenses.stack import parse_defense
-    from fltr_audit.audit_pipeline import noise_model
+    from fltr_audit.runs.audit import noise_model
 
     stack = parse_defense("clip(sensitivity=1)+dp-distributed(eps=4.5)")
     algo, batch = _round(defenses=stack.client, scale=0.5)
@@ -246,8 +246,8 @@ def test_gamma_difference_approximation_tracks_the_exact_density():
 
 def test_bayes_foltr_metric_equals_brute_force_under_rr():
     from defenses.randomized_response import RandomizedResponse
-    from fltr_audit.algorithms.foltr_es import FOLtRES
-    from fltr_audit import metrics
+    from fltr_audit.engine.algorithms.foltr_es import FOLtRES
+    from fltr_audit.engine import metrics
 
     rng = np.random.default_rng(5)
     data = _data(30, (6, 9), 5, rng)
@@ -410,7 +410,7 @@ def _isolated_errors(aggregator, members, trials, P, seed, norm=0.0):
     the others zero; the update read as ``client_updates`` reads an isolated target,
     ``members * (aggregate - g)``."""
     from defenses.dp_fedavg import clip_updates
-    from fltr_audit.messages import Messages
+    from fltr_audit.engine.messages import Messages
 
     rng = np.random.default_rng(seed)
     g = rng.normal(size=P)
@@ -432,7 +432,7 @@ def _isolated_errors(aggregator, members, trials, P, seed, norm=0.0):
                                           ("ddgauss(noise_multiplier=1,clip=1)", 100)])
 def test_aggregator_noise_std_equals_the_defenses_noise_on_zero_updates(text, members):
     from defenses.stack import parse_defense
-    from fltr_audit.audit_pipeline import noise_model
+    from fltr_audit.runs.audit import noise_model
 
     stack = parse_defense(text)
     nm = noise_model(stack, members=members)
@@ -464,7 +464,7 @@ def test_ddgauss_noise_std_includes_rounding_and_the_discrete_variance():
 
 @pytest.mark.parametrize("defense", ["dp-fedavg(noise_multiplier=1,clip=1)", "ddgauss(noise_multiplier=0.1)"])
 def test_bayes_audit_under_aggregator_noise_at_probe_cohort_one_beats_olsr(defense):
-    from fltr_audit.audit_pipeline import run_audit
+    from fltr_audit.runs.audit import run_audit
 
     config = {"data": "synthetic:mq2008?queries=600", "fold": 1, "normalization": "zscore", "queries": None,
               "algo": "fpdgd", "rounds": 2, "clients": 20, "queries_per_client": 2, "ranker": "linear",
@@ -481,7 +481,7 @@ def test_bayes_audit_under_aggregator_noise_at_probe_cohort_one_beats_olsr(defen
 
 def test_noise_model_refuses_shuffle_and_adaptive_clipping():
     from defenses.stack import parse_defense
-    from fltr_audit.audit_pipeline import noise_model
+    from fltr_audit.runs.audit import noise_model
 
     with pytest.raises(FltrError, match="^attacks: bayes: .*cannot link a message"):
         noise_model(parse_defense("dp-local-laplace(eps=4.5)+shuffle"))
@@ -497,8 +497,8 @@ def test_bayes_under_server_malicious_isolation_with_dp_fedavg_and_a_global_mode
     from attacks.view import client_updates
     from defenses.dp_fedavg import clip_updates
     from defenses.stack import parse_defense
-    from fltr_audit.audit_pipeline import noise_model
-    from fltr_audit.malicious import malicious_probe
+    from fltr_audit.runs.audit import noise_model
+    from fltr_audit.engine.malicious import malicious_probe
 
     rng = np.random.default_rng(8)
     data = _data(40, (11, 14), 46, rng)
@@ -540,7 +540,7 @@ def test_posterior_log_odds_is_the_marginal_and_keeps_near_point_masses_apart():
 def test_a_refined_attack_name_reaches_the_per_list_rows_and_the_leakage_test():
     """bayes on two lists per message reports itself as bayes-approx: the per-list rows carry the
     same name, so the leakage verdict tests it per list (not on the run means alone)."""
-    from fltr_audit.audit_pipeline import run_audit
+    from fltr_audit.runs.audit import run_audit
     from reports.leakage import leakage_table
 
     config = {"data": "synthetic:mq2008?queries=200", "fold": 1, "normalization": "zscore", "queries": None,

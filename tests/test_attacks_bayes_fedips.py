@@ -15,16 +15,16 @@ from attacks.olsr import OLSR
 from attacks.registry import make_attack
 from attacks.scoring import score_guess
 from defenses.stack import parse_defense
-from fltr_audit.algorithms.fedips import FedIPS
-from fltr_audit.algorithms.fedips_users import simulate_log
-from fltr_audit.algorithms.logging_policy import LoggingPolicy
-from fltr_audit.audit_pipeline import noise_model
+from fltr_audit.engine.algorithms.fedips import FedIPS
+from fltr_audit.engine.algorithms.fedips_users import simulate_log
+from fltr_audit.engine.algorithms.logging_policy import LoggingPolicy
+from fltr_audit.runs.audit import noise_model
 from fltr_audit.cli import main
-from fltr_audit.clicks import PositionBasedModel
-from fltr_audit.data.dataset import Dataset
+from fltr_audit.engine.clicks import PositionBasedModel
+from fltr_audit.engine.data.dataset import Dataset
 from fltr_audit.errors import FltrError
-from fltr_audit.probe import probe
-from fltr_audit.rankers import LinearRanker
+from fltr_audit.engine.probe import probe
+from fltr_audit.engine.rankers import LinearRanker
 
 
 def _setup(n=12, B=1, K=3, m=3, F=4, propensity="true", lr=0.05, gamma=1.0, defense="none", seed=0):

@@ -38,7 +38,7 @@ def test_bench_attacks_cli(capsys):
 
 
 def test_pdgd_batch_is_one_real_fpdgd_step_per_message():
-    from fltr_audit.algorithms.fpdgd import pdgd_cohort
+    from fltr_audit.engine.algorithms.fpdgd import pdgd_cohort
 
     batch, algo = pdgd_batch(20, n_features=8, seed=2)
     view = batch.view

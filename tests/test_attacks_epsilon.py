@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from attacks.epsilon import maxrr_epsilon, theoretical_bound
-from fltr_audit.clicks import CCM_TABLES, cascade_model
+from fltr_audit.engine.clicks import CCM_TABLES, cascade_model
 from fltr_audit.errors import FltrError
 from tests.cli_json import cli_result
 

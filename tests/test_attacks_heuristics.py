@@ -6,10 +6,10 @@ import pytest
 from attacks.heuristics import Heuristic
 from attacks.random_k import RandomK
 from attacks.registry import ATTACKS, make_attack
-from fltr_audit.data.dataset import Dataset
+from fltr_audit.engine.data.dataset import Dataset
 from fltr_audit.errors import FltrError
-from fltr_audit.messages import Interactions, Messages, ServerView
-from fltr_audit.rankers import LinearRanker
+from fltr_audit.engine.messages import Interactions, Messages, ServerView
+from fltr_audit.engine.rankers import LinearRanker
 
 
 def _identity_view(global_w, updates, shown=None, secagg=False):

@@ -8,10 +8,10 @@ import pytest
 
 from attacks.olsr import OLSR, ols_batched, ols_statsmodels
 from attacks.registry import make_attack
-from fltr_audit.data.dataset import Dataset
+from fltr_audit.engine.data.dataset import Dataset
 from fltr_audit.errors import FltrError
-from fltr_audit.messages import Interactions, Messages, ServerView
-from fltr_audit.rankers import LinearRanker
+from fltr_audit.engine.messages import Interactions, Messages, ServerView
+from fltr_audit.engine.rankers import LinearRanker
 
 
 def _view(features, shown, vectors, global_params, kind="weights", secagg=False):

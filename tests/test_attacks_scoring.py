@@ -6,7 +6,7 @@ from sklearn.metrics import accuracy_score, f1_score, precision_score, recall_sc
 
 from attacks.scoring import evaluate, leakage_interval, pooled_auc, score_guess, summarize, tpr_at_fpr
 from fltr_audit.errors import FltrError
-from fltr_audit.messages import GroundTruth, Guess, Interactions, RoundBatch, ServerView
+from fltr_audit.engine.messages import GroundTruth, Guess, Interactions, RoundBatch, ServerView
 
 
 def _batch(clicks, shown):

@@ -4,7 +4,7 @@ and the report's whole-run section, the same numbers in each."""
 from types import SimpleNamespace
 
 from fltr_audit.cli import main
-from fltr_audit.store import load
+from fltr_audit.store.results import load
 from reports.sections import whole_run_section
 from tests.cli_json import cli_result
 

@@ -646,12 +646,12 @@ def test_store_on_a_read_only_file_system(read_only_mount, good_store, capsys):
 # --- failed runs: exit 1 with the cause ----------------------------------------------------
 
 def _failing_run(monkeypatch):
-    import fltr_audit.audit_pipeline
+    import fltr_audit.runs.audit
 
     def boom(config):
         raise RuntimeError("boom in the run")
 
-    monkeypatch.setattr(fltr_audit.audit_pipeline, "run_audit", boom)
+    monkeypatch.setattr(fltr_audit.runs.audit, "run_audit", boom)
 
 
 def test_campaign_with_a_failed_run_exits_1_naming_the_cause(tmp_path, monkeypatch, capsys):
@@ -674,12 +674,12 @@ def test_audit_into_a_store_with_a_failed_run_exits_1_naming_the_cause(tmp_path,
 
 
 def test_an_internal_error_is_one_line_with_exit_1(tmp_path, monkeypatch, capsys):
-    import fltr_audit.data.load
+    import fltr_audit.engine.data.load
 
     def broken(*args, **kwargs):
         raise ZeroDivisionError("a bug")
 
-    monkeypatch.setattr(fltr_audit.data.load, "data_info", broken)
+    monkeypatch.setattr(fltr_audit.engine.data.load, "data_info", broken)
     code = main(["data", "info", "synthetic:mq2008"])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 1 and len(err) == 1 and "internal error: ZeroDivisionError: a bug" in err[0]

@@ -20,7 +20,7 @@ MEASURE = """
 import json, resource, sys, time
 sys.path.insert(0, {repo!r})
 import pandas, sklearn.datasets  # imported before timing: the rejection is what is measured
-from fltr_audit.data.letor import read_letor
+from fltr_audit.engine.data.letor import read_letor
 from fltr_audit.errors import FltrError
 start = time.perf_counter()
 try:

@@ -7,10 +7,10 @@ import textwrap
 
 import pytest
 
-from fltr_audit.campaign import expand, load_spec, run_campaign
+from fltr_audit.runs.campaign import expand, load_spec, run_campaign
 from fltr_audit.cli import main
 from fltr_audit.cli.audit_run import RunAuditOptions, run_audit_run
-from fltr_audit.store import ResultsStore, load
+from fltr_audit.store.results import ResultsStore, load
 
 TINY = """
 name = "tiny-whole-run"

@@ -10,7 +10,7 @@ from dp_accounting import pld, rdp
 from dp_accounting.privacy_accountant import NeighboringRelation
 
 from defenses.stack import parse_defense
-from fltr_audit.campaign import expand, load_spec
+from fltr_audit.runs.campaign import expand, load_spec
 
 CAMPAIGNS = Path(__file__).resolve().parents[1] / "campaigns"
 ROUNDS, DELTA = 100, 1e-5

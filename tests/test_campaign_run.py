@@ -11,8 +11,8 @@ import time
 import pandas as pd
 import pytest
 
-from fltr_audit.campaign import expand, load_spec, run_campaign
-from fltr_audit.store import ResultsStore, load
+from fltr_audit.runs.campaign import expand, load_spec, run_campaign
+from fltr_audit.store.results import ResultsStore, load
 
 TINY = """
 name = "tiny"
@@ -126,7 +126,7 @@ def test_failed_run_is_recorded_and_the_rest_go_on(spec_path, tmp_path):
     def flaky(spec):
         if spec.seed == 1:
             raise RuntimeError("boom")
-        from fltr_audit.campaign import execute_run
+        from fltr_audit.runs.campaign import execute_run
 
         return execute_run(spec)
 

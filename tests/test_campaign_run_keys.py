@@ -1,21 +1,21 @@
 """Run keys of the shipped campaigns are a compatibility contract: a campaign resumes into an
 existing store only if every run keeps its key. Renaming clip's ``delta`` to ``sensitivity``
 changed the canonical defense names in the run configs; ``run_key`` hashes their legacy
-spelling, so the keys stay as they were (fltr_audit/campaign_grid.py, ``run_key``)."""
+spelling, so the keys stay as they were (fltr_audit/spec/grid.py, ``run_key``)."""
 
 import re
 from pathlib import Path
 
 import pytest
 
-from fltr_audit.campaign import expand, load_spec
+from fltr_audit.runs.campaign import expand, load_spec
 
 CAMPAIGNS = Path(__file__).resolve().parents[1] / "campaigns"
 
 # Regression pin, not tuned numbers: the run keys of every campaigns/*.toml in grid order,
 # computed before the rename on the unchanged main checkout (commit 0729ddd) with
 #   cd /work/main && PYTHONPATH=. /work/venv/bin/python -c "from pathlib import Path; \
-#   from fltr_audit.campaign import expand, load_spec; \
+#   from fltr_audit.runs.campaign import expand, load_spec; \
 #   print({p.name: [r.key for r in expand(load_spec(p), max_runs=None)] for p in sorted(Path('campaigns').glob('*.toml'))})"
 PINNED_KEYS = {
     "defense_comparison.toml": [

@@ -7,7 +7,7 @@ import textwrap
 
 import pytest
 
-from fltr_audit.campaign import expand, load_spec, run_key, validate_spec
+from fltr_audit.runs.campaign import expand, load_spec, run_key, validate_spec
 from fltr_audit.errors import FltrError
 
 SPEC = """
@@ -64,7 +64,7 @@ def test_run_key_changes_with_any_setting_but_not_the_campaign_name(tmp_path):
 def test_run_key_is_stable_across_processes(tmp_path):
     path = write(tmp_path, SPEC)
     here = [r.key for r in expand(load_spec(path))]
-    code = f"from fltr_audit.campaign import expand, load_spec; print(','.join(r.key for r in expand(load_spec({str(path)!r}))))"
+    code = f"from fltr_audit.runs.campaign import expand, load_spec; print(','.join(r.key for r in expand(load_spec({str(path)!r}))))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={"PYTHONHASHSEED": "123", "PATH": ""})
     assert out.stdout.strip().split(",") == here
@@ -121,8 +121,8 @@ def test_missing_data_path_names_the_key():
 
 
 def test_algorithm_setting_names_the_grid_parameters():
-    from fltr_audit.audit_pipeline import algorithm_setting
-    from fltr_audit.campaign import expand, validate_spec
+    from fltr_audit.runs.audit import algorithm_setting
+    from fltr_audit.runs.campaign import expand, validate_spec
 
     run = expand(validate_spec({"name": "t"}))[0].spec
     assert algorithm_setting(run) == ""

@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from fltr_audit.campaign import expand, load_spec
-from fltr_audit.executors import execute_run
+from fltr_audit.runs.campaign import expand, load_spec
+from fltr_audit.runs.executors import execute_run
 
 CAMPAIGNS = sorted((Path(__file__).resolve().parents[1] / "campaigns").glob("*.toml"))
 

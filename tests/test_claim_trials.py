@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from attacks.epsilon_bounds import epsilon_lower_bound
-from fltr_audit.claim_trials import TRIALS_LIMIT, ceiling, trials_to_test
+from fltr_audit.privacy.claim_trials import TRIALS_LIMIT, ceiling, trials_to_test
 
 
 def _closed_form(epsilon, delta, confidence):

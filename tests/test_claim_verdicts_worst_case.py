@@ -8,14 +8,14 @@ import pytest
 
 import fltr_audit
 from attacks.epsilon_bounds import auto_trials, claim_verdict, epsilon_lower_bound
-from fltr_audit.claim_trials import trials_to_test
+from fltr_audit.privacy.claim_trials import trials_to_test
 from defenses.registration import register_defense
 from defenses.stack import parse_defense
-from fltr_audit import mechanisms as mech
-from fltr_audit.audit_pipeline import audit_seed, noise_model
+from fltr_audit.privacy import mechanisms as mech
+from fltr_audit.runs.audit import audit_seed, noise_model
 from fltr_audit.cli import main
 from fltr_audit.errors import FltrError
-from fltr_audit.interfaces import PrivacyClaim
+from fltr_audit.engine.interfaces import PrivacyClaim
 
 SMALL = dict(data="synthetic:mq2008?queries=150", train_rounds=2, clients=40, queries_per_client=2,
              click_models=["perfect"], attacks=["olsr"], probe_cohort=20, min_shown=5, trials=4000)

@@ -11,7 +11,7 @@ from scipy import stats
 
 from attacks.epsilon_bounds import audit
 from defenses.dp_gaussian import gaussian_epsilon
-from fltr_audit.interfaces import PrivacyClaim
+from fltr_audit.engine.interfaces import PrivacyClaim
 from reports.claims import oriented, pooled_audits
 
 

@@ -108,7 +108,7 @@ def json_commands() -> set[str]:
     commands of algorithms an earlier test registered and removed again)."""
     import typer
 
-    from fltr_audit.algorithms.registry import algorithm_specs
+    from fltr_audit.engine.algorithms.registry import algorithm_specs
     from fltr_audit.cli import register_commands
     from fltr_audit.cli.app import app
 

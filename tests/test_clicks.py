@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy import integrate
 
-from fltr_audit.clicks import CCM_TABLES, PositionBasedModel, cascade_model, check_levels
+from fltr_audit.engine.clicks import CCM_TABLES, PositionBasedModel, cascade_model, check_levels
 from fltr_audit.errors import FltrError
 
 LISTS = {3: [2, 0, 1, 0, 2, 1, -1], 5: [4, 1, 3, 0, 2, 4, -1]}

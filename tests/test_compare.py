@@ -10,7 +10,7 @@ from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
 from fltr_audit.cli import main
-from fltr_audit.store import ResultsStore
+from fltr_audit.store.results import ResultsStore
 from reports.compare import compare, format_table, verdicts
 
 from synthetic_results import CLICK_MODELS, DEFENSES, DP, FOLDS, LISTS, SEEDS, synthetic_runs, synthetic_tables

@@ -4,14 +4,14 @@ users, the same shown lists, an independent stream."""
 import numpy as np
 from scipy import stats
 
-from fltr_audit.algorithms.fpdgd import FPDGD
-from fltr_audit.algorithms.foltr_es import FOLtRES
-from fltr_audit.clicks import cascade_model, redraw_cascade
-from fltr_audit.messages import GroundTruth, Interactions
-from fltr_audit.rankers import LinearRanker
-from fltr_audit.algorithms.fedips import FedIPS
-from fltr_audit.algorithms.logging_policy import LoggingPolicy
-from fltr_audit.clicks import PositionBasedModel
+from fltr_audit.engine.algorithms.fpdgd import FPDGD
+from fltr_audit.engine.algorithms.foltr_es import FOLtRES
+from fltr_audit.engine.clicks import cascade_model, redraw_cascade
+from fltr_audit.engine.messages import GroundTruth, Interactions
+from fltr_audit.engine.rankers import LinearRanker
+from fltr_audit.engine.algorithms.fedips import FedIPS
+from fltr_audit.engine.algorithms.logging_policy import LoggingPolicy
+from fltr_audit.engine.clicks import PositionBasedModel
 from tests.test_fedips import toy_data
 
 

@@ -5,10 +5,10 @@ import os
 import numpy as np
 import pytest
 
-from fltr_audit.data.cache import cache_dir, cached_read
-from fltr_audit.data.letor import read_letor, write_letor
-from fltr_audit.data.load import load_splits
-from fltr_audit.data.synthetic import generate
+from fltr_audit.engine.data.cache import cache_dir, cached_read
+from fltr_audit.engine.data.letor import read_letor, write_letor
+from fltr_audit.engine.data.load import load_splits
+from fltr_audit.engine.data.synthetic import generate
 
 
 @pytest.fixture(autouse=True)

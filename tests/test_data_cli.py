@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from fltr_audit.cli import main
-from fltr_audit.data.load import load_splits
+from fltr_audit.engine.data.load import load_splits
 from tests.cli_json import cli_result
 
 

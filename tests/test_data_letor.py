@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from sklearn.datasets import load_svmlight_file
 
-from fltr_audit.data.dataset import Dataset
-from fltr_audit.data.letor import format_letor, read_letor, write_letor
-from fltr_audit.data.synthetic import generate
+from fltr_audit.engine.data.dataset import Dataset
+from fltr_audit.engine.data.letor import format_letor, read_letor, write_letor
+from fltr_audit.engine.data.synthetic import generate
 from fltr_audit.errors import FltrError
 
 
@@ -121,7 +121,7 @@ def test_missing_and_empty_files(tmp_path):
 def test_line_length_check_agrees_with_splitting_the_lines():
     """The windowed search for an over-long line (``_check_line_lengths``) against a brute-force
     split: same first line named, or none, on lines at and around the cap."""
-    from fltr_audit.data import letor
+    from fltr_audit.engine.data import letor
 
     cap = letor.MAX_LINE_BYTES
     rng = random.Random(0)

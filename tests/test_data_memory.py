@@ -6,11 +6,11 @@ import tracemalloc
 import numpy as np
 import pytest
 
-import fltr_audit.data.cache as cache
-import fltr_audit.data.synthetic as synthetic
-from fltr_audit.data.dataset import Dataset
-from fltr_audit.data.load import load_splits
-from fltr_audit.data.normalize import query_minmax, zscore, zscore_stats
+import fltr_audit.engine.data.cache as cache
+import fltr_audit.engine.data.synthetic as synthetic
+from fltr_audit.engine.data.dataset import Dataset
+from fltr_audit.engine.data.load import load_splits
+from fltr_audit.engine.data.normalize import query_minmax, zscore, zscore_stats
 
 
 @pytest.fixture(autouse=True)
@@ -130,7 +130,7 @@ def test_cached_synthetic_splits_normalize_to_the_generated_numbers(monkeypatch)
 
 
 def test_cached_letor_features_are_mapped_and_normalize_without_touching_the_entry(tmp_path):
-    from fltr_audit.data.letor import read_letor, write_letor
+    from fltr_audit.engine.data.letor import read_letor, write_letor
 
     ds = synthetic.generate("mslr10k", 20, seed=5)
     path = tmp_path / "train.txt"

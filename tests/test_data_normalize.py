@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-from fltr_audit.data.dataset import Dataset
-from fltr_audit.data.load import load_splits
-from fltr_audit.data.normalize import drop_single_label, query_minmax, zscore, zscore_stats
+from fltr_audit.engine.data.dataset import Dataset
+from fltr_audit.engine.data.load import load_splits
+from fltr_audit.engine.data.normalize import drop_single_label, query_minmax, zscore, zscore_stats
 from fltr_audit.errors import FltrError
 
 

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 from sklearn.metrics import ndcg_score
 
-from fltr_audit.data.load import load_splits
-from fltr_audit.data.synthetic import PROFILES, fold_parts, fold_split, generate
+from fltr_audit.engine.data.load import load_splits
+from fltr_audit.engine.data.synthetic import PROFILES, fold_parts, fold_split, generate
 from fltr_audit.errors import FltrError
 
 # The real sets: (features, relevance levels) from their documentation.
@@ -33,7 +33,7 @@ def test_same_seed_same_data_whatever_the_blas_threads():
 
 
 def test_latent_mix_is_the_matrix_product():
-    from fltr_audit.data.synthetic import latent_mix
+    from fltr_audit.engine.data.synthetic import latent_mix
 
     rng = np.random.default_rng(5)
     z, loadings = rng.standard_normal((300, 8)), rng.standard_normal((8, 13))

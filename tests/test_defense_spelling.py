@@ -11,12 +11,12 @@ import pandas as pd
 import pytest
 
 from defenses.stack import SPECS, parse_defense
-from fltr_audit.campaign import run_key
+from fltr_audit.runs.campaign import run_key
 from fltr_audit.cli import main
-from fltr_audit.defense_spelling import RENAMED_COMPONENTS, current_spelling, legacy_spelling
+from fltr_audit.spec.defense_spelling import RENAMED_COMPONENTS, current_spelling, legacy_spelling
 from fltr_audit.errors import FltrDeprecation
-from fltr_audit.messages import Messages
-from fltr_audit.store import ResultsStore, load
+from fltr_audit.engine.messages import Messages
+from fltr_audit.store.results import ResultsStore, load
 from tests.test_bad_inputs import CAMPAIGN_BASE
 from tests.cli_json import cli_result
 

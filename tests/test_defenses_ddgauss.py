@@ -15,7 +15,7 @@ from defenses.ddgauss import (DDGauss, discrete_gaussian, hadamard, rounded_norm
                               zcdp_epsilon)
 from defenses.stack import parse_defense
 from fltr_audit.errors import FltrError
-from fltr_audit.messages import Messages
+from fltr_audit.engine.messages import Messages
 
 
 def dgauss_pmf(sigma2: float, support: np.ndarray) -> np.ndarray:

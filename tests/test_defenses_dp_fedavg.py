@@ -13,13 +13,13 @@ from attacks.epsilon_bounds import audit, projection_statistic
 from defenses.dp_fedavg import DPFedAvg, update_noise_multiplier
 from defenses.dp_gaussian import gaussian_epsilon
 from defenses.stack import parse_defense
-from fltr_audit.algorithms.fpdgd import FPDGD
-from fltr_audit.clicks import cascade_model
-from fltr_audit.data.synthetic import fold_split, generate
+from fltr_audit.engine.algorithms.fpdgd import FPDGD
+from fltr_audit.engine.clicks import cascade_model
+from fltr_audit.engine.data.synthetic import fold_split, generate
 from fltr_audit.errors import FltrError
-from fltr_audit.federation import run_round
-from fltr_audit.messages import Messages
-from fltr_audit.rankers import LinearRanker
+from fltr_audit.engine.federation import run_round
+from fltr_audit.engine.messages import Messages
+from fltr_audit.engine.rankers import LinearRanker
 
 
 def updates_messages(updates, weights=None):

@@ -9,7 +9,7 @@ from defenses.dp_distributed import DistributedLaplace, gamma_difference_noise
 from defenses.dp_gaussian import Gaussian, gaussian_delta
 from defenses.dp_local import LocalLaplace
 from fltr_audit.errors import FltrError
-from fltr_audit.messages import Messages
+from fltr_audit.engine.messages import Messages
 
 
 def _messages(n, P, kind="weights", scale=10.0, seed=0):

@@ -8,7 +8,7 @@ from defenses.randomized_response import (MAXRR_VALUES, RandomizedResponse, pack
                                           unpack_bits)
 from defenses.stack import parse_defense
 from fltr_audit.errors import FltrError
-from fltr_audit.messages import Messages
+from fltr_audit.engine.messages import Messages
 
 
 def _metric_messages(value, n=20_000, B=4):

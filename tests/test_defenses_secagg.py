@@ -11,9 +11,9 @@ from scipy import stats
 from defenses import shamir
 from defenses.secagg import IdealSecAgg
 from defenses.secagg_protocol import FixedPoint, SecAggProtocol, neighbour_graph, run_protocol
-from fltr_audit.aggregation import weighted_mean
+from fltr_audit.engine.aggregation import weighted_mean
 from fltr_audit.errors import FltrError
-from fltr_audit.messages import Messages
+from fltr_audit.engine.messages import Messages
 
 ALPHA = 1e-4
 
@@ -192,11 +192,11 @@ def test_secagg_refuses_messages_without_vectors(agg):
 
 
 def test_a_federation_round_under_secagg_protocol_shows_only_the_aggregate():
-    federation = pytest.importorskip("fltr_audit.federation")
-    from fltr_audit.algorithms.fpdgd import FPDGD
-    from fltr_audit.clicks import cascade_model
-    from fltr_audit.data.synthetic import generate
-    from fltr_audit.rankers import LinearRanker
+    federation = pytest.importorskip("fltr_audit.engine.federation")
+    from fltr_audit.engine.algorithms.fpdgd import FPDGD
+    from fltr_audit.engine.clicks import cascade_model
+    from fltr_audit.engine.data.synthetic import generate
+    from fltr_audit.engine.rankers import LinearRanker
 
     data = generate("mq2008", queries=40, seed=0)
     algo = FPDGD(LinearRanker(data.n_features), cascade_model("perfect", data.n_levels))

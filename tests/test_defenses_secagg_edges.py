@@ -9,9 +9,9 @@ import pytest
 from defenses.secagg import IdealSecAgg
 from defenses.secagg_protocol import SecAggProtocol, neighbour_graph, run_protocol
 from defenses.stack import parse_defense
-from fltr_audit.aggregation import weighted_mean
+from fltr_audit.engine.aggregation import weighted_mean
 from fltr_audit.errors import FltrError
-from fltr_audit.messages import Messages
+from fltr_audit.engine.messages import Messages
 
 
 def _messages(n, dim=4, weights=None, seed=0):
@@ -73,11 +73,11 @@ def test_values_that_would_make_the_model_nan_are_refused(text, culprit):
 
 
 def test_a_model_that_becomes_non_finite_stops_training_naming_round_and_defense():
-    from fltr_audit.algorithms.fpdgd import FPDGD
-    from fltr_audit.clicks import cascade_model
-    from fltr_audit.data.synthetic import fold_split, generate
-    from fltr_audit.federation import train
-    from fltr_audit.rankers import LinearRanker
+    from fltr_audit.engine.algorithms.fpdgd import FPDGD
+    from fltr_audit.engine.clicks import cascade_model
+    from fltr_audit.engine.data.synthetic import fold_split, generate
+    from fltr_audit.engine.federation import train
+    from fltr_audit.engine.rankers import LinearRanker
 
     class Overflow:
         """A client defense that overflows on the second round (as huge noise would)."""

@@ -14,13 +14,13 @@ from attacks.epsilon_bounds import audit
 from defenses.randomized_response import RandomizedResponse
 from defenses.shuffle import Shuffle, amplification_applies, shuffled_epsilon
 from defenses.stack import parse_defense
-from fltr_audit.algorithms.fpdgd import FPDGD
-from fltr_audit.clicks import cascade_model
-from fltr_audit.data.synthetic import fold_split, generate
+from fltr_audit.engine.algorithms.fpdgd import FPDGD
+from fltr_audit.engine.clicks import cascade_model
+from fltr_audit.engine.data.synthetic import fold_split, generate
 from fltr_audit.errors import FltrError
-from fltr_audit.federation import run_round
-from fltr_audit.messages import THREAT_MODELS, Messages
-from fltr_audit.rankers import LinearRanker
+from fltr_audit.engine.federation import run_round
+from fltr_audit.engine.messages import THREAT_MODELS, Messages
+from fltr_audit.engine.rankers import LinearRanker
 
 
 @pytest.fixture(scope="module")

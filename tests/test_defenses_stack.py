@@ -14,7 +14,7 @@ from defenses.randomized_response import RandomizedResponse
 from defenses.secagg import IdealSecAgg
 from defenses.secagg_protocol import SecAggProtocol
 from defenses.stack import list_defenses, parse_defense
-from fltr_audit.aggregation import FedAvg
+from fltr_audit.engine.aggregation import FedAvg
 from fltr_audit.cli import main
 from fltr_audit.errors import FltrDeprecation, FltrError
 from tests.cli_json import cli_result

@@ -3,16 +3,16 @@
 import numpy as np
 import pytest
 
-pytest.importorskip("fltr_audit.federation", reason="needs the FPDGD engine (fltr_audit/federation.py)")
-pytest.importorskip("fltr_audit.algorithms.fpdgd", reason="needs fltr_audit/algorithms/fpdgd.py")
+pytest.importorskip("fltr_audit.engine.federation", reason="needs the FPDGD engine (fltr_audit/engine/federation.py)")
+pytest.importorskip("fltr_audit.engine.algorithms.fpdgd", reason="needs fltr_audit/engine/algorithms/fpdgd.py")
 
 from defenses.stack import parse_defense  # noqa: E402
-from fltr_audit import metrics  # noqa: E402
-from fltr_audit.algorithms.fpdgd import FPDGD  # noqa: E402
-from fltr_audit.clicks import cascade_model  # noqa: E402
-from fltr_audit.data.synthetic import fold_split, generate  # noqa: E402
-from fltr_audit.federation import train  # noqa: E402
-from fltr_audit.rankers import LinearRanker  # noqa: E402
+from fltr_audit.engine import metrics  # noqa: E402
+from fltr_audit.engine.algorithms.fpdgd import FPDGD  # noqa: E402
+from fltr_audit.engine.clicks import cascade_model  # noqa: E402
+from fltr_audit.engine.data.synthetic import fold_split, generate  # noqa: E402
+from fltr_audit.engine.federation import train  # noqa: E402
+from fltr_audit.engine.rankers import LinearRanker  # noqa: E402
 
 # 200 clients x B = 2 on the synthetic MQ2008 profile, 20 rounds. The cohort's Laplace noise on
 # the averaged model has per-coordinate std sqrt(2) * (5 / 4.5) / 200 = 0.008 against weights of

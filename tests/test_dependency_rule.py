@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-COMPOSITION_ROOT = ("fltr_audit/cli/", "fltr_audit/campaign.py", "fltr_audit/campaign_spec.py",
-                    "fltr_audit/campaign_grid.py", "fltr_audit/executors.py", "fltr_audit/audit_pipeline.py", "fltr_audit/api.py",
-                    "fltr_audit/whole_run.py",
-                    "fltr_audit/run_spec.py",
+COMPOSITION_ROOT = ("fltr_audit/cli/", "fltr_audit/runs/campaign.py", "fltr_audit/spec/campaign.py",
+                    "fltr_audit/spec/grid.py", "fltr_audit/runs/executors.py", "fltr_audit/runs/audit.py", "fltr_audit/api.py",
+                    "fltr_audit/runs/whole_run.py",
+                    "fltr_audit/spec/run.py",
                     "fltr_audit/plugins.py", "fltr_audit/flower/")
 """The modules of ``fltr_audit`` that wire the packages together and may import all of them."""
 
@@ -63,7 +63,7 @@ def test_the_flower_integration_is_composition_root():
     assert any("flwr" in imported_packages(p) for p in flower)
 
 
-SHARED_WITH_REPORTS = ("fltr_audit/claim_trials.py",)
+SHARED_WITH_REPORTS = ("fltr_audit/privacy/claim_trials.py",)
 """Engine modules reports may import: plain formulas on numbers, needing no project module
 (DESIGN.md: reports never import the engine's internals)."""
 

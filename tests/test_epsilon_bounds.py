@@ -15,7 +15,7 @@ from attacks.epsilon_bounds import (
     vote_statistic,
 )
 from fltr_audit.errors import FltrError
-from fltr_audit.interfaces import PrivacyClaim
+from fltr_audit.engine.interfaces import PrivacyClaim
 from tests.power import binomial_plan
 
 

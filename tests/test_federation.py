@@ -7,18 +7,18 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fltr_audit import metrics
-from fltr_audit.aggregation import weighted_mean
-from fltr_audit.algorithms.fpdgd import FPDGD
+from fltr_audit.engine import metrics
+from fltr_audit.engine.aggregation import weighted_mean
+from fltr_audit.engine.algorithms.fpdgd import FPDGD
 from fltr_audit.constraints import ParameterError
-from fltr_audit.algorithms.pdgd import PDGD
-from fltr_audit.clicks import cascade_model
-from fltr_audit.data.synthetic import fold_split, generate
+from fltr_audit.engine.algorithms.pdgd import PDGD
+from fltr_audit.engine.clicks import cascade_model
+from fltr_audit.engine.data.synthetic import fold_split, generate
 from fltr_audit.errors import FltrError
-from fltr_audit.federation import GAMMA, run_round, sample_queries, train
-from fltr_audit.interfaces import Aggregate, PrivacyClaim
-from fltr_audit.randomness import stream
-from fltr_audit.rankers import LinearRanker
+from fltr_audit.engine.federation import GAMMA, run_round, sample_queries, train
+from fltr_audit.engine.interfaces import Aggregate, PrivacyClaim
+from fltr_audit.engine.randomness import stream
+from fltr_audit.engine.rankers import LinearRanker
 from tests.cli_json import cli_result
 
 
@@ -208,11 +208,11 @@ def test_cli_train_writes_outputs_atomically(tmp_path, capsys):
 
 def test_thread_count_does_not_change_results(monkeypatch):
     """Threads split work, never randomness or summation order: 1 and 3 threads agree exactly."""
-    from fltr_audit import federation, threads as thread_pool
-    from fltr_audit.algorithms.fpdgd import FPDGD
-    from fltr_audit.clicks import cascade_model
-    from fltr_audit.data.load import load_splits
-    from fltr_audit.rankers import make_ranker
+    from fltr_audit.engine import federation, threads as thread_pool
+    from fltr_audit.engine.algorithms.fpdgd import FPDGD
+    from fltr_audit.engine.clicks import cascade_model
+    from fltr_audit.engine.data.load import load_splits
+    from fltr_audit.engine.rankers import make_ranker
 
     splits = load_splits("synthetic:mq2008?queries=150", 1)
     results = []
@@ -229,11 +229,11 @@ def test_thread_count_does_not_change_results(monkeypatch):
 def test_on_round_gets_each_round_in_order_with_its_offline_ndcg(monkeypatch):
     """The offline nDCG evaluated on a background thread while the next round trains reaches
     ``on_round`` in round order, already filled in and equal to the curves."""
-    from fltr_audit import federation, threads as thread_pool
-    from fltr_audit.algorithms.fpdgd import FPDGD
-    from fltr_audit.clicks import cascade_model
-    from fltr_audit.data.load import load_splits
-    from fltr_audit.rankers import make_ranker
+    from fltr_audit.engine import federation, threads as thread_pool
+    from fltr_audit.engine.algorithms.fpdgd import FPDGD
+    from fltr_audit.engine.clicks import cascade_model
+    from fltr_audit.engine.data.load import load_splits
+    from fltr_audit.engine.rankers import make_ranker
 
     monkeypatch.setattr(thread_pool, "THREADS", 2)
     monkeypatch.setattr(thread_pool, "PARALLEL_ROWS", 0)  # the background evaluation on small data
@@ -254,11 +254,11 @@ def test_each_rounds_offline_ndcg_is_that_of_its_model_alone(monkeypatch):
     alone (the models read by an observer: round r + 1 starts from round r's model), across a
     pass boundary and a last, partial pass. Catches: a value taken from another model of the
     pass, a model evaluated after later rounds changed it, the last pass never run."""
-    from fltr_audit import federation, threads as thread_pool
-    from fltr_audit.algorithms.fpdgd import FPDGD
-    from fltr_audit.clicks import cascade_model
-    from fltr_audit.data.load import load_splits
-    from fltr_audit.rankers import EVAL_MODELS, make_ranker
+    from fltr_audit.engine import federation, threads as thread_pool
+    from fltr_audit.engine.algorithms.fpdgd import FPDGD
+    from fltr_audit.engine.clicks import cascade_model
+    from fltr_audit.engine.data.load import load_splits
+    from fltr_audit.engine.rankers import EVAL_MODELS, make_ranker
 
     monkeypatch.setattr(thread_pool, "THREADS", 2)
     monkeypatch.setattr(thread_pool, "PARALLEL_ROWS", 0)  # the background pass on small data

@@ -5,14 +5,14 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from fltr_audit.algorithms.fpdgd import FPDGD
+from fltr_audit.engine.algorithms.fpdgd import FPDGD
 from fltr_audit.cli import main
-from fltr_audit.clicks import cascade_model
-from fltr_audit.data.synthetic import fold_split, generate
+from fltr_audit.engine.clicks import cascade_model
+from fltr_audit.engine.data.synthetic import fold_split, generate
 from fltr_audit.errors import FltrError
-from fltr_audit.cohorts import participation_counts
-from fltr_audit.federation import train, user_queries
-from fltr_audit.rankers import LinearRanker
+from fltr_audit.engine.cohorts import participation_counts
+from fltr_audit.engine.federation import train, user_queries
+from fltr_audit.engine.rankers import LinearRanker
 from tests.cli_json import cli_result
 
 
@@ -89,7 +89,7 @@ def test_cli_train_reports_privacy(tmp_path, capsys):
 
 
 def test_campaign_key_and_audit_option():
-    from fltr_audit.campaign import expand, validate_spec
+    from fltr_audit.runs.campaign import expand, validate_spec
 
     base = {"name": "p", "algorithm": {"clients": 10, "rounds": 2}}
     runs = expand(validate_spec({**base, "algorithm": {**base["algorithm"], "population": 100}}))

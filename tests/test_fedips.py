@@ -4,16 +4,16 @@ the local SGD pass and server step (Algorithm 1), and the learning effect of IPS
 import numpy as np
 import pytest
 
-from fltr_audit import metrics
-from fltr_audit.algorithms.fedips import FedIPS, build_fedips, hinge_coefficients
-from fltr_audit.algorithms.fedips_users import UserPopulation, simulate_log
-from fltr_audit.algorithms.logging_policy import LoggingPolicy, train_logging_policy
-from fltr_audit.clicks import PositionBasedModel
-from fltr_audit.data.dataset import Dataset
-from fltr_audit.data.load import load_splits
+from fltr_audit.engine import metrics
+from fltr_audit.engine.algorithms.fedips import FedIPS, build_fedips, hinge_coefficients
+from fltr_audit.engine.algorithms.fedips_users import UserPopulation, simulate_log
+from fltr_audit.engine.algorithms.logging_policy import LoggingPolicy, train_logging_policy
+from fltr_audit.engine.clicks import PositionBasedModel
+from fltr_audit.engine.data.dataset import Dataset
+from fltr_audit.engine.data.load import load_splits
 from fltr_audit.errors import FltrError
-from fltr_audit.federation import run_round, train
-from fltr_audit.rankers import LinearRanker
+from fltr_audit.engine.federation import run_round, train
+from fltr_audit.engine.rankers import LinearRanker
 from tests.cli_json import cli_result
 
 
@@ -166,9 +166,9 @@ def test_a_nonlinear_rankers_pass_is_its_click_steps_client_by_client(monkeypatc
     numpy pass, in parts of 2 clients on 3 threads: each client's update equals its click steps
     run alone (Eq. 4 and 7 with the hinge's gradient through ``vjp``). Catches: a step with
     another step's size, a part reading another part's log, the update not relative to params."""
-    from fltr_audit import threads
-    from fltr_audit.algorithms import fedips
-    from fltr_audit.rankers import MLPRanker
+    from fltr_audit.engine import threads
+    from fltr_audit.engine.algorithms import fedips
+    from fltr_audit.engine.rankers import MLPRanker
 
     monkeypatch.setattr(fedips, "PASS_CLIENTS", 2)
     monkeypatch.setattr(threads, "THREADS", 3)
@@ -272,8 +272,8 @@ def test_cli_writes_run_and_rejects_bad_input(tmp_path, capsys):
 def test_client_step_in_parts_on_threads_equals_one_pass(monkeypatch):
     """The cohort's SGD passes cut into parts on 3 threads give the one-part result bit for bit
     (catches a part reading or writing another part's rows)."""
-    from fltr_audit import threads
-    from fltr_audit.algorithms import fedips
+    from fltr_audit.engine import threads
+    from fltr_audit.engine.algorithms import fedips
 
     data = toy_data(n_queries=6, n_features=4)
     alg = make_alg(data, gamma=1.0, lr_local=0.3, clicks_per_client=4, user_seed=1)

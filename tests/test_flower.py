@@ -20,7 +20,7 @@ from fltr_audit.cli import main  # noqa: E402
 from fltr_audit.flower import DefenseMod, RecordingMod  # noqa: E402
 from fltr_audit.flower.engine_app import (EngineSetup, default_strategy, recording_mod,  # noqa: E402
                                           recording_strategy, simulate)
-from fltr_audit.recording import read_recording  # noqa: E402
+from fltr_audit.store.recording import read_recording  # noqa: E402
 
 SMALL = "synthetic:mq2008?queries=200"
 
@@ -125,10 +125,10 @@ def engine(tmp_path_factory):
     recorded in round 2: {algo: (curves, recording folder)}."""
     from threadpoolctl import threadpool_limits
 
-    from fltr_audit.algorithms import registry
-    from fltr_audit.data.load import load_splits
-    from fltr_audit.federation import train
-    from fltr_audit.interceptors import RecordingInterceptor
+    from fltr_audit.engine.algorithms import registry
+    from fltr_audit.engine.data.load import load_splits
+    from fltr_audit.engine.federation import train
+    from fltr_audit.engine.interceptors import RecordingInterceptor
 
     root = tmp_path_factory.mktemp("engine")
     out = {}
@@ -267,7 +267,7 @@ def test_client_app_serves_the_client_its_message_names(flower_message):
     (2 here): the reply's shown lists are client 1's (planted bug: the partition-id wins)."""
     from fltr_audit.flower.convert import CLIENT, SHOWN, model_record
     from fltr_audit.flower.engine_app import SETUP, loaded, make_client_app
-    from fltr_audit.randomness import stream
+    from fltr_audit.engine.randomness import stream
 
     _, context, _ = flower_message
     setup = EngineSetup(data=SMALL, clients=3, queries_per_client=2, rounds=1, click_model="navigational")

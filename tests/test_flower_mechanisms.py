@@ -11,9 +11,9 @@ from flwr.app import Array, ArrayRecord, ConfigRecord, Context, Message, Message
 from flwr.clientapp.mod import LocalDpMod  # noqa: E402
 from flwr.supercore.task_identity import TaskIdentity  # noqa: E402
 
-from fltr_audit.aggregation import weighted_mean  # noqa: E402
+from fltr_audit.engine.aggregation import weighted_mean  # noqa: E402
 from fltr_audit.flower.mechanisms import FlowerCentralDp, FlowerLocalDp, FlowerSecAggPlus, register  # noqa: E402
-from fltr_audit.messages import Messages  # noqa: E402
+from fltr_audit.engine.messages import Messages  # noqa: E402
 
 
 def _through_local_dp_mod(mod, served, local, seed):
@@ -130,7 +130,7 @@ def test_local_dp_declares_its_real_noise_and_the_accountant_charges_the_2c_spre
     from defenses.accounting import dp_event_of
     from defenses.dp_gaussian import gaussian_epsilon
     from defenses.stack import parse_defense
-    from fltr_audit import mechanisms as mech
+    from fltr_audit.privacy import mechanisms as mech
 
     register()
     stack = parse_defense("flwr-localdp(clip=1,sensitivity=1,epsilon=5,delta=1e-5)")
@@ -172,7 +172,7 @@ def test_worst_case_audit_finds_the_local_dp_claim_violated():
 def test_central_dp_declares_the_wrappers_effective_multiplier():
     from defenses.accounting import dp_event_of
     from defenses.stack import parse_defense
-    from fltr_audit import mechanisms as mech
+    from fltr_audit.privacy import mechanisms as mech
 
     dp = FlowerCentralDp(noise_multiplier=1.0, clip=0.5, adaptive=True, count_std=2.0)
     assert dp.mechanism == mech.AggregatorGaussian(1.0, pytest.approx(dp.wrapper(10).noise_multiplier, rel=1e-12),
@@ -196,7 +196,7 @@ def test_central_dp_refuses_what_flower_would_crash_on():
 
 def test_secaggplus_declares_its_quantized_modular_sum():
     from defenses.stack import parse_defense
-    from fltr_audit import mechanisms as mech
+    from fltr_audit.privacy import mechanisms as mech
     from fltr_audit.errors import FltrError
 
     register()

@@ -10,12 +10,12 @@ from attacks.foltr_decode import (
 from attacks.registry import make_attack
 from attacks.scoring import score_guess
 from defenses.randomized_response import RandomizedResponse
-from fltr_audit.algorithms.foltr_es import FOLtRES
-from fltr_audit.clicks import cascade_model
-from fltr_audit.data.dataset import Dataset
+from fltr_audit.engine.algorithms.foltr_es import FOLtRES
+from fltr_audit.engine.clicks import cascade_model
+from fltr_audit.engine.data.dataset import Dataset
 from fltr_audit.errors import FltrError
-from fltr_audit.federation import run_round
-from fltr_audit.rankers import LinearRanker
+from fltr_audit.engine.federation import run_round
+from fltr_audit.engine.rankers import LinearRanker
 
 
 def data_10plus(n_queries=40, seed=0):

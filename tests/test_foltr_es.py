@@ -4,13 +4,13 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from fltr_audit import metrics
-from fltr_audit.algorithms.foltr_es import FOLtRES, es_gradient, flawed_client_draws, perturbations
-from fltr_audit.clicks import cascade_model
-from fltr_audit.data.dataset import Dataset
+from fltr_audit.engine import metrics
+from fltr_audit.engine.algorithms.foltr_es import FOLtRES, es_gradient, flawed_client_draws, perturbations
+from fltr_audit.engine.clicks import cascade_model
+from fltr_audit.engine.data.dataset import Dataset
 from fltr_audit.errors import FltrError
-from fltr_audit.messages import Messages, ServerView
-from fltr_audit.rankers import LinearRanker, MLPRanker
+from fltr_audit.engine.messages import Messages, ServerView
+from fltr_audit.engine.rankers import LinearRanker, MLPRanker
 from tests.cli_json import cli_result
 
 
@@ -192,8 +192,8 @@ def test_learning_on_mq2008_perfect(mq2008_dir):
     (REFERENCE-FIGURES.md); after 15 rounds we ask for a rise of 0.05 from the first two
     rounds to the last two (each a mean over 16,000 interactions, standard error < 0.004).
     """
-    from fltr_audit.data.letor import read_letor
-    from fltr_audit.federation import train
+    from fltr_audit.engine.data.letor import read_letor
+    from fltr_audit.engine.federation import train
 
     data = read_letor(mq2008_dir / "Fold1" / "train.txt")
     algo = FOLtRES(LinearRanker(data.n_features), cascade_model("perfect", 3))
@@ -226,7 +226,7 @@ def test_shown_lists_are_each_interactions_top_k_by_its_perturbed_model(monkeypa
     """Brute force per interaction: score the query's rows under ``params + sign * sigma * v``,
     take the top k by score (ties by position), -1 padded (catches lists put back in the wrong
     order, and parts of the queries on threads ranking rows outside their part)."""
-    from fltr_audit import threads
+    from fltr_audit.engine import threads
 
     monkeypatch.setattr(threads, "THREADS", n_threads)
     monkeypatch.setattr(threads, "PARALLEL_ROWS", 0)
@@ -267,7 +267,7 @@ def test_a_clients_scores_do_not_depend_on_its_cohort_or_the_threads(monkeypatch
     number of models: the defect of the previous version), a thread-count dependent split."""
     from threadpoolctl import threadpool_limits
 
-    from fltr_audit import threads
+    from fltr_audit.engine import threads
 
     data, queries, seeds, params = _cohort_case()
     algo = FOLtRES(LinearRanker(data.n_features), cascade_model("perfect", 3), sigma=0.3)
@@ -334,8 +334,8 @@ def test_huge_models_are_scored_in_float64():
 
 def test_training_gives_the_same_numbers_on_any_number_of_threads(monkeypatch):
     """Same seed, same model after 3 rounds whether the chunks run on 1 or 3 threads."""
-    from fltr_audit import threads
-    from fltr_audit.federation import train
+    from fltr_audit.engine import threads
+    from fltr_audit.engine.federation import train
 
     data = toy_data(n_queries=60, max_docs=40)
     results = []
@@ -363,7 +363,7 @@ def test_a_degenerate_model_with_nan_scores_is_ranked_as_plackett_luce_topk_rank
     """A model with +inf and -inf weights (NaN scores) does not crash a round: its lists are
     ``plackett_luce.topk`` of its scores (NaN first, as argmax), the other interactions keep
     theirs. Catches: NaN scores ranked by the kernel (comparisons all false: the first rows)."""
-    from fltr_audit import plackett_luce
+    from fltr_audit.engine import plackett_luce
 
     data, queries, seeds, params = _cohort_case(25)
     algo = FOLtRES(LinearRanker(data.n_features), cascade_model("perfect", 3), sigma=0.3)

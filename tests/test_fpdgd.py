@@ -4,14 +4,14 @@ import numpy as np
 import pytest
 from scipy.special import expit
 
-from fltr_audit import plackett_luce
-from fltr_audit.algorithms.fpdgd import FPDGD, pair_weights, pdgd_cohort
-from fltr_audit.algorithms.pdgd import PDGD
-from fltr_audit.clicks import cascade_model
-from fltr_audit.data.dataset import Dataset
+from fltr_audit.engine import plackett_luce
+from fltr_audit.engine.algorithms.fpdgd import FPDGD, pair_weights, pdgd_cohort
+from fltr_audit.engine.algorithms.pdgd import PDGD
+from fltr_audit.engine.clicks import cascade_model
+from fltr_audit.engine.data.dataset import Dataset
 from fltr_audit.errors import FltrError
-from fltr_audit.kernels.pdgd import swap_log_ratios
-from fltr_audit.rankers import LinearRanker, MLPRanker
+from fltr_audit.engine.kernels.pdgd import swap_log_ratios
+from fltr_audit.engine.rankers import LinearRanker, MLPRanker
 
 
 # ---------------------------------------------------------------- brute force, one list at a time
@@ -267,7 +267,7 @@ def test_a_query_ranks_the_same_alone_as_in_a_cohort():
     """A query's scores, top-k and log-denominators do not depend on the cohort around it (the
     group it lands in sets the padded width). Catches: a reduction whose order follows the padding,
     scores of several queries in one BLAS call (sgemv rounds a row by its place)."""
-    from fltr_audit.algorithms.fpdgd import cohort_rankings
+    from fltr_audit.engine.algorithms.fpdgd import cohort_rankings
 
     data = _varied_dataset()
     ranker = LinearRanker(data.n_features)
@@ -286,7 +286,7 @@ def test_cohort_step_is_the_same_at_any_thread_count():
     1 or 3 BLAS threads (a cohort large enough for threads to be used)."""
     from threadpoolctl import threadpool_limits
 
-    from fltr_audit import threads
+    from fltr_audit.engine import threads
 
     data = _varied_dataset(5, n_queries=600, F=8)
     ranker = LinearRanker(data.n_features)

@@ -3,14 +3,14 @@
 import numpy as np
 import pytest
 
-from fltr_audit.algorithms.fpdgd import FPDGD
-from fltr_audit.clicks import cascade_model
-from fltr_audit.data.synthetic import fold_split, generate
+from fltr_audit.engine.algorithms.fpdgd import FPDGD
+from fltr_audit.engine.clicks import cascade_model
+from fltr_audit.engine.data.synthetic import fold_split, generate
 from fltr_audit.errors import FltrError
-from fltr_audit.federation import train
-from fltr_audit.interceptors import RecordingInterceptor, parse_rounds
-from fltr_audit.recording import read_recording as load_recording
-from fltr_audit.rankers import LinearRanker, MLPRanker
+from fltr_audit.engine.federation import train
+from fltr_audit.engine.interceptors import RecordingInterceptor, parse_rounds
+from fltr_audit.store.recording import read_recording as load_recording
+from fltr_audit.engine.rankers import LinearRanker, MLPRanker
 
 
 @pytest.fixture(scope="module")

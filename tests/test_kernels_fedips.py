@@ -1,10 +1,10 @@
 """FedIPS's linear SGD kernels against the numpy expression of a click step
-(``fltr_audit.kernels.fedips``)."""
+(``fltr_audit.engine.kernels.fedips``)."""
 
 import numpy as np
 
-from fltr_audit.algorithms.fedips import hinge_coefficients
-from fltr_audit.kernels.fedips import linear_click_steps, linear_passes, session_logs
+from fltr_audit.engine.algorithms.fedips import hinge_coefficients
+from fltr_audit.engine.kernels.fedips import linear_click_steps, linear_passes, session_logs
 
 
 def _reference_step(w, x, valid, pos, step):

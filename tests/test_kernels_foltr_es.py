@@ -1,8 +1,8 @@
-"""FOLtR-ES's ranking kernels against numpy references (``fltr_audit.kernels.foltr_es``)."""
+"""FOLtR-ES's ranking kernels against numpy references (``fltr_audit.engine.kernels.foltr_es``)."""
 
 import numpy as np
 
-from fltr_audit.kernels.foltr_es import linear_scores, linear_shown, perturbation_uniforms
+from fltr_audit.engine.kernels.foltr_es import linear_scores, linear_shown, perturbation_uniforms
 
 
 def _reference_scores(X, lo, hi, theta):

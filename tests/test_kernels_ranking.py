@@ -1,9 +1,9 @@
-"""FPDGD's ranking kernels against numpy references (``fltr_audit.kernels.ranking``)."""
+"""FPDGD's ranking kernels against numpy references (``fltr_audit.engine.kernels.ranking``)."""
 
 import numpy as np
 
-from fltr_audit import plackett_luce
-from fltr_audit.kernels.ranking import block_scores, rank_lists, top_positions
+from fltr_audit.engine import plackett_luce
+from fltr_audit.engine.kernels.ranking import block_scores, rank_lists, top_positions
 
 
 def _lists(seed, n=40, width=23):

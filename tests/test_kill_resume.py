@@ -17,8 +17,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from fltr_audit.campaign import expand, load_spec, run_campaign
-from fltr_audit.store import ResultsStore, load
+from fltr_audit.runs.campaign import expand, load_spec, run_campaign
+from fltr_audit.store.results import ResultsStore, load
 from tests.test_campaign_run import TINY
 from tests.cli_json import cli_result
 
@@ -177,7 +177,7 @@ def test_two_concurrent_campaigns_compute_each_run_once(tmp_path):
 def test_claims_of_a_live_owner_are_respected_and_of_a_dead_one_taken_over(tmp_path):
     store = ResultsStore(tmp_path / "s.sqlite")
     assert store.claim(["a", "b"]) == ["a", "b"]
-    claim_elsewhere = ("import sys; sys.path.insert(0, %r); from fltr_audit.store import ResultsStore; "
+    claim_elsewhere = ("import sys; sys.path.insert(0, %r); from fltr_audit.store.results import ResultsStore; "
                        "print(','.join(ResultsStore(%r).claim(['a', 'b', 'c'])))") % (str(REPO), str(store.path))
     other = subprocess.run([sys.executable, "-c", claim_elsewhere], capture_output=True, text=True, check=True)
     assert other.stdout.strip() == "c"  # a and b are held by this (live) process; c was free

@@ -4,12 +4,12 @@ import numpy as np
 import pytest
 from sklearn.linear_model import LinearRegression
 
-from fltr_audit import metrics
-from fltr_audit.algorithms import lambda_linear
-from fltr_audit.algorithms.lambda_linear import lambda_ascent, train_lambda_linear
-from fltr_audit.algorithms.logging_policy import LoggingPolicy, top_k_rows, train_logging_policy
-from fltr_audit.data.dataset import Dataset
-from fltr_audit.data.load import load_splits
+from fltr_audit.engine import metrics
+from fltr_audit.engine.algorithms import lambda_linear
+from fltr_audit.engine.algorithms.lambda_linear import lambda_ascent, train_lambda_linear
+from fltr_audit.engine.algorithms.logging_policy import LoggingPolicy, top_k_rows, train_logging_policy
+from fltr_audit.engine.data.dataset import Dataset
+from fltr_audit.engine.data.load import load_splits
 from fltr_audit.errors import FltrError
 
 

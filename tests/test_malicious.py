@@ -8,13 +8,13 @@ from attacks.bayes import Bayes
 from attacks.olsr import OLSR
 from attacks.view import client_updates
 from defenses.secagg import IdealSecAgg
-from fltr_audit.algorithms.fpdgd import FPDGD
-from fltr_audit.clicks import cascade_model
-from fltr_audit.data.dataset import Dataset
+from fltr_audit.engine.algorithms.fpdgd import FPDGD
+from fltr_audit.engine.clicks import cascade_model
+from fltr_audit.engine.data.dataset import Dataset
 from fltr_audit.errors import FltrError
-from fltr_audit.malicious import malicious_probe, saturated
-from fltr_audit.probe import probe
-from fltr_audit.rankers import make_ranker
+from fltr_audit.engine.malicious import malicious_probe, saturated
+from fltr_audit.engine.probe import probe
+from fltr_audit.engine.rankers import make_ranker
 from tests.cli_json import cli_result
 
 
@@ -77,7 +77,7 @@ def test_saturated_model_keeps_rankings():
 
 
 def test_unsupported_algorithm_and_manipulation_are_refused():
-    from fltr_audit.algorithms.foltr_es import FOLtRES
+    from fltr_audit.engine.algorithms.foltr_es import FOLtRES
 
     algo, data, g = _setup()
     foltr = FOLtRES(make_ranker("linear", 20), cascade_model("perfect", 3))

@@ -3,11 +3,11 @@
 import numpy as np
 import pytest
 
-from fltr_audit import metrics
-from fltr_audit.clicks import cascade_model
-from fltr_audit.data.dataset import Dataset
-from fltr_audit.maxrr import expected_maxrr, mean_expected_maxrr, ranked_labels
-from fltr_audit.rankers import LinearRanker
+from fltr_audit.engine import metrics
+from fltr_audit.engine.clicks import cascade_model
+from fltr_audit.engine.data.dataset import Dataset
+from fltr_audit.engine.maxrr import expected_maxrr, mean_expected_maxrr, ranked_labels
+from fltr_audit.engine.rankers import LinearRanker
 
 
 def small_data():

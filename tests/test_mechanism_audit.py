@@ -20,7 +20,7 @@ from attacks.stack_outputs import message_mechanism
 from attacks.worst_case import worst_case_inputs
 from defenses.stack import parse_defense
 from fltr_audit.cli import main
-from fltr_audit.interfaces import PrivacyClaim
+from fltr_audit.engine.interfaces import PrivacyClaim
 from tests.power import binomial_plan
 from tests.cli_json import cli_result
 
@@ -194,7 +194,7 @@ def test_cli_bad_input_names_the_option(argv, option, capsys):
 
 
 def test_cli_json_rows_and_store(tmp_path, capsys):
-    from fltr_audit.store import load
+    from fltr_audit.store.results import load
 
     store = tmp_path / "r.sqlite"
     code = main(["audit-defense", "clip+dp-distributed(eps=4.5)", "--dim", "8", "--trials", "400", "--cohort", "3",
@@ -213,8 +213,8 @@ def test_cli_json_rows_and_store(tmp_path, capsys):
 def test_natural_neighbours_are_one_message_with_and_without_one_click():
     """The natural pair of an FPDGD audit: the replayed step with all of a probe client's clicks
     equals that client's real undefended update, and the other input differs by one click."""
-    from fltr_audit import audit_pipeline
-    from fltr_audit.campaign import expand, validate_spec
+    from fltr_audit.runs import audit as audit_pipeline
+    from fltr_audit.runs.campaign import expand, validate_spec
 
     spec = validate_spec({"name": "t", "algorithm": {"rounds": 2, "clients": 100},
                           "probe": {"click_models": ["informational"]}, "audit": {"attacks": ["olsr"]}})

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from sklearn.metrics import ndcg_score
 
-from fltr_audit.data.dataset import Dataset
+from fltr_audit.engine.data.dataset import Dataset
 from fltr_audit.errors import FltrError
-from fltr_audit.metrics import dcg, ideal_dcg, max_rr, mean_ndcg, ndcg_at_k, ndcg_of_shown, online_performance
+from fltr_audit.engine.metrics import dcg, ideal_dcg, max_rr, mean_ndcg, ndcg_at_k, ndcg_of_shown, online_performance
 
 
 def make_dataset(rng, n_queries=60, n_levels=5, max_docs=25, p_empty=0.15):

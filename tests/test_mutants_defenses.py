@@ -21,7 +21,7 @@ from defenses.randomized_response import RandomizedResponse
 from defenses.secagg import IdealSecAgg
 from defenses.stack import parse_defense
 from fltr_audit.errors import FltrError
-from fltr_audit.messages import Messages
+from fltr_audit.engine.messages import Messages
 
 # --- one round's dp_accounting event, against the claim's closed form --------------------------
 

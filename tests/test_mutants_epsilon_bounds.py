@@ -10,7 +10,7 @@ import pytest
 import attacks.epsilon_bounds as epsilon_bounds
 from attacks.epsilon_bounds import (AUTO_MARGIN, AUTO_TRIALS_CAP, _best_threshold, audit, auto_trials, claim_verdict,
                                     epsilon_lower_bound, scores_of)
-from fltr_audit.interfaces import PrivacyClaim
+from fltr_audit.engine.interfaces import PrivacyClaim
 
 
 def ceiling(n: int, confidence: float = 0.95) -> float:

@@ -22,9 +22,9 @@ from attacks.mechanism_audit import audit_stack, protected_by_aggregator
 from attacks.stack_outputs import aggregate_mechanism, centre, clipped, message_mechanism, metric_randomizer
 from attacks.worst_case import OVERSHOOT, UNDECLARED, claimed_mu, worst_case_inputs
 from defenses.stack import parse_defense
-from fltr_audit import mechanisms as mech
+from fltr_audit.privacy import mechanisms as mech
 from fltr_audit.errors import FltrError
-from fltr_audit.interfaces import PrivacyClaim
+from fltr_audit.engine.interfaces import PrivacyClaim
 
 # --- worst-case inputs and the claimed mu, closed forms ----------------------------------------
 

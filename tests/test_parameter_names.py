@@ -13,7 +13,7 @@ CASES = [
     # a run-spec setting, checked at the door
     (["--trials", "0"], ("audit", "trials", "0"), {"trials": 0}, "--trials", "audit.trials", "trials",
      "must be an integer >= 4 or one of auto, got 0"),
-    # an engine keyword, checked by the engine's own parser (fltr_audit.population)
+    # an engine keyword, checked by the engine's own parser (fltr_audit.engine.population)
     (["--non-iid", "bogus"], ("algorithm", "non_iid", '"bogus"'), {"non_iid": "bogus"}, "--non-iid",
      "algorithm.non_iid", "non_iid", "unknown setting 'bogus'"),
     # a name the engine builds (attacks.registry), spelled differently by all three
@@ -45,7 +45,7 @@ def test_the_same_bad_value_is_named_as_each_user_typed_it(tmp_path, capsys, cli
 
 def test_an_engine_error_names_the_python_keyword_and_a_door_renames_it_once():
     from fltr_audit.cli.common import as_option_error
-    from fltr_audit.data.load import load_splits
+    from fltr_audit.engine.data.load import load_splits
 
     with pytest.raises(ParameterError) as info:
         load_splits("synthetic:mq2008", fold=6)

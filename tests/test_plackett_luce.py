@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from fltr_audit.plackett_luce import gumbel_noise, log_denominators, log_prob, perturbed_topk, sample_topk, topk
+from fltr_audit.engine.plackett_luce import gumbel_noise, log_denominators, log_prob, perturbed_topk, sample_topk, topk
 
 
 def _brute_log_dens(scores, valid, ranking):

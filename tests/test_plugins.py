@@ -14,8 +14,8 @@ REPO = Path(__file__).resolve().parents[1]
 
 PACKAGE = '''
 import numpy as np
-from fltr_audit.interfaces import PrivacyClaim
-from fltr_audit.messages import Guess
+from fltr_audit.engine.interfaces import PrivacyClaim
+from fltr_audit.engine.messages import Guess
 
 
 class FirstSlot:
@@ -51,7 +51,7 @@ Halve.guarantee = "none"
 
 def _pbm_spec():
     """A PBM-family plug-in algorithm (FedAvg's builder under another name, its own parameters)."""
-    from fltr_audit.algorithms.registry import AlgorithmSpec, algorithm_spec
+    from fltr_audit.engine.algorithms.registry import AlgorithmSpec, algorithm_spec
     from fltr_audit.constraints import Interval, Parameter
 
     fedavg = algorithm_spec("fedavg")
@@ -69,7 +69,7 @@ broken-attack = not_a_module:thing
 [fltr_audit.defenses]
 halve = myplug:Halve
 
-[fltr_audit.algorithms]
+[fltr_audit.engine.algorithms]
 my-pbm = myplug:PBM_SPEC
 broken-algo = not_a_module:thing
 '''
@@ -143,7 +143,7 @@ def test_a_pbm_plug_in_trains_and_its_family_is_read_from_its_spec(site, tmp_pat
     bad = _cli(site, "train", "my-pbm", "--data", "synthetic:mq2008?queries=60", "--param", "gama=0.5",
                "--out", str(tmp_path / "bad"), "--quiet")
     assert bad.returncode == 2 and "train my-pbm: --param gama: no such parameter (parameters: gamma)" in bad.stderr
-    code = ("from fltr_audit.campaign import validate_spec; validate_spec({'name': 'x', 'algorithm': "
+    code = ("from fltr_audit.runs.campaign import validate_spec; validate_spec({'name': 'x', 'algorithm': "
             "{'name': 'my-pbm', 'train_click_model': 'pbm', 'params': {'gamma': [0.5, 1.0]}}, "
             "'probe': {'click_models': ['pbm']}}); print('ok')")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), str(site)])}

@@ -7,18 +7,18 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from fltr_audit.algorithms.fpdgd import FPDGD
-from fltr_audit.campaign import expand, validate_spec
+from fltr_audit.engine.algorithms.fpdgd import FPDGD
+from fltr_audit.runs.campaign import expand, validate_spec
 from fltr_audit.cli import main
-from fltr_audit.clicks import cascade_model
-from fltr_audit.data.synthetic import fold_split, generate
+from fltr_audit.engine.clicks import cascade_model
+from fltr_audit.engine.data.synthetic import fold_split, generate
 from fltr_audit.errors import FltrError
-from fltr_audit.federation import train
-from fltr_audit.population import (
+from fltr_audit.engine.federation import train
+from fltr_audit.engine.population import (
     CLICK_PREFERENCE_MODELS, NonIID, UserClicks, _MODEL, check_buildable, parse_non_iid, query_sets,
     skewed_queries, user_choice, user_clicks, weighted_cohort,
 )
-from fltr_audit.rankers import LinearRanker
+from fltr_audit.engine.rankers import LinearRanker
 
 
 @pytest.fixture(scope="module")

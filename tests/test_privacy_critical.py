@@ -32,8 +32,8 @@ from defenses.dp_local import LocalLaplace
 from defenses.randomized_response import RandomizedResponse
 from defenses.secagg_protocol import FixedPoint
 from defenses.stack import parse_defense
-from fltr_audit.interfaces import PrivacyClaim
-from fltr_audit.messages import Messages
+from fltr_audit.engine.interfaces import PrivacyClaim
+from fltr_audit.engine.messages import Messages
 
 # --- oracles ---------------------------------------------------------------------------------
 

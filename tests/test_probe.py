@@ -5,13 +5,13 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-from fltr_audit.algorithms.fpdgd import FPDGD
-from fltr_audit.clicks import cascade_model
-from fltr_audit.data.synthetic import fold_split, generate
+from fltr_audit.engine.algorithms.fpdgd import FPDGD
+from fltr_audit.engine.clicks import cascade_model
+from fltr_audit.engine.data.synthetic import fold_split, generate
 from fltr_audit.errors import FltrError
-from fltr_audit.interfaces import PrivacyClaim
-from fltr_audit.probe import probe
-from fltr_audit.rankers import LinearRanker
+from fltr_audit.engine.interfaces import PrivacyClaim
+from fltr_audit.engine.probe import probe
+from fltr_audit.engine.rankers import LinearRanker
 
 
 @pytest.fixture(scope="module")
@@ -97,7 +97,7 @@ def test_cohort_bounds_merge_a_too_small_last_cohort():
     """Brute force over small sizes: cohorts cover 0..n once, in order; every cohort but a merged
     last one has ``size`` clients; none is smaller than ``need`` unless it is the only one.
     Catches a merge that drops the remainder, or one that merges when it need not."""
-    from fltr_audit.probe import cohort_bounds
+    from fltr_audit.engine.probe import cohort_bounds
 
     for n in range(1, 30):
         for size in range(1, 8):
@@ -116,7 +116,7 @@ def test_secagg_probe_never_makes_a_cohort_of_one(vali, model):
     the cohort before it, every query is probed, no cohort is lost. Without the merge the
     aggregator aborts the whole probe on its cohort of one."""
     from defenses.secagg import IdealSecAgg
-    from fltr_audit.probe import probe_cohorts
+    from fltr_audit.engine.probe import probe_cohorts
 
     found = probe_cohorts(alg(vali), model, vali, seed=1, cohort_size=3, aggregator=IdealSecAgg())
     sizes = [len(b.view.participants) for b in found.batches]
@@ -133,8 +133,8 @@ def test_dropouts_below_threshold_lose_that_cohort_only(vali, model):
     are aggregated. P(pass) = 1 for a correct count; a probe that aborts on the first loss or
     miscounts fails."""
     from defenses.secagg import IdealSecAgg
-    from fltr_audit.probe import probe_cohorts
-    from fltr_audit.randomness import stream
+    from fltr_audit.engine.probe import probe_cohorts
+    from fltr_audit.engine.randomness import stream
 
     found = probe_cohorts(alg(vali), model, vali, seed=4, cohort_size=2, aggregator=IdealSecAgg(drop=0.6))
     lost = [r for r in range(1, 27) if (stream(4, "aggregate", r).random(2) >= 0.6).sum() < 2]
@@ -145,7 +145,7 @@ def test_dropouts_below_threshold_lose_that_cohort_only(vali, model):
 def test_probe_rounds_until_enough(vali, model):
     """Passes issue every query again by new clients with new round streams, and stop after the
     first pass after which ``enough`` holds (here: at least 100 lists, i.e. two passes of 52)."""
-    from fltr_audit.probe import probe_cohorts
+    from fltr_audit.engine.probe import probe_cohorts
 
     found = probe_cohorts(alg(vali), model, vali, seed=1, cohort_size=20, passes=5,
                           enough=lambda b: sum(x.view.n_clients if hasattr(x.view, "n_clients") else

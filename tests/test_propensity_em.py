@@ -3,15 +3,15 @@
 import numpy as np
 import pytest
 
-from fltr_audit.algorithms.fedips import FedIPS
-from fltr_audit.algorithms.logging_policy import train_logging_policy
-from fltr_audit.algorithms.propensity_em import (
+from fltr_audit.engine.algorithms.fedips import FedIPS
+from fltr_audit.engine.algorithms.logging_policy import train_logging_policy
+from fltr_audit.engine.algorithms.propensity_em import (
     FedRelevanceEM, estimate_examination, relevance_of_rows, relevance_posterior, to_propensities,
 )
-from fltr_audit.clicks import PositionBasedModel
-from fltr_audit.data.load import load_splits
-from fltr_audit.federation import train
-from fltr_audit.rankers import LinearRanker
+from fltr_audit.engine.clicks import PositionBasedModel
+from fltr_audit.engine.data.load import load_splits
+from fltr_audit.engine.federation import train
+from fltr_audit.engine.rankers import LinearRanker
 
 
 def test_em_recovers_examination_with_known_relevance():

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from fltr_audit.errors import FltrError
-from fltr_audit.rankers import LinearRanker, MLPRanker, make_ranker
+from fltr_audit.engine.rankers import LinearRanker, MLPRanker, make_ranker
 
 F = 5
 

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from fltr_audit.cli import main
-from fltr_audit.recording import MAX_ARRAY_BYTES, read_recording
+from fltr_audit.store.recording import MAX_ARRAY_BYTES, read_recording
 from tests.cli_json import cli_result
 
 REPO = Path(__file__).resolve().parents[1]

@@ -1,5 +1,5 @@
 """One schema: the store's tables, docs/store.md and the store's docstring list the fields of
-the typed records (fltr_audit/records.py)."""
+the typed records (fltr_audit/store/records.py)."""
 
 import dataclasses
 import re
@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from fltr_audit import records, store
+from fltr_audit.store import records
+from fltr_audit.store import results as store
 
 REPO = Path(__file__).resolve().parents[1]
 SQL_TYPE = re.compile(r"^(\w+) (TEXT|INTEGER|REAL|BOOLEAN)\b")
@@ -79,7 +80,7 @@ def test_audit_record_is_run_then_measurement_then_privacy():
 
 def test_an_audit_result_carries_every_measured_column():
     from attacks.epsilon_bounds import AuditResult
-    from fltr_audit.audit_pipeline import AUDIT_COLUMNS
+    from fltr_audit.runs.audit import AUDIT_COLUMNS
 
     measured = [f.name for f in dataclasses.fields(AuditResult)]
     assert tuple(measured[:len(AUDIT_COLUMNS)]) == AUDIT_COLUMNS

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from fltr_audit.cli import main
-from fltr_audit.store import ResultsStore
+from fltr_audit.store.results import ResultsStore
 from fltr_audit.atomic import write_files
 from reports import plots
 from reports.render import render_report

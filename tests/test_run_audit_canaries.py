@@ -9,13 +9,13 @@ import pytest
 from attacks.canaries import CanaryObserver, design
 from defenses.registration import register_defense
 from defenses.stack import parse_defense
-from fltr_audit.data.load import load_splits
+from fltr_audit.engine.data.load import load_splits
 from fltr_audit.cli import main
 from fltr_audit.cli.audit_run import RunAuditOptions, run_audit_run
-from fltr_audit.clicks import cascade_model
-from fltr_audit.algorithms.fpdgd import FPDGD
-from fltr_audit.federation import train
-from fltr_audit.rankers import LinearRanker
+from fltr_audit.engine.clicks import cascade_model
+from fltr_audit.engine.algorithms.fpdgd import FPDGD
+from fltr_audit.engine.federation import train
+from fltr_audit.engine.rankers import LinearRanker
 from tests.broken_fedavg import NoClipFedAvg
 from tests.cli_json import cli_result
 
@@ -90,7 +90,7 @@ def test_bad_input_is_one_line_naming_the_option(args, option, capsys):
 def test_python_api_and_stored_row(tmp_path, capsys):
 
     import fltr_audit
-    from fltr_audit.store import load
+    from fltr_audit.store.results import load
 
     out = fltr_audit.audit_whole_run("fpdgd", defense="dp-local-laplace(eps=1)", **SMALL)
     assert out.scope == "message" and out.claimed_epsilon == 1.0
@@ -144,9 +144,9 @@ def test_aggregate_residual_is_the_present_canaries_clipped_sum():
 def test_a_declared_adaptive_clip_is_refused_whatever_the_class():
     """The adaptive clip is read from the declared mechanism, not from the class: a plug-in that is no
     DPFedAvg but declares an adaptive aggregator-gaussian is refused (one line naming --defense)."""
-    from fltr_audit import mechanisms as mech
+    from fltr_audit.privacy import mechanisms as mech
     from fltr_audit.errors import FltrError
-    from fltr_audit.whole_run import canary_problem
+    from fltr_audit.runs.whole_run import canary_problem
 
     class Adaptive:
         name = "adaptive-plugin"

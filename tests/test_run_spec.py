@@ -1,4 +1,4 @@
-"""The typed run spec (fltr_audit/run_spec.py): canonical JSON equal to the run configs the
+"""The typed run spec (fltr_audit/spec/run.py): canonical JSON equal to the run configs the
 grid always produced, round trips, pickling for workers, one parse of the defense, and the
 one-line rule for new settings that keep run keys."""
 
@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from fltr_audit.campaign import expand, load_spec, validate_spec
+from fltr_audit.runs.campaign import expand, load_spec, validate_spec
 from fltr_audit.errors import FltrError
-from fltr_audit.run_spec import AuditSettings, RunSpec, optional, run_key
+from fltr_audit.spec.run import AuditSettings, RunSpec, optional, run_key
 
 CAMPAIGNS = sorted((Path(__file__).resolve().parents[1] / "campaigns").glob("*.toml"))
 
@@ -84,7 +84,7 @@ def test_a_spec_pickles_as_its_json_and_parses_its_defense_again():
 
 def test_the_defense_is_parsed_once_per_distinct_string(monkeypatch):
     import defenses.stack
-    from fltr_audit import campaign_grid
+    from fltr_audit.spec import grid as campaign_grid
 
     calls = []
     real = defenses.stack.parse_defense
@@ -119,12 +119,12 @@ def test_a_new_optional_setting_keeps_the_key_until_it_is_set():
 
 
 def test_the_spec_s_literal_choices_are_the_engine_s():
-    from fltr_audit import run_spec
-    from fltr_audit.data.normalize import NORMALIZATIONS
-    from fltr_audit.federation import BUDGET_LIMITS
-    from fltr_audit.malicious import MANIPULATIONS
-    from fltr_audit.messages import SHUFFLED, THREAT_MODELS
-    from fltr_audit.rankers import RANKERS
+    from fltr_audit.spec import run as run_spec
+    from fltr_audit.engine.data.normalize import NORMALIZATIONS
+    from fltr_audit.engine.federation import BUDGET_LIMITS
+    from fltr_audit.engine.malicious import MANIPULATIONS
+    from fltr_audit.engine.messages import SHUFFLED, THREAT_MODELS
+    from fltr_audit.engine.rankers import RANKERS
 
     assert run_spec.NORMALIZATIONS == NORMALIZATIONS + ("auto",) and run_spec.RANKERS == RANKERS
     assert run_spec.THREAT_MODELS == tuple(t for t in THREAT_MODELS if t != SHUFFLED)  # a view's label, not chosen
@@ -134,7 +134,7 @@ def test_the_spec_s_literal_choices_are_the_engine_s():
 
 def test_engine_errors_name_the_parameter_and_each_door_names_what_its_user_typed(capsys):
     from fltr_audit.cli import main
-    from fltr_audit.run_spec import DataSettings
+    from fltr_audit.spec.run import DataSettings
 
     with pytest.raises(FltrError, match=r"^data\.fold: must be an integer in \[1, 5\], got 9$"):
         DataSettings(spec="synthetic:mq2008", fold=9)

@@ -7,9 +7,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fltr_audit import store as store_mod
+from fltr_audit.store import results as store_mod
 from fltr_audit.errors import FltrError
-from fltr_audit.store import ResultsStore, load
+from fltr_audit.store.results import ResultsStore, load
 
 from synthetic_results import synthetic_runs
 

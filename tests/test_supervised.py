@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize
 
-from fltr_audit.algorithms.supervised import fit_mse, fit_ranksvm, preference_pairs
-from fltr_audit.data.dataset import Dataset
+from fltr_audit.engine.algorithms.supervised import fit_mse, fit_ranksvm, preference_pairs
+from fltr_audit.engine.data.dataset import Dataset
 from fltr_audit.errors import FltrError
 
 

@@ -68,7 +68,7 @@ trials = 200
 
 def _tables(path: Path) -> dict:
     """Every result table of a store without its timing columns, sorted (as the executor test does)."""
-    from fltr_audit.store import load
+    from fltr_audit.store.results import load
 
     tables = load(path)
     out = {}
@@ -91,8 +91,8 @@ def _run_seconds(path: Path) -> float:
 
 
 def _timed(spec: dict, store_path: Path, **where) -> float:
-    from fltr_audit.campaign import run_campaign
-    from fltr_audit.store import ResultsStore
+    from fltr_audit.runs.campaign import run_campaign
+    from fltr_audit.store.results import ResultsStore
 
     start = time.perf_counter()
     counts = run_campaign(spec, ResultsStore(store_path), **where)
@@ -103,8 +103,8 @@ def _timed(spec: dict, store_path: Path, **where) -> float:
 
 
 def _engine_threads() -> int:
-    import fltr_audit.audit_pipeline  # noqa: F401  (the engine, imported once per worker process)
-    from fltr_audit.threads import thread_count
+    import fltr_audit.runs.audit  # noqa: F401  (the engine, imported once per worker process)
+    from fltr_audit.engine.threads import thread_count
 
     return thread_count()
 
@@ -169,8 +169,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip", default="", help="Comma-separated executors to skip: pool, local-cluster, scheduler.")
     parser.add_argument("--json", action="store_true", help="Print the rows as JSON.")
     args = parser.parse_args(argv)
-    from fltr_audit.campaign import load_spec
-    from fltr_audit.data.load import load_splits
+    from fltr_audit.runs.campaign import load_spec
+    from fltr_audit.engine.data.load import load_splits
 
     skip = {s for s in args.skip.split(",") if s}
     load_avg_start = os.getloadavg()

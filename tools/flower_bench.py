@@ -76,7 +76,7 @@ def engine_rounds(setup) -> tuple[list[float], float]:
     """(seconds of each round, seconds of the whole call) of ``federation.train`` on ``setup``."""
     from threadpoolctl import threadpool_limits
 
-    from fltr_audit.federation import train
+    from fltr_audit.engine.federation import train
     from fltr_audit.flower.engine_app import loaded
 
     start = time.perf_counter()
@@ -120,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args(argv)
-    from fltr_audit.algorithms.registry import algorithm_spec
+    from fltr_audit.engine.algorithms.registry import algorithm_spec
     from fltr_audit.flower.engine_app import EngineSetup
 
     runtimes = args.runtimes.split(",")

@@ -31,7 +31,7 @@ from fltr_audit.cli.quick import COMMAND_MODULES, quick
 from fltr_audit.cli.spelling import command_names, normalize
 from fltr_audit.constraints import ParameterError
 from fltr_audit.errors import FltrDeprecation, FltrError, RunsFailed
-from fltr_audit.interrupts import Interrupted, Terminated, last_raised, raise_terminated
+from fltr_audit.runs.interrupts import Interrupted, Terminated, last_raised, raise_terminated
 
 _registered = False
 

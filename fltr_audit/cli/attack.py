@@ -29,7 +29,7 @@ def attack(
     """Guess the clicks behind every recorded round; one row per round and attack (macro average)."""
     from attacks.registry import make_attack, needed
     from attacks.scoring import score_guess, summarize
-    from fltr_audit.recording import read_recording, recording_folders
+    from fltr_audit.store.recording import read_recording, recording_folders
 
     if min_shown is not None:
         check_at_least({"--min-shown": min_shown}, 0)

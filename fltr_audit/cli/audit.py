@@ -8,13 +8,13 @@ from typing import List
 import pandas as pd
 import typer
 
-from fltr_audit.algorithms.registry import algorithm_names
+from fltr_audit.engine.algorithms.registry import algorithm_names
 from fltr_audit.cli.app import app
 from fltr_audit.cli.common import emit_json, parse_list, print_table, progress
 from fltr_audit.cli.compare import check_min_effect, min_effect_option
 from fltr_audit.constraints import OPEN_UNIT, Interval, ParameterError, check
 from fltr_audit.errors import FltrError, RunsFailed
-from fltr_audit.population import NON_IID_HELP
+from fltr_audit.engine.population import NON_IID_HELP
 
 DEFAULT_CLICK_MODELS = "perfect,navigational,informational"
 TABLE_COLUMNS = ["attack", "click_model", "defense", "threat_model", "accuracy", "precision", "recall", "f1",
@@ -39,10 +39,10 @@ def audit_spec(*, algo: str, data: str, folds: list[int], rounds: int, clients: 
                require_click: bool, epsilon_audit: bool, trials: int | str = 10000, counterfactual: int = 20,
                name: str = "audit", population: int | None = None, threat_model: str = "server",
                manipulation: str = "isolate", non_iid: str = "iid", probe_lists: int | None = None) -> dict:
-    """A campaign spec (fltr_audit.campaign) for the audit command's options; a bad value is a
+    """A campaign spec (fltr_audit.runs.campaign) for the audit command's options; a bad value is a
     ParameterError naming the engine's parameter (the door renames it)."""
-    from fltr_audit.algorithms.registry import algorithm_spec
-    from fltr_audit.campaign import validate_spec
+    from fltr_audit.engine.algorithms.registry import algorithm_spec
+    from fltr_audit.runs.campaign import validate_spec
 
     algorithm = algorithm_spec(algo, auditable=True)
     return validate_spec(
@@ -80,9 +80,9 @@ def trials_option(text: str) -> int | str:
 def algorithm_defaults(algo: str, attack: str, click_model: str, min_shown: int | None
                        ) -> tuple[list[str], list[str], int]:
     """The attacks, probe click models and ``--min-shown`` of an audit, each option left at its
-    default replaced by the algorithm's declared default (``fltr_audit.algorithms.registry``)."""
-    from fltr_audit.algorithms.registry import algorithm_spec
-    from fltr_audit.clicks import CCM_TABLES
+    default replaced by the algorithm's declared default (``fltr_audit.engine.algorithms.registry``)."""
+    from fltr_audit.engine.algorithms.registry import algorithm_spec
+    from fltr_audit.engine.clicks import CCM_TABLES
 
     spec = algorithm_spec(algo, auditable=True)
     attacks = parse_list(attack, "attacks") if attack else list(spec.default_attacks)
@@ -101,9 +101,9 @@ def spec_from_options(*, algo: str, data: str, fold: list[int], train_rounds: in
     """The campaign spec of the ``audit`` command's options (named as its parameters); the
     Python API (``fltr_audit.audit``) builds its runs through this too, so both give the same numbers.
     A bad value is a ParameterError naming the engine's parameter; each door renames it."""
-    from fltr_audit.algorithms.registry import algorithm_spec
-    from fltr_audit.federation import check_population
-    from fltr_audit.population import parse_non_iid
+    from fltr_audit.engine.algorithms.registry import algorithm_spec
+    from fltr_audit.engine.federation import check_population
+    from fltr_audit.engine.population import parse_non_iid
 
     check_population(population, clients)
     users = parse_non_iid(non_iid)
@@ -129,7 +129,7 @@ def probe_size(probe_lists: int | None, power: float | None, min_effect: float, 
     ``--probe-lists`` below 1 or beyond the ``available`` lists (queries of the split times
     ``MAX_PROBE_ROUNDS`` probe rounds), ``--power`` outside (0, 1)."""
     from attacks.registry import attack_spec
-    from fltr_audit.probe import MAX_PROBE_ROUNDS
+    from fltr_audit.engine.probe import MAX_PROBE_ROUNDS
     from reports.leakage import planned_lists
 
     if power is not None:
@@ -149,8 +149,8 @@ def probe_size(probe_lists: int | None, power: float | None, min_effect: float, 
 def available_lists(data: str, folds: list[int], split: str, normalization: str, seeds: list[int]) -> int:
     """Lists the probe can issue per click model: the smallest probe split over the folds
     times ``MAX_PROBE_ROUNDS`` (the data loaded once here, cached for the runs)."""
-    from fltr_audit.data.load import load_splits
-    from fltr_audit.probe import MAX_PROBE_ROUNDS
+    from fltr_audit.engine.data.load import load_splits
+    from fltr_audit.engine.probe import MAX_PROBE_ROUNDS
 
     sizes = [load_splits(data, f, normalization=normalization, seed=seeds[0]).get(split).n_queries for f in folds]
     return min(sizes) * MAX_PROBE_ROUNDS
@@ -158,8 +158,8 @@ def available_lists(data: str, folds: list[int], split: str, normalization: str,
 
 def run_spec(spec: dict, store: Path | None, quiet: bool) -> dict[str, pd.DataFrame]:
     """Run a spec in this process (or into ``store``) and return its concatenated tables."""
-    from fltr_audit.campaign import execute_run, expand, run_campaign
-    from fltr_audit.store import ResultsStore, load
+    from fltr_audit.runs.campaign import execute_run, expand, run_campaign
+    from fltr_audit.store.results import ResultsStore, load
 
     runs = expand(spec)
     with progress(len(runs), "audit runs", quiet) as bar:
@@ -290,7 +290,7 @@ def audit(
 
     min_effect = check_min_effect(min_effect)
     if probe_lists is not None or power is not None:
-        from fltr_audit.algorithms.registry import algorithm_spec
+        from fltr_audit.engine.algorithms.registry import algorithm_spec
 
         attacks, _, _ = algorithm_defaults(algo, attack, click_model, min_shown)
         norm = algorithm_spec(algo, auditable=True).default_normalization if normalization == "auto" else normalization

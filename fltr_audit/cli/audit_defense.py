@@ -23,8 +23,8 @@ from fltr_audit.cli.app import app
 from fltr_audit.cli.common import emit_json, print_table
 from fltr_audit.constraints import OPEN_UNIT, POSITIVE_INT, check
 from fltr_audit.errors import FltrError
-from fltr_audit.interfaces import PrivacyClaim
-from fltr_audit.run_spec import RunSpec
+from fltr_audit.engine.interfaces import PrivacyClaim
+from fltr_audit.spec.run import RunSpec
 
 AGGREGATE_TRIALS = 20_000
 # Caps checked before anything is drawn: two float64 score arrays of --trials, one cohort of
@@ -73,7 +73,7 @@ def run_audit_defense(stack_text: str, *, dim: int, trials: int, neighbours: str
     from attacks.mechanism_audit import audit_stack, protected_by_aggregator
     from attacks.stack_outputs import metric_randomizer, noise_declarations, undeclared_client
     from attacks.worst_case import worst_case_inputs
-    from fltr_audit import mechanisms as mech
+    from fltr_audit.privacy import mechanisms as mech
     from defenses.stack import parse_defense
 
     if neighbours not in NEIGHBOURS:
@@ -99,7 +99,7 @@ def run_audit_defense(stack_text: str, *, dim: int, trials: int, neighbours: str
     claim = composed_claim(stack, rounds)
     common = dict(claim=claim, neighbours=neighbours, rounds=rounds, cohort=cohort, seed=seed, test=test,
                   confidence=confidence)
-    from fltr_audit.audit_pipeline import hides_messages
+    from fltr_audit.runs.audit import hides_messages
 
     in_aggregator = protected_by_aggregator(stack) is not None  # the aggregator's noise or shuffle is audited
     hides = not rr and hides_messages(stack, dim)
@@ -112,7 +112,7 @@ def run_audit_defense(stack_text: str, *, dim: int, trials: int, neighbours: str
         inputs = worst_case_inputs(stack, dim)
         jobs = [(scope, dict(inputs=inputs)) for scope in scopes]
     else:
-        from fltr_audit.audit_pipeline import natural_messages, splits_of, trained
+        from fltr_audit.runs.audit import natural_messages, splits_of, trained
 
         config = natural_config(dim, cohort, seed)
         pool, g, vector_kind, pair = natural_messages(config, splits_of(config), trained(config))
@@ -133,12 +133,12 @@ def _rr_natural(stack: Any, claim: PrivacyClaim, trials: int, seed: int, confide
     """Natural neighbours of randomized response: two queries' MaxRR under perfect clicks
     (``attacks.foltr_decode.audit_query_distinguishing``, one round)."""
     from attacks.foltr_decode import audit_query_distinguishing
-    from fltr_audit.clicks import cascade_model
+    from fltr_audit.engine.clicks import cascade_model
 
     if rounds != 1:
         raise FltrError("--rounds: natural neighbours of randomized response are audited over one round")
     start = time.perf_counter()
-    from fltr_audit.audit_pipeline import randomized_response
+    from fltr_audit.runs.audit import randomized_response
 
     row = audit_query_distinguishing(randomized_response(stack), cascade_model("perfect", 3), n_trials=trials,
                                      seed=seed, confidence=confidence)
@@ -167,8 +167,8 @@ def parse_trials(text: str, stack_text: str, confidence: float = 0.95) -> tuple[
 
 def record_rows(store_path: Path, rows: list[dict], config: dict) -> str:
     """Write the audit rows into the ``audits`` table of a results store, as one run."""
-    from fltr_audit.campaign import environment, run_key
-    from fltr_audit.store import ResultsStore
+    from fltr_audit.runs.campaign import environment, run_key
+    from fltr_audit.store.results import ResultsStore
 
     key = run_key(config)
     frame = pd.DataFrame([{**{k: v for k, v in r.items() if k not in ("dim", "cohort", "seconds")},

@@ -1,5 +1,5 @@
 """``fltr-audit audit-run``: the privacy a user spends over a whole training run, audited in one run
-with canaries beside the accounted epsilon, and over R independent runs (``fltr_audit.whole_run``
+with canaries beside the accounted epsilon, and over R independent runs (``fltr_audit.runs.whole_run``
 computes every figure; this module reads the options, stores and prints the row).
 """
 
@@ -13,8 +13,8 @@ import typer
 
 from fltr_audit.cli.app import app
 from fltr_audit.cli.common import emit_json, print_table
-from fltr_audit.records import RunAuditRecord as RunAudit
-from fltr_audit.whole_run import RUNS_CAP, RunAuditOptions, canary_design, run_audit_run
+from fltr_audit.store.records import RunAuditRecord as RunAudit
+from fltr_audit.runs.whole_run import RUNS_CAP, RunAuditOptions, canary_design, run_audit_run
 
 __all__ = ["RUNS_CAP", "RunAuditOptions", "audit_run", "canary_design", "record_run_audit", "run_audit_run"]
 
@@ -23,8 +23,8 @@ def record_run_audit(store: Path, options: RunAuditOptions, out: RunAudit) -> st
     """Write the row into the ``run_audits`` table of a results store, as one run."""
     import pandas as pd
 
-    from fltr_audit.campaign import environment, run_key
-    from fltr_audit.store import ResultsStore
+    from fltr_audit.runs.campaign import environment, run_key
+    from fltr_audit.store.results import ResultsStore
 
     config = {"command": "audit-run", **dataclasses.asdict(options)}
     key = run_key(config)

@@ -7,10 +7,10 @@ import typer
 
 from fltr_audit.cli.app import bench_app
 from fltr_audit.cli.common import best_seconds, check_at_least, emit_json, print_table
-from fltr_audit.clicks import CCM_NAMES, cascade_model
-from fltr_audit.data.dataset import Dataset
+from fltr_audit.engine.clicks import CCM_NAMES, cascade_model
+from fltr_audit.engine.data.dataset import Dataset
 from fltr_audit.errors import FltrError
-from fltr_audit.metrics import ndcg_at_k
+from fltr_audit.engine.metrics import ndcg_at_k
 
 TARGETS = {"ccm_clicks": 1.0, "ndcg10": 0.5}
 
@@ -81,12 +81,12 @@ def bench_scaling(
     interaction, B = 2): linear scaling shows as a flat cost per interaction along each axis."""
     import time
 
-    from fltr_audit.algorithms.fpdgd import FPDGD
+    from fltr_audit.engine.algorithms.fpdgd import FPDGD
     from fltr_audit.cli.common import parse_list
-    from fltr_audit.data.load import load_splits
-    from fltr_audit.federation import run_round, sample_queries
-    from fltr_audit.randomness import stream
-    from fltr_audit.rankers import make_ranker
+    from fltr_audit.engine.data.load import load_splits
+    from fltr_audit.engine.federation import run_round, sample_queries
+    from fltr_audit.engine.randomness import stream
+    from fltr_audit.engine.rankers import make_ranker
 
     sizes = [int(v) for v in parse_list(cohorts, "--cohorts")]
     ks = [int(v) for v in parse_list(lists, "--lists")]

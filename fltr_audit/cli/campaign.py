@@ -10,7 +10,7 @@ from fltr_audit.cli.app import campaign_app
 from fltr_audit.cli.common import emit_json, print_table, progress
 from fltr_audit.constraints import POSITIVE_INT, check
 from fltr_audit.errors import FltrError, RunsFailed
-from fltr_audit.interrupts import Interrupted, graceful_stop
+from fltr_audit.runs.interrupts import Interrupted, graceful_stop
 
 
 @campaign_app.command("run")
@@ -24,8 +24,8 @@ def run(
     quiet: bool = typer.Option(False, "--quiet", help="No progress bar."),
 ) -> None:
     """Run every pending grid point of SPEC; completed runs in the store are skipped."""
-    from fltr_audit.campaign import check_scheduler, expand, load_spec, run_campaign
-    from fltr_audit.store import ResultsStore
+    from fltr_audit.runs.campaign import check_scheduler, expand, load_spec, run_campaign
+    from fltr_audit.store.results import ResultsStore
 
     if workers < 0:
         raise FltrError("--workers must be 0 (one per core) or more")
@@ -74,7 +74,7 @@ def status(
     json_out: bool = typer.Option(False, "--json", help="Print one record per run as JSON."),
 ) -> None:
     """List the runs of a store: done, failed and pending."""
-    from fltr_audit.store import ResultsStore
+    from fltr_audit.store.results import ResultsStore
 
     if not store.is_file() and not store.is_symlink():
         raise FltrError(f"--store: {store} does not exist")

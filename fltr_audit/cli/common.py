@@ -28,7 +28,7 @@ SPEC_PARAMETERS = {
     "probe.lists": "probe_lists", "audit.trials": "trials", "audit.epsilon_audit": "epsilon_audit", "seed": "seed",
     "defense": "defense", "attacks": "attack",
 }
-"""The run spec's parameters (``fltr_audit.run_spec``) as the ``audit`` command's parameters."""
+"""The run spec's parameters (``fltr_audit.spec.run``) as the ``audit`` command's parameters."""
 
 OPTIONS: dict[str, str] = {
     **{spec: "--" + name.replace("_", "-") for spec, name in SPEC_PARAMETERS.items()},

@@ -11,7 +11,7 @@ from fltr_audit.cli.app import app
 from fltr_audit.cli.common import emit_json, parse_list
 from fltr_audit.constraints import OPEN_UNIT, check
 from fltr_audit.errors import FltrError
-from fltr_audit.store import load
+from fltr_audit.store.results import load
 from reports.compare import FORMATS, as_references, compare, format_table
 from reports.leakage import MIN_EFFECT
 

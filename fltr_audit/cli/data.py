@@ -28,7 +28,7 @@ def info_command(
     json_out: bool = typer.Option(False, "--json", help="Print JSON to stdout."),
 ) -> None:
     """Queries, documents, features, docs per query and labels: totals and each fold's splits."""
-    from fltr_audit.data.load import data_info
+    from fltr_audit.engine.data.load import data_info
 
     info = data_info(spec)
     if json_out:
@@ -64,8 +64,8 @@ def synth_command(
 ) -> None:
     """Write a synthetic data set in the 5-fold LETOR layout (all or nothing)."""
     from fltr_audit.atomic import write_file
-    from fltr_audit.data.letor import format_letor
-    from fltr_audit.data.synthetic import PROFILES, fold_parts, generate
+    from fltr_audit.engine.data.letor import format_letor
+    from fltr_audit.engine.data.synthetic import PROFILES, fold_parts, generate
 
     if profile not in PROFILES:
         raise FltrError(f"--profile: unknown profile {profile!r} (choose {', '.join(PROFILES)})")
@@ -104,9 +104,9 @@ def bench_data(
     json_out: bool = typer.Option(False, "--json", help="Print JSON to stdout."),
 ) -> None:
     """Time the text load and the cached load of a synthetic MSLR-WEB10K-sized fold."""
-    from fltr_audit.data.cache import cached_read
-    from fltr_audit.data.letor import read_letor, write_letor
-    from fltr_audit.data.synthetic import generate
+    from fltr_audit.engine.data.cache import cached_read
+    from fltr_audit.engine.data.letor import read_letor, write_letor
+    from fltr_audit.engine.data.synthetic import generate
 
     check_at_least({"--queries": queries, "--repeats": repeats})
     work = Path(tempfile.mkdtemp(prefix="fltr-bench-data-"))

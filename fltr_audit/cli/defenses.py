@@ -47,12 +47,12 @@ def list_command(json_out: bool = typer.Option(False, "--json", help="Print JSON
 def _training_rounds(aggregators: list, clients: int, repeats: int, seed: int) -> list[float]:
     """Best wall time of one FPDGD round (synthetic mslr10k profile, 136 features, B = 4) with
     each aggregator, the aggregators interleaved so that machine load hits them alike."""
-    from fltr_audit.algorithms.fpdgd import FPDGD
-    from fltr_audit.clicks import cascade_model
-    from fltr_audit.data.synthetic import generate
-    from fltr_audit.federation import run_round, sample_queries
-    from fltr_audit.randomness import stream
-    from fltr_audit.rankers import LinearRanker
+    from fltr_audit.engine.algorithms.fpdgd import FPDGD
+    from fltr_audit.engine.clicks import cascade_model
+    from fltr_audit.engine.data.synthetic import generate
+    from fltr_audit.engine.federation import run_round, sample_queries
+    from fltr_audit.engine.randomness import stream
+    from fltr_audit.engine.rankers import LinearRanker
 
     data = generate("mslr10k", queries=max(500, 4 * clients), seed=seed)
     algo = FPDGD(LinearRanker(data.n_features), cascade_model("informational", data.n_levels))
@@ -84,8 +84,8 @@ def bench_defenses(
     the ideal mode's overhead over plain FedAvg, alone and within an FPDGD training round."""
     from defenses.secagg import IdealSecAgg
     from defenses.secagg_protocol import SecAggProtocol
-    from fltr_audit.aggregation import FedAvg
-    from fltr_audit.messages import Messages
+    from fltr_audit.engine.aggregation import FedAvg
+    from fltr_audit.engine.messages import Messages
 
     check_at_least({"--clients": clients}, 3)
     check_at_least({"--dim": dim, "--round-clients": round_clients, "--repeats": repeats})

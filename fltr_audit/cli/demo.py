@@ -45,10 +45,10 @@ def demo(
 ) -> None:
     """Train FPDGD, attack it under five defenses (one a pure-noise control), compute the FOLtR-ES epsilon table, write the report."""
     from attacks.epsilon import epsilon_rows
-    from fltr_audit.campaign import expand, run_campaign, run_key
-    from fltr_audit.algorithms.registry import algorithm_spec
+    from fltr_audit.runs.campaign import expand, run_campaign, run_key
+    from fltr_audit.engine.algorithms.registry import algorithm_spec
     from fltr_audit.cli.audit import audit_spec, available_lists, probe_size
-    from fltr_audit.store import ResultsStore, load
+    from fltr_audit.store.results import ResultsStore, load
     from fltr_audit.atomic import write_files
     from fltr_audit.cli.verdict_tables import print_verdicts
     from reports.compare import compare, verdicts

@@ -32,7 +32,7 @@ def epsilon(
 ) -> None:
     """Exact worst-case epsilon of privatized MaxRR over all pairs of relevance placements and
     all transmitted values (FOLtR-ES Eq. 9), next to the bound log(p (n-1)/(1-p)) (Eq. 10)."""
-    from fltr_audit.clicks import CCM_TABLES
+    from fltr_audit.engine.clicks import CCM_TABLES
 
     known_levels = sorted({lv for _, lv in CCM_TABLES})
     if levels not in known_levels:

@@ -12,7 +12,7 @@ import typer
 from fltr_audit.cli.app import flower_app
 from fltr_audit.cli.common import atomic_out_dir, check_at_least, emit_json, parse_list
 from fltr_audit.errors import FltrError
-from fltr_audit.interceptors import parse_rounds
+from fltr_audit.engine.interceptors import parse_rounds
 
 RUNTIMES = ("simulation", "deployment")
 LR_PARAMETER = {"fpdgd": "lr", "foltr-es": "lr", "fedips": "lr_local"}
@@ -70,7 +70,7 @@ def run(
             simulate
     except ImportError:
         raise FltrError("flower: flwr is not installed (pip install 'fltr-audit[flower]')") from None
-    from fltr_audit.algorithms.registry import algorithm_spec
+    from fltr_audit.engine.algorithms.registry import algorithm_spec
 
     if algo == "foltr-es" and server_sees == "aggregate":
         raise FltrError("--server-sees: aggregate records nothing of foltr-es messages (a seed and metric values "

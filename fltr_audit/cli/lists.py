@@ -36,7 +36,7 @@ def algorithm_rows() -> list[dict]:
     """Every algorithm, built-in, registered and installed (plug-ins with their distribution),
     with its declared capabilities and parameters."""
     from fltr_audit import plugins
-    from fltr_audit.algorithms.registry import algorithm_spec, algorithm_specs
+    from fltr_audit.engine.algorithms.registry import algorithm_spec, algorithm_specs
 
     broken = []
     for name, distribution in plugins.installed(plugins.ALGORITHMS).items():

@@ -11,7 +11,7 @@ from fltr_audit.cli.app import app
 from fltr_audit.cli.common import emit_json
 from fltr_audit.cli.compare import check_min_effect, min_effect_option
 from fltr_audit.errors import FltrError
-from fltr_audit.store import load
+from fltr_audit.store.results import load
 from reports.render import render_report
 
 

@@ -11,19 +11,19 @@ from typing import Any, List, Optional
 
 import typer
 
-from fltr_audit.algorithms import registry as algorithms
-from fltr_audit.algorithms.fpdgd import FPDGD
+from fltr_audit.engine.algorithms import registry as algorithms
+from fltr_audit.engine.algorithms.fpdgd import FPDGD
 from fltr_audit.cli.app import bench_app, train_app
 from fltr_audit.cli.common import (atomic_out_dir, emit_json, parse_list, print_figures, progress, round_reporter,
                                    warm_up, write_run)
-from fltr_audit.clicks import cascade_model
-from fltr_audit.data.load import load_splits
+from fltr_audit.engine.clicks import cascade_model
+from fltr_audit.engine.data.load import load_splits
 from fltr_audit.errors import FltrError
-from fltr_audit.federation import check_budget, check_population, check_threat_model, train
-from fltr_audit.interceptors import RecordingInterceptor, parse_rounds
-from fltr_audit.population import NON_IID_HELP, check_buildable, parse_non_iid
-from fltr_audit.randomness import check_seed
-from fltr_audit.rankers import make_ranker
+from fltr_audit.engine.federation import check_budget, check_population, check_threat_model, train
+from fltr_audit.engine.interceptors import RecordingInterceptor, parse_rounds
+from fltr_audit.engine.population import NON_IID_HELP, check_buildable, parse_non_iid
+from fltr_audit.engine.randomness import check_seed
+from fltr_audit.engine.rankers import make_ranker
 
 
 

@@ -16,17 +16,17 @@ from typing import Any, Optional
 import pandas as pd
 import typer
 
-from fltr_audit import metrics
-from fltr_audit.algorithms.fedips import FedIPS, build_fedips
-from fltr_audit.algorithms.lambda_linear import train_lambda_linear
+from fltr_audit.engine import metrics
+from fltr_audit.engine.algorithms.fedips import FedIPS, build_fedips
+from fltr_audit.engine.algorithms.lambda_linear import train_lambda_linear
 from fltr_audit.cli.app import bench_app, train_app
 from fltr_audit.cli.common import atomic_out_dir, emit_json, print_figures, progress, round_reporter, warm_up, write_run
-from fltr_audit.data.dataset import Dataset, Splits
-from fltr_audit.data.load import load_splits
+from fltr_audit.engine.data.dataset import Dataset, Splits
+from fltr_audit.engine.data.load import load_splits
 from fltr_audit.errors import FltrError
-from fltr_audit.federation import check_population, train
-from fltr_audit.population import NON_IID_HELP, check_per_user_clicks, parse_non_iid
-from fltr_audit.rankers import LinearRanker
+from fltr_audit.engine.federation import check_population, train
+from fltr_audit.engine.population import NON_IID_HELP, check_per_user_clicks, parse_non_iid
+from fltr_audit.engine.rankers import LinearRanker
 
 PROPENSITY_CHOICES = ("true", "estimated")
 
@@ -50,7 +50,7 @@ def run_fedips(algorithm: str, *, data: str, fold: int, clients: int, queries_pe
     """Train FedIPS or FedAvg; write ``curves.csv``, ``model.npy``, ``config.json`` (and a recording) into ``out``."""
     from defenses.accounting import ParticipationSchedule, privacy_spent
     from defenses.stack import parse_defense  # the CLI is the composition root
-    from fltr_audit.interceptors import RecordingInterceptor, parse_rounds
+    from fltr_audit.engine.interceptors import RecordingInterceptor, parse_rounds
 
     stack = parse_defense(defense)
     check_population(population, clients)

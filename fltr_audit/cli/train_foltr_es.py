@@ -11,21 +11,21 @@ from typing import Any, Optional
 import numpy as np
 import typer
 
-from fltr_audit import metrics
-from fltr_audit.algorithms.foltr_es import FOLtRES
-from fltr_audit.algorithms.supervised import fit_mse, fit_ranksvm
+from fltr_audit.engine import metrics
+from fltr_audit.engine.algorithms.foltr_es import FOLtRES
+from fltr_audit.engine.algorithms.supervised import fit_mse, fit_ranksvm
 from fltr_audit.cli.app import bench_app, train_app
-from fltr_audit.randomness import check_seed
+from fltr_audit.engine.randomness import check_seed
 from fltr_audit.cli.common import (atomic_out_dir, emit_json, parse_list, print_figures, print_table, progress,
                                    round_reporter, warm_up, write_run)
-from fltr_audit.clicks import CCM_NAMES, cascade_model
-from fltr_audit.data.load import load_splits
+from fltr_audit.engine.clicks import CCM_NAMES, cascade_model
+from fltr_audit.engine.data.load import load_splits
 from fltr_audit.constraints import POSITIVE_INT, check
-from fltr_audit.federation import check_population, check_threat_model, train
-from fltr_audit.interceptors import RecordingInterceptor, parse_rounds
-from fltr_audit.maxrr import mean_expected_maxrr
-from fltr_audit.population import NON_IID_HELP, check_per_user_clicks, parse_non_iid
-from fltr_audit.rankers import LinearRanker, make_ranker
+from fltr_audit.engine.federation import check_population, check_threat_model, train
+from fltr_audit.engine.interceptors import RecordingInterceptor, parse_rounds
+from fltr_audit.engine.maxrr import mean_expected_maxrr
+from fltr_audit.engine.population import NON_IID_HELP, check_per_user_clicks, parse_non_iid
+from fltr_audit.engine.rankers import LinearRanker, make_ranker
 
 
 def run_foltr_es(*, data: str, fold: int, click_model: str, clients: int, queries_per_client: int, rounds: int,

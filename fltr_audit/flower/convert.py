@@ -9,7 +9,7 @@ from typing import Sequence
 
 from flwr.app import Array, ArrayRecord, ConfigRecord, Context, Message, RecordDict
 
-from fltr_audit.messages import Messages
+from fltr_audit.engine.messages import Messages
 
 PARAMS = "params"
 """The one array of the model ``ArrayRecord`` our apps exchange."""

@@ -17,8 +17,8 @@ import numpy as np
 from flwr.app import Array, ArrayRecord, Context, Message, MessageType
 
 from fltr_audit.flower.convert import client_id, flat, only_array_record, served_round
-from fltr_audit.messages import Messages
-from fltr_audit.randomness import stream
+from fltr_audit.engine.messages import Messages
+from fltr_audit.engine.randomness import stream
 
 
 class DefenseMod:

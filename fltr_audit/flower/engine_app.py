@@ -39,15 +39,15 @@ from flwr.serverapp import Grid, ServerApp
 from flwr.serverapp.strategy import FedAvg, Strategy
 from threadpoolctl import threadpool_limits
 
-from fltr_audit.aggregation import FedAvg as EngineAggregation
-from fltr_audit.algorithms import registry as algorithms
+from fltr_audit.engine.aggregation import FedAvg as EngineAggregation
+from fltr_audit.engine.algorithms import registry as algorithms
 from fltr_audit.constraints import ParameterError
 from fltr_audit.errors import FltrError
-from fltr_audit.federation import offline_ndcg, sample_queries
+from fltr_audit.engine.federation import offline_ndcg, sample_queries
 from fltr_audit.flower.convert import CLIENT, SHOWN, TRUTH, flat, message_record, model_record, pack, reply_messages
-from fltr_audit.interfaces import ClientOutput
-from fltr_audit.messages import ServerView
-from fltr_audit.randomness import stream
+from fltr_audit.engine.interfaces import ClientOutput
+from fltr_audit.engine.messages import ServerView
+from fltr_audit.engine.randomness import stream
 
 ALGORITHMS = ("fpdgd", "foltr-es", "fedips")
 """The algorithms whose client step runs on Flower."""
@@ -97,7 +97,7 @@ def loaded(setup: EngineSetup) -> tuple[Any, Any]:
     registry's builder and default normalization)."""
     key = setup.to_json()
     if key not in _LOADED:
-        from fltr_audit.data.load import load_splits
+        from fltr_audit.engine.data.load import load_splits
 
         spec = algorithms.algorithm_spec(setup.algo)
         # single-threaded BLAS, as in Ray's workers (OMP_NUM_THREADS=1): the synthetic data sets come out

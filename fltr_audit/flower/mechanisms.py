@@ -9,7 +9,7 @@ the order ``aggregate_train`` calls them); SecAgg+'s ``quantize`` / ``factor_com
 cancel exactly in the modular sum and are left out). Flower draws its noise from numpy's global
 generator; each call seeds it from the round's stream and restores it, so runs stay reproducible.
 
-Each declares what it does as a mechanism value (``fltr_audit.mechanisms``) -- ``Gaussian`` for
+Each declares what it does as a mechanism value (``fltr_audit.privacy.mechanisms``) -- ``Gaussian`` for
 ``LocalDpMod`` (its real std on the update clipped to its real norm, whatever ``sensitivity`` it
 was calibrated with), ``AggregatorGaussian`` for the DP wrappers (the wrapper's effective
 multiplier), ``QuantizedSum`` for SecAgg+ -- and the worst-case audits and the accountant read
@@ -40,10 +40,10 @@ from flwr.supercore.differential_privacy import (adaptive_clip_inputs_inplace, a
 
 from defenses.dp_gaussian import gaussian_epsilon
 from defenses.mechanism_events import dp_event
-from fltr_audit import mechanisms as mech
+from fltr_audit.privacy import mechanisms as mech
 from fltr_audit.errors import FltrError
-from fltr_audit.interfaces import Aggregate, PrivacyClaim
-from fltr_audit.messages import Messages
+from fltr_audit.engine.interfaces import Aggregate, PrivacyClaim
+from fltr_audit.engine.messages import Messages
 
 
 @contextlib.contextmanager

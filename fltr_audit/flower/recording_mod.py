@@ -23,12 +23,12 @@ from typing import Any, Callable
 import numpy as np
 from flwr.app import Context, Error, Message, MessageType
 
-from fltr_audit.data.dataset import Dataset
+from fltr_audit.engine.data.dataset import Dataset
 from fltr_audit.flower.convert import (SHOWN, TRUTH, client_id, flat, only_array_record, reply_messages,
                                        served_round, unpack)
-from fltr_audit.messages import GroundTruth, Interactions, RoundBatch, ServerView
-from fltr_audit.rankers import LinearRanker
-from fltr_audit.recording import RecordingHeader, RecordingWriter
+from fltr_audit.engine.messages import GroundTruth, Interactions, RoundBatch, ServerView
+from fltr_audit.engine.rankers import LinearRanker
+from fltr_audit.store.recording import RecordingHeader, RecordingWriter
 
 NO_ARRAYS = 4100
 """Flower error code of a reply the mod cannot record (it carries no arrays)."""
@@ -45,7 +45,7 @@ class RecordingMod:
     algorithm, defense : str
         Declared in each recording's manifest.
     ranker : object or None
-        The model architecture (``fltr_audit.rankers``); None: a linear model over the flattened
+        The model architecture (``fltr_audit.engine.rankers``); None: a linear model over the flattened
         parameters.
     documents : Dataset, or a function returning one, or None
         The documents the shown lists index (the server owns them); None: nothing shown is recorded.

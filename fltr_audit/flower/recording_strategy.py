@@ -18,11 +18,11 @@ from flwr.app import ArrayRecord, ConfigRecord, Message, MetricRecord
 from flwr.serverapp import Grid
 from flwr.serverapp.strategy import Strategy
 
-from fltr_audit.data.dataset import Dataset
+from fltr_audit.engine.data.dataset import Dataset
 from fltr_audit.flower.convert import SHOWN, flat, only_array_record, reply_messages, unpack
-from fltr_audit.messages import GroundTruth, Interactions, RoundBatch, ServerView
-from fltr_audit.rankers import LinearRanker
-from fltr_audit.recording import RecordingHeader, RecordingWriter
+from fltr_audit.engine.messages import GroundTruth, Interactions, RoundBatch, ServerView
+from fltr_audit.engine.rankers import LinearRanker
+from fltr_audit.store.recording import RecordingHeader, RecordingWriter
 
 Truth = Callable[[int, np.ndarray, np.ndarray], np.ndarray]
 """``truth(round, served_params, participants) -> clicks (n, B, k)``: the evaluator's ground truth."""

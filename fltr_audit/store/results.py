@@ -1,0 +1,562 @@
+"""The results store: one SQLite file per campaign (stdlib ``sqlite3`` + pandas only).
+
+Every finished run is written in ONE transaction: its ``runs`` row and all of its result
+rows, so an interrupted write leaves nothing of that run and a re-run of the campaign can
+rely on :meth:`ResultsStore.completed_keys`. The file is in WAL mode (readers never block
+the writer) with a busy timeout, so several processes may write to it.
+
+Schema (``schema_version`` 1; every data table also has ``run_key`` and ``extra``)::
+
+    runs(run_key TEXT PRIMARY KEY, campaign TEXT, status TEXT 'done'|'failed',
+         config TEXT (JSON), env TEXT (JSON), seed INTEGER, seconds REAL,
+         finished_at TEXT (UTC ISO 8601), error TEXT)
+    registered(run_key TEXT PRIMARY KEY, campaign TEXT, config TEXT (JSON),
+               registered_at TEXT)        -- runs a campaign announced; pending until in runs
+    curves(defense TEXT, round INTEGER, offline_ndcg10 REAL, online_ndcg REAL,
+           shown_ndcg REAL)
+    attacks(algo TEXT, data TEXT, fold INTEGER, seed INTEGER, click_model TEXT,
+            defense TEXT, threat_model TEXT, attack TEXT, averaging TEXT, accuracy REAL,
+            precision REAL, recall REAL, f1 REAL, auc REAL, n_queries INTEGER,
+            probe_cohort INTEGER, reference BOOLEAN, auc_counterfactual REAL,
+            leakage REAL, leakage_normalized REAL, advantage REAL,
+            advantage_counterfactual REAL, tpr_at_fpr_0_01 REAL, tpr_at_fpr_0_001 REAL,
+            n_counterfactual INTEGER)
+    per_query(click_model TEXT, defense TEXT, attack TEXT, client INTEGER, query INTEGER,
+              n_shown INTEGER, n_clicked INTEGER, tp INTEGER, fp INTEGER, tn INTEGER,
+              fn INTEGER, precision REAL, recall REAL, auc REAL, auc_counterfactual REAL,
+              advantage REAL, advantage_counterfactual REAL)
+    audits(algo TEXT, defense TEXT, mechanism TEXT, attack TEXT, threat_model TEXT,
+           claimed_epsilon REAL, claimed_delta REAL, claimed_scope TEXT,
+           epsilon_point REAL, epsilon_lb REAL, confidence REAL, n_trials INTEGER,
+           fpr REAL, fnr REAL, neighbours TEXT, audited_scope TEXT, test TEXT, fp INTEGER,
+           fn INTEGER, n0 INTEGER, n1 INTEGER, ceiling REAL, trial_limited BOOLEAN, mu REAL,
+           mu_lb REAL, rounds INTEGER, claim_verdict TEXT, tightness REAL, small_error TEXT,
+           epsilon_server REAL,
+           epsilon_server_q99 REAL, epsilon_observer REAL, delta_total REAL,
+           participations_max INTEGER, participations_q99 INTEGER)
+    utility(algo TEXT, data TEXT, fold INTEGER, seed INTEGER, click_model TEXT,
+            defense TEXT, ndcg10 REAL, ndcg10_delta REAL)
+    epsilon(click_model TEXT, levels INTEGER, length INTEGER, p REAL, epsilon REAL,
+            theoretical REAL)
+    run_audits(algorithm TEXT, defense TEXT, scope TEXT, canaries INTEGER, rounds INTEGER,
+               runs INTEGER, sampling_rate REAL, delta REAL, epsilon_lb REAL,
+               guesses INTEGER, correct INTEGER, canary_limit REAL,
+               limited_by_canaries BOOLEAN, epsilon_estimate REAL, estimate_low REAL,
+               estimate_high REAL, epsilon_lb_multi REAL, multi_fp INTEGER,
+               multi_fn INTEGER, multi_n INTEGER, epsilon_accounted_canaries REAL,
+               canary_participations_max INTEGER, epsilon_server REAL,
+               epsilon_server_q99 REAL, epsilon_observer REAL, claimed_epsilon REAL,
+               claimed_scope TEXT, claim_verdict TEXT, tightness REAL, mu_lb REAL,
+               mu_limit REAL, mu_claimed REAL, epsilon_lb_fdp REAL, fdp_guesses INTEGER,
+               fdp_correct INTEGER, fdp_pool INTEGER, fdp_participations INTEGER,
+               verdict_by TEXT, ndcg10 REAL, seconds REAL)
+    meta(key TEXT PRIMARY KEY, value TEXT)
+    claims(run_key TEXT PRIMARY KEY, host TEXT, pid INTEGER, expires REAL (Unix time))
+                                          -- runs a process is computing now (see ResultsStore.claim)
+
+Columns of a recorded DataFrame that the schema does not name (algorithm metrics in
+``curves``, extra metrics in ``utility``, ...) go into the row's ``extra`` column as a JSON
+object; :func:`load` expands them back into columns (in order of first appearance). Schema
+columns missing from a recorded frame are stored as NULL. NaN is stored as NULL and read
+back as NaN; REAL columns load as float64, INTEGER columns as int64 (float64 when a value
+is missing), BOOLEAN columns (0/1) as bool. The store sets ``run_key`` on every data row (``epsilon`` included).
+
+Run claiming: a campaign claims the runs it is about to compute (owner host and pid, a lease
+renewed while it works); another campaign on the same store skips runs claimed by a live
+owner. A claim ends when its run is recorded, when its owner releases it, when the owner (on
+this host) is no longer running, or when the lease expires (an owner on another host).
+
+Semantics: re-recording a run whose key is ``done`` is a no-op; recording a run whose key
+``failed`` replaces the failure row; a failure is never recorded over a done run.
+
+Defense names: a store written before the sensitivity rename spells ``clip(delta=5)``,
+``dp-distributed(eps=4.5,delta=3)``, ...; :func:`load` and :meth:`ResultsStore.status` read every
+``defense`` (the tables' column and the runs' configs) in the current spelling
+(``clip(sensitivity=5)``, :mod:`fltr_audit.spec.defense_spelling`), so old and new rows of one
+defense group together. The file is not rewritten, and run keys are unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sqlite3
+import time
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from fltr_audit.constraints import ParameterError
+from fltr_audit.spec.defense_spelling import current_spelling
+from fltr_audit.errors import FltrError
+from fltr_audit.store.records import RECORDS, columns
+
+SCHEMA_VERSION = "1"
+BUSY_TIMEOUT_MS = 60_000
+CLAIM_LEASE_SECONDS = 600.0
+
+RUN_COLUMNS: dict[str, str] = {
+    "run_key": "TEXT", "campaign": "TEXT", "status": "TEXT", "config": "TEXT", "env": "TEXT",
+    "seed": "INTEGER", "seconds": "REAL", "finished_at": "TEXT", "error": "TEXT",
+}
+
+# One schema: the columns of each data table are the fields of its record (fltr_audit/store/records.py).
+TABLES: dict[str, dict[str, str]] = {name: columns(record) for name, record in RECORDS.items()}
+
+
+def _ddl() -> str:
+    parts = [
+        "CREATE TABLE IF NOT EXISTS runs (run_key TEXT PRIMARY KEY, campaign TEXT, status TEXT "
+        "CHECK (status IN ('done', 'failed')), config TEXT, env TEXT, seed INTEGER, seconds REAL, "
+        "finished_at TEXT, error TEXT);",
+        "CREATE TABLE IF NOT EXISTS registered (run_key TEXT PRIMARY KEY, campaign TEXT, "
+        "config TEXT, registered_at TEXT);",
+        "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);",
+        "CREATE TABLE IF NOT EXISTS claims (run_key TEXT PRIMARY KEY, host TEXT, pid INTEGER, expires REAL);",
+    ]
+    for name, cols in TABLES.items():
+        body = ", ".join(f'"{c}" {t}' for c, t in cols.items())
+        parts.append(f"CREATE TABLE IF NOT EXISTS {name} (run_key TEXT NOT NULL, {body}, extra TEXT);")
+        parts.append(f"CREATE INDEX IF NOT EXISTS {name}_run_key ON {name}(run_key);")
+    return "\n".join(parts)
+
+
+def _add_missing_columns(conn: sqlite3.Connection) -> None:
+    """Add schema columns a store written by an older version lacks (read back as NULL)."""
+    for name, cols in TABLES.items():
+        have = {r[1] for r in conn.execute(f"PRAGMA table_info({name})")}
+        for col, kind in cols.items():
+            if col not in have:
+                conn.execute(f'ALTER TABLE {name} ADD COLUMN "{col}" {kind}')
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def _json_default(obj: Any) -> Any:
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    if isinstance(obj, Path):
+        return str(obj)
+    raise TypeError(f"not JSON-serializable: {type(obj).__name__}")
+
+
+def _to_json(value: Any, what: str) -> str:
+    try:
+        return json.dumps(value, sort_keys=True, default=_json_default)
+    except (TypeError, ValueError) as exc:
+        raise FltrError(f"{what}: {exc}") from None
+
+
+def _column_values(series: pd.Series) -> list:
+    """A column as Python values sqlite3 binds (missing values as None)."""
+    if series.dtype.kind in "iufb":
+        return series.to_numpy().tolist()  # float NaN binds as NULL
+    out = series.astype(object).where(series.notna(), None).tolist()
+    return [v.item() if isinstance(v, np.generic) else v for v in out]
+
+
+def _connect(path: Path, *, readonly: bool = False, init: bool = False) -> sqlite3.Connection:
+    """Open ``path``; ``init`` creates the schema (WAL mode), ``readonly`` opens it read-only
+    (never writing, also on a read-only file system) and checks it is complete. A symbolic
+    link, an SQLite file of another schema, a newer ``schema_version`` or a corrupt file is a
+    FltrError naming the store; nothing is written before those checks."""
+    if path.is_symlink():
+        raise ParameterError("store", f"{path}: a symbolic link (links are never followed)")
+    conn = None
+    try:
+        if readonly:
+            mode = "immutable=1" if _read_only_fs(path) else "mode=ro"  # no -shm can be made there
+            conn = sqlite3.connect(f"{path.resolve().as_uri()}?{mode}", uri=True, isolation_level=None,
+                                   timeout=BUSY_TIMEOUT_MS / 1000)
+        else:
+            conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        conn.execute("PRAGMA synchronous = FULL")
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        version = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() \
+            if "meta" in tables else None
+    except sqlite3.DatabaseError as exc:
+        if conn is not None:
+            conn.close()
+        raise _unusable(path, exc, "open") from None
+    try:
+        _check_ours(path, tables, version[0] if version else None, readonly)
+    except FltrError:
+        conn.close()
+        raise
+    if init:
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.executescript(_ddl())
+            _add_missing_columns(conn)
+            conn.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (SCHEMA_VERSION,))
+        except sqlite3.DatabaseError as exc:
+            conn.close()
+            raise _unusable(path, exc, "write") from None
+    return conn
+
+
+def _check_ours(path: Path, tables: set[str], version: Any, readonly: bool) -> None:
+    """Refuse an SQLite file that is not a results store of this version (an empty one is
+    made a store, unless opened read-only)."""
+    if not tables and not readonly:
+        return
+    if "meta" not in tables or version is None:
+        shown = ", ".join(sorted(tables)[:5]) + (", ..." if len(tables) > 5 else "")
+        raise ParameterError("store", f"{path}: an SQLite file of another schema (tables: {shown or 'none'}), "
+                                      "not a fltr-audit results store")
+    if not str(version).isdigit():
+        raise ParameterError("store", f"{path}: not a fltr-audit results store (schema_version {version!r})")
+    if int(version) > int(SCHEMA_VERSION):
+        raise ParameterError("store", f"{path}: written by a newer fltr-audit (schema_version {version}; this version "
+                                      f"reads up to {SCHEMA_VERSION}); upgrade fltr-audit to use it")
+    if readonly and not {"meta", "runs", "registered", *TABLES} <= tables:
+        raise ParameterError("store", f"{path}: not a fltr-audit results store (tables missing)")
+
+
+def _read_only_fs(path: Path) -> bool:
+    try:
+        return bool(os.statvfs(path.parent).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
+
+
+def _unusable(path: Path, exc: sqlite3.DatabaseError, doing: str) -> FltrError:
+    """The one-line error of an SQLite failure on the store: corrupt, not SQLite, or not
+    openable / writable (saying when its file system is read-only)."""
+    text = str(exc)
+    if "malformed" in text or "not a database" in text:
+        return ParameterError("store", f"{path}: corrupt, or not an SQLite file ({text})")
+    if _read_only_fs(path):
+        text += "; its file system is read-only"
+    return ParameterError("store", f"{path}: cannot {doing} ({text})")
+
+
+@contextmanager
+def _session(path: Path, *, readonly: bool = False) -> Iterator[sqlite3.Connection]:
+    """A connection to the store whose SQLite errors become one-line FltrErrors."""
+    conn = _connect(path, readonly=readonly)
+    try:
+        yield conn
+    except sqlite3.DatabaseError as exc:
+        if not _file_fault(exc):
+            raise
+        raise _unusable(path, exc, "read") from None
+    finally:
+        conn.close()
+
+
+def _file_fault(exc: sqlite3.DatabaseError) -> bool:
+    """Whether the error is the file's (corrupt, unreadable, unwritable, locked), not a bug
+    of ours such as a value sqlite3 cannot bind (``ProgrammingError``, ``IntegrityError``)."""
+    return type(exc) in (sqlite3.OperationalError, sqlite3.DatabaseError)
+
+
+class ResultsStore:
+    """Durable results of a campaign in the SQLite file ``path`` (created when missing).
+
+    Parameters
+    ----------
+    path : str or Path
+        The store file.
+    create : bool
+        When False, a missing file is an error instead of a new empty store.
+    readonly : bool
+        Open an existing store for reading only (``status``, ``completed_keys``, ``claims``):
+        nothing is ever written to the file, and the schema is not created or extended.
+    """
+
+    def __init__(self, path: str | Path, *, create: bool = True, readonly: bool = False) -> None:
+        self.path = Path(path)
+        self.readonly = readonly
+        if not self.path.is_file() and not self.path.is_symlink():
+            if not create or readonly:
+                raise ParameterError("store", f"{self.path}: no such file")
+            if not self.path.parent.is_dir():
+                raise ParameterError("store", f"{self.path}: directory {self.path.parent} does not exist")
+        _connect(self.path, readonly=readonly, init=not readonly).close()
+
+    def _write(self, work) -> Any:
+        """Run ``work(conn)`` in one IMMEDIATE transaction; a store that cannot be written (full
+        disk, read-only, locked past the busy timeout) is a FltrError naming it."""
+        if self.readonly:
+            raise ParameterError("store", f"{self.path}: opened read-only")
+        conn = _connect(self.path)
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                result = work(conn)
+                conn.execute("COMMIT")
+            except BaseException:
+                try:
+                    conn.execute("ROLLBACK")
+                except sqlite3.DatabaseError:
+                    pass  # SQLite rolled back already
+                raise
+            return result
+        except (sqlite3.OperationalError, sqlite3.DatabaseError) as exc:
+            if not _file_fault(exc):
+                raise
+            raise _unusable(self.path, exc, "write") from None
+        finally:
+            conn.close()
+
+    def journal_mode(self) -> str:
+        """The SQLite journal mode of the file (``"wal"``)."""
+        with _session(self.path, readonly=self.readonly) as conn:
+            return conn.execute("PRAGMA journal_mode").fetchone()[0]
+
+    def completed_keys(self) -> set[str]:
+        """Keys of the runs recorded as done (a failed run is not completed)."""
+        with _session(self.path, readonly=self.readonly) as conn:
+            return {r[0] for r in conn.execute("SELECT run_key FROM runs WHERE status = 'done'")}
+
+    def register_pending(self, keys_with_configs: Mapping[str, dict] | Iterable[tuple[str, dict]],
+                         campaign: str = "") -> int:
+        """Announce runs (key -> resolved config) so :meth:`status` lists them as pending.
+
+        Returns the number of keys newly registered.
+        """
+        items = keys_with_configs.items() if isinstance(keys_with_configs, Mapping) else keys_with_configs
+        rows = [(str(k), campaign, _to_json(c, f"config of run {k}"), _now()) for k, c in items]
+
+        def work(conn: sqlite3.Connection) -> int:
+            before = conn.total_changes
+            conn.executemany("INSERT OR IGNORE INTO registered VALUES (?, ?, ?, ?)", rows)
+            return conn.total_changes - before
+
+        return self._write(work)
+
+    def claim(self, keys: Iterable[str], lease: float = CLAIM_LEASE_SECONDS) -> list[str]:
+        """Claim the runs ``keys`` for this process (host and pid) for ``lease`` seconds.
+
+        Returns the keys now held by this process, in order: those not done and not claimed by
+        another live owner (a claim whose lease expired, or whose owner on this host has
+        exited, is taken over). Done in one transaction, so two processes never both get a key.
+        """
+        host, pid = socket.gethostname(), os.getpid()
+        keys = list(keys)
+
+        def work(conn: sqlite3.Connection) -> list[str]:
+            now = time.time()
+            done = {r[0] for r in conn.execute("SELECT run_key FROM runs WHERE status = 'done'")}
+            held = {r[0]: r[1:] for r in conn.execute("SELECT run_key, host, pid, expires FROM claims")}
+            got = []
+            for key in keys:
+                if key in done:
+                    continue
+                owner = held.get(key)
+                if owner is not None and (owner[0], owner[1]) != (host, pid) and owner[2] > now \
+                        and not (owner[0] == host and not _pid_alive(owner[1])):
+                    continue
+                got.append(key)
+            conn.executemany("INSERT OR REPLACE INTO claims VALUES (?, ?, ?, ?)",
+                             [(k, host, pid, now + lease) for k in got])
+            return got
+
+        return self._write(work)
+
+    def renew_claims(self, keys: Iterable[str], lease: float = CLAIM_LEASE_SECONDS) -> None:
+        """Extend this process's claims on ``keys`` by ``lease`` seconds from now."""
+        rows = [(time.time() + lease, k, socket.gethostname(), os.getpid()) for k in keys]
+        self._write(lambda conn: conn.executemany(
+            "UPDATE claims SET expires = ? WHERE run_key = ? AND host = ? AND pid = ?", rows))
+
+    def release_claims(self, keys: Iterable[str]) -> None:
+        """Drop this process's claims on ``keys`` (runs it will not compute after all)."""
+        rows = [(k, socket.gethostname(), os.getpid()) for k in keys]
+        self._write(lambda conn: conn.executemany(
+            "DELETE FROM claims WHERE run_key = ? AND host = ? AND pid = ?", rows))
+
+    def claims(self) -> pd.DataFrame:
+        """The current claims: run_key, host, pid, expires (Unix time)."""
+        with _session(self.path, readonly=self.readonly) as conn:
+            rows = conn.execute("SELECT run_key, host, pid, expires FROM claims ORDER BY run_key").fetchall()
+        return pd.DataFrame.from_records(rows, columns=["run_key", "host", "pid", "expires"])
+
+    def record_run(self, run_key: str, campaign: str, config: dict, env: dict, seed: int | None,
+                   seconds: float, tables: Mapping[str, pd.DataFrame]) -> bool:
+        """Write a finished run and all its result rows in one transaction.
+
+        Parameters
+        ----------
+        tables : mapping of table name -> DataFrame
+            Any of ``curves``, ``attacks``, ``per_query``, ``audits``, ``utility``,
+            ``epsilon``; columns as in the module docstring (others go to ``extra``).
+
+        Returns
+        -------
+        bool
+            False when the key was already done (nothing written), True otherwise.
+        """
+        unknown = sorted(set(tables) - set(TABLES))
+        if unknown:
+            raise FltrError(f"run {run_key}: unknown result table(s) {', '.join(unknown)} "
+                            f"(known: {', '.join(TABLES)})")
+        for name, frame in tables.items():
+            if "run_key" in frame.columns and not (frame["run_key"] == run_key).all():
+                raise FltrError(f"run {run_key}: table {name} has rows of another run_key")
+        if seed is not None and not -(2**63) <= int(seed) < 2**63:
+            raise FltrError(f"run {run_key}: seed {seed} does not fit the store's 64-bit INTEGER")
+        run_row = (run_key, campaign, "done", _to_json(config, f"config of run {run_key}"),
+                   _to_json(env, f"env of run {run_key}"), None if seed is None else int(seed),
+                   float(seconds), _now(), None)
+
+        def work(conn: sqlite3.Connection) -> bool:
+            status = conn.execute("SELECT status FROM runs WHERE run_key = ?", (run_key,)).fetchone()
+            if status is not None and status[0] == "done":
+                return False
+            conn.execute("DELETE FROM runs WHERE run_key = ?", (run_key,))
+            conn.execute("DELETE FROM claims WHERE run_key = ?", (run_key,))
+            conn.execute("INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", run_row)
+            for name, frame in tables.items():
+                _insert_table(conn, name, run_key, frame)
+            return True
+
+        return self._write(work)
+
+    def record_failure(self, run_key: str, campaign: str, config: dict, error: str) -> bool:
+        """Record that a run failed with ``error``; no-op (False) when the key is done."""
+        row = (run_key, campaign, "failed", _to_json(config, f"config of run {run_key}"), None,
+               config.get("seed") if isinstance(config.get("seed"), int) else None, None, _now(),
+               str(error))
+
+        def work(conn: sqlite3.Connection) -> bool:
+            status = conn.execute("SELECT status FROM runs WHERE run_key = ?", (run_key,)).fetchone()
+            if status is not None and status[0] == "done":
+                return False
+            conn.execute("INSERT OR REPLACE INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", row)
+            conn.execute("DELETE FROM claims WHERE run_key = ?", (run_key,))
+            return True
+
+        return self._write(work)
+
+    def status(self) -> pd.DataFrame:
+        """One row per known run: run_key, campaign, status (done|failed|pending), algo, defense,
+        seed, seconds, finished_at, error; recorded runs first, then pending ones."""
+        with _session(self.path, readonly=self.readonly) as conn:
+            rows = conn.execute(
+                "SELECT run_key, campaign, status, config, seed, seconds, finished_at, error FROM runs "
+                "UNION ALL SELECT run_key, campaign, 'pending', config, NULL, NULL, NULL, NULL "
+                "FROM registered WHERE run_key NOT IN (SELECT run_key FROM runs)").fetchall()
+        configs = [json.loads(r[3]) if r[3] else {} for r in rows]
+        rows = [(*r[:3], c.get("algo"), _current(c.get("defense")), *r[4:]) for r, c in zip(rows, configs)]
+        cols = ["run_key", "campaign", "status", "algo", "defense", "seed", "seconds", "finished_at", "error"]
+        frame = pd.DataFrame.from_records(rows, columns=cols)
+        return _coerce(frame, {"seed": "INTEGER", "seconds": "REAL"})
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, ValueError):
+        return True
+    return True
+
+
+def _insert_table(conn: sqlite3.Connection, name: str, run_key: str, frame: pd.DataFrame) -> None:
+    if frame.columns.duplicated().any():
+        raise FltrError(f"run {run_key}: table {name} has duplicate column names")
+    schema = TABLES[name]
+    n = len(frame)
+    if n == 0:
+        return
+    columns = [[run_key] * n]
+    for col in schema:
+        columns.append(_column_values(frame[col]) if col in frame.columns else [None] * n)
+    extra_cols = [c for c in frame.columns if c not in schema and c != "run_key"]
+    if extra_cols:
+        records = frame[extra_cols].to_dict(orient="records")
+        columns.append([json.dumps({str(k): v for k, v in r.items()}, default=_json_default)
+                        for r in records])
+    else:
+        columns.append([None] * n)
+    placeholders = ", ".join("?" * (len(schema) + 2))
+    names = ", ".join(f'"{c}"' for c in ("run_key", *schema, "extra"))  # by name: old stores append new columns
+    conn.executemany(f"INSERT INTO {name} ({names}) VALUES ({placeholders})", zip(*columns))
+
+
+def _coerce(frame: pd.DataFrame, types: Mapping[str, str]) -> pd.DataFrame:
+    """Give REAL columns float64, INTEGER columns int64 (float64 with missing values) and BOOLEAN
+    columns (stored as 0/1) bool (float64 with missing values)."""
+    for col, kind in types.items():
+        values = frame[col]
+        if kind == "REAL":
+            numeric = pd.to_numeric(values, errors="coerce")
+            if numeric.notna().sum() == values.notna().sum():
+                frame[col] = numeric.astype("float64")
+        elif kind == "INTEGER":
+            numeric = pd.to_numeric(values, errors="coerce")
+            if numeric.notna().sum() == values.notna().sum():
+                frame[col] = numeric.astype("int64") if numeric.notna().all() else numeric.astype("float64")
+        elif kind == "BOOLEAN":
+            numeric = pd.to_numeric(values, errors="coerce")
+            if numeric.notna().sum() == values.notna().sum():
+                frame[col] = numeric.astype(bool) if numeric.notna().all() else numeric.astype("float64")
+    return frame
+
+
+def _current(defense: Any) -> Any:
+    """A stored defense name in the current spelling (other values unchanged)."""
+    return current_spelling(defense) if isinstance(defense, str) else defense
+
+
+def _current_config(text: Any) -> Any:
+    """A stored config (JSON text) whose defense is in the current spelling."""
+    if not isinstance(text, str) or "delta=" not in text:
+        return text
+    config = json.loads(text)
+    if not isinstance(config, dict) or _current(config.get("defense")) == config.get("defense"):
+        return text
+    return json.dumps({**config, "defense": _current(config["defense"])}, sort_keys=True)
+
+
+def _read_table(conn: sqlite3.Connection, name: str) -> pd.DataFrame:
+    schema = TABLES[name]
+    cols = ["run_key", *schema]
+    quoted = ", ".join(f'"{c}"' for c in cols)
+    rows = conn.execute(f"SELECT {quoted}, extra FROM {name} ORDER BY rowid").fetchall()
+    frame = _coerce(pd.DataFrame.from_records([r[:-1] for r in rows], columns=cols), schema)
+    if "defense" in frame.columns:
+        frame["defense"] = frame["defense"].map(_current)
+    extras = [json.loads(r[-1]) if r[-1] is not None else {} for r in rows]
+    if any(extras):
+        extra_frame = pd.DataFrame.from_records(extras, index=frame.index)
+        frame = pd.concat([frame, extra_frame], axis=1)
+    return frame
+
+
+def load(path: str | Path) -> dict[str, pd.DataFrame]:
+    """Read every table of the store at ``path`` (read-only) as DataFrames.
+
+    Returns a dict with ``runs`` (config and env as JSON text) and the result tables
+    ``curves``, ``attacks``, ``per_query``, ``audits``, ``utility``, ``epsilon``.
+    """
+    path = Path(path)
+    if not path.is_file() and not path.is_symlink():
+        raise ParameterError("store", f"{path}: no such file")
+    conn = _connect(path, readonly=True)
+    try:
+        rows = conn.execute(f"SELECT {', '.join(RUN_COLUMNS)} FROM runs ORDER BY rowid").fetchall()
+        out = {"runs": _coerce(pd.DataFrame.from_records(rows, columns=list(RUN_COLUMNS)),
+                               {"seed": "INTEGER", "seconds": "REAL"})}
+        out["runs"]["config"] = out["runs"]["config"].map(_current_config)
+        for name in TABLES:
+            out[name] = _read_table(conn, name)
+    except sqlite3.DatabaseError as exc:
+        raise _unusable(path, exc, "read") from None
+    finally:
+        conn.close()
+    return out
