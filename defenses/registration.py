@@ -4,12 +4,18 @@ defense-string grammar, canonical names and ``defenses list`` treat it like a bu
 
 from __future__ import annotations
 
+import copy
 import inspect
 from typing import Any, Callable
 
+import numpy as np
+
 from defenses.catalog import SPECS, Param, Spec
+from fltr_audit import plugins
 from fltr_audit.errors import FltrError
-from fltr_audit.engine.interfaces import ROLES, PrivacyClaim
+from fltr_audit.engine.interfaces import ROLES, Aggregate, PrivacyClaim
+from fltr_audit.engine.messages import Messages
+from fltr_audit.plugins import call_plugin, returned
 
 _KINDS = {bool: "choice", int: "int", float: "float", str: "str"}
 
@@ -27,6 +33,45 @@ def _params(factory: Callable[..., Any], name: str) -> tuple[Param, ...]:
         params.append(Param(p.name, kind, str(p.default) if choices else p.default, p.name, choices=choices,
                             key=not params))
     return tuple(params)
+
+
+class _PluginDefense:
+    """A plug-in's defense behind the project's boundary: its transform runs through
+    ``fltr_audit.plugins.call_plugin`` and the type of its result is checked; every other attribute
+    (its claim, declared mechanism, ...) is the plug-in object's own. A copy copies the plug-in
+    object (a stateful aggregator copied per trial stays apart)."""
+
+    def __init__(self, defense: Any, name: str) -> None:
+        self.__dict__.update(_defense=defense, name=name)
+
+    def __getattr__(self, attr: str) -> Any:
+        if "_defense" not in self.__dict__:  # half-built (copying, unpickling)
+            raise AttributeError(attr)
+        return getattr(self.__dict__["_defense"], attr)
+
+    def __copy__(self) -> "_PluginDefense":
+        return type(self)(copy.copy(self._defense), self.name)
+
+    def __deepcopy__(self, memo: dict) -> "_PluginDefense":
+        return type(self)(copy.deepcopy(self._defense, memo), self.name)
+
+
+class PluginClientDefense(_PluginDefense):
+    """A client-side plug-in defense: ``apply`` must return ``Messages``."""
+
+    def apply(self, messages: Messages, global_params: np.ndarray, rng: np.random.Generator) -> Messages:
+        what = f"defense plug-in {self.name!r}: apply()"
+        return returned(what, call_plugin(what, self._defense.apply, messages, global_params, rng), Messages)
+
+
+class PluginAggregator(_PluginDefense):
+    """A plug-in aggregator: ``aggregate`` must return an ``Aggregate``."""
+
+    def aggregate(self, messages: Messages, participants: np.ndarray, rng: np.random.Generator,
+                  **extra: Any) -> Aggregate:
+        what = f"defense plug-in {self.name!r}: aggregate()"
+        return returned(what, call_plugin(what, self._defense.aggregate, messages, participants, rng, **extra),
+                        Aggregate)
 
 
 def register_defense(name: str, factory: Callable[..., Any], role: str = "client", *, guarantee: str = "",
@@ -49,17 +94,12 @@ def register_defense(name: str, factory: Callable[..., Any], role: str = "client
 
     def build(name: str = name, **values: Any) -> Any:
         values = {k: (v == "True" if isinstance(v, str) and v in ("True", "False") else v) for k, v in values.items()}
-        try:
-            obj = factory(**values)
-        except FltrError:
-            raise
-        except Exception as exc:  # a third-party factory's failure, named
-            raise FltrError(f"defense plug-in {spec.name!r} failed: {type(exc).__name__}: {exc}") from None
+        obj = call_plugin(f"defense plug-in {spec.name!r}: its factory", factory, **values)
         if not callable(getattr(obj, method, None)) or not isinstance(getattr(obj, "claim", None), PrivacyClaim):
             raise FltrError(f"defense plug-in {spec.name!r} failed: its factory returned {type(obj).__name__}, "
                             f"which needs a {method}() method and a PrivacyClaim 'claim'")
         obj.name = name  # the canonical component name, as built-in defenses carry it
-        return obj
+        return (PluginClientDefense if role == "client" else PluginAggregator)(obj, name)
 
     spec = Spec(name, role, build, _params(factory, name), summary or (inspect.getdoc(factory) or "").split("\n")[0],
                 guarantee or "as the plug-in states")
@@ -71,8 +111,6 @@ def plugin_spec(name: str) -> Spec | None:
     """The spec of an installed ``fltr_audit.defenses`` plug-in called ``name`` (registered on
     first use), or None. The entry point names a factory; its optional attributes ``role``,
     ``guarantee`` and ``summary`` declare the rest."""
-    from fltr_audit import plugins
-
     factory = plugins.load(plugins.DEFENSES, name)
     if factory is None:
         return None

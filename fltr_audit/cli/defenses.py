@@ -19,22 +19,14 @@ IDEAL_OVERHEAD_TARGET = 0.05
 @defenses_app.command("list")
 def list_command(json_out: bool = typer.Option(False, "--json", help="Print JSON to stdout.")) -> None:
     """Every defense (built-in, registered and installed plug-ins, with their distribution) with its
-    parameters, defaults and claimed guarantee."""
-    from defenses.catalog import SPECS
-    from defenses.registration import plugin_spec
+    parameters, defaults and claimed guarantee; a plug-in no command has used is listed from its
+    package's metadata, unimported, its guarantee shown once it is used."""
     from defenses.stack import list_defenses
     from fltr_audit import plugins
+    from fltr_audit.cli.lists import with_origins
 
-    installed = plugins.installed(plugins.DEFENSES)
-    broken = []
-    for name in installed:
-        if name not in SPECS:
-            try:
-                plugin_spec(name)  # loads and registers it
-            except FltrError as exc:  # a broken plug-in is a row saying so, not a failed command
-                broken.append({"name": name, "role": "", "summary": str(exc), "guarantee": str(exc), "parameters": [],
-                               "default_claim": None})
-    rows = [{**row, "distribution": installed.get(row["name"], "")} for row in list_defenses() + broken]
+    rows = with_origins(plugins.DEFENSES, list_defenses(), {"role": "", "guarantee": plugins.NOT_IMPORTED,
+                                                             "parameters": [], "default_claim": None})
     if json_out:
         emit_json(rows)
         return
