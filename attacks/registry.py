@@ -128,7 +128,8 @@ class PluginAttack:
 
     def guess(self, view: ServerView) -> Guess:
         what = f"attack plug-in {self.name!r}: guess()"
-        guess = returned(what, call_plugin(what, self._attack.guess, view), Guess)
+        guess = returned(what, call_plugin(f"attack plug-in {self.name!r} failed in guess()", self._attack.guess, view),
+                         Guess)
         shape = view.interactions.shown.shape if view.interactions is not None else None
         for field, value in (("score", guess.score), ("decision", guess.decision)):
             if not isinstance(value, np.ndarray) or shape is not None and value.shape != shape:
@@ -181,7 +182,7 @@ def make_attack(name: str, **params: Any) -> Attack:
     """
     factory = attack_spec(name).factory
     if name in _PLUGINS:
-        attack = call_plugin(f"attack plug-in {name!r}: its factory", factory, **params)
+        attack = call_plugin(f"attack plug-in {name!r} failed", factory, **params)
         if not callable(getattr(attack, "guess", None)):
             raise FltrError(f"attack plug-in {name!r} failed: its factory returned {type(attack).__name__}, "
                             "which has no guess(view) method")

@@ -41,8 +41,8 @@ class _PluginDefense:
     (its claim, declared mechanism, ...) is the plug-in object's own. A copy copies the plug-in
     object (a stateful aggregator copied per trial stays apart)."""
 
-    def __init__(self, defense: Any, name: str) -> None:
-        self.__dict__.update(_defense=defense, name=name)
+    def __init__(self, defense: Any, name: str, plugin: str) -> None:
+        self.__dict__.update(_defense=defense, name=name, _plugin=plugin)
 
     def __getattr__(self, attr: str) -> Any:
         if "_defense" not in self.__dict__:  # half-built (copying, unpickling)
@@ -50,18 +50,19 @@ class _PluginDefense:
         return getattr(self.__dict__["_defense"], attr)
 
     def __copy__(self) -> "_PluginDefense":
-        return type(self)(copy.copy(self._defense), self.name)
+        return type(self)(copy.copy(self._defense), self.name, self._plugin)
 
     def __deepcopy__(self, memo: dict) -> "_PluginDefense":
-        return type(self)(copy.deepcopy(self._defense, memo), self.name)
+        return type(self)(copy.deepcopy(self._defense, memo), self.name, self._plugin)
 
 
 class PluginClientDefense(_PluginDefense):
     """A client-side plug-in defense: ``apply`` must return ``Messages``."""
 
     def apply(self, messages: Messages, global_params: np.ndarray, rng: np.random.Generator) -> Messages:
-        what = f"defense plug-in {self.name!r}: apply()"
-        return returned(what, call_plugin(what, self._defense.apply, messages, global_params, rng), Messages)
+        out = call_plugin(f"defense plug-in {self._plugin!r} failed in apply()", self._defense.apply, messages,
+                          global_params, rng)
+        return returned(f"defense plug-in {self._plugin!r}: apply()", out, Messages)
 
 
 class PluginAggregator(_PluginDefense):
@@ -69,9 +70,9 @@ class PluginAggregator(_PluginDefense):
 
     def aggregate(self, messages: Messages, participants: np.ndarray, rng: np.random.Generator,
                   **extra: Any) -> Aggregate:
-        what = f"defense plug-in {self.name!r}: aggregate()"
-        return returned(what, call_plugin(what, self._defense.aggregate, messages, participants, rng, **extra),
-                        Aggregate)
+        out = call_plugin(f"defense plug-in {self._plugin!r} failed in aggregate()", self._defense.aggregate, messages,
+                          participants, rng, **extra)
+        return returned(f"defense plug-in {self._plugin!r}: aggregate()", out, Aggregate)
 
 
 def register_defense(name: str, factory: Callable[..., Any], role: str = "client", *, guarantee: str = "",
@@ -94,12 +95,12 @@ def register_defense(name: str, factory: Callable[..., Any], role: str = "client
 
     def build(name: str = name, **values: Any) -> Any:
         values = {k: (v == "True" if isinstance(v, str) and v in ("True", "False") else v) for k, v in values.items()}
-        obj = call_plugin(f"defense plug-in {spec.name!r}: its factory", factory, **values)
+        obj = call_plugin(f"defense plug-in {spec.name!r} failed", factory, **values)
         if not callable(getattr(obj, method, None)) or not isinstance(getattr(obj, "claim", None), PrivacyClaim):
             raise FltrError(f"defense plug-in {spec.name!r} failed: its factory returned {type(obj).__name__}, "
                             f"which needs a {method}() method and a PrivacyClaim 'claim'")
         obj.name = name  # the canonical component name, as built-in defenses carry it
-        return (PluginClientDefense if role == "client" else PluginAggregator)(obj, name)
+        return (PluginClientDefense if role == "client" else PluginAggregator)(obj, name, spec.name)
 
     spec = Spec(name, role, build, _params(factory, name), summary or (inspect.getdoc(factory) or "").split("\n")[0],
                 guarantee or "as the plug-in states")

@@ -37,8 +37,9 @@ DEFENSES = "fltr_audit.defenses"
 ALGORITHMS = "fltr_audit.engine.algorithms"
 GROUPS = (ATTACKS, DEFENSES, ALGORITHMS)
 KINDS = {ATTACKS: "attack", DEFENSES: "defense", ALGORITHMS: "algorithm"}
-NOT_IMPORTED = "installed plug-in (not imported); its description and claims show once a command uses it"
-"""What a listing says of a plug-in no command of this process has used."""
+NOT_IMPORTED = "installed plug-in (not imported)"
+"""What a listing says of a plug-in no command of this process has used (its description and
+claims show once a command uses it)."""
 T = TypeVar("T")
 
 
@@ -101,12 +102,13 @@ def _sigint_watch() -> Iterator[list[int] | None]:
         signal.signal(signal.SIGINT, previous)
 
 
-def call_plugin(what: str, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-    """``fn(*args, **kwargs)``, code of the plug-in ``what`` (``"defense plug-in 'halve': apply()"``).
+def call_plugin(failure: str, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """``fn(*args, **kwargs)``, code of a plug-in; ``failure`` says how it failed, naming it
+    (``"defense plug-in 'halve' failed in apply()"``).
 
     A FltrError it raises passes unchanged (it already speaks to the user); any other way out -- an
-    exception, SystemExit, a KeyboardInterrupt it raised itself while no Ctrl-C came -- is a
-    FltrError naming ``what``. A real Ctrl-C, and the project's own interruptions (subclasses of
+    exception, SystemExit, a KeyboardInterrupt it raised itself while no Ctrl-C came -- is the
+    FltrError ``failure: cause``. A real Ctrl-C, and the project's own interruptions (subclasses of
     KeyboardInterrupt), pass.
     """
     with _sigint_watch() as arrived:
@@ -117,14 +119,14 @@ def call_plugin(what: str, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T
         except KeyboardInterrupt as exc:
             if type(exc) is not KeyboardInterrupt or arrived is None or arrived:
                 raise
-            raise FltrError(f"{what} failed: it raised KeyboardInterrupt (no Ctrl-C came)") from None
+            raise FltrError(f"{failure}: it raised KeyboardInterrupt (no Ctrl-C came)") from None
         except BaseException as exc:  # third-party code: SystemExit and any exception are the plug-in's
-            raise FltrError(f"{what} failed: {type(exc).__name__}: {_short(exc)}") from None
+            raise FltrError(f"{failure}: {type(exc).__name__}: {_short(exc)}") from None
 
 
 def returned(what: str, value: Any, expected: type | tuple[type, ...]) -> Any:
-    """``value``, what the plug-in ``what`` returned, when it is an ``expected`` instance; else
-    FltrError naming the plug-in and what it returned."""
+    """``value``, what ``what`` (``"defense plug-in 'halve': apply()"``) returned, when it is an
+    ``expected`` instance; else FltrError naming the plug-in and what it returned."""
     if not isinstance(value, expected):
         names = " or ".join(t.__name__ for t in (expected if isinstance(expected, tuple) else (expected,)))
         raise FltrError(f"{what} returned {type(value).__name__} {_short(value)}, not a {names}")
@@ -146,5 +148,5 @@ def load(group: str, name: str) -> Any | None:
     ep = entry_points(group).get(name)
     if ep is None:
         return None
-    return call_plugin(f"{KINDS[group]} plug-in {name!r} ({group} = {ep.value}): import", ep.load)
+    return call_plugin(f"{KINDS[group]} plug-in {name!r} ({group} = {ep.value}) does not load", ep.load)
 

@@ -28,8 +28,8 @@ def with_origins(group: str, rows: list[dict], blank: dict) -> list[dict]:
     found = origins(group)
     none = {"distribution": "", "version": "", "entry_point": ""}
     known = {row["name"] for row in rows}
-    return ([{**row, **found.get(row["name"], none)} for row in rows]
-            + [{"name": name, **blank, "summary": plugins.NOT_IMPORTED, **origin}
+    return ([{**row, **found.get(row["name"], none), "imported": True} for row in rows]
+            + [{"name": name, **blank, "summary": plugins.NOT_IMPORTED, **origin, "imported": False}
                for name, origin in found.items() if name not in known])
 
 
@@ -84,10 +84,14 @@ def list_attacks(json_out: bool = typer.Option(False, "--json", help="Print JSON
 def list_algorithms(json_out: bool = typer.Option(False, "--json", help="Print JSON to stdout.")) -> None:
     """Every algorithm: what a client sends, what it reveals, and an audit's defaults."""
     show(algorithm_rows(), json_out, "Algorithms (use with --algo; train-only ones have no message to audit)",
-         lambda r: {"name": r["name"] + (f" [{r['distribution']}]" if r["distribution"] else ""),
-                    "audit": "yes" if r["auditable"] else "train only",
-                    "message": r["message_kind"], "reveals": r["reveals"], "click models": r["click_models"],
-                    "defaults": f"normalization {r['default_normalization']}; "
-                                f"attacks {', '.join(r['default_attacks']) or '-'}",
-                    "params": "-" if not r["params"] else ", ".join(f"{p['name']}={p['default']}" for p in r["params"])},
-         min_width=100)
+         _algorithm_cells, min_width=100)
+
+
+def _algorithm_cells(r: dict) -> dict:
+    """One row of the ``algorithms list`` table; an unimported plug-in's capabilities are unknown."""
+    cells = {"name": r["name"] + (f" [{r['distribution']}]" if r["distribution"] else ""),
+             "audit": "yes" if r["auditable"] else "train only", "message": r["message_kind"], "reveals": r["reveals"],
+             "click models": r["click_models"],
+             "defaults": f"normalization {r['default_normalization']}; attacks {', '.join(r['default_attacks']) or '-'}",
+             "params": "-" if not r["params"] else ", ".join(f"{p['name']}={p['default']}" for p in r["params"])}
+    return cells if r["imported"] else {**{k: "" for k in cells}, "name": cells["name"], "reveals": r["summary"]}

@@ -216,7 +216,8 @@ for _spec in (
 def _guarded_build(name: str, build: Builder) -> Builder:
     """A plug-in's builder behind the project's boundary (``plugins.call_plugin``)."""
     def guarded(splits: Any, click_model: str, settings: dict) -> Algorithm:
-        return plugins.call_plugin(f"algorithm plug-in {name!r}: its builder", build, splits, click_model, settings)
+        return plugins.call_plugin(f"algorithm plug-in {name!r} failed in its builder", build, splits, click_model,
+                                   settings)
 
     return guarded
 
@@ -232,7 +233,7 @@ def algorithm_spec(name: str, auditable: bool = False) -> AlgorithmSpec:
         loaded = plugins.load(plugins.ALGORITHMS, name)
         if loaded is not None:
             if callable(loaded) and not isinstance(loaded, AlgorithmSpec):
-                loaded = plugins.call_plugin(f"algorithm plug-in {name!r}: its factory", loaded)
+                loaded = plugins.call_plugin(f"algorithm plug-in {name!r} failed", loaded)
             if not isinstance(loaded, AlgorithmSpec):
                 raise ParameterError("algorithm.name", f"{name}: algorithm plug-in {name!r} ({plugins.ALGORITHMS}) "
                                      f"gives a {type(loaded).__name__}, not an AlgorithmSpec")
