@@ -56,7 +56,7 @@ def memory_problem(nbytes: float, what: str) -> str | None:
     limit = memory_limit()
     if limit is None or nbytes <= limit:
         return None
-    return (f"{what} needs about {size_text(nbytes)} of memory, more than this machine can give it "
+    return (f"{what} would take about {size_text(nbytes)} of memory, more than this machine can give "
             f"({size_text(limit)} of {size_text(available_memory() or 0)} available)")
 
 

@@ -136,7 +136,10 @@ def probe_size(probe_lists: int | None, power: float | None, min_effect: float, 
         check("power", power, OPEN_UNIT)
     if probe_lists is None and power is not None:
         informed = sum(not attack_spec(a).reference for a in attacks)
-        probe_lists = planned_lists(min_effect, power, informed)
+        try:
+            probe_lists = planned_lists(min_effect, power, informed)
+        except ValueError as exc:  # beyond any count: the minimum effect is too small to plan for
+            raise ParameterError("min_effect", str(exc).removeprefix("min_effect: ")) from None
         if probe_lists > available:
             raise ParameterError("power", f"{power:g} at a minimum effect of {min_effect:g} needs {probe_lists:,} lists "
                                  f"per click model, beyond the {available:,} available; lower it or raise the minimum effect")

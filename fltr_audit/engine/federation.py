@@ -25,6 +25,7 @@ from fltr_audit.engine import metrics, threads
 from fltr_audit.engine.aggregation import FedAvg
 from fltr_audit.constraints import Interval, ParameterError, check
 from fltr_audit.engine.data.dataset import Dataset
+from fltr_audit.engine.footprint import check_population_memory
 from fltr_audit.errors import FltrError
 from fltr_audit.engine.interfaces import Aggregator, Algorithm, ClientDefense, ClientOutput, Interceptor
 from fltr_audit.engine.messages import SHUFFLED, THREAT_MODELS, RoundBatch, ServerView
@@ -258,9 +259,11 @@ def user_queries(seed: int, users: np.ndarray, visits: np.ndarray, queries_per_c
     return np.minimum((uniform * n_queries).astype(np.int64), n_queries - 1)
 
 
-def check_population(population: int | None, clients: int) -> None:
+def check_population(population: int | None, clients: int, non_iid: NonIID | None = None) -> None:
+    """ParameterError naming ``population`` below the cohort, or beyond this machine's memory."""
     check("population", population, (Interval(int, clients, None), None),
           f"the cohort of {clients} clients is sampled from it each round")
+    check_population_memory(population, non_iid.setting if non_iid is not None else "iid")
 
 
 def check_budget(clients: int, queries_per_client: int, rounds: int, eval_every: int) -> None:
@@ -306,7 +309,7 @@ def train(algorithm: Algorithm, train_data: Dataset, *, clients: int, queries_pe
     """
     check_budget(clients, queries_per_client, rounds, eval_every)
     check_threat_model(threat_model)
-    check_population(population, clients)
+    check_population(population, clients, non_iid)
     if train_data.n_queries < 1:
         raise ParameterError("data", "the training split has no queries")
     non_iid = non_iid or NonIID()
