@@ -175,9 +175,8 @@ def _connect(path: Path, *, readonly: bool = False, init: bool = False) -> sqlit
     conn = None
     try:
         if readonly:
-            mode = "immutable=1" if _read_only_fs(path) else "mode=ro"  # no -shm can be made there
-            conn = sqlite3.connect(f"{path.resolve().as_uri()}?{mode}", uri=True, isolation_level=None,
-                                   timeout=BUSY_TIMEOUT_MS / 1000)
+            conn = sqlite3.connect(f"{path.resolve().as_uri()}?{_read_only_mode(path)}", uri=True,
+                                   isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
         else:
             conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
@@ -222,6 +221,26 @@ def _check_ours(path: Path, tables: set[str], version: Any, readonly: bool) -> N
                                       f"reads up to {SCHEMA_VERSION}); upgrade fltr-audit to use it")
     if readonly and not {"meta", "runs", "registered", *TABLES} <= tables:
         raise ParameterError("store", f"{path}: not a fltr-audit results store (tables missing)")
+
+
+def _read_only_mode(path: Path) -> str:
+    """How to open the store read-only without writing a byte: ``mode=ro`` where SQLite can make
+    or open the WAL index (``-shm``) beside it; ``immutable=1`` where it cannot -- a read-only file
+    system, or a folder this process may not write -- and there is no write-ahead log holding
+    commits the file lacks. A store with such a log in a folder we cannot write: ParameterError."""
+    if _read_only_fs(path):
+        return "immutable=1"
+    folder = path.resolve().parent
+    if os.access(folder, os.W_OK):
+        return "mode=ro"
+    wal, shm = (Path(f"{path.resolve()}-{suffix}") for suffix in ("wal", "shm"))
+    if not wal.exists() or wal.stat().st_size == 0:
+        return "immutable=1"
+    if shm.exists() and os.access(shm, os.R_OK):
+        return "mode=ro"  # SQLite reads an existing WAL index read-only
+    raise ParameterError("store", f"{path}: its write-ahead log ({wal.name}) holds commits, and without its "
+                                  f"index ({shm.name}) it cannot be read in the read-only folder {folder}; copy the "
+                                  "store with its -wal file to a folder you can write")
 
 
 def _read_only_fs(path: Path) -> bool:
