@@ -87,7 +87,8 @@ def _member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, name: str, rule: Rule, w
 
 
 def _data(zf: zipfile.ZipFile, m: _Member, where: str) -> np.ndarray:
-    """The member's data, decompressed chunk by chunk into its held dtype."""
+    """The member's data, decompressed chunk by chunk into its held dtype; the member must end
+    there (its CRC-32 is then checked)."""
     out = np.empty(m.count, dtype=m.held)
     size = m.declared.itemsize
     step = max(1, CHUNK_BYTES // size)
@@ -102,6 +103,8 @@ def _data(zf: zipfile.ZipFile, m: _Member, where: str) -> np.ndarray:
                                 f"{done * size + len(block):,})")
             out[done:done + n] = np.frombuffer(block, dtype=m.declared)
             done += n
+        if fh.read(1):  # at the member's end, which checks its CRC-32
+            raise FltrError(f"{where}: holds more data than its header declares")
     return out.reshape(m.shape, order="F" if m.fortran else "C")
 
 
