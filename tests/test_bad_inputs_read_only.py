@@ -4,7 +4,7 @@
 refuse in one line the one store they cannot read consistently (a write-ahead log holding commits
 without its index). Tests run as root often: a folder chmod 555 stops no root process, so the
 commands run in a user namespace without a mapping (``unshare --user``), where root's files are
-checked by their owner bits like anyone's; ``_read_only_mode`` is also tested directly."""
+checked by their owner bits like anyone's; ``store.read_only.read_only_mode`` is also tested directly."""
 
 from __future__ import annotations
 
@@ -116,13 +116,13 @@ def test_a_live_log_without_its_index_in_a_read_only_folder_is_refused_in_one_li
 
 def test_the_open_mode_follows_what_the_folder_allows(store, tmp_path, monkeypatch):
     """The code path without a read-only folder: ``os.access`` says the folder is not writable."""
-    from fltr_audit.store import results
+    from fltr_audit.store.read_only import read_only_mode
 
     path = tmp_path / "s.sqlite"
     shutil.copy(store, path)
-    assert results._read_only_mode(path) == "mode=ro"
+    assert read_only_mode(path) == "mode=ro"
     real = os.access
     monkeypatch.setattr(os, "access", lambda p, mode: False if Path(p) == tmp_path else real(p, mode))
-    assert results._read_only_mode(path) == "immutable=1"
+    assert read_only_mode(path) == "immutable=1"
     assert main(["campaign", "status", "--store", str(path)]) == 0
     assert sorted(p.name for p in tmp_path.iterdir()) == ["s.sqlite"], "an immutable open made a -shm or -wal"

@@ -93,6 +93,7 @@ import numpy as np
 import pandas as pd
 
 from fltr_audit.constraints import ParameterError
+from fltr_audit.store.read_only import read_only_fs, read_only_mode
 from fltr_audit.spec.defense_spelling import current_spelling
 from fltr_audit.errors import FltrError
 from fltr_audit.store.records import RECORDS, columns
@@ -175,7 +176,7 @@ def _connect(path: Path, *, readonly: bool = False, init: bool = False) -> sqlit
     conn = None
     try:
         if readonly:
-            conn = sqlite3.connect(f"{path.resolve().as_uri()}?{_read_only_mode(path)}", uri=True,
+            conn = sqlite3.connect(f"{path.resolve().as_uri()}?{read_only_mode(path)}", uri=True,
                                    isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
         else:
             conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
@@ -223,40 +224,13 @@ def _check_ours(path: Path, tables: set[str], version: Any, readonly: bool) -> N
         raise ParameterError("store", f"{path}: not a fltr-audit results store (tables missing)")
 
 
-def _read_only_mode(path: Path) -> str:
-    """How to open the store read-only without writing a byte: ``mode=ro`` where SQLite can make
-    or open the WAL index (``-shm``) beside it; ``immutable=1`` where it cannot -- a read-only file
-    system, or a folder this process may not write -- and there is no write-ahead log holding
-    commits the file lacks. A store with such a log in a folder we cannot write: ParameterError."""
-    if _read_only_fs(path):
-        return "immutable=1"
-    folder = path.resolve().parent
-    if os.access(folder, os.W_OK):
-        return "mode=ro"
-    wal, shm = (Path(f"{path.resolve()}-{suffix}") for suffix in ("wal", "shm"))
-    if not wal.exists() or wal.stat().st_size == 0:
-        return "immutable=1"
-    if shm.exists() and os.access(shm, os.R_OK):
-        return "mode=ro"  # SQLite reads an existing WAL index read-only
-    raise ParameterError("store", f"{path}: its write-ahead log ({wal.name}) holds commits, and without its "
-                                  f"index ({shm.name}) it cannot be read in the read-only folder {folder}; copy the "
-                                  "store with its -wal file to a folder you can write")
-
-
-def _read_only_fs(path: Path) -> bool:
-    try:
-        return bool(os.statvfs(path.parent).f_flag & os.ST_RDONLY)
-    except OSError:
-        return False
-
-
 def _unusable(path: Path, exc: sqlite3.DatabaseError, doing: str) -> FltrError:
     """The one-line error of an SQLite failure on the store: corrupt, not SQLite, or not
     openable / writable (saying when its file system is read-only)."""
     text = str(exc)
     if "malformed" in text or "not a database" in text:
         return ParameterError("store", f"{path}: corrupt, or not an SQLite file ({text})")
-    if _read_only_fs(path):
+    if read_only_fs(path):
         text += "; its file system is read-only"
     return ParameterError("store", f"{path}: cannot {doing} ({text})")
 
