@@ -42,25 +42,28 @@ class _PluginDefense:
     object (a stateful aggregator copied per trial stays apart)."""
 
     def __init__(self, defense: Any, name: str, plugin: str) -> None:
-        self.__dict__.update(_defense=defense, name=name, _plugin=plugin)
+        self.__dict__.update(wrapped=defense, name=name, _plugin=plugin)
+
+    wrapped: Any
+    """The plug-in's own defense object."""
 
     def __getattr__(self, attr: str) -> Any:
-        if "_defense" not in self.__dict__:  # half-built (copying, unpickling)
+        if "wrapped" not in self.__dict__:  # half-built (copying, unpickling)
             raise AttributeError(attr)
-        return getattr(self.__dict__["_defense"], attr)
+        return getattr(self.__dict__["wrapped"], attr)
 
     def __copy__(self) -> "_PluginDefense":
-        return type(self)(copy.copy(self._defense), self.name, self._plugin)
+        return type(self)(copy.copy(self.wrapped), self.name, self._plugin)
 
     def __deepcopy__(self, memo: dict) -> "_PluginDefense":
-        return type(self)(copy.deepcopy(self._defense, memo), self.name, self._plugin)
+        return type(self)(copy.deepcopy(self.wrapped, memo), self.name, self._plugin)
 
 
 class PluginClientDefense(_PluginDefense):
     """A client-side plug-in defense: ``apply`` must return ``Messages``."""
 
     def apply(self, messages: Messages, global_params: np.ndarray, rng: np.random.Generator) -> Messages:
-        out = call_plugin(f"defense plug-in {self._plugin!r} failed in apply()", self._defense.apply, messages,
+        out = call_plugin(f"defense plug-in {self._plugin!r} failed in apply()", self.wrapped.apply, messages,
                           global_params, rng)
         return returned(f"defense plug-in {self._plugin!r}: apply()", out, Messages)
 
@@ -70,7 +73,7 @@ class PluginAggregator(_PluginDefense):
 
     def aggregate(self, messages: Messages, participants: np.ndarray, rng: np.random.Generator,
                   **extra: Any) -> Aggregate:
-        out = call_plugin(f"defense plug-in {self._plugin!r} failed in aggregate()", self._defense.aggregate, messages,
+        out = call_plugin(f"defense plug-in {self._plugin!r} failed in aggregate()", self.wrapped.aggregate, messages,
                           participants, rng, **extra)
         return returned(f"defense plug-in {self._plugin!r}: aggregate()", out, Aggregate)
 

@@ -82,10 +82,14 @@ def installed(group: str) -> dict[str, str]:
 
 @contextmanager
 def _sigint_watch() -> Iterator[list[int] | None]:
-    """The SIGINTs that arrive within the block (still handled as before), or None where they
-    cannot be watched (outside the main thread, or under a handler set outside Python)."""
+    """The SIGINTs that arrive within the block (still handled as before): none ever outside the
+    main thread (Python runs signal handlers in the main thread only); None where they cannot be
+    watched (under a handler set outside Python)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield []
+        return
     previous = signal.getsignal(signal.SIGINT)
-    if threading.current_thread() is not threading.main_thread() or previous is None:
+    if previous is None:
         yield None
         return
     arrived: list[int] = []

@@ -324,8 +324,8 @@ def test_a_copied_plug_in_aggregator_copies_the_plug_in_object(installed):
 
     aggregator = parse_defense("list-aggregate").aggregator
     twin = copy.copy(aggregator)
-    assert twin._defense is not aggregator._defense and twin.level == aggregator.level == 1.0
-    assert copy.deepcopy(aggregator)._defense is not aggregator._defense
+    assert twin.wrapped is not aggregator.wrapped and twin.level == aggregator.level == 1.0
+    assert copy.deepcopy(aggregator).wrapped is not aggregator.wrapped
 
 
 def test_a_plug_in_shows_its_guarantee_once_used(installed, capsys):
@@ -383,3 +383,23 @@ def test_the_plug_in_boundary_error_is_a_fltr_error():
         call_plugin("plug-in 'x' failed", sys.exit, 4)
     with pytest.raises(FltrError, match="returned int 5, not a str"):
         returned("plug-in 'x': f()", 5, str)
+
+
+def test_a_keyboard_interrupt_a_plug_in_raises_in_a_worker_thread_is_its_own():
+    """No Ctrl-C reaches a thread other than the main one: there it can only be the plug-in's."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from fltr_audit.plugins import call_plugin
+
+    def interrupting():
+        raise KeyboardInterrupt
+
+    with ThreadPoolExecutor(1) as pool:
+        try:
+            pool.submit(call_plugin, "plug-in 'x' failed", interrupting).result()
+        except FltrError as exc:
+            assert "plug-in 'x' failed: it raised KeyboardInterrupt" in str(exc)
+        except KeyboardInterrupt:  # caught here, so that a regression fails this test, not the whole run
+            pytest.fail("the plug-in's own KeyboardInterrupt passed the boundary as an interruption")
+        else:
+            pytest.fail("no error")
