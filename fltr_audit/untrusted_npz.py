@@ -144,8 +144,9 @@ def _check_finite(array: np.ndarray, where: str) -> None:
         raise FltrError(f"{where}: holds {bad}")
 
 
-def read_npz(path: Path, rules: dict[str, Rule], required: tuple[str, ...] = (), prefixed: dict[str, Rule] | None = None,
-             *, budget: int | None, skip: tuple[str, ...] = (), finite: bool = True) -> dict[str, np.ndarray]:
+def read_npz(path: Path, rules: dict[str, Rule], required: tuple[str, ...] = (),
+             prefixed: dict[str, Rule] | None = None, *, budget: int | None, skip: tuple[str, ...] = (),
+             finite: bool = True) -> dict[str, np.ndarray]:
     """The arrays of the ``.npz`` at ``path``, each named in ``rules`` or starting with a key of
     ``prefixed``, held as their rule says (``skip``: header-checked only, not read).
 
@@ -155,8 +156,8 @@ def read_npz(path: Path, rules: dict[str, Rule], required: tuple[str, ...] = (),
     float array holding NaN or an infinite value (``finite``); a damaged or truncated file.
     """
     if not path.is_file():
-        raise FltrError(f"{path}: missing")
-    if budget is not None and path.stat().st_size > budget + (budget >> 6) + (1 << 20):  # deflate never grows more
+        raise FltrError(f"{path}: no such file")
+    if budget is not None and path.stat().st_size > budget + (budget >> 6) + (1 << 20):  # deflate grows data less
         raise FltrError(f"{path}: {path.stat().st_size:,} bytes, larger than any file within the limit of "
                         f"{budget:,} bytes of arrays")
     try:
@@ -181,4 +182,4 @@ def read_npz(path: Path, rules: dict[str, Rule], required: tuple[str, ...] = (),
             return out
     except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, NotImplementedError, zlib.error) as exc:
         reason = " ".join(str(exc).split()) or type(exc).__name__
-        raise FltrError(f"{path}: damaged, not a readable .npz ({reason[:120]})") from None
+        raise FltrError(f"{path}: damaged, or not a .npz ({reason[:120]})") from None

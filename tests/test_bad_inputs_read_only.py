@@ -66,7 +66,8 @@ def test_a_wal_store_in_a_read_only_folder_is_read_without_writing(store, tmp_pa
     folder.mkdir()
     shutil.copy(store, folder / "s.sqlite")
     before = _files(folder)
-    argv = {"compare": ["compare", "--store", "ro/s.sqlite"], "status": ["campaign", "status", "--store", "ro/s.sqlite"],
+    argv = {"compare": ["compare", "--store", "ro/s.sqlite"],
+            "status": ["campaign", "status", "--store", "ro/s.sqlite"],
             "report": ["report", "--store", "ro/s.sqlite", "--out", str(tmp_path / "r")]}[command]
     done = _run(folder, *argv)
     assert done.returncode == 0, done.stderr

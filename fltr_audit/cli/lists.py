@@ -58,7 +58,8 @@ def algorithm_rows() -> list[dict]:
              "params": None if s.params is None else [{"name": p.name, "default": p.default, "help": p.help}
                                                        for p in s.params]} for s in algorithm_specs()]
     return with_origins(plugins.ALGORITHMS, rows, {
-        "auditable": False, "message_kind": "none", "reveals": plugins.NOT_IMPORTED, "click_models": "", "probe_click_models": [],
+        "auditable": False, "message_kind": "none", "reveals": plugins.NOT_IMPORTED, "click_models": "",
+        "probe_click_models": [],
         "train_click_model": "", "default_normalization": "", "default_attacks": [], "k": 0, "params": None})
 
 
@@ -92,6 +93,7 @@ def _algorithm_cells(r: dict) -> dict:
     cells = {"name": r["name"] + (f" [{r['distribution']}]" if r["distribution"] else ""),
              "audit": "yes" if r["auditable"] else "train only", "message": r["message_kind"], "reveals": r["reveals"],
              "click models": r["click_models"],
-             "defaults": f"normalization {r['default_normalization']}; attacks {', '.join(r['default_attacks']) or '-'}",
+             "defaults": f"normalization {r['default_normalization']}; "
+                         f"attacks {', '.join(r['default_attacks']) or '-'}",
              "params": "-" if not r["params"] else ", ".join(f"{p['name']}={p['default']}" for p in r["params"])}
     return cells if r["imported"] else {**{k: "" for k in cells}, "name": cells["name"], "reveals": r["summary"]}
