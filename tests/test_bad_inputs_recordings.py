@@ -66,8 +66,9 @@ def attack(rec: Path) -> list:
 # --- item 1: the memory an input costs, in total and after widening ---------------------------
 
 def widened_bomb(rec: Path) -> str:
-    """``queries`` and ``shown`` declared int8, 256 MiB each (8 GiB held as int64)."""
-    n = MAX_FILE_BYTES
+    """``queries`` and ``shown`` declared int8, 64 MiB each: together half the limit as declared, 1 GiB
+    held as int64 (a reader that sums declared bytes would accept them)."""
+    n = MAX_FILE_BYTES // 4
     replace_members(rec / "batch-000001.npz", {
         "queries.npy": npy({"descr": "|i1", "fortran_order": False, "shape": (n, 1)}),
         "shown.npy": npy({"descr": "|i1", "fortran_order": False, "shape": (n, 1, 1)})})
