@@ -127,6 +127,8 @@ class PluginAttack:
         self.name, self._attack = name, attack
 
     def guess(self, view: ServerView) -> Guess:
+        """The plug-in's guess, checked: FltrError naming the plug-in for anything but a ``Guess``
+        whose score and decision are arrays of the shown lists' shape."""
         what = f"attack plug-in {self.name!r}: guess()"
         guess = returned(what, call_plugin(f"attack plug-in {self.name!r} failed in guess()", self._attack.guess, view),
                          Guess)

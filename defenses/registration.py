@@ -63,6 +63,7 @@ class PluginClientDefense(_PluginDefense):
     """A client-side plug-in defense: ``apply`` must return ``Messages``."""
 
     def apply(self, messages: Messages, global_params: np.ndarray, rng: np.random.Generator) -> Messages:
+        """The plug-in's ``apply``; FltrError naming it for anything but ``Messages``."""
         out = call_plugin(f"defense plug-in {self._plugin!r} failed in apply()", self.wrapped.apply, messages,
                           global_params, rng)
         return returned(f"defense plug-in {self._plugin!r}: apply()", out, Messages)
@@ -73,6 +74,7 @@ class PluginAggregator(_PluginDefense):
 
     def aggregate(self, messages: Messages, participants: np.ndarray, rng: np.random.Generator,
                   **extra: Any) -> Aggregate:
+        """The plug-in's ``aggregate``; FltrError naming it for anything but an ``Aggregate``."""
         out = call_plugin(f"defense plug-in {self._plugin!r} failed in aggregate()", self.wrapped.aggregate, messages,
                           participants, rng, **extra)
         return returned(f"defense plug-in {self._plugin!r}: aggregate()", out, Aggregate)
