@@ -371,13 +371,16 @@ def audit_whole_run(algorithm: str, **options: Any) -> Any:
     return run_audit_run(RunAuditOptions(algorithm=algorithm, **options))
 
 
-def accountant(defense: str, *, rounds: int, clients: int, population: int | None = None, seed: int = 0) -> Any:
+def accountant(defense: str, *, rounds: int, clients: int, population: int | None = None, seed: int = 0,
+               queries_per_client: int = 4) -> Any:
     """The accountant of ``defense`` over the participation schedule of a run (``defenses.accounting.
-    RunAccountant``): ``get_epsilon(delta, scope="server" | "observer", quantile=None)``, ``spent()``."""
+    RunAccountant``): ``get_epsilon(delta, scope="server" | "observer", quantile=None)``, ``spent()``;
+    a per-value claim (FOLtR-ES's ``rr``) is charged ``queries_per_client`` values per participation."""
     from defenses.accounting import ParticipationSchedule, RunAccountant
     from defenses.stack import parse_defense
 
-    return RunAccountant(parse_defense(defense), ParticipationSchedule.of_run(seed, rounds, clients, population))
+    return RunAccountant(parse_defense(defense), ParticipationSchedule.of_run(seed, rounds, clients, population),
+                         queries_per_client)
 
 
 __all__ = ["AlgorithmSpec", "AuditResult", "accountant", "audit", "audit_campaign", "audit_defaults",

@@ -82,7 +82,8 @@ def run_foltr_es(*, data: str, fold: int, click_model: str, clients: int, querie
             "final_offline_ndcg10": float(last["offline_ndcg10"]), "n_interactions": res.n_interactions,
             "seconds": res.seconds,
             "interactions_per_second": res.n_interactions / res.seconds if res.seconds > 0 else float("nan"),
-            "privacy": privacy_spent(stack, ParticipationSchedule.of_run(seed, rounds, clients, population)).as_dict()}
+            "privacy": privacy_spent(stack, ParticipationSchedule.of_run(seed, rounds, clients, population),
+                                    queries_per_client=queries_per_client).as_dict()}
 
 
 @train_app.command("foltr-es", help="FOLtR-ES: evolution strategies with seed + MaxRR messages (Kharitonov 2019).")

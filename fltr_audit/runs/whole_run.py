@@ -249,10 +249,10 @@ def run_audit_run(options: RunAuditOptions, splits: Any = None, workers: int = 1
     first = runs[0]
     rate = options.clients / (options.population or options.clients)
     canary_schedule = ParticipationSchedule(options.rounds, rate, first.participations)
-    accountant = RunAccountant(stack, canary_schedule)
+    accountant = RunAccountant(stack, canary_schedule, options.queries_per_client)
     delta = accountant.default_delta()
     spent = privacy_spent(stack, ParticipationSchedule.of_run(options.seed, options.rounds, options.clients,
-                                                              options.population), delta)
+                                                              options.population), delta, options.queries_per_client)
     bound = one_run_lower_bound(first.scores, first.present, delta, options.confidence,
                                 eligible=first.participations > 0)
     pool, pool_participations = fdp_pool(first.participations)
