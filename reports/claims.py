@@ -21,7 +21,11 @@ satisfies them, so does their trial-weighted average, which is the pooled rate t
 estimate; a binomial bound on the pooled counts is then one bound at ``confidence`` (runs must be
 independent: audits draw streams keyed by seed, fold, defense and audit kind). The maximum of per-run 95 %
 bounds is not a 95 % bound (with 15 runs a true epsilon is exceeded about 30 % of the time) and
-is never taken. When a defense has several pooled audits (tests, neighbours), the strongest is
+is never taken. Only distinct audits are pooled: rows with the same ``audit_key`` (the audit's
+random stream: a bit-identical copy, e.g. campaign runs that differ in settings the audit does not
+read) count once (``distinct_audits``; issue 37: 2 / 4 / 8 / 16 copies of a correct claim's audit
+raise its false ``violated`` from 5 % to 12.5 / 21 / 30 / 39 %); rows without the column (older
+stores) are pooled as they come. When a defense has several pooled audits (tests, neighbours), the strongest is
 used with Bonferroni over them (each recomputed at ``1 - (1 - confidence) / m``).
 
 A bound that rests on a zero error count grows with the number of trials, not with the
@@ -133,11 +137,23 @@ def audited_scope(audits: pd.DataFrame) -> pd.Series:
     return audits["audited_scope"].fillna(inferred) if "audited_scope" in audits.columns else inferred
 
 
+def distinct_audits(audits: pd.DataFrame, by: list[str]) -> tuple[pd.DataFrame, pd.Series]:
+    """The rows of ``audits`` with each ``audit_key`` once per ``by`` group (the first row kept),
+    and how many copies each group lost; rows without a key (the column absent, or null) all stay."""
+    if "audit_key" not in audits.columns:
+        return audits, pd.Series(dtype=np.float64)
+    copy = audits["audit_key"].notna() & audits.duplicated(subset=[*by, "audit_key"], keep="first")
+    lost = copy.groupby([audits[c] for c in by], sort=False, dropna=False).sum()
+    return audits[~copy], lost
+
+
 def pooled_audits(audits: pd.DataFrame | None, keys: list[str]) -> pd.DataFrame:
-    """One row per ``keys`` group (columns of ``audits``) and audit kind (:data:`POOL_BY`):
-    summed ``fp``, ``fn``, ``n0``, ``n1``, ``n_trials``, ``runs``; the recomputed ``epsilon_point``
-    (from the pooled rates), ``epsilon_lb``, ``ceiling`` (bound with no error at these sizes),
-    ``trial_limited``, ``claim_verdict``, ``tightness`` and the ``claim_basis`` (how runs were pooled)."""
+    """One row per ``keys`` group (columns of ``audits``) and audit kind (:data:`POOL_BY`), over
+    its distinct audits (``distinct_audits``): summed ``fp``, ``fn``, ``n0``, ``n1``, ``n_trials``,
+    ``runs`` (distinct audits pooled), ``copies`` (rows with an ``audit_key`` already counted;
+    NaN for rows without the column); the recomputed ``epsilon_point`` (from the pooled rates),
+    ``epsilon_lb``, ``ceiling`` (bound with no error at these sizes), ``trial_limited``,
+    ``claim_verdict``, ``tightness`` and the ``claim_basis`` (how runs were pooled)."""
     if audits is None or audits.empty or not {"epsilon_lb", "n_trials"} <= set(audits.columns):
         return pd.DataFrame()
     audits = audits.assign(audited_scope=audited_scope(audits))
@@ -148,9 +164,13 @@ def pooled_audits(audits: pd.DataFrame | None, keys: list[str]) -> pd.DataFrame:
     audits, basis = _counts(oriented(audits))
     basis += ", each run oriented by its held-out test" if "small_error" in audits.columns else ""
     by = [c for c in keys if c in audits.columns] + [c for c in POOL_BY if c in audits.columns]
+    keyed = "audit_key" in audits.columns
+    audits, lost = distinct_audits(audits, by)
+    basis += ", distinct audits only (one per audit_key)" if keyed else ""
     sums = ["fp", "fn", "n0", "n1", "n_trials"]
     out = audits.groupby(by, sort=False, dropna=False)[sums].sum().reset_index()
     out["runs"] = audits.groupby(by, sort=False, dropna=False).size().to_numpy()
+    out["copies"] = lost.to_numpy(dtype=np.float64) if keyed else np.nan
     return finish_bounds(out, basis=basis)
 
 
@@ -209,7 +229,7 @@ def claim_summary(pooled: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
 
     Columns: ``keys``, ``claim_verdict``, ``claim_neighbours``, ``claimed_epsilon``,
     ``claimed_delta``, ``claimed_scope``, ``audited_scope``, ``audit_attack``, ``epsilon_lb``,
-    ``epsilon_point``, ``ceiling``, ``trial_limited``, ``n_trials``, ``runs``, ``tightness``,
+    ``epsilon_point``, ``ceiling``, ``trial_limited``, ``n_trials``, ``runs``, ``copies``, ``tightness``,
     ``trials_needed`` (per input, for an ``untestable`` verdict), ``claim_verdict_natural``,
     ``epsilon_lb_natural``, ``trial_limited_natural``, ``n_trials_natural``, ``message_lb``,
     ``message_trial_limited``, ``message_n_trials``, ``claim_basis``.
@@ -234,6 +254,7 @@ def claim_summary(pooled: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
                          **{c: top[c] for c in ("claimed_epsilon", "claimed_delta", "claimed_scope", "audited_scope",
                                                 "epsilon_lb", "epsilon_point", "ceiling", "trial_limited",
                                                 "n_trials", "runs", "tightness", "claim_basis")},
+                         copies=top.get("copies", math.nan),
                          audit_attack=top.get("attack"), trials_needed=needed,
                          claim_verdict_natural=natural[0] if natural else None,
                          epsilon_lb_natural=natural[1]["epsilon_lb"] if natural else math.nan,
@@ -255,6 +276,17 @@ def bound_text(lb, trial_limited, n_trials) -> str:
     return text
 
 
+def pooled_text(row) -> str:
+    """``, 4 distinct audits pooled (8 copies counted once)`` for rows keyed by ``audit_key``
+    (``copies`` not NaN), ``, 12 runs pooled`` for older rows; empty for one audit."""
+    runs = int(row["runs"]) if pd.notna(row.get("runs")) else 1
+    copies = row.get("copies", math.nan)
+    if copies is None or pd.isna(copies):
+        return f", {runs} runs pooled" if runs > 1 else ""
+    counted = f" ({int(copies)} cop{'y' if int(copies) == 1 else 'ies'} counted once)" if copies > 0 else ""
+    return f", {runs} distinct audit{'s' if runs > 1 else ''} pooled{counted}" if runs > 1 or copies > 0 else ""
+
+
 def claim_text(row) -> str:
     """The claim verdict of one :func:`claim_summary` row in words."""
     verdict = row.get("claim_verdict")
@@ -267,8 +299,7 @@ def claim_text(row) -> str:
     neighbours = row.get("claim_neighbours")
     if isinstance(neighbours, str) and neighbours != "audited":
         on += f" with {neighbours} neighbours"
-    runs = int(row["runs"]) if pd.notna(row.get("runs")) else 1
-    pooled = f", {runs} runs pooled" if runs > 1 else ""
+    pooled = pooled_text(row)
     natural = ""
     if isinstance(row.get("claim_verdict_natural"), str):
         natural = (f"; natural neighbours: {row['claim_verdict_natural']}, "
