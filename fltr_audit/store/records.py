@@ -121,6 +121,22 @@ class AuditMeasurement:
     small_error: str
     """``fp`` or ``fn``: the error rate the test chosen on the held-out half keeps small
     (``reports.claims`` orients runs by it before pooling their counts)."""
+    verdict_by: str
+    """The test the claim verdict rests on (``attacks.claim_decision``): ``mu-GDP`` for a declared
+    Gaussian law whose noise passed the normality test (``gof_pvalue``), else ``epsilon``."""
+    gof_pvalue: float
+    power: float
+    """P(``violated``) for a mechanism at twice the claim at these trials (``consistent`` needs 0.9)."""
+    trials_needed: float
+    """Trials per input that would give the power 0.9 (an ``untestable`` verdict), else NaN."""
+    mu_fp: int
+    mu_fn: int
+    """The mu test's error counts (its own held-out threshold), pooled like ``fp`` and ``fn``."""
+    pair: str
+    """The worst-case input pair chosen on the held-out half (``attacks.worst_case.worst_case_pairs``)."""
+    pairs: int
+    verdict_note: str
+    """A cause the verdict names (e.g. a noise calibrated on a sensitivity below twice the clip)."""
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,0 +1,114 @@
+"""The power of a claim audit: how often a mechanism at twice the claimed epsilon reads ``violated``.
+
+A ``consistent`` verdict means something only when the audit could have caught a clearly broken
+claim. The reference broken mechanism is the one at ``FACTOR`` times the claimed epsilon (same
+delta) whose best test errs equally often on both inputs:
+
+* for the epsilon test, the (2 eps, delta) randomized response: FPR = FNR =
+  ``(1 - delta) / (1 + e^(2 eps))`` (the vertex of the (2 eps, delta)-DP trade-off curve, Kairouz,
+  Oh & Viswanath 2015);
+* for the mu-GDP test of a claim whose declared law is Gaussian, the Gaussian shift mu' whose
+  (eps, delta) curve reaches 2 eps at delta, tested at the midpoint: FPR = FNR = Phi(-mu' / 2).
+
+With m0, m1 evaluation outputs per input the error counts are Binomial(m, rate); the power is the
+probability, summed exactly over both counts, that the audit's Clopper-Pearson bound (each rate
+at ``1 - (1 - confidence) / 2``, as ``attacks.epsilon_bounds`` computes it) exceeds the claim.
+``trials_for_power`` finds the trials per input (evaluation halves ``n - n // 2``) at which it
+reaches ``POWER``. mu-GDP and (eps, delta): ``gdp_delta`` is Dong, Roth & Su 2022, Cor. 2.13.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Callable
+
+import numpy as np
+from scipy import optimize, stats
+from scipy.special import log_ndtr, ndtr, ndtri
+
+POWER = 0.9
+"""A verdict reads ``consistent`` only when the audit catches the mechanism at ``FACTOR`` times the
+claim with at least this probability (else ``untestable``)."""
+FACTOR = 2.0
+TRIALS_LIMIT = 1 << 40
+TAIL = 1e-12
+"""Binomial mass left out at each end of the summed counts."""
+
+
+def gdp_delta(epsilon: float, mu: float) -> float:
+    """The delta at ``epsilon`` of mu-GDP: Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2)."""
+    if mu <= 0:
+        return 0.0
+    return float(ndtr(-epsilon / mu + mu / 2) - math.exp(epsilon + log_ndtr(-epsilon / mu - mu / 2)))
+
+
+def gdp_mu(epsilon: float, delta: float) -> float:
+    """The largest mu whose mu-GDP curve is (``epsilon``, ``delta``)-DP (``gdp_delta`` grows with
+    mu): the mu a Gaussian mechanism's (eps, delta) claim asserts; 0 for delta = 0."""
+    if delta <= 0.0 or not math.isfinite(epsilon):
+        return 0.0 if delta <= 0.0 else math.inf
+    hi = 1.0
+    while gdp_delta(epsilon, hi) < delta:
+        hi *= 2.0
+    return float(optimize.brentq(lambda mu: gdp_delta(epsilon, mu) - delta, 0.0, hi, xtol=1e-12))
+
+
+def _counts(m: int, rate: float) -> tuple[np.ndarray, np.ndarray]:
+    """The error counts of Binomial(m, rate) holding all but ``TAIL`` of the mass at each end, and
+    their probabilities."""
+    lo, hi = stats.binom.ppf([TAIL, 1.0 - TAIL], m, rate)
+    k = np.arange(int(max(lo - 1, 0)), int(min(hi + 1, m)) + 1)
+    return k, stats.binom.pmf(k, m, rate)
+
+
+def _upper(k: np.ndarray, m: int, level: float) -> np.ndarray:
+    """One-sided Clopper-Pearson upper limits of ``k`` errors in ``m`` at ``level``."""
+    return np.where(k >= m, 1.0, stats.beta.ppf(level, k + 1.0, np.maximum(m - k, 1e-300)))
+
+
+def _power(m0: int, m1: int, rate: float, confidence: float, limit: Callable[[np.ndarray], np.ndarray]) -> float:
+    """P(bound > claim) when both counts are Binomial(m, ``rate``): for each false-positive count the
+    bound exceeds the claim exactly when the false-negative rate's upper limit lies below
+    ``limit(fpr upper limit)`` (both bounds fall as either count grows)."""
+    level = 1.0 - (1.0 - confidence) / 2.0
+    fp, p_fp = _counts(m0, rate)
+    fn, p_fn = _counts(m1, rate)
+    below = np.searchsorted(_upper(fn, m1, level), limit(_upper(fp, m0, level)), side="left")
+    cdf = np.concatenate([[0.0], np.cumsum(p_fn)])
+    return float(np.clip((p_fp * cdf[below]).sum(), 0.0, 1.0))
+
+
+def epsilon_power(m0: int, m1: int, epsilon: float, delta: float = 0.0, confidence: float = 0.95,
+                  factor: float = FACTOR) -> float:
+    """P(the epsilon bound exceeds ``epsilon``) for the (factor eps, delta) randomized response (module
+    docstring): the bound ``max(ln((1 - d - U_fp) / U_fn), ln((1 - d - U_fn) / U_fp))`` exceeds eps
+    exactly when ``U_fn < max((1 - d - U_fp) e^-eps, 1 - d - U_fp e^eps)``."""
+    rate = (1.0 - delta) / (1.0 + math.exp(min(factor * epsilon, 700.0)))
+    e = math.exp(min(epsilon, 700.0))
+    return _power(m0, m1, rate, confidence, lambda u: np.maximum((1 - delta - u) / e, 1 - delta - u * e))
+
+
+def mu_power(m0: int, m1: int, epsilon: float, delta: float, confidence: float = 0.95,
+             factor: float = FACTOR) -> float:
+    """P(the mu bound exceeds the claim's mu ``gdp_mu(epsilon, delta)``) for the Gaussian at
+    ``factor`` eps (module docstring): ``Phi^-1(1 - U_fp) - Phi^-1(U_fn) > mu`` exactly when
+    ``U_fn < Phi(Phi^-1(1 - U_fp) - mu)``."""
+    mu, broken = gdp_mu(epsilon, delta), gdp_mu(factor * epsilon, delta)
+    return _power(m0, m1, float(ndtr(-broken / 2)), confidence, lambda u: ndtr(ndtri(1.0 - u) - mu))
+
+
+def trials_for_power(power: Callable[[int, int], float], target: float = POWER) -> int:
+    """The fewest trials per input n whose evaluation halves (``n - n // 2`` each) give
+    ``power(m, m) >= target``: doubling, then bisection (``TRIALS_LIMIT`` when none does)."""
+    def enough(n: int) -> bool:
+        m = n - n // 2
+        return power(m, m) >= target
+
+    hi = 16
+    while not enough(hi) and hi < TRIALS_LIMIT:
+        hi *= 2
+    lo = hi // 2
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if enough(mid) else (mid, hi)
+    return hi
