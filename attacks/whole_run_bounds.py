@@ -21,6 +21,13 @@ meaning "present".
   the present and absent canaries' scores, and the epsilon at delta of that pair of Gaussians
   (``gaussian_pair_epsilon``: delta(eps) = int (p - e^eps q)_+ dx, both orders). An estimate, not a
   bound; its interval is the 2.5-97.5 % range over a bootstrap of the canaries.
+* **Ties**: every bound ranks the scores after rounding them to ``SCORE_DECIMALS`` decimals and
+  breaks the ties that remain at random, from a stream of its own that never sees the secrets
+  (``untied_order``). A textbook Laplace sample's last bits reveal the value it was added to
+  (Mironov, CCS 2012); a stable sort that broke ties by those bits would audit that floating-point
+  side channel instead of the mechanism the claim is about (issue 37: 18 of 130 seeds ``violated``
+  for a correct Laplace, 3 of 130 with rounding). The side channel is reported on its own
+  (``attacks.float_channel``).
 * **Multi-run lower bound**: one canary per independent run; the first half of the runs chooses
   the score threshold, the second half counts false positives and negatives, and
   ``reports.claims.epsilon_lower_bound`` (one-sided Clopper-Pearson at each error rate, the
@@ -41,6 +48,18 @@ GUESS_FRACTIONS = (0.02, 0.05, 0.1, 0.2, 0.5, 1.0)
 """The guess counts r = 2k tried by the one-run bound, as fractions of the canaries (Bonferroni)."""
 BOOTSTRAP = 100
 EPS_MAX = 60.0
+SCORE_DECIMALS = 9
+"""Scores are rounded to this many decimals before they are ranked (module docstring)."""
+TIE_SEED = 37
+"""The seed of the tie-breaking stream: fixed, so independent of every run's secrets."""
+
+
+def untied_order(scores: np.ndarray) -> np.ndarray:
+    """The indices that sort ``scores`` rounded to ``SCORE_DECIMALS`` decimals, ties in random order
+    (a permutation from ``TIE_SEED``, independent of the secrets; module docstring)."""
+    rounded = np.round(np.asarray(scores, dtype=np.float64), SCORE_DECIMALS)
+    keys = np.random.default_rng([TIE_SEED, len(rounded)]).random(len(rounded))
+    return np.lexsort((keys, rounded))
 
 
 def steinke_p_value(m: int, r: int, v: int, epsilon: float, delta: float) -> float:
@@ -103,7 +122,7 @@ class OneRunBound:
 
 def _best_bound(scores: np.ndarray, present: np.ndarray, pool: np.ndarray, m: int, delta: float,
                 level: float, counts: list[int]) -> tuple[float, int, int]:
-    order = pool[np.argsort(scores[pool], kind="stable")]
+    order = pool[untied_order(scores[pool])]
     best = (0.0, 0, 0)
     for k in counts:
         if 2 * k > len(pool):
@@ -211,7 +230,7 @@ def multi_run_lower_bound(scores: np.ndarray, present: np.ndarray, delta: float,
     """One score and secret per independent run (module docstring)."""
     from reports.claims import epsilon_lower_bound
 
-    scores, present = np.asarray(scores, dtype=np.float64), np.asarray(present, dtype=bool)
+    scores, present = np.round(np.asarray(scores, dtype=np.float64), SCORE_DECIMALS), np.asarray(present, dtype=bool)
     half = len(scores) // 2
     fit_s, fit_p, s, p = scores[:half], present[:half], scores[half:], present[half:]
     candidates = np.unique(fit_s) if half else np.array([0.0])

@@ -198,27 +198,6 @@ def _limited_run(options: RunAuditOptions, splits: Any, seed: int) -> _Run:
         return _one_run(options, splits, seed)
 
 
-def claimed_mu(stack: Any, participations: int) -> float:
-    """The claim as mu-GDP over ``participations`` participations (nan when the declared mechanism
-    is not Gaussian): one participation's mu from the declared event -- ``GaussianDpEvent(s)``:
-    1 / s (sensitivity over noise std); ``ZCDpEvent(rho, 0)`` (ddgauss): sqrt(2 rho), the Gaussian
-    with that zCDP, an approximation for the discrete Gaussian sum -- composed as
-    sqrt(participations) mu (Dong, Roth, Su 2022, Cor. 3.3)."""
-    import dp_accounting as dpa
-
-    from defenses.accounting import claim_component
-
-    part = claim_component(stack)
-    event = part.dp_event() if part is not None else None
-    if isinstance(event, dpa.GaussianDpEvent) and event.noise_multiplier > 0:
-        per_round = 1.0 / event.noise_multiplier
-    elif isinstance(event, dpa.ZCDpEvent) and event.xi == 0.0:
-        per_round = math.sqrt(2.0 * event.rho)
-    else:
-        return math.nan
-    return math.sqrt(participations) * per_round
-
-
 def fdp_pool(participations: np.ndarray) -> tuple[np.ndarray, int]:
     """The canaries the f-DP bound guesses among: those with the most frequent positive number of
     participations (the smallest such number on a tie) -- a choice from the schedule alone, so that
@@ -235,7 +214,10 @@ def run_audit_run(options: RunAuditOptions, splits: Any = None, workers: int = 1
     ``splits``: the data already loaded (a campaign run's), else ``options.data`` unnormalized;
     ``workers``: processes for the runs (the same figures for any number)."""
     from attacks.fdp_one_run import fdp_one_run_bound
+    from attacks.float_channel import float_side_channel
+    from attacks.canary_count import canaries_to_test
     from attacks.whole_run_bounds import multi_run_lower_bound, one_run_estimate, one_run_lower_bound, run_claim_verdict
+    from attacks.worst_case import claimed_mu
     from defenses.accounting import ParticipationSchedule, RunAccountant, privacy_spent
     from defenses.stack import parse_defense
     from fltr_audit.engine.data.load import load_splits
@@ -259,7 +241,13 @@ def run_audit_run(options: RunAuditOptions, splits: Any = None, workers: int = 1
     fdp = fdp_one_run_bound(first.scores, first.present, delta, options.confidence, pool=pool)
     mu_claim = claimed_mu(stack, pool_participations)
     took_part = first.participations > 0  # a canary that never took part has score 0 either way
-    estimate = one_run_estimate(first.scores[took_part], first.present[took_part], delta, seed=options.seed)
+    estimate, estimate_reason = one_run_estimate(first.scores[took_part], first.present[took_part], delta,
+                                                 seed=options.seed), ""
+    if first.scope != "aggregate":  # Andrew et al.'s Gaussian fit: aggregate-scope cosines only
+        estimate = type(estimate)(float("nan"), float("nan"), float("nan"))
+        estimate_reason = ("message-scope likelihood-ratio scores are bounded, not Gaussian: Andrew et al.'s "
+                           "Gaussian fit holds only for aggregate-scope cosines")
+    floating = float_side_channel(first.scores, first.present, took_part)
     if options.runs > 1:
         picks = [int(np.flatnonzero(r.participations > 0)[0]) if (r.participations > 0).any() else 0 for r in runs]
         multi = multi_run_lower_bound(np.array([r.scores[i] for r, i in zip(runs, picks)]),
@@ -277,6 +265,11 @@ def run_audit_run(options: RunAuditOptions, splits: Any = None, workers: int = 1
         verdict = run_claim_verdict(fdp.mu_lb, mu_claim, fdp.mu_limit)
     else:
         verdict = run_claim_verdict(bound.epsilon_lb, accounted, bound.limit)
+    needed = float("nan")
+    if verdict == "untestable":
+        needed = canaries_to_test(mu_claim if math.isfinite(mu_claim) else accounted, options.canaries, delta,
+                                  options.confidence, fdp.pool / options.canaries if math.isfinite(mu_claim)
+                                  else took_part.mean(), gdp=math.isfinite(mu_claim))
     if math.isfinite(mu_claim):
         tightness = fdp.mu_lb / mu_claim if mu_claim > 0 else float("nan")
     else:
@@ -295,7 +288,8 @@ def run_audit_run(options: RunAuditOptions, splits: Any = None, workers: int = 1
         epsilon_lb_fdp=fdp.epsilon_lb, fdp_guesses=fdp.guesses, fdp_correct=fdp.correct, fdp_pool=fdp.pool,
         fdp_participations=pool_participations, verdict_by="f-DP mu" if math.isfinite(mu_claim) else "Steinke eps",
         ndcg10=first.ndcg10,
-        seconds=float(sum(r.seconds for r in runs)))
+        seconds=float(sum(r.seconds for r in runs)), epsilon_estimate_reason=estimate_reason, canaries_needed=needed,
+        float_channel=floating.finding, float_channel_pvalue=floating.pvalue)
 
 
 def whole_run_audit(config: RunSpec, splits: Any) -> RunAudit:

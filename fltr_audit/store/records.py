@@ -204,7 +204,8 @@ class RunAuditRecord:
     curve); ``mu_claimed``: the claim as mu-GDP over those participations (nan unless the declared
     mechanism is Gaussian). ``verdict_by``: "f-DP mu" (mu_lb against mu_claimed; tightness
     mu_lb / mu_claimed) for a Gaussian claim, else "Steinke eps" (epsilon_lb against the accounted
-    epsilon)."""
+    epsilon). The bounds rank scores rounded, ties broken at random; ``float_channel`` reports what
+    the rounding hides."""
 
     algorithm: str
     defense: str
@@ -246,6 +247,16 @@ class RunAuditRecord:
     verdict_by: str
     ndcg10: float
     seconds: float
+    epsilon_estimate_reason: str
+    """Why ``epsilon_estimate`` is NaN (null in ``--json``): Andrew et al.'s Gaussian fit holds only
+    for aggregate-scope cosines; empty when it was fitted."""
+    canaries_needed: float
+    """For an ``untestable`` verdict: the canaries whose count limit would exceed the claim (same
+    participation rate), else NaN."""
+    float_channel: str
+    """``flagged`` or ``cleared``: the floating-point side channel below the scores' rounding
+    (``attacks.float_channel``), a finding of its own beside the claim verdict."""
+    float_channel_pvalue: float
 
     def as_dict(self) -> dict:
         """The record as a plain dict (a stored row, ``--json``)."""
