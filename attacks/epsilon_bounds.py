@@ -25,11 +25,11 @@ the sum of per-round log-likelihood ratios is the optimal test of the K-fold com
 * ``ceiling``: the bound with zero errors -- the largest these evaluation sizes can show;
   ``trial_limited``: an error count is zero, so the bound is set by the trial count, not measured.
 
-``claim_verdict`` compares the bound with the claim (PLAN.md, issue #11): ``no claim`` for an
-infinite claimed epsilon, ``outside scope`` when an aggregate-scope claim is audited on single
-messages, ``untestable`` when the claim is at or above the ceiling (no outcome of these trials
-could exceed it: ``fltr_audit.privacy.claim_trials.trials_to_test`` says how many would), else
-``violated`` / ``consistent``;
+The verdict (``fltr_audit.privacy.claim_decision.decide``): ``no claim`` for an infinite claimed
+epsilon, ``outside scope`` when an aggregate-scope claim is audited on single messages, else
+``violated`` when the deciding bound exceeds the claim (the mu-GDP bound for a declared Gaussian
+law whose held-out scores pass a normality test, else the epsilon bound), ``consistent`` when the
+audit had the power to catch twice the claim, ``untestable`` otherwise (``trials_needed``);
 ``tightness`` = epsilon_lb / claimed_epsilon. ``small_error`` records which error rate the
 held-out half chose to keep small (``fp``: the bound ``ln((1 - delta - FNR) / FPR)``), so that
 runs can be oriented alike before their counts are pooled (``reports.claims``).
@@ -49,8 +49,8 @@ import numpy as np
 from scipy import stats
 from scipy.special import ndtri
 
-from attacks.claim_decision import (AUTO_MARGIN, AUTO_TRIALS_CAP, GOF_LEVEL, auto_trials, claim_verdict,  # noqa: F401
-                                   decide, gaussian_shape_pvalue)
+from fltr_audit.privacy.claim_decision import (AUTO_MARGIN, AUTO_TRIALS_CAP, GOF_LEVEL,  # noqa: F401
+                                               auto_trials, claim_verdict, decide, gaussian_shape_pvalue)
 from fltr_audit.constraints import Interval, ParameterError, check
 from fltr_audit.errors import FltrError
 from fltr_audit.engine.interfaces import ClientDefense, PrivacyClaim
@@ -273,7 +273,7 @@ def measure(held: tuple[np.ndarray, np.ndarray], evaluation: tuple[np.ndarray, n
             pairs: int = 1) -> AuditResult:
     """The audit's figures from the scores of its held-out half (threshold, direction, the mu
     test's threshold, the normality test) and of its evaluation half (error counts, bounds), and
-    its verdict (``attacks.claim_decision.decide``); ``audit``'s parameters."""
+    its verdict (``fltr_audit.privacy.claim_decision.decide``); ``audit``'s parameters."""
     check("confidence", confidence, (Interval(float, 0.0, 1.0, closed="neither"),))
     if neighbours not in NEIGHBOURS:
         raise ParameterError("neighbours", f"unknown neighbour kind {neighbours!r} (choose {' or '.join(NEIGHBOURS)})")

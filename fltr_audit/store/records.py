@@ -122,7 +122,7 @@ class AuditMeasurement:
     """``fp`` or ``fn``: the error rate the test chosen on the held-out half keeps small
     (``reports.claims`` orients runs by it before pooling their counts)."""
     verdict_by: str
-    """The test the claim verdict rests on (``attacks.claim_decision``): ``mu-GDP`` for a declared
+    """The test the claim verdict rests on (``fltr_audit.privacy.claim_decision``): ``mu-GDP`` for a declared
     Gaussian law whose noise passed the normality test (``gof_pvalue``), else ``epsilon``."""
     gof_pvalue: float
     power: float
