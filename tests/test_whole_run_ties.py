@@ -1,0 +1,120 @@
+"""Whole-run audits free of floating-point ties (issue 37, items 5 and 6): scores ranked rounded with
+ties broken at random, the floating-point side channel reported on its own (textbook Laplace
+flagged, Mironov's snapping cleared), the Andrew et al. estimate only for aggregate-scope cosines,
+and the canaries an untestable claim needs. Each test says which planted bug it catches."""
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from attacks.canary_count import canaries_to_test
+from attacks.fdp_one_run import fdp_one_run_bound
+from attacks.float_channel import float_side_channel
+from attacks.whole_run_bounds import canary_limit, one_run_lower_bound, untied_order
+from defenses.stack import parse_defense
+from fltr_audit.engine.messages import Messages
+from fltr_audit.runs.whole_run import RunAuditOptions, run_audit_run
+
+DATA = "synthetic:mq2008?queries=200"
+SMALL = dict(canaries=100, rounds=5, clients=10, population=100, queries_per_client=2, data=DATA)
+
+
+def tied_by_bits(m=2000, seed=0):
+    """Half the canaries at exactly +1 (present ones one rounding unit above), the rest spread: the
+    issue's picture of textbook Laplace's likelihood-ratio scores."""
+    rng = np.random.default_rng(seed)
+    present = rng.random(m) < 0.5
+    scores = rng.uniform(-1, 1, m)
+    tied = rng.random(m) < 0.5
+    scores[tied] = np.where(present[tied], np.nextafter(1.0, 2.0), 1.0)
+    return scores, present
+
+
+def test_ties_are_broken_at_random_not_by_their_last_bits():
+    """The bounds see no signal in bits below the rounding: at most at the level over the tied
+    canaries alone (catches the stable sort on raw scores: every top guess right, bound ~ the limit)."""
+    scores, present = tied_by_bits()
+    tied = np.round(scores, 9) == 1.0
+    steinke = one_run_lower_bound(scores[tied], present[tied], 0.0)
+    fdp = fdp_one_run_bound(scores[tied], present[tied], 0.0)
+    assert steinke.epsilon_lb == 0.0 and fdp.mu_lb == 0.0
+    raw = one_run_lower_bound(np.where(present[tied], 1.0, 0.0), present[tied], 0.0)  # what the bits gave
+    assert raw.epsilon_lb > 3.0
+    order = untied_order(scores)
+    assert np.all(np.diff(np.round(scores, 9)[order]) >= 0)
+    ties = order[np.round(scores, 9)[order] == 1.0]
+    assert 0.3 < present[ties[: len(ties) // 2]].mean() < 0.7  # present ones not all at the top
+
+
+def test_the_floating_point_check_flags_bits_that_tell_the_secret():
+    """Off canaries all present in the +1 group and all absent in the -1 group (the textbook
+    Laplace picture): ``flagged`` -- catches a common-odds test, under which the two cancel; bits
+    alike in every group: ``cleared`` with p = 1; off canaries independent of the secrets: cleared
+    in at least 90 % of 200 draws (the level)."""
+    rng = np.random.default_rng(1)
+    m = 600
+    present = rng.random(m) < 0.5
+    sign = np.where(rng.random(m) < 0.5, 1.0, -1.0)
+    off = rng.random(m) < 0.1
+    leak = sign * np.where(off & (present == (sign > 0)), np.nextafter(1.0, 2.0), 1.0)
+    found = float_side_channel(leak, present)
+    assert found.finding == "flagged" and found.pvalue < 1e-4
+    assert float_side_channel(sign, present) == float_side_channel(sign, present)
+    assert float_side_channel(sign, present).finding == "cleared" and float_side_channel(sign, present).pvalue == 1.0
+    cleared = 0
+    for s in range(200):
+        r = np.random.default_rng(100 + s)
+        p = r.random(m) < 0.5
+        noise = sign * np.where(r.random(m) < 0.1, np.nextafter(1.0, 2.0), 1.0)
+        cleared += float_side_channel(noise, p).finding == "cleared"
+    assert cleared >= 200 - stats.binom.ppf(0.999, 200, 0.05)
+
+
+def test_snapping_outputs_lie_on_the_grid_and_follow_the_laplace_law():
+    """Mironov's snapping: multiples of the power of two >= the scale, within +-B, with the Laplace
+    law's mass on each grid cell (chi-square against scipy's Laplace cdf; catches a dropped
+    rounding, a wrong grid or a lost sign)."""
+    d = parse_defense("dp-local-laplace(eps=1,sensitivity=2,snapping=true)").client[0]
+    assert d.name.endswith("snapping=true)") and d.scale == 2.0
+    n = 200_000
+    msgs = Messages(n_interactions=np.ones(n, dtype=np.int64), vector=np.full((n, 1), 0.3), vector_kind="update")
+    out = d.apply(msgs, np.zeros(1), np.random.default_rng(0)).updates(np.zeros(1))[:, 0]
+    grid, bound = 2.0, 1.0 + d.SNAP_TAILS * 2.0
+    assert np.all(out / grid == np.round(out / grid)) and np.abs(out).max() <= bound
+    cells = np.arange(-10, 11) * grid
+    observed = np.array([np.sum(out == c) for c in cells])
+    law = stats.laplace(0.3, 2.0)
+    expected = n * (law.cdf(cells + grid / 2) - law.cdf(cells - grid / 2))
+    assert stats.chisquare(observed, expected * observed.sum() / expected.sum()).pvalue > 1e-3
+
+
+def test_the_estimate_is_fitted_only_to_aggregate_scope_cosines():
+    """Message scope: ``epsilon_estimate`` NaN with its reason; aggregate scope (dp-fedavg): fitted
+    (catches the estimate left on bounded likelihood ratios)."""
+    message = run_audit_run(RunAuditOptions("fpdgd", "dp-local-laplace(eps=1)", **SMALL))
+    assert math.isnan(message.epsilon_estimate) and math.isnan(message.estimate_low)
+    assert "aggregate-scope cosines" in message.epsilon_estimate_reason
+    aggregate = run_audit_run(RunAuditOptions("fpdgd", "dp-fedavg(noise_multiplier=1,clip=1)", **SMALL))
+    assert aggregate.scope == "aggregate" and math.isfinite(aggregate.epsilon_estimate)
+    assert aggregate.epsilon_estimate_reason == "" and aggregate.float_channel in ("flagged", "cleared")
+
+
+def test_canaries_to_test_is_the_fewest_whose_limit_exceeds_the_claim():
+    """Brute force against ``canary_limit`` at the count returned and one below."""
+    m = canaries_to_test(3.0, 50, 0.0, share=1.0)
+    assert canary_limit(m, 0.0, 0.95, m) > 3.0 >= canary_limit(m - 1, 0.0, 0.95, m - 1)
+    none = run_audit_run(RunAuditOptions("fpdgd", "dp-local-laplace(eps=20)", **SMALL))
+    assert none.claim_verdict == "untestable" and none.canaries_needed > SMALL["canaries"]
+
+
+def test_textbook_laplace_is_flagged_and_snapping_cleared_through_the_engine():
+    """The issue's command (1,000 canaries, one round of 500 of 1,000 users): the correct textbook
+    Laplace's claim verdict is not ``violated`` (its ties no longer decide it) and its floating-point
+    channel is flagged; the snapped Laplace is cleared (catches the check dropped or blind)."""
+    demo = dict(canaries=1000, population=1000, clients=500, rounds=1, data=DATA, seed=76)
+    textbook = run_audit_run(RunAuditOptions("fpdgd", "dp-local-laplace(eps=1)", **demo))
+    snapped = run_audit_run(RunAuditOptions("fpdgd", "dp-local-laplace(eps=1,snapping=true)", **demo))
+    assert textbook.claim_verdict == "consistent" and textbook.float_channel == "flagged"
+    assert snapped.float_channel == "cleared" and snapped.claim_verdict != "violated"
