@@ -242,11 +242,7 @@ def run_audit_run(options: RunAuditOptions, splits: Any = None, workers: int = 1
     mu_claim = claimed_mu(stack, pool_participations)
     took_part = first.participations > 0  # a canary that never took part has score 0 either way
     estimate, estimate_reason = one_run_estimate(first.scores[took_part], first.present[took_part], delta,
-                                                 seed=options.seed), ""
-    if first.scope != "aggregate":  # Andrew et al.'s Gaussian fit: aggregate-scope cosines only
-        estimate = type(estimate)(float("nan"), float("nan"), float("nan"))
-        estimate_reason = ("message-scope likelihood-ratio scores are bounded, not Gaussian: Andrew et al.'s "
-                           "Gaussian fit holds only for aggregate-scope cosines")
+                                                 seed=options.seed, scope=first.scope)
     floating = float_side_channel(first.scores, first.present, took_part)
     if options.runs > 1:
         picks = [int(np.flatnonzero(r.participations > 0)[0]) if (r.participations > 0).any() else 0 for r in runs]
