@@ -23,7 +23,7 @@ through an L1 distance sqrt(D) times its claim). The audit keeps the pair its he
 strongest (``attacks.epsilon_bounds.audit_chosen``).
 
 ``claimed_mu``: the mu-GDP a claim asserts when the declared law is Gaussian -- the largest mu whose
-curve is (eps, delta)-DP at the claim's (eps, delta) (``fltr_audit.privacy.audit_power.gdp_mu``),
+curve is (eps, delta)-DP at the claim's (eps, delta) (``fltr_audit.privacy.claim_decision.gdp_mu``),
 composed over rounds as sqrt(rounds) mu: the claim, not the declaration, is what is tested (a
 noise calibrated on half the sensitivity declares its true law and a claim twice too small).
 """
@@ -37,7 +37,7 @@ import numpy as np
 
 from attacks.stack_outputs import noise_declarations
 from fltr_audit.privacy import mechanisms as mech
-from fltr_audit.privacy.audit_power import gdp_mu
+from fltr_audit.privacy.claim_decision import gdp_mu
 
 OVERSHOOT = 4.0
 """How far beyond the declared clip the crafted inputs lie (a clipping defense maps them onto it)."""

@@ -1,4 +1,4 @@
-"""The power of a claim audit (``fltr_audit.privacy.audit_power``) against independent computations:
+"""The power of a claim audit (``fltr_audit.privacy.claim_decision``) against independent computations:
 the exact sums against Monte Carlo draws of the reference mechanism's error counts through the
 audit's own bounds, the GDP conversion against dp-gaussian's Balle-Wang formula, and the trials
 search against brute force. Each test says which planted bug it catches."""
@@ -11,7 +11,7 @@ from scipy.special import ndtr
 
 from attacks.epsilon_bounds import epsilon_lower_bound, mu_lower_bound
 from defenses.dp_gaussian import gaussian_delta
-from fltr_audit.privacy.audit_power import epsilon_power, gdp_delta, gdp_mu, mu_power, trials_for_power
+from fltr_audit.privacy.claim_decision import epsilon_power, gdp_delta, gdp_mu, mu_power, trials_for_power
 
 
 @pytest.mark.parametrize("eps,m,delta", [(0.1, 2000, 0.0), (0.05, 5000, 0.0), (1.0, 60, 0.0), (0.3, 800, 1e-3)])

@@ -16,7 +16,7 @@ from attacks.mechanism_audit import audit_stack
 from attacks.worst_case import OVERSHOOT, claimed_mu, worst_case_inputs, worst_case_pairs
 from defenses.stack import parse_defense
 from fltr_audit.engine.interfaces import PrivacyClaim
-from fltr_audit.privacy.audit_power import epsilon_power, gdp_delta, gdp_mu, trials_for_power
+from fltr_audit.privacy.claim_decision import epsilon_power, gdp_delta, gdp_mu, trials_for_power
 from tests.broken_claims import register
 
 SMALL = dict(data="synthetic:mq2008?queries=150", train_rounds=2, clients=40, queries_per_client=2,

@@ -63,7 +63,7 @@ def test_the_flower_integration_is_composition_root():
     assert any("flwr" in imported_packages(p) for p in flower)
 
 
-SHARED_WITH_REPORTS = ("fltr_audit/privacy/claim_trials.py",)
+SHARED_WITH_REPORTS = ("fltr_audit/privacy/claim_trials.py", "fltr_audit/privacy/claim_decision.py")
 """Engine modules reports may import: plain formulas on numbers, needing no project module
 (DESIGN.md: reports never import the engine's internals)."""
 

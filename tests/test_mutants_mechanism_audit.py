@@ -23,7 +23,7 @@ from attacks.stack_outputs import aggregate_mechanism, centre, clipped, message_
 from attacks.worst_case import OVERSHOOT, UNDECLARED, claimed_mu, worst_case_inputs
 from defenses.stack import parse_defense
 from fltr_audit.privacy import mechanisms as mech
-from fltr_audit.privacy.audit_power import gdp_mu
+from fltr_audit.privacy.claim_decision import gdp_mu
 from fltr_audit.errors import FltrError
 from fltr_audit.engine.interfaces import PrivacyClaim
 

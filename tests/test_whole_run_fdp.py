@@ -13,7 +13,7 @@ from attacks.fdp_one_run import (ApproxDPCurve, GaussianCurve, epsilon_lower_bou
                                  mu_lower_bound, rejects, tail_bound)
 from defenses.stack import parse_defense
 from attacks.worst_case import claimed_mu
-from fltr_audit.privacy.audit_power import gdp_mu
+from fltr_audit.privacy.claim_decision import gdp_mu
 from fltr_audit.runs.whole_run import fdp_pool
 
 

@@ -14,7 +14,6 @@ from attacks.fdp_one_run import fdp_one_run_bound
 from attacks.float_channel import float_side_channel
 from attacks.whole_run_bounds import canary_limit, one_run_lower_bound, untied_order
 from defenses.stack import parse_defense
-from fltr_audit.engine.messages import Messages
 from fltr_audit.runs.whole_run import RunAuditOptions, run_audit_run
 
 DATA = "synthetic:mq2008?queries=200"
@@ -70,24 +69,6 @@ def test_the_floating_point_check_flags_bits_that_tell_the_secret():
         noise = sign * np.where(r.random(m) < 0.1, np.nextafter(1.0, 2.0), 1.0)
         cleared += float_side_channel(noise, p).finding == "cleared"
     assert cleared >= 200 - stats.binom.ppf(0.999, 200, 0.05)
-
-
-def test_snapping_outputs_lie_on_the_grid_and_follow_the_laplace_law():
-    """Mironov's snapping: multiples of the power of two >= the scale, within +-B, with the Laplace
-    law's mass on each grid cell (chi-square against scipy's Laplace cdf; catches a dropped
-    rounding, a wrong grid or a lost sign)."""
-    d = parse_defense("dp-local-laplace(eps=1,sensitivity=2,snapping=true)").client[0]
-    assert d.name.endswith("snapping=true)") and d.scale == 2.0
-    n = 200_000
-    msgs = Messages(n_interactions=np.ones(n, dtype=np.int64), vector=np.full((n, 1), 0.3), vector_kind="update")
-    out = d.apply(msgs, np.zeros(1), np.random.default_rng(0)).updates(np.zeros(1))[:, 0]
-    grid, bound = 2.0, 1.0 + d.SNAP_TAILS * 2.0
-    assert np.all(out / grid == np.round(out / grid)) and np.abs(out).max() <= bound
-    cells = np.arange(-10, 11) * grid
-    observed = np.array([np.sum(out == c) for c in cells])
-    law = stats.laplace(0.3, 2.0)
-    expected = n * (law.cdf(cells + grid / 2) - law.cdf(cells - grid / 2))
-    assert stats.chisquare(observed, expected * observed.sum() / expected.sum()).pvalue > 1e-3
 
 
 def test_the_estimate_is_fitted_only_to_aggregate_scope_cosines():

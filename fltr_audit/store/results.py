@@ -50,7 +50,8 @@ Schema (``schema_version`` 1; every data table also has ``run_key`` and ``extra`
                claimed_scope TEXT, claim_verdict TEXT, tightness REAL, mu_lb REAL,
                mu_limit REAL, mu_claimed REAL, epsilon_lb_fdp REAL, fdp_guesses INTEGER,
                fdp_correct INTEGER, fdp_pool INTEGER, fdp_participations INTEGER,
-               verdict_by TEXT, ndcg10 REAL, seconds REAL)
+               verdict_by TEXT, ndcg10 REAL, seconds REAL, epsilon_estimate_reason TEXT,
+               canaries_needed REAL, float_channel TEXT, float_channel_pvalue REAL)
     meta(key TEXT PRIMARY KEY, value TEXT)
     claims(run_key TEXT PRIMARY KEY, host TEXT, pid INTEGER, expires REAL (Unix time))
                                           -- runs a process is computing now (see ResultsStore.claim)
