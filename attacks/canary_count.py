@@ -42,10 +42,9 @@ def canaries_to_test(claim: float, canaries: int, delta: float, confidence: floa
 
     if not math.isfinite(claim):
         return CANARIES_LIMIT
-    hi = max(int(canaries), 2)
+    lo, hi = max(int(canaries), 2) - 1, max(int(canaries), 2)
     while not enough(hi) and hi < CANARIES_LIMIT:
-        hi *= 2
-    lo = hi // 2
+        lo, hi = hi, 2 * hi
     while hi - lo > 1:
         mid = (lo + hi) // 2
         lo, hi = (lo, mid) if enough(mid) else (mid, hi)

@@ -60,7 +60,7 @@ def _tables(scores: np.ndarray, present: np.ndarray) -> np.ndarray:
         if off.any():
             tables.append([[np.sum(secret & off), np.sum(secret & ~off)],
                            [np.sum(~secret & off), np.sum(~secret & ~off)]])
-    return np.asarray(tables, dtype=np.float64).transpose(1, 2, 0) if tables else np.zeros((2, 2, 0))
+    return np.asarray(tables, dtype=np.float64).reshape(-1, 2, 2).transpose(1, 2, 0)
 
 
 def float_side_channel(scores: np.ndarray, present: np.ndarray, eligible: np.ndarray | None = None) -> FloatChannel:
@@ -78,5 +78,5 @@ def float_side_channel(scores: np.ndarray, present: np.ndarray, eligible: np.nda
     pvalue = 1.0  # no group with both secrets and both off and on canaries: nothing to test
     if informative.any():
         each = [stats.fisher_exact(tables[:, :, g]).pvalue for g in np.flatnonzero(informative)]
-        pvalue = float(stats.combine_pvalues(each, method="fisher").pvalue) if len(each) > 1 else float(each[0])
+        pvalue = float(stats.combine_pvalues(each, method="fisher").pvalue)  # one group: its own p-value
     return FloatChannel("flagged" if pvalue < LEVEL else "cleared", pvalue, off_present, off_absent, tied)

@@ -91,17 +91,6 @@ def epsilon_lower_bound(fp, fn, n0, n1, delta=0.0, confidence: float = 0.95) -> 
     return lb, limited
 
 
-def claim_verdict(claimed_epsilon, claimed_scope, audited_scope, epsilon_lb, ceiling=math.inf) -> str:
-    """The PLAN.md rule, re-derived here so that reports need not import the attacks."""
-    if claimed_epsilon is None or pd.isna(claimed_epsilon) or math.isinf(claimed_epsilon) or claimed_epsilon >= HUGE:
-        return "no claim"
-    if str(claimed_scope) == "aggregate" and str(audited_scope) == "message":
-        return "outside scope"
-    if pd.notna(ceiling) and claimed_epsilon >= ceiling:
-        return "untestable"
-    return "violated" if epsilon_lb > claimed_epsilon else "consistent"
-
-
 def oriented(audits: pd.DataFrame) -> pd.DataFrame:
     """Each run's counts relabelled so that its held-out test's small error is the false positive:
     rows with ``small_error == "fn"`` get fp <-> fn and n0 <-> n1 (module docstring); rows without

@@ -83,9 +83,12 @@ def test_the_estimate_is_fitted_only_to_aggregate_scope_cosines():
 
 
 def test_canaries_to_test_is_the_fewest_whose_limit_exceeds_the_claim():
-    """Brute force against ``canary_limit`` at the count returned and one below."""
-    m = canaries_to_test(3.0, 50, 0.0, share=1.0)
-    assert canary_limit(m, 0.0, 0.95, m) > 3.0 >= canary_limit(m - 1, 0.0, 0.95, m - 1)
+    """Brute force: the first count from 7 up whose ``canary_limit`` exceeds the claim (catches a
+    search that stops at a doubling, or starts below the canaries it was given)."""
+    for claim, first in ((1.0, 14), (2.5, 60), (4.0, 264)):
+        assert canaries_to_test(claim, 7, 0.0) == first
+        assert canary_limit(first, 0.0, 0.95, first) > claim >= canary_limit(first - 1, 0.0, 0.95, first - 1)
+    assert canaries_to_test(1.0, 300, 0.0) == 300  # never fewer than it has
     none = run_audit_run(RunAuditOptions("fpdgd", "dp-local-laplace(eps=20)", **SMALL))
     assert none.claim_verdict == "untestable" and none.canaries_needed > SMALL["canaries"]
 

@@ -182,7 +182,7 @@ def decide(claimed_epsilon: float, delta: float, claimed_scope: str, audited_sco
            mu: float, mu_lb: float, gof_pvalue: float, n0: int, n1: int, confidence: float) -> Decision:
     """The verdict of one audit (module docstring)."""
     by = "mu-GDP" if math.isfinite(mu) and math.isfinite(gof_pvalue) and gof_pvalue >= GOF_LEVEL else "epsilon"
-    ruled = claim_verdict(claimed_epsilon, claimed_scope, audited_scope, 0.0)
+    ruled = claim_verdict(claimed_epsilon, claimed_scope, audited_scope, epsilon_lb)
     if ruled not in ("violated", "consistent"):
         return Decision(ruled, by, math.nan, math.nan)
     if by == "mu-GDP":
@@ -191,7 +191,7 @@ def decide(claimed_epsilon: float, delta: float, claimed_scope: str, audited_sco
         def power(a: int, b: int) -> float:
             return mu_power(a, b, claimed_epsilon, delta, confidence)
     else:
-        violated = epsilon_lb > claimed_epsilon
+        violated = ruled == "violated"
 
         def power(a: int, b: int) -> float:
             return epsilon_power(a, b, claimed_epsilon, delta, confidence)
