@@ -63,14 +63,13 @@ def _tables(scores: np.ndarray, present: np.ndarray) -> np.ndarray:
     return np.asarray(tables, dtype=np.float64).reshape(-1, 2, 2).transpose(1, 2, 0)
 
 
-def float_side_channel(scores: np.ndarray, present: np.ndarray, eligible: np.ndarray | None = None) -> FloatChannel:
+def float_side_channel(scores: np.ndarray, present: np.ndarray, eligible: np.ndarray) -> FloatChannel:
     """The floating-point check of the canaries' unrounded ``scores`` (module docstring) over the
-    ``eligible`` ones (those that took part; default all)."""
+    ``eligible`` ones (a boolean mask: those that took part)."""
     from scipy import stats
 
-    scores, present = np.asarray(scores, dtype=np.float64), np.asarray(present, dtype=bool)
-    if eligible is not None:
-        scores, present = scores[eligible], present[eligible]
+    eligible = np.asarray(eligible, dtype=bool)
+    scores, present = np.asarray(scores, dtype=np.float64)[eligible], np.asarray(present, dtype=bool)[eligible]
     tables = _tables(scores, present)
     tied = int(tables.sum())
     off_present, off_absent = int(tables[0, 0].sum()), int(tables[1, 0].sum())

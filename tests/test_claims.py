@@ -25,9 +25,9 @@ def _audit(**kw):
 
 
 def test_the_plan_rule():
-    """The pooled rows' verdicts: no claim (inf, or the store's "unbounded" 1e308), outside scope,
+    """The pooled rows' verdicts: no claim (inf, or the store's "unbounded": 1e300 and above), outside scope,
     violated, consistent (a bound below a claim the trials had the power to test)."""
-    rows = pd.DataFrame([_audit(claimed_epsilon=math.inf), _audit(claimed_epsilon=1e308),
+    rows = pd.DataFrame([_audit(claimed_epsilon=math.inf), _audit(claimed_epsilon=1e300),
                          _audit(claimed_epsilon=1.0, claimed_scope="aggregate"),
                          _audit(claimed_epsilon=1.0, fp=10, fn=10), _audit(claimed_epsilon=4.5)])
     got = finish_bounds(rows.assign(runs=1))["claim_verdict"].tolist()

@@ -58,17 +58,38 @@ def test_the_floating_point_check_flags_bits_that_tell_the_secret():
     sign = np.where(rng.random(m) < 0.5, 1.0, -1.0)
     off = rng.random(m) < 0.1
     leak = sign * np.where(off & (present == (sign > 0)), np.nextafter(1.0, 2.0), 1.0)
-    found = float_side_channel(leak, present)
+    everyone = np.ones(m, dtype=bool)
+    found = float_side_channel(leak, present, everyone)
     assert found.finding == "flagged" and found.pvalue < 1e-4
-    assert float_side_channel(sign, present) == float_side_channel(sign, present)
-    assert float_side_channel(sign, present).finding == "cleared" and float_side_channel(sign, present).pvalue == 1.0
+    assert (found.off_present, found.off_absent) == (int((off & present & (sign > 0)).sum()),
+                                                     int((off & ~present & (sign < 0)).sum()))
+    alike = float_side_channel(sign, present, everyone)
+    assert alike.finding == "cleared" and alike.pvalue == 1.0 and alike.tied == 0 and found.tied == m
+    # only the eligible canaries count: the leaking ones left out, nothing is flagged
+    assert float_side_channel(leak, present, ~(off & (present == (sign > 0)))).finding == "cleared"
     cleared = 0
     for s in range(200):
         r = np.random.default_rng(100 + s)
         p = r.random(m) < 0.5
         noise = sign * np.where(r.random(m) < 0.1, np.nextafter(1.0, 2.0), 1.0)
-        cleared += float_side_channel(noise, p).finding == "cleared"
+        cleared += float_side_channel(noise, p, np.ones(m, dtype=bool)).finding == "cleared"
     assert cleared >= 200 - stats.binom.ppf(0.999, 200, 0.05)
+
+
+def test_the_check_is_fishers_method_over_every_tie_group_with_an_off_canary():
+    """Scipy as the oracle: a group of two (its Fisher p-value is 1), a group of five and one of
+    four, each with an off canary; the p-value is ``combine_pvalues`` of the three tables' Fisher
+    exact p-values (catches groups of two left out, or the groups summed into one table)."""
+    up = np.nextafter(1.0, 2.0)
+    scores = np.array([2.0, np.nextafter(2.0, 3.0),                       # group of two, off one present
+                       1.0, 1.0, 1.0, up, up,                             # group of five, two off
+                       -1.0, -1.0, -1.0, np.nextafter(-1.0, 0.0), 0.3])   # group of four, one off; a loner
+    present = np.array([0, 1, 0, 0, 1, 1, 1, 0, 1, 1, 0, 1], dtype=bool)
+    tables = [[[1, 0], [0, 1]], [[2, 1], [0, 2]], [[0, 2], [1, 1]]]
+    want = stats.combine_pvalues([stats.fisher_exact(t).pvalue for t in tables], method="fisher").pvalue
+    got = float_side_channel(scores, present, np.ones(len(scores), dtype=bool))
+    assert got.pvalue == pytest.approx(want, rel=1e-12) and got.tied == 11
+    assert (got.off_present, got.off_absent) == (3, 1)
 
 
 def test_the_estimate_is_fitted_only_to_aggregate_scope_cosines():

@@ -75,8 +75,8 @@ def gdp_mu(epsilon: float, delta: float) -> float:
 def _counts(m: int, rate: float) -> tuple[np.ndarray, np.ndarray]:
     """The error counts of Binomial(m, rate) holding all but ``TAIL`` of the mass at each end, and
     their probabilities."""
-    lo, hi = stats.binom.ppf([TAIL, 1.0 - TAIL], m, rate)
-    k = np.arange(int(max(lo - 1, 0)), int(min(hi + 1, m)) + 1)
+    lo, hi = stats.binom.ppf([TAIL, 1.0 - TAIL], m, rate).astype(np.int64)  # below lo, above hi: < TAIL each
+    k = np.arange(lo, hi + 1)
     return k, stats.binom.pmf(k, m, rate)
 
 
