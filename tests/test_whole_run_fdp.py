@@ -14,7 +14,7 @@ from attacks.fdp_one_run import (ApproxDPCurve, GaussianCurve, epsilon_lower_bou
 from defenses.stack import parse_defense
 from attacks.worst_case import claimed_mu
 from fltr_audit.privacy.claim_decision import gdp_mu
-from fltr_audit.runs.whole_run import fdp_pool
+from fltr_audit.runs.whole_run_figures import fdp_pool
 
 
 def binomial_tail(k, c, q):

@@ -10,6 +10,7 @@ field's SQL type follows its annotation (``str`` TEXT, ``int`` INTEGER, ``float`
 from __future__ import annotations
 
 import dataclasses
+import math
 import typing
 
 SQL_TYPES: dict[type, str] = {str: "TEXT", int: "INTEGER", float: "REAL", bool: "BOOLEAN"}
@@ -166,7 +167,11 @@ class RunPrivacy:
 class AuditRecord(RunPrivacy, AuditMeasurement, AuditedRun):
     """One empirical epsilon audit of a mechanism against its claim (table ``audits``); the
     columns are ``AuditedRun``'s, ``AuditMeasurement``'s, then ``RunPrivacy``'s (dataclass
-    fields follow the bases from last to first)."""
+    fields follow the bases from last to first), then ``audit_key``: the key of the audit's random
+    stream (``RunSpec.audit_key``), equal only for bit-identical audits, so that pooling counts
+    distinct audits."""
+
+    audit_key: str
 
 
 @dataclasses.dataclass(frozen=True)
@@ -247,16 +252,19 @@ class RunAuditRecord:
     verdict_by: str
     ndcg10: float
     seconds: float
-    epsilon_estimate_reason: str
+    epsilon_estimate_reason: str = ""
     """Why ``epsilon_estimate`` is NaN (null in ``--json``): Andrew et al.'s Gaussian fit holds only
     for aggregate-scope cosines; empty when it was fitted."""
-    canaries_needed: float
+    canaries_needed: float = math.nan
     """For an ``untestable`` verdict: the canaries whose count limit would exceed the claim (same
     participation rate), else NaN."""
-    float_channel: str
+    float_channel: str = ""
     """``flagged`` or ``cleared``: the floating-point side channel below the scores' rounding
     (``attacks.float_channel``), a finding of its own beside the claim verdict."""
-    float_channel_pvalue: float
+    float_channel_pvalue: float = math.nan
+    audit_key: str = ""
+    """The key of the whole-run audit (the spec parts it depends on), equal only for bit-identical
+    audits, so that pooling counts distinct audits."""
 
     def as_dict(self) -> dict:
         """The record as a plain dict (a stored row, ``--json``)."""
