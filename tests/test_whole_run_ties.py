@@ -9,12 +9,11 @@ import numpy as np
 import pytest
 from scipy import stats
 
+import fltr_audit
 from attacks.canary_count import canaries_to_test
 from attacks.fdp_one_run import fdp_one_run_bound
 from attacks.float_channel import float_side_channel
 from attacks.whole_run_bounds import canary_limit, one_run_lower_bound, untied_order
-from defenses.stack import parse_defense
-from fltr_audit.runs.whole_run import RunAuditOptions, run_audit_run
 
 DATA = "synthetic:mq2008?queries=200"
 SMALL = dict(canaries=100, rounds=5, clients=10, population=100, queries_per_client=2, data=DATA)
@@ -95,10 +94,10 @@ def test_the_check_is_fishers_method_over_every_tie_group_with_an_off_canary():
 def test_the_estimate_is_fitted_only_to_aggregate_scope_cosines():
     """Message scope: ``epsilon_estimate`` NaN with its reason; aggregate scope (dp-fedavg): fitted
     (catches the estimate left on bounded likelihood ratios)."""
-    message = run_audit_run(RunAuditOptions("fpdgd", "dp-local-laplace(eps=1)", **SMALL))
+    message = fltr_audit.audit_whole_run("fpdgd", defense="dp-local-laplace(eps=1)", **SMALL)
     assert math.isnan(message.epsilon_estimate) and math.isnan(message.estimate_low)
     assert "aggregate-scope cosines" in message.epsilon_estimate_reason
-    aggregate = run_audit_run(RunAuditOptions("fpdgd", "dp-fedavg(noise_multiplier=1,clip=1)", **SMALL))
+    aggregate = fltr_audit.audit_whole_run("fpdgd", defense="dp-fedavg(noise_multiplier=1,clip=1)", **SMALL)
     assert aggregate.scope == "aggregate" and math.isfinite(aggregate.epsilon_estimate)
     assert aggregate.epsilon_estimate_reason == "" and aggregate.float_channel in ("flagged", "cleared")
 
@@ -110,7 +109,7 @@ def test_canaries_to_test_is_the_fewest_whose_limit_exceeds_the_claim():
         assert canaries_to_test(claim, 7, 0.0) == first
         assert canary_limit(first, 0.0, 0.95, first) > claim >= canary_limit(first - 1, 0.0, 0.95, first - 1)
     assert canaries_to_test(1.0, 300, 0.0) == 300  # never fewer than it has
-    none = run_audit_run(RunAuditOptions("fpdgd", "dp-local-laplace(eps=20)", **SMALL))
+    none = fltr_audit.audit_whole_run("fpdgd", defense="dp-local-laplace(eps=20)", **SMALL)
     assert none.claim_verdict == "untestable" and none.canaries_needed > SMALL["canaries"]
 
 
@@ -119,7 +118,7 @@ def test_textbook_laplace_is_flagged_and_snapping_cleared_through_the_engine():
     Laplace's claim verdict is not ``violated`` (its ties no longer decide it) and its floating-point
     channel is flagged; the snapped Laplace is cleared (catches the check dropped or blind)."""
     demo = dict(canaries=1000, population=1000, clients=500, rounds=1, data=DATA, seed=76)
-    textbook = run_audit_run(RunAuditOptions("fpdgd", "dp-local-laplace(eps=1)", **demo))
-    snapped = run_audit_run(RunAuditOptions("fpdgd", "dp-local-laplace(eps=1,snapping=true)", **demo))
+    textbook = fltr_audit.audit_whole_run("fpdgd", defense="dp-local-laplace(eps=1)", **demo)
+    snapped = fltr_audit.audit_whole_run("fpdgd", defense="dp-local-laplace(eps=1,snapping=true)", **demo)
     assert textbook.claim_verdict == "consistent" and textbook.float_channel == "flagged"
     assert snapped.float_channel == "cleared" and snapped.claim_verdict != "violated"
