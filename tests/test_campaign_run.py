@@ -35,7 +35,7 @@ queries_per_client = [2]
 
 [probe]
 click_models = ["perfect"]
-cohort = [8]
+probe_cohort = [8]
 min_shown = 5
 
 [audit]

@@ -146,8 +146,8 @@ def test_engine_errors_name_the_parameter_and_each_door_names_what_its_user_type
 
     with pytest.raises(FltrError, match=r"^data\.fold: must be an integer in \[1, 5\], got 9$"):
         DataSettings(spec="synthetic:mq2008", fold=9)
-    with pytest.raises(FltrError, match=r"^campaign: key 'probe\.cohort': must be an integer >= 1, got 0$"):
-        validate_spec({"name": "x", "probe": {"cohort": [0]}})
+    with pytest.raises(FltrError, match=r"^campaign: key 'probe\.probe_cohort': must be an integer >= 1, got 0$"):
+        validate_spec({"name": "x", "probe": {"probe_cohort": [0]}})
     with pytest.raises(FltrError, match=r"^c\.toml: key 'data\.folds': must be an integer in \[1, 5\], got 6$"):
         validate_spec({"name": "x", "data": {"folds": [1, 6]}}, source="c.toml")
     assert main(["audit", "--probe-cohort", "0", "--quiet"]) == 2

@@ -82,7 +82,7 @@ def _campaign_table(opts: AuditOptions) -> dict[str, Any]:
     attacks = list(opts.attacks or algorithm.default_attacks)
     normalization = algorithm.default_normalization if opts.normalization == "auto" else opts.normalization
     lists = plan_probe_lists(opts, attacks, normalization)
-    probe = {"split": opts.split, "click_models": list(_click_models(opts, algorithm)), "cohort": opts.probe_cohort,
+    probe = {"split": opts.split, "click_models": list(_click_models(opts, algorithm)), "probe_cohort": opts.probe_cohort,
              "queries_per_client": opts.probe_queries, "min_shown": algorithm.k if opts.min_shown is None
              else opts.min_shown, "require_click": opts.require_click, "counterfactual": opts.counterfactual,
              "threat_model": opts.threat_model, "manipulation": opts.manipulation,

@@ -10,11 +10,11 @@ from typing import Any, Callable
 from attacks.registry import make_attack
 from fltr_audit.constraints import ParameterError
 from fltr_audit.engine.algorithms.registry import algorithm_spec
-from fltr_audit.engine.footprint import check_population_memory
 from fltr_audit.errors import FltrError
 from fltr_audit.spec.campaign_tables import DEFAULTS, SCHEMA, as_list
 from fltr_audit.spec.defense import DefenseSpec
-from fltr_audit.spec.run import AlgorithmSettings, AuditSettings, DataSettings, ProbeSettings, RunSpec, check_setting
+from fltr_audit.spec.run import (AlgorithmSettings, AuditSettings, DataSettings, ProbeSettings, RunSpec, check_population,
+                                  check_setting)
 from fltr_audit.spec.whole_run import canary_problem
 
 
@@ -69,7 +69,8 @@ _SETTINGS: dict[str, tuple[type, str]] = {
     "data.normalization": (DataSettings, "normalization"), "data.queries": (DataSettings, "queries"),
     **{f"algorithm.{k}": (AlgorithmSettings, k) for k in ("name", "rounds", "clients", "queries_per_client",
                                                           "ranker", "train_click_model", "population")},
-    **{f"probe.{k}": (ProbeSettings, k) for k in ("split", "cohort", "queries_per_client", "min_shown",
+    "probe.probe_cohort": (ProbeSettings, "cohort"),
+    **{f"probe.{k}": (ProbeSettings, k) for k in ("split", "queries_per_client", "min_shown",
                                                   "require_click", "counterfactual", "threat_model", "manipulation",
                                                   "lists", "rounds")},
     "audit.epsilon_audit": (AuditSettings, "epsilon_audit"), "audit.trials": (AuditSettings, "trials"),
@@ -95,12 +96,10 @@ def check_values(spec: dict, source: str) -> None:
     """Every value that would fail inside a run fails here, before any store is written: a
     ParameterError naming the engine's parameter, or a FltrError naming the key."""
     from fltr_audit.engine.clicks import CCM_TABLES
-    from fltr_audit.engine.population import parse_non_iid
 
     _check_settings(spec)
-    population = spec["algorithm"].get("population")
     for non_iid in as_list(spec["algorithm"].get("non_iid", "iid")):
-        check_population_memory(population, parse_non_iid(non_iid).setting)
+        check_population(spec["algorithm"].get("population"), non_iid)
     known_models = sorted({name for name, _ in CCM_TABLES}) + ["pbm"]
     queries = spec["data"].get("queries")
     for data in as_list(spec["data"]["spec"]):
