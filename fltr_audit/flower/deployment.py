@@ -93,8 +93,9 @@ def write_app(folder: Path, setup: EngineSetup, recording: Recording, curves_fil
     return folder
 
 
-def _wait_listening(port: int, processes: Processes, deadline: float) -> None:
-    """Until the SuperLink listens on ``port``: FltrError naming a program that exited meanwhile."""
+def _wait_listening(port: int, processes: Processes, log: Path, deadline: float) -> None:
+    """Until the SuperLink (logging to ``log``) listens on ``port``: FltrError naming a program that
+    exited meanwhile."""
     while time.monotonic() < deadline:
         processes.check_running()
         try:
@@ -102,8 +103,7 @@ def _wait_listening(port: int, processes: Processes, deadline: float) -> None:
                 return
         except OSError:
             time.sleep(0.3)
-    raise FltrError(f"Flower deployment: flower-superlink did not listen on 127.0.0.1:{port} in time "
-                    f"(log: {processes.started[0][2]})")
+    raise FltrError(f"Flower deployment: flower-superlink did not listen on 127.0.0.1:{port} in time (log: {log})")
 
 
 def submit(app: Path, superlink: str, processes: Processes, flwr_home: Path, deadline: float, log: Path) -> None:
@@ -148,7 +148,7 @@ def run_local_deployment(setup: EngineSetup, work: Path, recording: Recording = 
             # Flower's in-memory state: with a SQLite file, 10 SuperNodes on a loaded machine hit "database is
             # locked" and the SuperLink finished the run before round 1 (seen with tools/flower_bench.py)
             processes.start("flower-superlink", ["--insecure", "--port", str(port)], logs / "superlink.log")
-            _wait_listening(port, processes, deadline)
+            _wait_listening(port, processes, logs / "superlink.log", deadline)
             for node in range(nodes):
                 processes.start("flower-supernode", ["--insecure", "--superlink", f"127.0.0.1:{port}", "--port",
                                                      str(free_port()), "--node-config",
