@@ -9,7 +9,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-COMMAND_MODULES = ("attack", "audit", "audit_defense", "audit_run", "bench_attacks", "bench_core", "campaign", "compare",
+COMMAND_MODULES = ("attack", "audit", "audit_defense", "audit_run", "bench", "bench_attacks", "bench_core",
+                   "campaign", "compare",
                    "data", "defenses", "demo", "epsilon", "flower", "lists", "report", "train", "train_fedips",
                    "train_foltr_es")
 """The modules that register commands; the top-level commands are listed in this order."""
@@ -43,9 +44,9 @@ def quick(args: list[str], prog: str | None = None) -> int | None:
         return None
     import typer
 
-    from fltr_audit.cli.app import PLAIN, app
+    from fltr_audit.cli.app import Typer, app
 
-    shown = typer.Typer(**PLAIN, name=app.info.name, help=app.info.help, add_completion=False)
+    shown = Typer(name=app.info.name, help=app.info.help, add_completion=False)
     for group in app.registered_groups:
         shown.add_typer(group.typer_instance, name=group.name)
     for name, doc in top_level_commands():
