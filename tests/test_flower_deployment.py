@@ -40,12 +40,14 @@ def marked(value: str) -> dict[int, str]:
     return found
 
 
-def unactivated(value: str) -> dict[str, str]:
+def unactivated(value: str, tmp: Path) -> dict[str, str]:
     """This environment as a user's shell has it without activating the venv: the venv's bin folder
-    off the PATH, no VIRTUAL_ENV; FLTR_TEST_RUN=value marks what is started."""
+    off the PATH, no VIRTUAL_ENV; FLTR_TEST_RUN=value marks what is started; temporary files (the
+    logs a killed run keeps) go to ``tmp``."""
     path = [p for p in os.environ.get("PATH", "").split(os.pathsep) if p and Path(p).resolve() != BIN.resolve()]
     env = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"}
-    return {**env, "PATH": os.pathsep.join(path or ["/usr/bin", "/bin"]), "FLTR_TEST_RUN": value}
+    tmp.mkdir(exist_ok=True)
+    return {**env, "PATH": os.pathsep.join(path or ["/usr/bin", "/bin"]), "FLTR_TEST_RUN": value, "TMPDIR": str(tmp)}
 
 
 def kill_marked(value: str) -> None:
@@ -64,8 +66,8 @@ def test_a_deployment_by_the_venvs_path_without_activation_records_and_is_attack
     value, out = uuid.uuid4().hex, tmp_path / "out"
     try:
         done = subprocess.run([str(BIN / "fltr-audit"), *DEPLOYMENT, "--rounds", "1", "--record-rounds", "1",
-                               "--timeout", "300", "--out", str(out), "--json"], cwd=tmp_path, env=unactivated(value),
-                              capture_output=True, text=True, timeout=400)
+                               "--timeout", "300", "--out", str(out), "--json"], cwd=tmp_path,
+                              env=unactivated(value, tmp_path / "tmp"), capture_output=True, text=True, timeout=400)
         assert done.returncode == 0, done.stderr[-2000:]
         assert marked(value) == {}  # the SuperLink, SuperNodes, SuperExecs, ServerApp, ClientApps all stopped
     finally:
@@ -91,7 +93,7 @@ def test_sigkill_of_the_command_leaves_no_process(tmp_path):
     is up: within 30 s no process it started (or they started) is alive."""
     value = uuid.uuid4().hex
     command = subprocess.Popen([str(BIN / "fltr-audit"), *DEPLOYMENT, "--rounds", "500", "--timeout", "300",
-                                "--out", str(tmp_path / "out")], cwd=tmp_path, env=unactivated(value),
+                                "--out", str(tmp_path / "out")], cwd=tmp_path, env=unactivated(value, tmp_path / "tmp"),
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 120
@@ -105,6 +107,7 @@ def test_sigkill_of_the_command_leaves_no_process(tmp_path):
         while marked(value) and time.monotonic() < deadline:
             time.sleep(0.2)
         assert len(before) >= 9 and marked(value) == {}, (before, marked(value))
+        assert [p.name for p in (tmp_path / "tmp").glob("fltr-audit-flower-logs-*/superlink.log")]  # the logs kept
     finally:
         command.kill()
         command.wait()
