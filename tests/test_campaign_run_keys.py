@@ -83,6 +83,8 @@ def test_the_pin_covers_every_shipped_campaign():
 
 @pytest.mark.parametrize("name", sorted(PINNED_KEYS))
 def test_shipped_campaigns_keep_their_run_keys(name):
+    if '"../shared/data/' in (CAMPAIGNS / name).read_text() and not Path("../shared/data/letor/MQ2008").is_dir():
+        pytest.skip("the campaign names ../shared/data/letor/MQ2008, absent beside this checkout")
     assert [r.key for r in expand(load_spec(CAMPAIGNS / name), max_runs=None)] == PINNED_KEYS[name]
 
 

@@ -51,6 +51,8 @@ def _legacy_config(spec, run):
 
 @pytest.mark.parametrize("path", CAMPAIGNS, ids=lambda p: p.name)
 def test_to_json_is_the_legacy_run_config_and_round_trips(path):
+    if '"../shared/data/' in path.read_text() and not Path("../shared/data/letor/MQ2008").is_dir():
+        pytest.skip("the campaign names ../shared/data/letor/MQ2008, absent beside this checkout")
     spec = load_spec(path)
     for run in expand(spec, max_runs=None):
         assert run.config == _legacy_config(spec.table, run.spec)
