@@ -12,6 +12,7 @@ global model on a held-out split, FPDGD Eq. 17 online performance of what users 
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -28,6 +29,7 @@ from fltr_audit.engine.data.dataset import Dataset
 from fltr_audit.errors import FltrError
 from fltr_audit.engine.interfaces import Aggregator, Algorithm, ClientDefense, ClientOutput, Interceptor
 from fltr_audit.engine.messages import SHUFFLED, THREAT_MODELS, RoundBatch, ServerView
+from fltr_audit.engine.poisoning import Poisoning, poisoned_algorithm
 from fltr_audit.engine.population import (
     NonIID, check_buildable, counter_uniform, query_sets, skewed_queries, weighted_cohort, with_population_clicks,
 )
@@ -174,13 +176,15 @@ def run_round(algorithm: Any, params: np.ndarray, state: Any, data: Dataset, que
               client_ids: np.ndarray, round_index: int, seed: int, *,
               client_defenses: Sequence[ClientDefense] = (), aggregator: Aggregator | None = None,
               threat_model: str = "server", deterministic: bool = False,
-              observer: Callable[[RoundParts], None] | None = None
+              observer: Callable[[RoundParts], None] | None = None, poisoning: Poisoning | None = None
               ) -> tuple[np.ndarray, Any, RoundBatch, ClientOutput]:
     """One round along the whole path: client step -> defenses -> aggregation -> server step.
 
     Randomness: ``stream(seed, "client", r)`` drives the clients' private choices,
     ``stream(seed, "public", r)`` what their messages reveal, ``stream(seed, "defense", r)``
-    the defenses and ``stream(seed, "aggregate", r)`` the aggregator.
+    the defenses and ``stream(seed, "aggregate", r)`` the aggregator. A ``poisoning``
+    (``engine.poisoning``) makes some members malicious: their clicks, or their messages after the
+    client defenses (``stream(seed, "poison", r)``).
 
     Returns
     -------
@@ -190,13 +194,20 @@ def run_round(algorithm: Any, params: np.ndarray, state: Any, data: Dataset, que
     """
     check_threat_model(threat_model)
     client_ids = np.asarray(client_ids, dtype=np.int64)
-    out = algorithm.client_step(params, data, queries, client_ids, stream(seed, "client", round_index),
-                                stream(seed, "public", round_index), deterministic)
+    malicious = None if poisoning is None else poisoning.malicious(client_ids, round_index)
+    stepper = algorithm if malicious is None else poisoned_algorithm(algorithm, poisoning, client_ids, malicious)
+    out = stepper.client_step(params, data, queries, client_ids, stream(seed, "client", round_index),
+                              stream(seed, "public", round_index), deterministic)
     messages = out.messages
     defense_rng = stream(seed, "defense", round_index)
     for defense in client_defenses:
         messages = defense.apply(messages, params, defense_rng)
     aggregator = aggregator or FedAvg()
+    if malicious is not None:
+        if malicious.any():
+            messages = poisoning.craft(messages, malicious, params, aggregator, stream(seed, "poison", round_index))
+        out = dataclasses.replace(out, private={**out.private, "malicious": malicious},
+                                  round_metrics={**out.round_metrics, "malicious_clients": float(malicious.sum())})
     if observer is not None:  # reads the round, changes nothing (fltr_audit.engine.round_parts)
         observer(RoundParts(int(round_index), seed, params, out.messages, messages, client_ids, client_defenses,
                             aggregator))
@@ -276,7 +287,7 @@ def train(algorithm: Algorithm, train_data: Dataset, *, clients: int, queries_pe
           interceptors: Sequence[Interceptor] = (), threat_model: str = "server",
           on_round: Callable[[int, dict], None] | None = None, replace: bool = False,
           population: int | None = None, non_iid: NonIID | None = None,
-          observer: Callable[[RoundParts], None] | None = None) -> TrainResult:
+          observer: Callable[[RoundParts], None] | None = None, poisoning: Poisoning | None = None) -> TrainResult:
     """Train ``algorithm`` for ``rounds`` rounds of ``clients`` clients x ``queries_per_client`` queries.
 
     The same ``clients`` simulated users (ids ``0 .. clients - 1``) take part in every
@@ -292,6 +303,7 @@ def train(algorithm: Algorithm, train_data: Dataset, *, clients: int, queries_pe
     issuing the next queries of its own stream (``user_queries``); every user then takes part in
     a fraction ``clients / N`` of the rounds on average (the sampling rate of the accounting).
     ``observer``, if given, reads every round's parts (``fltr_audit.engine.round_parts``) and changes nothing.
+    A ``poisoning`` (``fltr_audit.engine.poisoning``) makes a fraction of every cohort malicious.
 
     A ``non_iid`` setting (:mod:`fltr_audit.engine.population`; Wang & Zuccon SIGIR 2022) shapes who takes
     part (``data-quantity``: weighted cohorts), which queries users issue (``label-skew``: home
@@ -348,7 +360,8 @@ def train(algorithm: Algorithm, train_data: Dataset, *, clients: int, queries_pe
                 visits[client_ids] += 1
             params, state, batch, out = run_round(algorithm, params, state, train_data, queries, client_ids, r, seed,
                                                   client_defenses=client_defenses, aggregator=aggregator,
-                                                  threat_model=threat_model, observer=observer)
+                                                  threat_model=threat_model, observer=observer,
+                                                  poisoning=poisoning)
             if not np.isfinite(params).all():
                 stack = "+".join([d.name for d in client_defenses] + [aggregator.name]) or "none"
                 raise FltrError(f"round {r}: the global model became NaN or infinite under the defense "
@@ -377,6 +390,8 @@ def train(algorithm: Algorithm, train_data: Dataset, *, clients: int, queries_pe
         "client_defenses": [d.name for d in client_defenses], "aggregator": aggregator.name,
         "online_gamma": GAMMA,
     }
+    if poisoning is not None:
+        config["poison"] = poisoning.name
     if population is not None:
         config.update(population=int(population), sampling_rate=clients / population,
                       rounds_participated_max=int(visits.max()), rounds_participated_mean=float(visits.mean()))
