@@ -22,6 +22,7 @@ from defenses.catalog import SPECS, Param, Spec
 from defenses.registration import plugin_spec
 from defenses.clipping import Clip
 from defenses.randomized_response import MAXRR_VALUES
+from defenses.robust.compose import aggregator_sees, compose
 from fltr_audit.engine.aggregation import FedAvg
 from fltr_audit.constraints import describe, satisfied
 from fltr_audit.errors import FltrDeprecation, FltrError
@@ -141,16 +142,16 @@ def parse_defense(text: str) -> DefenseStack:
     if text == "none":
         return DefenseStack(client=(), aggregator=FedAvg(), name="none")
     client: list[Any] = []
-    aggregator: Any = None
+    aggregators: list[Any] = []
     tokens: list[str] = []
     last_clip: Clip | None = None
     deprecated: list[str] = []
     for raw in _split(text, "+"):
         if raw == "none":
             raise FltrError(f"{where}: 'none' cannot be combined with other defenses")
-        if aggregator is not None:
-            raise FltrError(f"{where}: {tokens[-1]} must come last, and only one aggregator is allowed")
         spec, given, aliases = _component(raw, text)
+        if aggregators and (spec.role != "aggregator" or len(aggregators) == 2):
+            raise FltrError(f"{where}: {tokens[-1]} must come last, and only one aggregator is allowed")
         deprecated += [f"{spec.name} parameter {alias!r} is deprecated: write {name!r}" for alias, name in aliases]
         values, shown = {}, []
         for p in spec.params:
@@ -166,10 +167,13 @@ def parse_defense(text: str) -> DefenseStack:
         check_declaration(obj, spec.role)  # an unknown or impossible declared mechanism, named
         tokens.append(token)
         if spec.role == "aggregator":
-            aggregator = obj
+            aggregators.append(obj)
         else:
             client.append(obj)
             last_clip = obj if isinstance(obj, Clip) else last_clip
+    aggregator = compose(*aggregators, text) if len(aggregators) == 2 else (aggregators or [None])[0]
+    if len(aggregators) == 2:
+        tokens[len(client):] = [aggregator.name]  # canonical: the rule first, in either order written
     if hasattr(aggregator, "after"):  # an aggregator whose claim rests on the client defenses (shuffle)
         try:
             aggregator = aggregator.after(tuple(client))
@@ -186,7 +190,8 @@ def list_defenses() -> list[dict]:
     claim it makes with default parameters."""
     rows = []
     for spec in SPECS.values():
-        claim = spec.build(**{p.name: p.default for p in spec.params}, name=spec.name).claim
+        obj = spec.build(**{p.name: p.default for p in spec.params}, name=spec.name)
+        claim = obj.claim
         rows.append({
             "name": spec.name, "role": spec.role, "summary": spec.summary, "guarantee": spec.guarantee,
             "parameters": [{"name": p.name, "default": "maxrr" if p.default is MAXRR_VALUES else _fmt(p.default),
@@ -195,5 +200,6 @@ def list_defenses() -> list[dict]:
                             **({"inherits": "from a preceding clip"} if p.inherit else {}),
                             **({"deprecated_alias": p.alias} if p.alias else {})} for p in spec.params],
             "default_claim": {"epsilon": claim.epsilon, "delta": claim.delta, "scope": claim.scope},
+            "sees": aggregator_sees(obj) if spec.role == "aggregator" else "",
         })
     return rows
