@@ -223,7 +223,7 @@ def evaluate(guess: Guess, batch: RoundBatch, *, counterfactual: np.ndarray | No
     keep = ((frame["n_shown"] >= max(min_shown, 1)) & ((frame["n_clicked"] > 0) | (not require_click))).to_numpy()
     malicious = batch.truth.private.get("malicious")
     if malicious is not None and not score_malicious:
-        keep &= np.repeat(~np.asarray(malicious, dtype=bool), B)
+        keep = keep & np.repeat(~np.asarray(malicious, dtype=bool), B)
     slot_keep = flat_mask & keep[:, None]
     slots = Slots(score=score[slot_keep], click=c.reshape(R, k)[slot_keep], decision=flat_d[slot_keep],
                   counterfactual=cf_flat[:, slot_keep])
