@@ -62,6 +62,8 @@ from attacks.scoring import Slots, evaluate, roc_points, summarize
 from attacks.mechanism_audit import audit_stack, protected_by_aggregator
 from attacks.worst_case import worst_case_inputs
 from defenses.accounting import ParticipationSchedule, privacy_spent
+from defenses.robust.compose import check_cohort
+from defenses.robust.fltrust import bind_server_data
 from defenses.stack import DefenseStack, parse_defense
 from fltr_audit.privacy import mechanisms as mech
 from fltr_audit.engine import metrics
@@ -118,8 +120,11 @@ _TRAINED_MAX = 16
 
 
 def trained(config: RunSpec, stack: DefenseStack | None = None) -> TrainResult:
-    """The model trained under the defense ``stack`` (None: no defense) for this configuration
+    """The model trained under the defense ``stack`` (None: no defense, and no poisoning: the base model
+    the probe attacks is the same with and without an integrity attack) for this configuration
     (cached per process, keyed by the training settings and the stack's canonical name)."""
+    if stack is None and config.algorithm.poison is not None:
+        config = config.replace(algorithm=dataclasses.replace(config.algorithm, poison=None))
     name = "none" if stack is None else stack.name
     key = (config.data, config.algorithm, config.seed, name)
     if key in _TRAINED:
@@ -136,6 +141,12 @@ def _train(config: RunSpec, stack: DefenseStack) -> TrainResult:
     splits = splits_of(config)
     algo = config.algorithm
     algorithm = build_algorithm(config, splits, algo.train_click_model)
+    poisoning = None
+    if algo.poison is not None:
+        declared = algorithms.algorithm_spec(algo.name)
+        algo.poison.check_applies(algo.name, declared.message_kind, declared.user_clicks)
+        poisoning = algo.poison.build(seed=config.seed, n_levels=splits.train.n_levels)
+    stack = bind_server_data(stack, algorithm, splits.train, algo.queries_per_client, config.seed)
     return train(
         algorithm,
         splits.train,
@@ -150,6 +161,7 @@ def _train(config: RunSpec, stack: DefenseStack) -> TrainResult:
         replace=algo.clients * algo.queries_per_client > splits.train.n_queries,
         population=algo.population,
         non_iid=parse_non_iid(algo.non_iid),
+        poisoning=poisoning,
     )
 
 
@@ -159,17 +171,25 @@ def run_audit(config: RunSpec | Mapping[str, Any]) -> dict[str, pd.DataFrame]:
     config = as_run_spec(config)
     draws = counterfactual_draws(config.probe)
     splits = splits_of(config)
-    stack = config.defense
+    stack = bind_server_data(config.defense, build_algorithm(config, splits, config.algorithm.train_click_model),
+                             splits.train, config.algorithm.queries_per_client, config.seed)
     context = {"algo": config.algorithm.name, "setting": algorithm_setting(config), "data": config.data.spec,
                "fold": config.data.fold, "seed": config.seed}
 
+    check_cohort(stack, config.algorithm.clients)
+    poison = config.algorithm.poison
     base = trained(config)
-    defended = trained(config, stack) if stack.name != "none" else base
+    defended = trained(config, stack) if stack.name != "none" or poison is not None else base
     base_ndcg, _ = _final_ndcg(config, splits, base)
     ndcg, ndcg5 = _final_ndcg(config, splits, defended)
+    integrity = {} if poison is None else {"poison": poison.text, "malicious_mean": float(
+        defended.curves["malicious_clients"].mean())}
     utility = pd.DataFrame([{**context, "click_model": config.algorithm.train_click_model, "defense": stack.name,
-                             "ndcg10": ndcg, "ndcg10_delta": ndcg - base_ndcg, "ndcg5": ndcg5}])
-    curves = defended.curves.assign(defense=stack.name, algo=context["algo"], setting=context["setting"])
+                             "ndcg10": ndcg, "ndcg10_delta": ndcg - base_ndcg, "ndcg5": ndcg5, **integrity}])
+    curves = defended.curves.assign(defense=stack.name, algo=context["algo"], setting=context["setting"],
+                                    **({"poison": poison.text} if poison is not None else {}))
+    if poison is not None:  # an integrity run: its privacy side is the same run without the poisoning's
+        return {"utility": utility, "curves": curves}
 
     probe_cfg = config.probe
     data = splits.get(probe_cfg.split)
