@@ -69,6 +69,8 @@ _degree = (Satisfies(int, lambda v: v >= 0 and v % 2 == 0, "0 (complete graph) o
 _bits = (Interval(int, 16, 64),)
 _count = (Interval(int, 0, None),)
 _NO_CLAIM = "none (integrity: a robust rule, no DP claim)"
+_VIEW = Param("view", "choice", "updates", "what the server sees: each update, or only the released output "
+             "(the rule inside a secure robust-aggregation protocol)", choices=("updates", "output"))
 _F = Param("f", "int", 1, "Byzantine clients tolerated (needs a cohort n >= 2f + 3)", _count, key=True)
 
 
@@ -137,26 +139,26 @@ SPECS: dict[str, Spec] = {s.name: s for s in (
          "distributed discrete Gaussian (Kairouz, Liu, Steinke 2021): clip, rotate, scale, conditional "
          "randomized rounding, per-client discrete Gaussian shares, modular secure sum in Z_(2^bits)",
          "the paper's zCDP bound for the cohort n, as (epsilon, dp_delta) per round, scope aggregate"),
-    Spec("median", "aggregator", Median, (),
+    Spec("median", "aggregator", Median, (_VIEW,),
          "coordinate-wise median of the updates (Yin et al. 2018); sees each update", _NO_CLAIM),
     Spec("trimmed-mean", "aggregator", TrimmedMean,
          (Param("beta", "float", 0.1, "share trimmed at each end, floor(beta n) values per coordinate",
-                (Interval(float, 0.0, 0.5, closed="left"),), key=True),),
+                (Interval(float, 0.0, 0.5, closed="left"),), key=True), _VIEW),
          "coordinate-wise beta-trimmed mean (Yin et al. 2018); sees each update", _NO_CLAIM),
-    Spec("krum", "aggregator", Krum, (_F,),
+    Spec("krum", "aggregator", Krum, (_F, _VIEW),
          "the update of smallest Krum score (Blanchard et al. 2017); sees pairwise distances", _NO_CLAIM),
     Spec("multi-krum", "aggregator", MultiKrum,
-         (_F, Param("m", "int", 0, "updates averaged, at most n - f (0: n - f)", _count)),
+         (_F, Param("m", "int", 0, "updates averaged, at most n - f (0: n - f)", _count), _VIEW),
          "mean of the m updates of smallest Krum score; sees pairwise distances", _NO_CLAIM),
     Spec("norm-bound", "aggregator", NormBound,
          (Param("clip", "float", 1.0, "L2 bound of each update", _positive, key=True),
           Param("sigma", "float", 0.0, "std of Gaussian noise on the mean (Sun et al.'s weak DP; 0: none)",
-                (Interval(float, 0.0, _LARGEST),))),
+                (Interval(float, 0.0, _LARGEST),)), _VIEW),
          "updates clipped to L2 norm clip, then the mean (Sun et al. 2019); a proven bound needs only the sum, "
          "so it composes with secagg", _NO_CLAIM),
     Spec("fltrust", "aggregator", FLTrust,
          (Param("queries", "int", 10, "labelled training queries of the server's root set", (Interval(int, 1, None),),
-                key=True),),
+                key=True), _VIEW),
          "trust scores ReLU(cos(update, root update)) from the server's own root set (Cao et al. 2021); "
          "sees each update", _NO_CLAIM),
     Spec("shuffle", "aggregator", Shuffle,

@@ -1,7 +1,9 @@
 """Robust aggregators of a defense stack: the cohort's updates combined by a robust rule (``rules``)
 instead of the n_c-weighted mean. Each is given the global model (``reads_global_model``), combines
 the updates ``vector - global`` and releases the result in the messages' vector kind; the server
-sees the messages (it needs them). Each declares what it must see (``sees``, whether it composes
+sees the messages (it needs them), or with ``view="output"`` -- the rule run inside a secure
+robust-aggregation protocol -- only the released output (what the rule reveals beyond the mean is
+then measured on it: Krum's output is one client's update). Each declares what it must see (``sees``, whether it composes
 with secure aggregation: ``compose``) and claims no privacy.
 
 Odd cohorts never stop a run: Krum and Multi-Krum in a cohort of n < 2f + 3 (a probe remainder, a
@@ -32,8 +34,8 @@ class RobustAggregator:
     claim = PrivacyClaim()
     sees: ClassVar[Sees] = "updates"
 
-    def __init__(self, name: str) -> None:
-        self.name, self.fallbacks = name, 0
+    def __init__(self, name: str, view: str = "updates") -> None:
+        self.name, self.view, self.fallbacks = name, view, 0
 
     def combine(self, U: np.ndarray, weights: np.ndarray) -> np.ndarray:
         """The rule on the cohort's updates (n, P) and n_c weights (n,): the released update (P,)."""
@@ -47,7 +49,8 @@ class RobustAggregator:
         update = self.release(self.combine(messages.updates(g), np.asarray(messages.n_interactions)), rng)
         return Aggregate(mean=update + g if messages.vector_kind == "weights" else update,
                          participants=np.asarray(participants), dropouts=np.empty(0, dtype=np.int64),
-                         messages=messages, stats={"fallbacks": float(self.fallbacks)})
+                         messages=None if self.view == "output" else messages,
+                         stats={"fallbacks": float(self.fallbacks)})
 
     def check_cohort(self, n: int) -> None:
         """FltrError when a cohort of ``n`` clients cannot hold the rule (checked at the door)."""
@@ -63,8 +66,8 @@ class RobustAggregator:
 class Median(RobustAggregator):
     """``median``: the coordinate-wise median (Yin et al. 2018): order statistics of the updates."""
 
-    def __init__(self, name: str = "median") -> None:
-        super().__init__(name)
+    def __init__(self, name: str = "median", view: str = "updates") -> None:
+        super().__init__(name, view)
 
     def combine(self, U: np.ndarray, weights: np.ndarray) -> np.ndarray:
         return rules.coordinate_median(U)
@@ -73,8 +76,8 @@ class Median(RobustAggregator):
 class TrimmedMean(RobustAggregator):
     """``trimmed-mean(beta)``: per coordinate floor(beta n) values trimmed at each end (Yin et al. 2018)."""
 
-    def __init__(self, beta: float = 0.1, name: str = "trimmed-mean") -> None:
-        super().__init__(name)
+    def __init__(self, beta: float = 0.1, name: str = "trimmed-mean", view: str = "updates") -> None:
+        super().__init__(name, view)
         self.beta = float(beta)
 
     def combine(self, U: np.ndarray, weights: np.ndarray) -> np.ndarray:
@@ -86,8 +89,8 @@ class Krum(RobustAggregator):
 
     sees: ClassVar[Sees] = "distances"
 
-    def __init__(self, f: int = 1, name: str = "krum") -> None:
-        super().__init__(name)
+    def __init__(self, f: int = 1, name: str = "krum", view: str = "updates") -> None:
+        super().__init__(name, view)
         self.f = int(f)
 
     @property
@@ -119,8 +122,8 @@ class Krum(RobustAggregator):
 class MultiKrum(Krum):
     """``multi-krum(f, m)``: the mean of the m updates of smallest Krum score (m = 0: n - f)."""
 
-    def __init__(self, f: int = 1, m: int = 0, name: str = "multi-krum") -> None:
-        super().__init__(f, name)
+    def __init__(self, f: int = 1, m: int = 0, name: str = "multi-krum", view: str = "updates") -> None:
+        super().__init__(f, name, view)
         self.m = int(m)
 
     def check_cohort(self, n: int) -> None:
@@ -144,8 +147,8 @@ class NormBound(RobustAggregator):
 
     sees: ClassVar[Sees] = "sum"
 
-    def __init__(self, clip: float = 1.0, sigma: float = 0.0, name: str = "norm-bound") -> None:
-        super().__init__(name)
+    def __init__(self, clip: float = 1.0, sigma: float = 0.0, name: str = "norm-bound", view: str = "updates") -> None:
+        super().__init__(name, view)
         self.clip, self.sigma = float(clip), float(sigma)
 
     def bound(self, messages: Messages, global_params: np.ndarray) -> Messages:

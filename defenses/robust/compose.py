@@ -73,8 +73,8 @@ def compose(first: Any, second: Any, text: str) -> Any:
     if is_rule(first) and is_rule(second):
         raise FltrError(f"{where}: {first.name} and {second.name} are two robust rules; choose one")
     if not (is_rule(first) or is_rule(second)):
-        raise FltrError(f"{where}: {first.name} and {second.name} are two aggregators; only one is allowed "
-                        "(a robust rule may join dp-fedavg or a secure sum)")
+        raise FltrError(f"{where}: {first.name} must come last, and only one aggregator is allowed (a robust "
+                        "rule may join dp-fedavg or a secure sum)")
     rule, other = (first, second) if is_rule(first) else (second, first)
     if aggregator_sees(other) == "sum":
         if rule.sees != "sum":

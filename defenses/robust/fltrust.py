@@ -48,8 +48,8 @@ class FLTrust(RobustAggregator):
 
     needs_server_data: ClassVar[bool] = True
 
-    def __init__(self, queries: int = 10, name: str = "fltrust") -> None:
-        super().__init__(name)
+    def __init__(self, queries: int = 10, name: str = "fltrust", view: str = "updates") -> None:
+        super().__init__(name, view)
         self.queries = int(queries)
         self.root: RootStep | None = None
         self._g0 = np.zeros(0)
