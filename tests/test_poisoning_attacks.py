@@ -131,6 +131,8 @@ def test_foltr_metric_reports():
     # reflecting the metric negates the antithetic difference f+ - f- exactly
     diff = lambda x: x[:, :2].mean(1) - x[:, 2:].mean(1)
     assert np.allclose(diff(flipped[bad]), -diff(M[bad]))
+    scaled = SignFlip(0.2, scale=4).craft(msgs, bad, np.zeros(3), FedAvg(), np.random.default_rng(0)).metric
+    assert np.allclose(diff(scaled[bad]), -4 * diff(M[bad]))
     assert np.allclose(Scale(0.2, factor=3).craft(msgs, bad, np.zeros(3), FedAvg(),
                                                   np.random.default_rng(0)).metric[bad], 3 * M[bad])
     with pytest.raises(ParameterError, match="no part it can write"):

@@ -3,8 +3,9 @@
 With U the cohort's updates, ``u_c`` a malicious client's own honest update and mu, sigma the
 coordinate-wise mean and standard deviation of the benign updates:
 
-* ``sign-flip(scale=s)``: ``-s u_c`` (FOLtR-ES: the metric reflected, ``1 - f``, which negates the
-  client's share of the ES gradient Eq. 4-6 when antithetic and in expectation otherwise);
+* ``sign-flip(scale=s)``: ``-s u_c`` (FOLtR-ES: the metric reflected about 1/2 and scaled,
+  ``1/2 - s (f - 1/2)``, which multiplies the client's share of the ES gradient Eq. 4-6 by -s when
+  antithetic, and in expectation otherwise);
 * ``scale(factor=l)``: ``l u_c``, boosting (Bagdasaryan et al. 2020, model replacement at
   l = 1 / fraction); FOLtR-ES: ``l f``;
 * ``noise(std=s)``: ``u_c + N(0, s^2 I)`` (the "add noise" poisoning of Wang et al., ECIR 2024);
@@ -39,7 +40,7 @@ class SignFlip(Crafting):
         return -self.scale * U[bad]
 
     def metrics(self, M: np.ndarray, bad: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        return 1.0 - M[bad]
+        return 0.5 - self.scale * (M[bad] - 0.5)
 
 
 class Scale(Crafting):

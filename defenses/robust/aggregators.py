@@ -1,6 +1,8 @@
 """Robust aggregators of a defense stack: the cohort's updates combined by a robust rule (``rules``)
 instead of the n_c-weighted mean. Each is given the global model (``reads_global_model``), combines
-the updates ``vector - global`` and releases the result in the messages' vector kind; the server
+the updates ``vector - global`` (FOLtR-ES: each client's share of the ES gradient, read off its
+seed and metric by the algorithm's ``message_updates``, bound by the run: ``binding``) and releases
+the result in the messages' vector kind (FOLtR-ES: the combined gradient); the server
 sees the messages (it needs them), or with ``view="output"`` -- the rule run inside a secure
 robust-aggregation protocol -- only the released output (what the rule reveals beyond the mean is
 then measured on it: Krum's output is one client's update). Each declares what it must see (``sees``, whether it composes
@@ -13,12 +15,12 @@ Multi-Krum keeps at most n - f. Every such round is counted in ``fallbacks`` (an
 
 from __future__ import annotations
 
-from typing import ClassVar
+import copy
+from typing import Callable, ClassVar
 
 import numpy as np
 
 from defenses.robust import rules
-from defenses.secagg import require_vectors
 from fltr_audit.engine.aggregation import weighted_mean
 from fltr_audit.engine.interfaces import Aggregate, PrivacyClaim, Sees
 from fltr_audit.engine.messages import Messages
@@ -36,6 +38,23 @@ class RobustAggregator:
 
     def __init__(self, name: str, view: str = "updates") -> None:
         self.name, self.view, self.fallbacks = name, view, 0
+        self.decoder: Callable[[Messages], np.ndarray] | None = None
+
+    def with_decoder(self, decoder: Callable[[Messages], np.ndarray]) -> "RobustAggregator":
+        """A copy that reads each client's update off messages without a vector (FOLtR-ES's seed and
+        metric values: ``message_updates`` of an algorithm declaring ``decodes_messages``)."""
+        out = copy.copy(self)
+        out.decoder = decoder
+        return out
+
+    def updates(self, messages: Messages, g: np.ndarray) -> np.ndarray:
+        """The cohort's updates: the vectors relative to ``g``, or what the bound decoder reads."""
+        if messages.vector is not None:
+            return messages.updates(g)
+        if self.decoder is None:
+            raise FltrError(f"{self.name}: the messages carry no parameter vector and no decoder of them is bound "
+                            "(FOLtR-ES: the run binds its message_updates)")
+        return self.decoder(messages)
 
     def combine(self, U: np.ndarray, weights: np.ndarray) -> np.ndarray:
         """The rule on the cohort's updates (n, P) and n_c weights (n,): the released update (P,)."""
@@ -43,11 +62,14 @@ class RobustAggregator:
 
     def aggregate(self, messages: Messages, participants: np.ndarray, rng: np.random.Generator,
                   global_params: np.ndarray | None = None) -> Aggregate:
-        require_vectors(messages, self.name)
-        g = np.zeros(messages.vector.shape[1]) if global_params is None else np.asarray(global_params, dtype=np.float64)
+        if global_params is None and messages.vector is not None:
+            global_params = np.zeros(messages.vector.shape[1])
+        U = self.updates(messages, global_params)
+        g = np.zeros(U.shape[1]) if global_params is None else np.asarray(global_params, dtype=np.float64)
         self.prepare(g, rng)
-        update = self.release(self.combine(messages.updates(g), np.asarray(messages.n_interactions)), rng)
-        return Aggregate(mean=update + g if messages.vector_kind == "weights" else update,
+        update = self.release(self.combine(U, np.asarray(messages.n_interactions)), rng)
+        weights = messages.vector is not None and messages.vector_kind == "weights"
+        return Aggregate(mean=update + g if weights else update,
                          participants=np.asarray(participants), dropouts=np.empty(0, dtype=np.int64),
                          messages=None if self.view == "output" else messages,
                          stats={"fallbacks": float(self.fallbacks)})

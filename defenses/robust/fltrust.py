@@ -6,14 +6,13 @@ update g0. A client's trust score is ``TS_i = ReLU(cos(u_i, g0))``; its update i
 ``||g0||`` and the released update is ``sum_i TS_i ||g0|| u_i / ||u_i|| / sum_i TS_i`` (Eq. 4-5);
 a round where every score is 0 releases no update (counted in ``fallbacks``).
 
-The root step is bound to a run by the composition root (``bind_server_data``: the algorithm, its
+The root step is bound to a run by the composition root (``binding.bind_run``: the algorithm, its
 training split, the run seed); an unbound ``fltrust`` refuses to aggregate.
 """
 
 from __future__ import annotations
 
 import copy
-import dataclasses
 from typing import Any, Callable, ClassVar
 
 import numpy as np
@@ -64,7 +63,7 @@ class FLTrust(RobustAggregator):
         """This round's root update g0 (before ``combine``)."""
         if self.root is None:
             raise FltrError(f"{self.name}: the server's root set is not bound to the run "
-                            "(defenses.robust.fltrust.bind_server_data)")
+                            "(defenses.robust.binding.bind_run)")
         self._g0 = self.root(np.asarray(global_params, dtype=np.float64), rng)
 
     def combine(self, U: np.ndarray, weights: np.ndarray) -> np.ndarray:
@@ -83,16 +82,8 @@ def root_step(algorithm: Any, data: Any, queries: int, queries_per_client: int, 
     def root(global_params: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         picked = rng.choice(pool, size=B, replace=B > len(pool)).astype(np.int64)[None, :]
         out = algorithm.client_step(global_params, data, picked, np.array([ROOT_CLIENT]), rng, rng)
+        if out.messages.vector is None:  # FOLtR-ES: its share of the gradient, read off seed and metric
+            return algorithm.message_updates(out.messages)[0]
         return out.messages.updates(global_params)[0]
 
     return root
-
-
-def bind_server_data(stack: Any, algorithm: Any, data: Any, queries_per_client: int, seed: int) -> Any:
-    """``stack`` itself, or a copy whose aggregator -- one whose type declares ``needs_server_data``
-    -- is bound to the run's root step (``root_step``)."""
-    agg = stack.aggregator
-    if not getattr(type(agg), "needs_server_data", False):
-        return stack
-    root = root_step(algorithm, data, agg.queries, queries_per_client, seed)
-    return dataclasses.replace(stack, aggregator=agg.with_root(root))

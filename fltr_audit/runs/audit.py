@@ -63,7 +63,7 @@ from attacks.mechanism_audit import audit_stack, protected_by_aggregator
 from attacks.worst_case import worst_case_inputs
 from defenses.accounting import ParticipationSchedule, privacy_spent
 from defenses.robust.compose import check_cohort
-from defenses.robust.fltrust import bind_server_data
+from defenses.robust.binding import bind_run
 from defenses.stack import DefenseStack, parse_defense
 from fltr_audit.privacy import mechanisms as mech
 from fltr_audit.engine import metrics
@@ -146,7 +146,7 @@ def _train(config: RunSpec, stack: DefenseStack) -> TrainResult:
         declared = algorithms.algorithm_spec(algo.name)
         algo.poison.check_applies(algo.name, declared.message_kind, declared.user_clicks)
         poisoning = algo.poison.build(seed=config.seed, n_levels=splits.train.n_levels)
-    stack = bind_server_data(stack, algorithm, splits.train, algo.queries_per_client, config.seed)
+    stack = bind_run(stack, algorithm, splits.train, algo.queries_per_client, config.seed)
     return train(
         algorithm,
         splits.train,
@@ -171,7 +171,7 @@ def run_audit(config: RunSpec | Mapping[str, Any]) -> dict[str, pd.DataFrame]:
     config = as_run_spec(config)
     draws = counterfactual_draws(config.probe)
     splits = splits_of(config)
-    stack = bind_server_data(config.defense, build_algorithm(config, splits, config.algorithm.train_click_model),
+    stack = bind_run(config.defense, build_algorithm(config, splits, config.algorithm.train_click_model),
                              splits.train, config.algorithm.queries_per_client, config.seed)
     context = {"algo": config.algorithm.name, "setting": algorithm_setting(config), "data": config.data.spec,
                "fold": config.data.fold, "seed": config.seed}
