@@ -162,3 +162,39 @@ def test_bad_robust_stacks_are_one_line(text, pattern):
     with pytest.raises(FltrError, match=pattern) as info:
         parse_defense(text)
     assert "\n" not in str(info.value)
+
+
+def foltr_round():
+    from fltr_audit.engine.algorithms.foltr_es import FOLtRES
+    from fltr_audit.engine.clicks import cascade_model
+    from fltr_audit.engine.data.synthetic import generate
+    from fltr_audit.engine.federation import run_round, sample_queries
+    from fltr_audit.engine.randomness import stream
+    from fltr_audit.engine.rankers import LinearRanker
+
+    data = generate("mq2008", queries=120, seed=0)
+    algo = FOLtRES(LinearRanker(data.n_features), cascade_model("perfect", 3))
+    params = np.zeros(data.n_features)
+    queries = sample_queries(data.n_queries, 12, 4, stream(0, "q", 1))
+    return algo, data, params, queries, run_round
+
+
+def test_foltr_message_updates_average_to_the_es_gradient_and_robust_rules_combine_them():
+    from defenses.robust.binding import bind_run
+    from fltr_audit.engine.algorithms.foltr_es import es_gradient
+
+    algo, data, params, queries, run_round = foltr_round()
+    _, _, batch, _ = run_round(algo, params, algo.init_server_state(params), data, queries, np.arange(12), 1, 0)
+    msgs = batch.view.messages
+    shares = algo.message_updates(msgs)
+    assert np.allclose(shares.mean(0), es_gradient(algo.cohort_perturbations(msgs.seed), msgs.metric, algo.sigma,
+                                                   algo.antithetic))
+    stack = bind_run(parse_defense("median"), algo, data, 4, 0)
+    released = stack.aggregator.aggregate(msgs, np.arange(12), np.random.default_rng(0), global_params=params).mean
+    assert np.allclose(released, np.median(shares, axis=0))
+    with pytest.raises(FltrError, match="no decoder"):  # unbound: refused, not silently the mean
+        parse_defense("median").aggregator.aggregate(msgs, np.arange(12), np.random.default_rng(0))
+    # the server steps with the robust combination: Adam's first step moves by lr * sign
+    new, _, _, _ = run_round(algo, params, algo.init_server_state(params), data, queries, np.arange(12), 1, 0,
+                             aggregator=stack.aggregator)
+    assert np.allclose(new, params + algo.lr * np.sign(released), atol=1e-6)
