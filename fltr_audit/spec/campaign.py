@@ -41,6 +41,7 @@ _SCHEMA: dict[str, dict[str, tuple[type, ...]]] = {
         "params": (dict,),
         "population": (int,),
         "non_iid": (str, list),
+        "poison": (str, list),
     },
     "probe": {
         "split": (str, list),
@@ -184,6 +185,7 @@ CAMPAIGN_KEYS = {
     "data": "data.spec", "fold": "data.folds", "queries": "data.queries", "normalization": "data.normalization",
     "clients": "algorithm.clients", "rounds": "algorithm.rounds", "queries_per_client": "algorithm.queries_per_client",
     "ranker": "algorithm.ranker", "population": "algorithm.population", "non_iid": "algorithm.non_iid",
+    "poison": "algorithm.poison",
     "click_model": "probe.click_models", "split": "probe.split", "threat_model": "probe.threat_model",
     "manipulation": "probe.manipulation", "defense": "audit.defenses", "attacks": "audit.attacks",
     "trials": "audit.trials", "canaries": "audit_run.canaries", "runs": "audit_run.runs",
@@ -255,8 +257,28 @@ def _check_values(spec: dict, source: str) -> None:
                                 "so there is nothing to size its trials by; give a number of trials")
     _check_each(spec["audit"]["defenses"], parse_defense, "defense")
     _check_each(spec["audit"]["attacks"], make_attack, "attacks")
+    _check_robustness(spec)
     _check_threat_models(spec, source)
     _check_audit_run(spec, source)
+
+
+def _check_robustness(spec: dict) -> None:
+    """``algorithm.poison``: every poisoning parses and every algorithm's messages carry it; every
+    defense's robust rule fits every cohort (``defenses.robust.compose.check_cohort``)."""
+    from defenses.robust.compose import check_cohort
+    from fltr_audit.spec.poison import parse_poison
+
+    for text in as_list(spec["algorithm"].get("poison", "none")):
+        poison = parse_poison(text)
+        for name in as_list(spec["algorithm"]["name"]) if poison is not None else []:
+            declared = algorithm_spec(name, auditable=True)
+            poison.check_applies(name, declared.message_kind, declared.user_clicks)
+    for text in as_list(spec["audit"]["defenses"]):
+        for clients in as_list(spec["algorithm"]["clients"]):
+            try:
+                check_cohort(parse_defense(text), clients)
+            except FltrError as exc:
+                raise ParameterError("defense", str(exc)) from None
 
 
 def _check_threat_models(spec: dict, source: str) -> None:

@@ -17,6 +17,7 @@ from fltr_audit.spec.run import AlgorithmSettings, AuditSettings, DataSettings, 
 
 __all__ = ["MAX_RUNS", "Run", "expand", "grid_size", "run_key"]
 from fltr_audit.engine.population import parse_non_iid
+from fltr_audit.spec.poison import parse_poison
 
 
 @dataclass(frozen=True)
@@ -40,7 +41,7 @@ def grid_size(spec: dict) -> int:
     data, algo, probe, audit = spec["data"], spec["algorithm"], spec["probe"], spec["audit"]
     axes = [data["spec"], data["folds"], algo["name"], algo["rounds"], algo["clients"], algo["queries_per_client"],
             algo["ranker"], probe["split"], probe["cohort"], audit["defenses"], spec["seeds"],
-            as_list(algo.get("non_iid", "iid")), *algo["params"].values()]
+            as_list(algo.get("non_iid", "iid")), as_list(algo.get("poison", "none")), *algo["params"].values()]
     return math.prod(len(as_list(a)) for a in axes)
 
 
@@ -69,11 +70,13 @@ def expand(spec: dict, max_runs: int | None = MAX_RUNS) -> list[Run]:
         spec["seeds"],
         as_list(probe.get("threat_model", "server")),
         [parse_non_iid(s).name for s in as_list(algo.get("non_iid", "iid"))],
+        [parse_poison(p) for p in as_list(algo.get("poison", "none"))],  # absent: no poisoning, keys unchanged
     )
     whole_run = spec.get("audit_run", {})  # absent by default: run keys of older campaigns unchanged
     stacks = {d: parse_defense(d) for d in as_list(audit["defenses"])}  # each defense string parsed once
     runs = []
-    for dspec, fold, name, rounds, clients, qpc, ranker, params, split, cohort, defense, seed, threat, non_iid in axes:
+    for dspec, fold, name, rounds, clients, qpc, ranker, params, split, cohort, defense, seed, threat, non_iid, poison \
+            in axes:
         population = algo.get("population")  # absent by default: run keys of older campaigns unchanged
         if population is not None and population < clients:
             raise FltrError(f"campaign {spec['name']!r}: key 'algorithm.population' ({population}) must be "
@@ -84,7 +87,7 @@ def expand(spec: dict, max_runs: int | None = MAX_RUNS) -> list[Run]:
             algorithm=AlgorithmSettings(name=name, rounds=rounds, clients=clients, queries_per_client=qpc,
                                         ranker=ranker, train_click_model=algo["train_click_model"],
                                         params=tuple(zip(param_names, params)), population=population,
-                                        non_iid=non_iid),
+                                        non_iid=non_iid, poison=poison),
             probe=ProbeSettings(split=split, click_models=tuple(as_list(probe["click_models"])), cohort=cohort,
                                 queries_per_client=probe["queries_per_client"], min_shown=probe["min_shown"],
                                 require_click=probe["require_click"], counterfactual=probe["counterfactual"],
