@@ -62,7 +62,7 @@ from attacks.scoring import Slots, evaluate, roc_points, summarize
 from attacks.mechanism_audit import audit_stack, protected_by_aggregator
 from attacks.worst_case import worst_case_inputs
 from defenses.accounting import ParticipationSchedule, privacy_spent
-from defenses.robust.compose import check_cohort
+from defenses.robust.compose import check_cohort, rule_of
 from defenses.robust.binding import bind_run
 from defenses.stack import DefenseStack, parse_defense
 from fltr_audit.privacy import mechanisms as mech
@@ -211,7 +211,7 @@ def run_audit(config: RunSpec | Mapping[str, Any]) -> dict[str, pd.DataFrame]:
                       for guess, b, cf in zip(guesses, batches, counterfactual)]
             per_query = pd.concat([e.per_query for e in scored], ignore_index=True)
             slots = Slots.concat([e.slots for e in scored])
-            threat = threat_label(batches[0].view)
+            threat = threat_label(batches[0].view, stack)
             refined = guesses and guesses[0].attack.startswith(name)
             label = guesses[0].attack if refined else name            # e.g. bayes-approx where bayes searches
             reference = attack_spec(name).reference
@@ -265,10 +265,14 @@ def redraw(algorithm: Any, batch: RoundBatch, data: Any, draws: int, seed: int) 
         raise ParameterError("probe.counterfactual", "the counterfactual baseline needs the shown lists of the probe")
     rng = stream(seed, "counterfactual", int(batch.view.round))
     return algorithm.redraw_clicks(batch.truth, batch.view.interactions, data, draws, rng)
-def threat_label(view: Any) -> str:
-    """The threat model an attack row names: ``server (aggregate only)`` when an honest server
-    sees only the aggregate, else the view's own threat model."""
-    return "server (aggregate only)" if view.threat_model == "server" and view.messages is None else view.threat_model
+def threat_label(view: Any, stack: DefenseStack | None = None) -> str:
+    """The threat model an attack row names: ``server (robust output)`` when the server sees only what a
+    robust rule releases (``view=output``: the rule inside a secure robust-aggregation protocol),
+    ``server (aggregate only)`` when an honest server sees only the aggregate, else the view's own."""
+    if view.threat_model == "server" and view.messages is None:
+        rule = None if stack is None else rule_of(stack.aggregator)
+        return "server (robust output)" if getattr(rule, "view", "updates") == "output" else "server (aggregate only)"
+    return view.threat_model
 
 
 def probe_rounds(config: RunSpec, algorithm: Any, params: np.ndarray, data: Any, stack: DefenseStack
