@@ -9,7 +9,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 COMPOSITION_ROOT = ("fltr_audit/cli/", "fltr_audit/runs/campaign.py", "fltr_audit/spec/campaign.py",
                     "fltr_audit/spec/grid.py", "fltr_audit/runs/executors.py", "fltr_audit/runs/audit.py", "fltr_audit/api.py",
-                    "fltr_audit/runs/whole_run.py",
+                    "fltr_audit/runs/whole_run.py", "fltr_audit/runs/robustness.py",
                     "fltr_audit/spec/run.py", "fltr_audit/spec/poison.py",
                     "fltr_audit/plugins.py", "fltr_audit/flower/")
 """The modules of ``fltr_audit`` that wire the packages together and may import all of them."""

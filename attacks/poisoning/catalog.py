@@ -118,7 +118,7 @@ def build(name: str, values: dict[str, Any], *, seed: int, n_levels: int, label:
 
 def list_poisonings() -> list[dict]:
     """Every poisoning attack as a row of ``attacks list`` (kind ``poisoning``)."""
-    return [{"name": a.name, "kind": "poisoning", "summary": a.summary, "reference": a.reference,
+    return [{"name": a.name, "kind": "poisoning", "summary": a.summary, "paper": a.reference,
              "carries": list(a.carries) + (["per-user clicks"] if a.user_clicks else []),
              "parameters": [{"name": p.name, "default": p.default, "help": p.help} for p in a.parameters]}
             for a in POISONS.values()]

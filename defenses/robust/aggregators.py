@@ -121,8 +121,7 @@ class Krum(RobustAggregator):
 
     def check_cohort(self, n: int) -> None:
         if n < self.min_cohort:
-            raise FltrError(f"{self.name}: a cohort of {n} clients is below 2f + 3 = {self.min_cohort} "
-                            "(Blanchard et al. 2017)")
+            raise FltrError(f"a cohort of {n} clients is below 2f + 3 = {self.min_cohort} (Blanchard et al. 2017)")
 
     def tolerated(self, n: int) -> int | None:
         """The f used in a cohort of n (None: too few clients for Krum, the mean is used)."""
@@ -151,7 +150,7 @@ class MultiKrum(Krum):
     def check_cohort(self, n: int) -> None:
         super().check_cohort(n)
         if self.m > n - self.f:
-            raise FltrError(f"{self.name}: m = {self.m} exceeds n - f = {n - self.f} for a cohort of {n} clients")
+            raise FltrError(f"m = {self.m} exceeds n - f = {n - self.f} for a cohort of {n} clients")
 
     def kept(self, n: int, f: int) -> int:
         if self.m == 0:

@@ -102,4 +102,5 @@ def check_cohort(stack: Any, clients: int) -> None:
         try:
             rule.check_cohort(int(clients))
         except FltrError as exc:
-            raise FltrError(f"defense {stack.name!r}: {exc}") from None
+            which = "" if rule.name == stack.name else f"{rule.name}: "
+            raise FltrError(f"defense {stack.name!r}: {which}{exc}") from None

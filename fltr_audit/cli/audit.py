@@ -15,6 +15,7 @@ from fltr_audit.cli.compare import check_min_effect, min_effect_option
 from fltr_audit.constraints import OPEN_UNIT, Interval, ParameterError, check
 from fltr_audit.errors import FltrError, RunsFailed
 from fltr_audit.engine.population import NON_IID_HELP
+from fltr_audit.runs.robustness import POISON_HELP
 
 DEFAULT_CLICK_MODELS = "perfect,navigational,informational"
 TABLE_COLUMNS = ["attack", "click_model", "defense", "threat_model", "accuracy", "precision", "recall", "f1",
@@ -38,9 +39,11 @@ def audit_spec(*, algo: str, data: str, folds: list[int], rounds: int, clients: 
                cohort: int, probe_queries: int, normalization: str, ranker: str, min_shown: int,
                require_click: bool, epsilon_audit: bool, trials: int | str = 10000, counterfactual: int = 20,
                name: str = "audit", population: int | None = None, threat_model: str = "server",
-               manipulation: str = "isolate", non_iid: str = "iid", probe_lists: int | None = None) -> dict:
+               manipulation: str = "isolate", non_iid: str = "iid", probe_lists: int | None = None,
+               poison: list[str] | None = None) -> dict:
     """A campaign spec (fltr_audit.runs.campaign) for the audit command's options; a bad value is a
-    ParameterError naming the engine's parameter (the door renames it)."""
+    ParameterError naming the engine's parameter (the door renames it). With poisonings, every defense
+    also trains without one (its privacy side) and under each of them (integrity)."""
     from fltr_audit.engine.algorithms.registry import algorithm_spec
     from fltr_audit.runs.campaign import validate_spec
 
@@ -54,7 +57,8 @@ def audit_spec(*, algo: str, data: str, folds: list[int], rounds: int, clients: 
             "algorithm": {"name": algo, "rounds": rounds, "clients": clients, "queries_per_client": queries_per_client,
                           "ranker": ranker, "train_click_model": algorithm.train_click_model,
                           **({"population": population} if population is not None else {}),
-                          **({"non_iid": non_iid} if non_iid != "iid" else {})},
+                          **({"non_iid": non_iid} if non_iid != "iid" else {}),
+                          **({"poison": ["none", *[p for p in poison if p != "none"]]} if poison else {})},
             "probe": {"split": split, "click_models": click_models, "cohort": cohort,
                       "queries_per_client": probe_queries, "min_shown": min_shown, "require_click": require_click,
                       "counterfactual": counterfactual, "threat_model": threat_model,
@@ -97,7 +101,8 @@ def spec_from_options(*, algo: str, data: str, fold: list[int], train_rounds: in
                       seed: list[int], probe_cohort: int, probe_queries: int, normalization: str, ranker: str,
                       min_shown: int | None, require_click: bool, epsilon_audit: bool, trials: int | str,
                       counterfactual: int = 20, population: int | None = None, threat_model: str = "server",
-                      manipulation: str = "isolate", non_iid: str = "iid", probe_lists: int | None = None) -> dict:
+                      manipulation: str = "isolate", non_iid: str = "iid", probe_lists: int | None = None,
+                      poison: list[str] | tuple = ()) -> dict:
     """The campaign spec of the ``audit`` command's options (named as its parameters); the
     Python API (``fltr_audit.audit``) builds its runs through this too, so both give the same numbers.
     A bad value is a ParameterError naming the engine's parameter; each door renames it."""
@@ -118,7 +123,8 @@ def spec_from_options(*, algo: str, data: str, fold: list[int], train_rounds: in
                       probe_queries=probe_queries, normalization=normalization, ranker=ranker,
                       min_shown=min_shown, require_click=require_click, epsilon_audit=epsilon_audit,
                       trials=trials, counterfactual=counterfactual, population=population,
-                      threat_model=threat_model, manipulation=manipulation, non_iid=non_iid, probe_lists=probe_lists)
+                      threat_model=threat_model, manipulation=manipulation, non_iid=non_iid, probe_lists=probe_lists,
+                      poison=list(poison))
 
 
 def probe_size(probe_lists: int | None, power: float | None, min_effect: float, attacks: list[str],
@@ -267,6 +273,8 @@ def audit(
     population: int = typer.Option(None, "--population",
                                    help="N persistent users the training cohorts are drawn from (default: --clients)."),
     non_iid: str = typer.Option("iid", "--non-iid", help=NON_IID_HELP),
+    poison: List[str] = typer.Option([], "--poison", help=POISON_HELP + " Repeat for several; every defense also "
+                                     "trains without poisoning, for its privacy side."),
     min_effect: float = min_effect_option(),
     probe_lists: int = typer.Option(None, "--probe-lists",
                                     help="Lists to score per click model: the probe repeats the split with new "
@@ -303,7 +311,7 @@ def audit(
                              min_shown=min_shown, require_click=require_click, epsilon_audit=epsilon_audit,
                              trials=trials, counterfactual=counterfactual, population=population,
                              threat_model=threat_model, manipulation=manipulation, non_iid=non_iid,
-                             probe_lists=probe_lists)
+                             probe_lists=probe_lists, poison=list(poison))
     tables = run_spec(spec, store, quiet or json_out)
     table = attack_table(tables)
     v = verdicts(tables, min_effect=min_effect)
@@ -331,7 +339,9 @@ def audit(
                       "honest": float(r.others_ndcg_honest), "served": float(r.others_ndcg_served),
                       "cost": float(r.others_ndcg_cost)} for r in cost.itertuples()])
     if len(utility):
-        mean = utility.groupby("defense", sort=False)[["ndcg10", "ndcg10_delta"]].mean().reset_index()
+        keys = ["defense"] + (["poison"] if "poison" in utility.columns else [])
+        mean = utility.assign(**({"poison": utility["poison"].fillna("none")} if "poison" in utility else {})) \
+            .groupby(keys, sort=False)[["ndcg10", "ndcg10_delta"]].mean().reset_index()
         print_table("Utility: offline nDCG@10 on test (queries without relevant documents left out)",
-                    [{"defense": r.defense, "nDCG@10": float(r.ndcg10), "ΔnDCG@10": float(r.ndcg10_delta)}
+                    [{**{k: getattr(r, k) for k in keys}, "nDCG@10": float(r.ndcg10), "ΔnDCG@10": float(r.ndcg10_delta)}
                      for r in mean.itertuples()])

@@ -13,7 +13,9 @@ from fltr_audit.errors import FltrError
 
 def attack_rows() -> list[dict]:
     """Every attack, built-in, registered and installed (plug-ins with their distribution): what
-    it does, whether it is a reference baseline, and what it needs."""
+    it does, whether it is a reference baseline, and what it needs (kind ``privacy``); then the
+    poisoning attacks (kind ``poisoning``: the message kinds they can be written in, their parameters)."""
+    from attacks.poisoning.catalog import list_poisonings
     from attacks.registry import attack_names, attack_spec
     from fltr_audit import plugins
 
@@ -24,12 +26,12 @@ def attack_rows() -> list[dict]:
         try:
             spec = attack_spec(name)  # loads an installed plug-in
         except FltrError as exc:  # a broken plug-in is a row saying so, not a failed command
-            rows.append({"name": name, "summary": str(exc), "reference": False, "needs": [],
+            rows.append({"name": name, "kind": "privacy", "summary": str(exc), "reference": False, "needs": [],
                          "distribution": installed.get(name, "")})
             continue
-        rows.append({"name": name, "summary": spec.summary, "reference": spec.reference, "needs": list(spec.needs),
-                     "distribution": installed.get(name, "")})
-    return rows
+        rows.append({"name": name, "kind": "privacy", "summary": spec.summary, "reference": spec.reference,
+                     "needs": list(spec.needs), "distribution": installed.get(name, "")})
+    return rows + [{**row, "reference": False, "needs": [], "distribution": ""} for row in list_poisonings()]
 
 
 def algorithm_rows() -> list[dict]:
@@ -68,10 +70,12 @@ def show(rows: list[dict], json_out: bool, title: str, shown: Callable[[dict], d
 @attacks_app.command("list")
 def list_attacks(json_out: bool = typer.Option(False, "--json", help="Print JSON to stdout.")) -> None:
     """Every attack (built-in and registered plug-ins): reference baseline or not, and what it needs."""
-    show(attack_rows(), json_out, "Attacks (use with --attack; reference: a baseline that does not read the message)",
-         lambda r: {"name": r["name"] + (f" [{r['distribution']}]" if r["distribution"] else ""),
+    show(attack_rows(), json_out, "Attacks (privacy: use with --attack, reference: a baseline that does not read the "
+         "message; poisoning: use with --poison NAME(fraction=F,...))",
+         lambda r: {"name": r["name"] + (f" [{r['distribution']}]" if r["distribution"] else ""), "kind": r["kind"],
                     "reference": "yes" if r["reference"] else "", "what it does": r["summary"],
-                    "needs": ", ".join(r["needs"])}, min_width=100)
+                    "needs / carried by": ", ".join(r["needs"] if r["kind"] == "privacy" else r["carries"])},
+         min_width=100)
 
 
 @algorithms_app.command("list")

@@ -24,6 +24,7 @@ from fltr_audit.engine.interceptors import RecordingInterceptor, parse_rounds
 from fltr_audit.engine.population import NON_IID_HELP, check_buildable, parse_non_iid
 from fltr_audit.engine.randomness import check_seed
 from fltr_audit.engine.rankers import make_ranker
+from fltr_audit.runs.robustness import POISON_HELP
 
 
 
@@ -82,12 +83,14 @@ def _literal(raw: str) -> Any:
 def run_train(algorithm: str, *, data: str, fold: int, click_model: str | None, clients: int,
               queries_per_client: int, rounds: int, params: dict[str, Any], ranker: str, seed: int, out: Path, defense: str, record_rounds: Optional[str],
               eval_every: int, eval_split: str, normalization: str, threat_model: str, replace: Optional[bool],
-              quiet: bool, population: Optional[int] = None, non_iid: str = "iid") -> dict:
+              quiet: bool, population: Optional[int] = None, non_iid: str = "iid", poison: str = "none") -> dict:
     """Load, train, write ``curves.csv``, ``model.npy``, ``config.json`` (and a recording) into ``out``."""
     from defenses.accounting import ParticipationSchedule, privacy_spent
     from defenses.stack import parse_defense  # the CLI is the composition root
+    from fltr_audit.runs.robustness import check_robustness, prepared
 
     stack = parse_defense(defense)
+    poison_spec = check_robustness(poison, algorithm, stack, clients)
     spec = algorithms.algorithm_spec(algorithm)
     click_model = click_model or spec.train_click_model
     check_budget(clients, queries_per_client, rounds, eval_every)
@@ -106,6 +109,7 @@ def run_train(algorithm: str, *, data: str, fold: int, click_model: str | None, 
     alg = algorithms.build(algorithm, splits, click_model, {"ranker": ranker, "seed": seed, "clients": clients,
                                                              "queries_per_client": queries_per_client,
                                                              "params": params})
+    poisoning, stack = prepared(poison_spec, stack, alg, splits.train, queries_per_client, seed)
     with atomic_out_dir(out) as tmp:
         interceptors = [] if record_rounds is None else [
             RecordingInterceptor(tmp / "recording", record_rounds, algorithm=algorithm, defense=stack.name)]
@@ -114,13 +118,15 @@ def run_train(algorithm: str, *, data: str, fold: int, click_model: str | None, 
             res = train(alg, splits.train, clients=clients, queries_per_client=queries_per_client, rounds=rounds,
                         seed=seed, eval_data=eval_data, eval_every=eval_every, client_defenses=stack.client,
                         aggregator=stack.aggregator, interceptors=interceptors, threat_model=threat_model,
-                        on_round=on_round, replace=replace, population=population, non_iid=users)
+                        on_round=on_round, replace=replace, population=population, non_iid=users,
+                        poisoning=poisoning)
         config = {**res.config, "data": data, "fold": fold, "normalization": normalization, "eval_split": eval_split,
                   "defense": stack.name, "record_rounds": record_rounds, "n_features": splits.train.n_features,
                   "n_levels": splits.train.n_levels}
         write_run(tmp, res.curves, res.params, config)
     last = res.curves.iloc[-1]
     return {"out": str(out), "algorithm": algorithm, "defense": stack.name,
+            **({"poison": poison_spec.text} if poison_spec is not None else {}),
             "final_offline_ndcg10": float(last["offline_ndcg10"]), "online_ndcg": float(last["online_ndcg"]),
             "n_interactions": res.n_interactions, "seconds": res.seconds,
             "interactions_per_second": res.n_interactions / res.seconds if res.seconds > 0 else float("nan"),
@@ -162,6 +168,7 @@ def _train_command(algorithm: str):
             None, "--population", help="N persistent users; each round's cohort of --clients is drawn from them "
                                        "(default: the same --clients users every round)."),
         non_iid: str = typer.Option("iid", "--non-iid", help=NON_IID_HELP),
+        poison: str = typer.Option("none", "--poison", help=POISON_HELP),
         json_out: bool = typer.Option(False, "--json", help="Print the result as JSON."),
         quiet: bool = typer.Option(False, "--quiet", help="No progress bar."),
     ) -> None:
@@ -170,11 +177,12 @@ def _train_command(algorithm: str):
                            queries_per_client=queries_per_client, rounds=rounds, params=params, ranker=ranker, seed=seed,
                            out=out, defense=defense, record_rounds=record_rounds, eval_every=eval_every,
                            eval_split=eval_split, normalization=normalization, threat_model=threat_model,
-                           replace=replace, quiet=quiet, population=population, non_iid=non_iid)
+                           replace=replace, quiet=quiet, population=population, non_iid=non_iid, poison=poison)
         if json_out:
             emit_json(result)
         else:
-            typer.echo(f"{algorithm} [{result['defense']}]: offline nDCG@10 {result['final_offline_ndcg10']:.4f}, "
+            attacked = f" under {result['poison']}" if "poison" in result else ""
+            typer.echo(f"{algorithm} [{result['defense']}]{attacked}: offline nDCG@10 {result['final_offline_ndcg10']:.4f}, "
                        f"online {result['online_ndcg']:.2f}, {result['n_interactions']:,} interactions in "
                        f"{result['seconds']:.1f} s ({result['interactions_per_second']:,.0f}/s) -> {result['out']}")
 

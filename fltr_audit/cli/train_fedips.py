@@ -25,6 +25,7 @@ from fltr_audit.engine.data.dataset import Dataset, Splits
 from fltr_audit.engine.data.load import load_splits
 from fltr_audit.errors import FltrError
 from fltr_audit.engine.federation import check_population, train
+from fltr_audit.runs.robustness import POISON_HELP
 from fltr_audit.engine.population import NON_IID_HELP, check_per_user_clicks, parse_non_iid
 from fltr_audit.engine.rankers import LinearRanker
 
@@ -46,13 +47,15 @@ def run_fedips(algorithm: str, *, data: str, fold: int, clients: int, queries_pe
                gamma: float, k: int, clicks_per_client: int, lr_local: float, lr_global: float, propensity: str,
                defense: str, seed: int, out: Path, logging_fraction: float, em_rounds: int, queries: Optional[int],
                eval_every: int, record_rounds: Optional[str], quiet: bool, population: Optional[int] = None,
-               non_iid: str = "iid") -> dict:
+               non_iid: str = "iid", poison: str = "none") -> dict:
     """Train FedIPS or FedAvg; write ``curves.csv``, ``model.npy``, ``config.json`` (and a recording) into ``out``."""
     from defenses.accounting import ParticipationSchedule, privacy_spent
     from defenses.stack import parse_defense  # the CLI is the composition root
     from fltr_audit.engine.interceptors import RecordingInterceptor, parse_rounds
+    from fltr_audit.runs.robustness import check_robustness, prepared
 
     stack = parse_defense(defense)
+    poison_spec = check_robustness(poison, algorithm, stack, clients)
     check_population(population, clients)
     users = parse_non_iid(non_iid)
     check_per_user_clicks(users, FedIPS)
@@ -68,6 +71,7 @@ def run_fedips(algorithm: str, *, data: str, fold: int, clients: int, queries_pe
     evaluators = ndcg_evaluators(splits.test)
     f0_ndcg5 = evaluators["ndcg5"](alg.policy.params)
     replace = clients * queries_per_client > splits.train.n_queries
+    poisoning, stack = prepared(poison_spec, stack, alg, splits.train, queries_per_client, seed)
     with atomic_out_dir(out) as tmp:
         interceptors = [RecordingInterceptor(tmp / "recording", record_rounds, algorithm=algorithm,
                                                    defense=stack.name)] if record_rounds else []
@@ -76,7 +80,8 @@ def run_fedips(algorithm: str, *, data: str, fold: int, clients: int, queries_pe
             res = train(alg, splits.train, clients=clients, queries_per_client=queries_per_client, rounds=rounds,
                         seed=seed, eval_data=splits.test, eval_every=eval_every, evaluators=evaluators,
                         client_defenses=stack.client, aggregator=stack.aggregator, interceptors=interceptors,
-                        on_round=on_round, replace=replace, population=population, non_iid=users)
+                        on_round=on_round, replace=replace, population=population, non_iid=users,
+                        poisoning=poisoning)
         config = {**res.config, "data": data, "fold": fold, "normalization": "query-minmax",
                   "drop_single_label": True, "defense": stack.name, "queries": queries,
                   "n_features": splits.train.n_features, "n_levels": splits.train.n_levels,
@@ -85,7 +90,8 @@ def run_fedips(algorithm: str, *, data: str, fold: int, clients: int, queries_pe
         write_run(tmp, res.curves, res.params, config)
     last = res.curves.iloc[-1]
     return {"out": str(out), "algorithm": algorithm, "propensity": alg.propensity, "gamma": gamma,
-            "defense": stack.name, "final_ndcg5": float(last["ndcg5"]),
+            "defense": stack.name, **({"poison": poison_spec.text} if poison_spec is not None else {}),
+            "final_ndcg5": float(last["ndcg5"]),
             "final_offline_ndcg10": float(last["offline_ndcg10"]), "logging_policy_ndcg5": f0_ndcg5,
             "clicks_per_client": float(res.curves["clicks_per_client"].mean()),
             "n_interactions": res.n_interactions, "seconds": res.seconds,
@@ -117,6 +123,7 @@ def _fedips_command(algorithm: str):
             None, "--population", help="N persistent users; each round's cohort of --clients is drawn from them "
                                        "(default: the same --clients users every round)."),
         non_iid: str = typer.Option("iid", "--non-iid", help=NON_IID_HELP),
+        poison: str = typer.Option("none", "--poison", help=POISON_HELP),
     json_out: bool = typer.Option(False, "--json", help="Print the result as JSON."),
         quiet: bool = typer.Option(False, "--quiet", help="No progress bar."),
     ) -> None:
@@ -127,7 +134,7 @@ def _fedips_command(algorithm: str):
                             lr_global=lr_global, propensity=propensity, defense=defense, seed=seed, out=out,
                             logging_fraction=logging_fraction, em_rounds=em_rounds, queries=queries,
                             eval_every=eval_every, record_rounds=record_rounds, quiet=quiet, population=population,
-                            non_iid=non_iid)
+                            non_iid=non_iid, poison=poison)
         if json_out:
             emit_json(result)
         else:

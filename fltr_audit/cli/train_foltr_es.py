@@ -24,6 +24,7 @@ from fltr_audit.constraints import POSITIVE_INT, check
 from fltr_audit.engine.federation import check_population, check_threat_model, train
 from fltr_audit.engine.interceptors import RecordingInterceptor, parse_rounds
 from fltr_audit.engine.maxrr import mean_expected_maxrr
+from fltr_audit.runs.robustness import POISON_HELP
 from fltr_audit.engine.population import NON_IID_HELP, check_per_user_clicks, parse_non_iid
 from fltr_audit.engine.rankers import LinearRanker, make_ranker
 
@@ -32,7 +33,7 @@ def run_foltr_es(*, data: str, fold: int, click_model: str, clients: int, querie
                  sigma: float, lr: float, antithetic: bool, ranker: str, defense: str, seed: int, out: Path,
                  eval_every: int, eval_split: str, normalization: str, replace: bool, flawed_seeding: bool,
                  record_rounds: Optional[str], threat_model: str, quiet: bool,
-                 population: Optional[int] = None, non_iid: str = "iid") -> dict:
+                 population: Optional[int] = None, non_iid: str = "iid", poison: str = "none") -> dict:
     """Train FOLtR-ES; write ``curves.csv``, ``model.npy``, ``config.json`` (and a recording) into ``out``.
 
     The curves hold, per round, the mean batch MaxRR users experienced (non-privatized), and
@@ -42,7 +43,10 @@ def run_foltr_es(*, data: str, fold: int, click_model: str, clients: int, querie
     from defenses.accounting import ParticipationSchedule, privacy_spent
     from defenses.stack import parse_defense  # the CLI is the composition root
 
+    from fltr_audit.runs.robustness import check_robustness, prepared
+
     stack = parse_defense(defense)
+    poison_spec = check_robustness(poison, "foltr-es", stack, clients)
     check_threat_model(threat_model)
     check_seed(seed)
     parse_list(eval_split, "--eval-split", ("vali", "test"))
@@ -59,6 +63,7 @@ def run_foltr_es(*, data: str, fold: int, click_model: str, clients: int, querie
         "expected_maxrr_train": lambda p: mean_expected_maxrr(model, p, splits.train, clicks),
         f"expected_maxrr_{eval_split}": lambda p: mean_expected_maxrr(model, p, eval_data, clicks),
     }
+    poisoning, stack = prepared(poison_spec, stack, alg, splits.train, queries_per_client, seed)
     with atomic_out_dir(out) as tmp:
         interceptors = [RecordingInterceptor(tmp / "recording", record_rounds, algorithm="foltr-es",
                                                    defense=stack.name)] if keep else []
@@ -68,14 +73,15 @@ def run_foltr_es(*, data: str, fold: int, click_model: str, clients: int, querie
                         seed=seed, eval_data=eval_data, eval_every=eval_every, evaluators=evaluators,
                         client_defenses=stack.client, aggregator=stack.aggregator, interceptors=interceptors,
                         threat_model=threat_model, on_round=on_round, replace=replace, population=population,
-                        non_iid=users)
+                        non_iid=users, poisoning=poisoning)
         config = {**res.config, "data": data, "fold": fold, "normalization": normalization, "eval_split": eval_split,
                   "defense": stack.name, "record_rounds": record_rounds, "n_features": splits.train.n_features,
                   "n_levels": splits.train.n_levels}
         write_run(tmp, res.curves, res.params, config)
     last = res.curves.iloc[-1]
     return {"out": str(out), "algorithm": "foltr-es", "ranker": ranker, "click_model": click_model,
-            "defense": stack.name, "first_batch_maxrr": float(res.curves["batch_maxrr"].iloc[0]),
+            "defense": stack.name, **({"poison": poison_spec.text} if poison_spec is not None else {}),
+            "first_batch_maxrr": float(res.curves["batch_maxrr"].iloc[0]),
             "final_batch_maxrr": float(last["batch_maxrr"]),
             "expected_maxrr_train": float(last["expected_maxrr_train"]),
             f"expected_maxrr_{eval_split}": float(last[f"expected_maxrr_{eval_split}"]),
@@ -113,6 +119,7 @@ def train_foltr_es(
         None, "--population", help="N persistent users; each round's cohort of --clients is drawn from them "
                                    "(default: the same --clients users every round)."),
     non_iid: str = typer.Option("iid", "--non-iid", help=NON_IID_HELP),
+    poison: str = typer.Option("none", "--poison", help=POISON_HELP),
     json_out: bool = typer.Option(False, "--json", help="Print the result as JSON."),
     quiet: bool = typer.Option(False, "--quiet", help="No progress bar."),
 ) -> None:
@@ -121,7 +128,7 @@ def train_foltr_es(
                           antithetic=antithetic, ranker=ranker, defense=defense, seed=seed, out=out,
                           eval_every=eval_every, eval_split=eval_split, normalization=normalization, replace=replace,
                           flawed_seeding=flawed_seeding, record_rounds=record_rounds, threat_model=threat_model,
-                          quiet=quiet, population=population, non_iid=non_iid)
+                          quiet=quiet, population=population, non_iid=non_iid, poison=poison)
     if json_out:
         emit_json(result)
         return
