@@ -67,3 +67,17 @@ def test_lists_show_poisoning_attacks_and_what_aggregators_see(capsys):
     assert main(["defenses", "list", "--json"]) == 0
     sees = {r["name"]: r["sees"] for r in cli_result(capsys.readouterr().out)}
     assert sees["krum"] == "distances" and sees["median"] == "updates" and sees["norm-bound"] == "sum"
+
+
+def test_audit_run_takes_the_poisoning_and_refuses_what_the_messages_cannot_carry(capsys):
+    from fltr_audit.runs.whole_run import RunAuditOptions
+    from fltr_audit.cli.audit_run import record_run_audit  # noqa: F401  (the row's key drops a default poison)
+    import dataclasses
+
+    assert main(["audit-run", "fpdgd", "--canaries", "10", "--rounds", "2", "--clients", "20", "--data",
+                 "synthetic:mq2008?queries=120", "--poison", "sign-flip(fraction=0.2)", "--json"]) == 0
+    capsys.readouterr()
+    assert main(["audit-run", "foltr-es", "--canaries", "10", "--rounds", "2", "--clients", "20",
+                 "--poison", "ipm(fraction=0.2)"]) == 2
+    assert "--poison: ipm: foltr-es's messages carry seed+metric" in capsys.readouterr().err
+    assert dataclasses.asdict(RunAuditOptions("fpdgd"))["poison"] == "none"

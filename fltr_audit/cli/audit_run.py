@@ -14,6 +14,7 @@ import typer
 from fltr_audit.cli.app import app
 from fltr_audit.cli.common import emit_json, print_table
 from fltr_audit.store.records import RunAuditRecord as RunAudit
+from fltr_audit.runs.robustness import POISON_HELP
 from fltr_audit.runs.whole_run import RUNS_CAP, RunAuditOptions, canary_design, run_audit_run
 
 __all__ = ["RUNS_CAP", "RunAuditOptions", "audit_run", "canary_design", "record_run_audit", "run_audit_run"]
@@ -27,6 +28,8 @@ def record_run_audit(store: Path, options: RunAuditOptions, out: RunAudit) -> st
     from fltr_audit.store.results import ResultsStore
 
     config = {"command": "audit-run", **dataclasses.asdict(options)}
+    if config["poison"] == "none":  # written only when set: the keys of earlier rows are unchanged
+        del config["poison"]
     key = run_key(config)
     ResultsStore(store).record_run(key, "audit-run", config, environment(), options.seed, out.seconds,
                                    {"run_audits": pd.DataFrame([out.as_dict()])})
@@ -52,6 +55,7 @@ def audit_run(
     click_model: str = typer.Option("perfect", "--click-model"),
     seed: int = typer.Option(0, "--seed", help="Seed of the first run (run i uses seed + i)."),
     claim_verdict: bool = typer.Option(False, "--claim-verdict", help="Require a claim (exit 2 for a defense without one)."),
+    poison: str = typer.Option("none", "--poison", help=POISON_HELP),
     workers: int = typer.Option(1, "--workers", help="Processes for the --runs runs (the same figures for any number)."),
     store: Optional[Path] = typer.Option(None, "--store", help="Record the row in this results store (run_audits)."),
     json_out: bool = typer.Option(False, "--json", help="Print JSON to stdout."),
@@ -63,7 +67,7 @@ def audit_run(
     options = RunAuditOptions(algorithm=algorithm, defense=defense, canaries=canaries, runs=runs, data=data, fold=fold,
                               rounds=rounds, clients=clients, population=population,
                               queries_per_client=queries_per_client, click_model=click_model, seed=seed,
-                              claim_verdict=claim_verdict)
+                              claim_verdict=claim_verdict, poison=poison)
     out = run_audit_run(options, workers=workers)
     key = record_run_audit(store, options, out) if store is not None else None
     if json_out:

@@ -58,6 +58,9 @@ class RunAuditOptions:
     non_iid: str = "iid"
     confidence: float = 0.95
     claim_verdict: bool = False
+    poison: str = "none"
+    """Malicious clients of every training cohort (``fltr_audit.spec.poison``): the canaries' privacy
+    in a federation under attack."""
 
     def check(self) -> None:
         """Bad input, before anything is loaded or trained: one ``FltrError`` naming the option."""
@@ -78,6 +81,9 @@ class RunAuditOptions:
         problem = canary_problem(self.algorithm, stack)
         if problem:
             raise FltrError(problem)
+        from fltr_audit.runs.robustness import check_robustness
+
+        check_robustness(self.poison, self.algorithm, stack, self.clients)
         if self.claim_verdict and stack.claim.epsilon == float("inf"):
             raise ParameterError("claim_verdict", f"defense {stack.name!r} claims no epsilon, so there is no claim "
                                  "to give a verdict on (leave it off for the bounds alone)")
@@ -156,6 +162,8 @@ def _one_run(options: RunAuditOptions, splits: Any, seed: int) -> _Run:
     from fltr_audit.engine.algorithms import registry as algorithms
     from fltr_audit.engine.federation import train
     from fltr_audit.engine.population import parse_non_iid
+    from fltr_audit.runs.robustness import prepared
+    from fltr_audit.spec.poison import parse_poison
 
     stack = parse_defense(options.defense)  # fresh: aggregators may keep state across rounds
     settings = {"ranker": options.ranker, "seed": seed, "clients": options.clients,
@@ -165,12 +173,15 @@ def _one_run(options: RunAuditOptions, splits: Any, seed: int) -> _Run:
     dim = algorithm.init_params(np.random.default_rng(0)).shape[0]
     plan = canary_design(stack, options, dim, seed, metric=kind == "seed+metric")
     observer = CanaryObserver(plan)
+    poisoning, stack = prepared(parse_poison(options.poison), stack, algorithm, splits.train,
+                                options.queries_per_client, seed)
     start = time.perf_counter()
     need = options.clients * options.queries_per_client
     result = train(algorithm, splits.train, clients=options.clients, queries_per_client=options.queries_per_client,
                    rounds=options.rounds, seed=seed, client_defenses=stack.client, aggregator=stack.aggregator,
                    replace=options.population is None and need > splits.train.n_queries,
-                   population=options.population, non_iid=parse_non_iid(options.non_iid), observer=observer)
+                   population=options.population, non_iid=parse_non_iid(options.non_iid), observer=observer,
+                   poisoning=poisoning)
     seconds = time.perf_counter() - start
     ndcg = float(metrics.mean_ndcg(algorithm.ranker.score(result.params, splits.test.features), splits.test, 10))
     return _Run(observer.scores(), plan.present, plan.participations, plan.scope, ndcg, seconds)
@@ -307,5 +318,5 @@ def whole_run_audit(config: RunSpec, splits: Any) -> RunAudit:
         runs=config.audit.run_runs, data=config.data.spec, fold=config.data.fold, rounds=algo.rounds,
         clients=algo.clients, population=algo.population, queries_per_client=algo.queries_per_client,
         click_model=algo.train_click_model, seed=config.seed, ranker=algo.ranker, params=algo.params,
-        non_iid=algo.non_iid)
+        non_iid=algo.non_iid, poison="none" if algo.poison is None else algo.poison.text)
     return run_audit_run(options, splits)
