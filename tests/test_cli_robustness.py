@@ -70,9 +70,9 @@ def test_lists_show_poisoning_attacks_and_what_aggregators_see(capsys):
 
 
 def test_audit_run_takes_the_poisoning_and_refuses_what_the_messages_cannot_carry(capsys):
-    from fltr_audit.runs.whole_run import RunAuditOptions
-    from fltr_audit.cli.audit_run import record_run_audit  # noqa: F401  (the row's key drops a default poison)
     import dataclasses
+
+    from fltr_audit.runs.whole_run import RunAuditOptions
 
     assert main(["audit-run", "fpdgd", "--canaries", "10", "--rounds", "2", "--clients", "20", "--data",
                  "synthetic:mq2008?queries=120", "--poison", "sign-flip(fraction=0.2)", "--json"]) == 0
