@@ -82,7 +82,8 @@ def _defense_row(own: pd.DataFrame, mean_runs: pd.DataFrame, fraction: float) ->
         against = base_attacked.loc[base_attacked["ndcg10"].idxmin()]
         loss = float(base_clean.iloc[0]) - float(against["ndcg10"])
         mine = own.loc[own["poison"] == against["poison"], "ndcg10"]
-        row.update(mean_strongest=against["poison"], mean_loss=loss, clean_cost=float(base_clean.iloc[0]) - row["clean_ndcg10"],
+        row.update(mean_strongest=against["poison"], mean_loss=loss,
+                   clean_cost=float(base_clean.iloc[0]) - row["clean_ndcg10"],
                    loss_kept_away=(float(mine.iloc[0]) - float(against["ndcg10"])) / loss if len(mine) and loss > 0
                    else math.nan)
     return row

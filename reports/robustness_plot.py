@@ -31,8 +31,8 @@ def robustness_frontier(tables: dict[str, pd.DataFrame], table: pd.DataFrame | N
         own = rows[rows["algo"] == algo] if algo is not None else rows
         for _, row in own.iterrows():
             marker = VERDICT_MARKERS.get(row.get("claim_verdict"), "P")
-            ax.plot([row["leakage"]] * 2, [row["clean_ndcg10"], row.get("attacked_ndcg10")], color=colors[row["defense"]],
-                    linewidth=1.2, alpha=0.7)
+            ax.plot([row["leakage"]] * 2, [row["clean_ndcg10"], row.get("attacked_ndcg10")],
+                    color=colors[row["defense"]], linewidth=1.2, alpha=0.7)
             ax.plot(row["leakage"], row["clean_ndcg10"], marker=marker, color=colors[row["defense"]], markersize=9,
                     linestyle="")
             ax.plot(row["leakage"], row.get("attacked_ndcg10"), marker=marker, markerfacecolor="white",
@@ -43,8 +43,9 @@ def robustness_frontier(tables: dict[str, pd.DataFrame], table: pd.DataFrame | N
         ax.set_title(f"{algo}" if algo is not None else "frontier")
         ax.grid(alpha=0.3)
     handles = [Line2D([], [], color=colors[d], marker="o", linestyle="", label=_label(d, 30)) for d in defenses]
-    handles += [Line2D([], [], color="0.3", marker=m, linestyle="", label=f"claim {v}") for v, m in VERDICT_MARKERS.items()
-                if v in set(rows.get("claim_verdict", []))]
+    shown = set(rows.get("claim_verdict", []))
+    handles += [Line2D([], [], color="0.3", marker=m, linestyle="", label=f"claim {v}")
+                for v, m in VERDICT_MARKERS.items() if v in shown]
     fig.subplots_adjust(right=1.0 - 2.9 / fig.get_figwidth(), bottom=0.18)
     fig.legend(handles=handles, fontsize=8, loc="center left", bbox_to_anchor=(1.0 - 2.8 / fig.get_figwidth(), 0.5))
     fig.suptitle("Privacy, robustness and utility: one point per defense stack")

@@ -47,7 +47,8 @@ def test_the_poison_axis_expands_and_leaves_the_clean_runs_keys_alone():
 def test_bad_robustness_input_names_the_campaign_key(algorithm, defenses, pattern):
     raw = {"name": "t", "data": {"spec": "synthetic:mq2008"},
            "algorithm": {"name": "fpdgd", "rounds": 2, "clients": 20, **algorithm},
-           "audit": {"defenses": defenses or ["none"], "attacks": ["foltr-decode"] if "name" in algorithm else ["olsr"]}}
+           "audit": {"defenses": defenses or ["none"],
+                     "attacks": ["foltr-decode"] if "name" in algorithm else ["olsr"]}}
     with pytest.raises(FltrError, match=pattern) as info:
         validate_spec(raw, source="c.toml")
     assert str(info.value).startswith("c.toml: ") and "\n" not in str(info.value)

@@ -2,11 +2,11 @@
 instead of the n_c-weighted mean. Each is given the global model (``reads_global_model``), combines
 the updates ``vector - global`` (FOLtR-ES: each client's share of the ES gradient, read off its
 seed and metric by the algorithm's ``message_updates``, bound by the run: ``binding``) and releases
-the result in the messages' vector kind (FOLtR-ES: the combined gradient); the server
-sees the messages (it needs them), or with ``view="output"`` -- the rule run inside a secure
-robust-aggregation protocol -- only the released output (what the rule reveals beyond the mean is
-then measured on it: Krum's output is one client's update). Each declares what it must see (``sees``, whether it composes
-with secure aggregation: ``compose``) and claims no privacy.
+the result in the messages' vector kind (FOLtR-ES: the combined gradient). The server sees the
+messages (it needs them), or with ``view="output"`` -- the rule run inside a secure robust-aggregation
+protocol -- only the released output (what the rule reveals beyond the mean is then measured on it:
+Krum's output is one client's update). Each declares what it must see (``sees``: whether it
+composes with secure aggregation, ``compose``) and claims no privacy.
 
 Odd cohorts never stop a run: Krum and Multi-Krum in a cohort of n < 2f + 3 (a probe remainder, a
 tiny population) use the largest f that n allows, ``(n - 3) // 2``, and the mean below 3 clients;
