@@ -60,3 +60,4 @@ def test_attack_rows_under_a_robust_output_name_their_threat_model():
     tables = run_audit(RunSpec.from_json({**BASE, "defense": "krum(f=2,view=output)", "epsilon_audit": False,
                                           "probe": {"click_models": ["perfect"], "cohort": 20, "counterfactual": 2}}))
     assert set(tables["attacks"]["threat_model"]) == {"server (robust output)"}
+    assert tables["utility"]["aggregator_fallbacks"].iloc[0] == 0  # training cohorts of 20 hold krum(f=2)

@@ -64,6 +64,7 @@ from attacks.worst_case import worst_case_inputs
 from defenses.accounting import ParticipationSchedule, privacy_spent
 from defenses.robust.compose import check_cohort, rule_of
 from defenses.robust.binding import bind_run
+from fltr_audit.runs.robustness import check_robustness, prepared
 from defenses.stack import DefenseStack, parse_defense
 from fltr_audit.privacy import mechanisms as mech
 from fltr_audit.engine import metrics
@@ -141,13 +142,12 @@ def _train(config: RunSpec, stack: DefenseStack) -> TrainResult:
     splits = splits_of(config)
     algo = config.algorithm
     algorithm = build_algorithm(config, splits, algo.train_click_model)
-    poisoning = None
-    if algo.poison is not None:
-        declared = algorithms.algorithm_spec(algo.name)
-        algo.poison.check_applies(algo.name, declared.message_kind, declared.user_clicks)
-        poisoning = algo.poison.build(seed=config.seed, n_levels=splits.train.n_levels)
-    stack = bind_run(stack, algorithm, splits.train, algo.queries_per_client, config.seed)
-    return train(
+    poison = None if algo.poison is None else algo.poison.text
+    spec = check_robustness(poison, algo.name, stack, algo.clients)
+    # a fresh stack: a robust rule counts its fallbacks, an adaptive clip moves, in this run only
+    poisoning, stack = prepared(spec, parse_defense(stack.name), algorithm, splits.train, algo.queries_per_client,
+                                config.seed)
+    result = train(
         algorithm,
         splits.train,
         clients=algo.clients,
@@ -163,6 +163,10 @@ def _train(config: RunSpec, stack: DefenseStack) -> TrainResult:
         non_iid=parse_non_iid(algo.non_iid),
         poisoning=poisoning,
     )
+    rule = rule_of(stack.aggregator)
+    if rule is not None:  # cohorts too small for the rule (Krum's 2f + 3), run with its fallback
+        result.config["aggregator_fallbacks"] = rule.fallbacks
+    return result
 
 
 def run_audit(config: RunSpec | Mapping[str, Any]) -> dict[str, pd.DataFrame]:
@@ -184,6 +188,8 @@ def run_audit(config: RunSpec | Mapping[str, Any]) -> dict[str, pd.DataFrame]:
     ndcg, ndcg5 = _final_ndcg(config, splits, defended)
     integrity = {} if poison is None else {"poison": poison.text, "malicious_mean": float(
         defended.curves["malicious_clients"].mean())}
+    if "aggregator_fallbacks" in defended.config:
+        integrity["aggregator_fallbacks"] = defended.config["aggregator_fallbacks"]
     utility = pd.DataFrame([{**context, "click_model": config.algorithm.train_click_model, "defense": stack.name,
                              "ndcg10": ndcg, "ndcg10_delta": ndcg - base_ndcg, "ndcg5": ndcg5, **integrity}])
     curves = defended.curves.assign(defense=stack.name, algo=context["algo"], setting=context["setting"],
