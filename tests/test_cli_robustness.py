@@ -70,9 +70,7 @@ def test_lists_show_poisoning_attacks_and_what_aggregators_see(capsys):
 
 
 def test_audit_run_takes_the_poisoning_and_refuses_what_the_messages_cannot_carry(capsys):
-    import dataclasses
-
-    from fltr_audit.runs.whole_run import RunAuditOptions
+    from fltr_audit.api.whole_run import WHOLE_RUN_DEFAULTS
 
     assert main(["audit-run", "fpdgd", "--canaries", "10", "--rounds", "2", "--clients", "20", "--data",
                  "synthetic:mq2008?queries=120", "--poison", "sign-flip(fraction=0.2)", "--json"]) == 0
@@ -80,4 +78,4 @@ def test_audit_run_takes_the_poisoning_and_refuses_what_the_messages_cannot_carr
     assert main(["audit-run", "foltr-es", "--canaries", "10", "--rounds", "2", "--clients", "20",
                  "--poison", "ipm(fraction=0.2)"]) == 2
     assert "--poison: ipm: foltr-es's messages carry seed+metric" in capsys.readouterr().err
-    assert dataclasses.asdict(RunAuditOptions("fpdgd"))["poison"] == "none"
+    assert WHOLE_RUN_DEFAULTS["poison"] == "none"

@@ -5,7 +5,8 @@ refuses bad input naming the key, before any run."""
 import pytest
 
 from fltr_audit.errors import FltrError
-from fltr_audit.runs.campaign import expand, validate_spec
+from fltr_audit.spec.campaign import validate_spec
+from fltr_audit.spec.grid import expand
 from fltr_audit.spec.run import RunSpec
 
 BASE = {"data": "synthetic:mq2008", "fold": 1, "normalization": "zscore", "queries": None, "algo": "fpdgd", "rounds": 3,

@@ -12,7 +12,9 @@ from fltr_audit.constraints import ParameterError
 from fltr_audit.engine.algorithms.fpdgd import FPDGD
 from fltr_audit.engine.clicks import cascade_model
 from fltr_audit.engine.data.synthetic import generate
-from fltr_audit.engine.federation import run_round, sample_queries, train
+from fltr_audit.engine.federation import run_round, train
+from fltr_audit.engine.schedule import sample_queries
+from fltr_audit.engine.training import TrainSettings
 from fltr_audit.engine.messages import Guess
 from fltr_audit.engine.poisoning import PoisonedClicks
 from fltr_audit.engine.randomness import stream
@@ -78,9 +80,8 @@ def test_model_poisoning_replaces_only_malicious_rows_after_the_client_defenses(
     data, algo, params, queries, ids = setting()
     stack = parse_defense("clip(sensitivity=0.2)")
     attack = parse_poison("scale(fraction=0.2,factor=50)").build(seed=3, n_levels=3)
-    _, _, clean, _ = run_round(algo, params, None, data, queries, ids, 1, 9, client_defenses=stack.client)
-    _, _, bad, _ = run_round(algo, params, None, data, queries, ids, 1, 9, client_defenses=stack.client,
-                             poisoning=attack)
+    _, _, clean, _ = run_round(algo, params, None, data, queries, ids, 1, 9, defenses=stack)
+    _, _, bad, _ = run_round(algo, params, None, data, queries, ids, 1, 9, defenses=stack, poisoning=attack)
     mask = bad.truth.private["malicious"]
     U_clean = clean.view.messages.updates(params)
     U_bad = bad.view.messages.updates(params)
@@ -115,8 +116,9 @@ def test_an_attack_the_algorithm_cannot_carry_is_refused_in_the_engine_too():
 def test_training_with_poisoning_records_malicious_counts_and_the_setting():
     data, algo, _, _, _ = setting()
     attack = parse_poison("lie(fraction=0.3,who=round)").build(seed=0, n_levels=3)
-    res = train(algo, data, clients=10, queries_per_client=2, rounds=3, seed=0, poisoning=attack, replace=True)
+    settings = TrainSettings(clients=10, queries_per_client=2, rounds=3, seed=0, replace=True)
+    res = train(algo, data, settings, poisoning=attack)
     assert list(res.curves["malicious_clients"]) == [3.0, 3.0, 3.0]
     assert res.config["poison"] == "lie(fraction=0.3,who=round)"
-    clean = train(algo, data, clients=10, queries_per_client=2, rounds=3, seed=0, replace=True)
+    clean = train(algo, data, settings)
     assert "malicious_clients" not in clean.curves and "poison" not in clean.config  # runs without it unchanged

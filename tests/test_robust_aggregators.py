@@ -168,7 +168,8 @@ def foltr_round():
     from fltr_audit.engine.algorithms.foltr_es import FOLtRES
     from fltr_audit.engine.clicks import cascade_model
     from fltr_audit.engine.data.synthetic import generate
-    from fltr_audit.engine.federation import run_round, sample_queries
+    from fltr_audit.engine.federation import run_round
+    from fltr_audit.engine.schedule import sample_queries
     from fltr_audit.engine.randomness import stream
     from fltr_audit.engine.rankers import LinearRanker
 
@@ -196,5 +197,5 @@ def test_foltr_message_updates_average_to_the_es_gradient_and_robust_rules_combi
         parse_defense("median").aggregator.aggregate(msgs, np.arange(12), np.random.default_rng(0))
     # the server steps with the robust combination: Adam's first step moves by lr * sign
     new, _, _, _ = run_round(algo, params, algo.init_server_state(params), data, queries, np.arange(12), 1, 0,
-                             aggregator=stack.aggregator)
+                             defenses=stack)
     assert np.allclose(new, params + algo.lr * np.sign(released), atol=1e-6)

@@ -66,10 +66,9 @@ class SecureRule:
         return dataclasses.replace(out, mean=mean)
 
 
-def compose(first: Any, second: Any, text: str) -> Any:
-    """The one aggregator of ``first`` and ``second`` (written in this order in ``text``), or a
+def compose(first: Any, second: Any, where: str) -> Any:
+    """The one aggregator of ``first`` and ``second`` of the stack ``where`` (``defense '...'``), or a
     one-line FltrError naming the stack and both."""
-    where = f"defense {text!r}"
     if is_rule(first) and is_rule(second):
         raise FltrError(f"{where}: {first.name} and {second.name} are two robust rules; choose one")
     if not (is_rule(first) or is_rule(second)):
