@@ -67,4 +67,4 @@ def defense_rows() -> list[dict]:
     from defenses.stack import list_defenses  # start-up: as above
 
     return with_origins(plugins.DEFENSES, list_defenses(), {"role": "", "guarantee": plugins.NOT_IMPORTED,
-                                                             "parameters": [], "default_claim": None})
+                                                             "parameters": [], "default_claim": None, "sees": ""})
