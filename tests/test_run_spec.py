@@ -37,6 +37,8 @@ def _legacy_config(spec, run):
         config["population"] = algo["population"]
     if run.algorithm.non_iid != "iid":  # i27: written only for non-IID users
         config["non_iid"] = run.algorithm.non_iid
+    if run.algorithm.poison is not None:  # i40: written only for poisoned training
+        config["poison"] = run.algorithm.poison.text
     whole_run = spec.get("audit_run", {})  # i25: written only with the [audit_run] section
     if whole_run.get("canaries") is not None:
         config["audit_run_canaries"] = whole_run["canaries"]

@@ -20,6 +20,7 @@ from fltr_audit.errors import FltrDeprecation, FltrError
 from fltr_audit.spec.campaign_checks import check_table, check_values, family_defaults
 from fltr_audit.spec.campaign_tables import CAMPAIGN_KEYS, DEFAULTS, DEPRECATED_KEYS, as_list
 from fltr_audit.spec.defense import DefenseSpec
+from fltr_audit.spec.poison import PoisonSpec, parse_poison
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -55,6 +56,7 @@ class CampaignAlgorithm:
     params: tuple[tuple[str, tuple[Any, ...]], ...]
     population: int | None
     non_iid: tuple[str, ...]
+    poison: tuple[PoisonSpec | None, ...] = (None,)
 
 
 @dataclass(frozen=True)
@@ -184,7 +186,8 @@ def _typed(spec: dict[str, Any]) -> CampaignSpec:
         algorithm=CampaignAlgorithm(t(algo["name"]), t(algo["rounds"]), t(algo["clients"]),
                                     t(algo["queries_per_client"]), t(algo["ranker"]), algo["train_click_model"],
                                     tuple((k, t(v)) for k, v in sorted(algo["params"].items())),
-                                    algo.get("population"), t(algo.get("non_iid", "iid"))),
+                                    algo.get("population"), t(algo.get("non_iid", "iid")),
+                                    tuple(parse_poison(p) for p in as_list(algo.get("poison", "none")))),
         probe=CampaignProbe(t(probe["split"]), t(probe["click_models"]), t(probe["probe_cohort"]),
                             probe["queries_per_client"], probe["min_shown"], probe["require_click"],
                             probe["counterfactual"], t(probe.get("threat_model", "server")),

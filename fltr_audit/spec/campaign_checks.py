@@ -128,6 +128,7 @@ def check_values(spec: dict, source: str) -> None:
     _check_each(spec["audit"]["defenses"], DefenseSpec.parse, "defense")
     _check_messages(spec, source)
     _check_each(spec["audit"]["attacks"], make_attack, "attacks")
+    _check_robustness(spec)
     _check_threat_models(spec, source)
     _check_audit_run(spec, source)
 
@@ -219,6 +220,25 @@ def _check_params(algo: dict, source: str) -> None:
                     algorithm_spec(name, auditable=True).check_params({key: item}, prefix="algorithm.params.")
                 except ParameterError as exc:
                     raise FltrError(f"{source}: key '{exc.parameter}': algorithm {name!r}: {exc.problem}") from None
+
+
+def _check_robustness(spec: dict) -> None:
+    """``algorithm.poison``: every poisoning parses and every algorithm's messages carry it; every
+    defense's robust rule fits every cohort (``defenses.robust.compose.check_cohort``)."""
+    from defenses.robust.compose import check_cohort
+    from fltr_audit.spec.poison import parse_poison
+
+    for text in as_list(spec["algorithm"].get("poison", "none")):
+        poison = parse_poison(text)
+        for name in as_list(spec["algorithm"]["name"]) if poison is not None else []:
+            declared = algorithm_spec(name, auditable=True)
+            poison.check_applies(name, declared.message_kind, declared.user_clicks)
+    for text in as_list(spec["audit"]["defenses"]):
+        for clients in as_list(spec["algorithm"]["clients"]):
+            try:
+                check_cohort(DefenseSpec.parse(text).build(), clients)
+            except FltrError as exc:
+                raise ParameterError("defense", str(exc)) from None
 
 
 def _check_each(values: Any, build: Callable[[str], Any], parameter: str) -> None:

@@ -75,6 +75,7 @@ SCHEMA: dict[str, dict[str, tuple[type, ...]]] = {
         "params": (dict,),
         "population": (int,),
         "non_iid": (str, list),
+        "poison": (str, list),
     },
     "probe": {
         "split": (str, list),
@@ -140,6 +141,7 @@ CAMPAIGN_KEYS = {
     "data": "data.spec", "fold": "data.folds", "queries": "data.queries", "normalization": "data.normalization",
     "clients": "algorithm.clients", "rounds": "algorithm.rounds", "queries_per_client": "algorithm.queries_per_client",
     "ranker": "algorithm.ranker", "population": "algorithm.population", "non_iid": "algorithm.non_iid",
+    "poison": "algorithm.poison",
     "click_model": "probe.click_models", "split": "probe.split", "threat_model": "probe.threat_model",
     "manipulation": "probe.manipulation", "defense": "audit.defenses", "attacks": "audit.attacks",
     "trials": "audit.trials", "canaries": "audit_run.canaries", "runs": "audit_run.runs",

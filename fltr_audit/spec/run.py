@@ -53,6 +53,7 @@ from fltr_audit.constraints import SEED, Constraint, InstanceOf, Interval, Optio
 from fltr_audit.engine.footprint import check_counterfactual_memory, check_population_memory
 from fltr_audit.engine.population import parse_non_iid
 from fltr_audit.spec.defense import DefenseSpec
+from fltr_audit.spec.poison import PoisonSpec, parse_poison
 from fltr_audit.store.defense_spelling import legacy_spelling
 from fltr_audit.errors import FltrError
 
@@ -174,9 +175,14 @@ class AlgorithmSettings(_Section):
     params: tuple[tuple[str, Any], ...] = setting(())
     population: int | None = optional(None, constraints=(*_POSITIVE, None))
     non_iid: str = optional("iid", constraints=(InstanceOf(str),))
+    poison: PoisonSpec | None = optional(None)
+    """Malicious clients of every training cohort (``fltr_audit.spec.poison``; None: none), written as
+    their canonical text."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "params", _frozen_params(self.params))
+        if self.poison is None or isinstance(self.poison, str):
+            object.__setattr__(self, "poison", parse_poison(self.poison))
         super().__post_init__()
         if self.population is not None and self.population < self.clients:
             raise ParameterError("algorithm.population", f"must be at least the cohort of {self.clients} clients "
@@ -188,7 +194,8 @@ class AlgorithmSettings(_Section):
         return dict(self.params)
 
     def _items(self) -> list[tuple[str, bool, Any]]:
-        return [(k, n, dict(self.params) if k == "params" else v) for k, n, v in super()._items()]
+        return [(k, n, dict(self.params) if k == "params" else self.poison.text if k == "poison" else v)
+                for k, n, v in super()._items()]
 
 
 @dataclass(frozen=True)
