@@ -9,7 +9,8 @@ from defenses.robust import rules
 from defenses.robust.aggregators import Krum, Median, MultiKrum, NormBound, TrimmedMean
 from defenses.robust.compose import check_cohort
 from defenses.robust.fltrust import FLTrust, trust_mean
-from defenses.stack import list_defenses, parse_defense
+from defenses.listing import list_defenses
+from defenses.stack import parse_defense
 from fltr_audit.engine.aggregation import FedAvg
 from fltr_audit.engine.messages import Messages
 from fltr_audit.errors import FltrError

@@ -15,13 +15,13 @@ from typing import Any, Callable, ClassVar
 
 import numpy as np
 
+from attacks.poisoning.domains import VECTOR_KINDS
 from attacks.poisoning.selection import Malicious
 from fltr_audit.constraints import ParameterError
 from fltr_audit.engine.messages import Messages
 
 Oracle = Callable[[np.ndarray], np.ndarray]
 """The aggregator the attack faces, as a function of a cohort's updates (n, P) -> its update (P,)."""
-VECTOR_KINDS = ("weights", "update")
 
 
 def benign_moments(U: np.ndarray, bad: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -12,37 +12,10 @@ from typing import Any, Callable, ClassVar, Literal, Mapping, Protocol, get_args
 
 import numpy as np
 
+from fltr_audit.base.defense_terms import (ROLES, SCOPES, SEES, PrivacyClaim, Privatizes, Role,  # noqa: F401
+                                           Scope, Sees)
 from fltr_audit.engine.data.dataset import Dataset
 from fltr_audit.engine.messages import GroundTruth, Guess, Interactions, Messages, RoundBatch, ServerView
-
-Scope = Literal["message", "aggregate", "none"]
-"""What a privacy claim protects: each message, only the cohort's aggregate, or nothing."""
-SCOPES: tuple[str, ...] = get_args(Scope)
-Role = Literal["client", "aggregator"]
-"""Where a defense acts: on each client's message, or when combining the cohort's."""
-ROLES: tuple[str, ...] = get_args(Role)
-Privatizes = Literal["vector", "metric"]
-"""Which part of a message a client defense transforms: the parameter vector or the metric values."""
-Sees = Literal["updates", "distances", "sum"]
-"""What an aggregator must see of a cohort's messages (its class declares ``sees``): each client's
-update (plain, order statistics, a trusted DP server), their pairwise distances and the updates they
-select (Krum), or only their sum (secure aggregation; a norm bound each client proves)."""
-SEES: tuple[str, ...] = get_args(Sees)
-
-
-@dataclass(frozen=True)
-class PrivacyClaim:
-    """The guarantee a defense claims: (epsilon, delta)-DP per round, and for what.
-
-    ``scope`` is ``message`` when each client message is protected on its own,
-    ``aggregate`` when only the cohort's sum is, ``none`` when nothing is claimed.
-    ``epsilon`` is ``inf`` when no DP guarantee is claimed.
-    """
-
-    epsilon: float = float("inf")
-    delta: float = 0.0
-    scope: Scope = "none"
-
 
 class ClientDefense(Protocol):
     """A transform each client applies to its message before it leaves the device.
