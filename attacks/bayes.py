@@ -61,7 +61,7 @@ from attacks.bayes_noise import NoiseModel
 from attacks.bayes_posterior import configuration_log_odds, posterior_log_odds
 from attacks.bayes_prior import PRIORS, click_vectors, log_prior
 from attacks.view import client_updates, require_shown
-from fltr_audit.engine.algorithms.fpdgd import pair_weights
+from fltr_audit.engine.algorithms.fpdgd import FPDGD, pair_weights
 from fltr_audit.constraints import Options, ParameterError, check
 from fltr_audit.engine.messages import Guess, ServerView
 
@@ -111,11 +111,11 @@ class Bayes:
         require_shown(view, self.name)
         if self.algorithm is None:
             raise ParameterError("attacks", "bayes: needs the audited algorithm (its learning rate and click model)")
-        algo = getattr(self.algorithm, "name", "")
         if view.messages is not None and view.messages.metric is not None:
             return self._guess_metric(view)
-        if algo != "fpdgd" and not hasattr(self.algorithm, "local_updates"):
-            raise ParameterError("attacks", f"bayes: cannot replay {algo or 'these'} messages "
+        if not isinstance(self.algorithm, FPDGD):  # PDGD steps, with or without local updates (PDGD)
+            algo = getattr(self.algorithm, "name", type(self.algorithm).__name__)
+            raise ParameterError("attacks", f"bayes: cannot replay {algo} messages "
                                             "(supported: fpdgd with a linear or MLP ranker, foltr-es metric values)")
         if self.noise.kind == "rr":
             raise ParameterError("attacks", f"bayes: defense {self.noise.defense!r} randomizes metric values; "
@@ -231,7 +231,7 @@ class Bayes:
         configurations ``clicks`` (m, C, B, k): the client's B sequential PDGD steps (Alg. 1)."""
         m, C, B, k = clicks.shape
         g = np.asarray(view.global_params, dtype=np.float64)
-        local = getattr(self.algorithm, "local_updates", True)
+        local = self.algorithm.local_updates
         total = np.zeros((m, C, len(g)))
         for b in range(B):
             current = g + total if local else np.broadcast_to(g, total.shape)
@@ -244,7 +244,7 @@ class Bayes:
         Replayed as a tree: list b's step is computed once per distinct model its prefix of
         lists leaves, so the cost is about that of the last list, not B times the product."""
         g = np.asarray(view.global_params, dtype=np.float64)
-        local = getattr(self.algorithm, "local_updates", True)
+        local = self.algorithm.local_updates
         m = len(messages)
         total = np.zeros((m, 1, len(g)))
         for b, choice in enumerate(choices):
