@@ -14,7 +14,8 @@ import numpy as np
 from defenses.catalog import SPECS, Param, Spec
 from fltr_audit import plugins
 from fltr_audit.errors import FltrError
-from fltr_audit.engine.interfaces import ROLES, SEES, Aggregate, AggregatorBase, PrivacyClaim, Privatizes
+from fltr_audit.base.defense_terms import ROLES, SEES, PrivacyClaim, Privatizes
+from fltr_audit.engine.interfaces import Aggregate, AggregatorBase
 from fltr_audit.privacy import mechanisms as mech
 from fltr_audit.engine.messages import Messages
 from fltr_audit.plugins import call_plugin, returned

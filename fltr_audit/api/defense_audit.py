@@ -18,7 +18,8 @@ from typing import Any
 
 import pandas as pd
 
-from attacks.epsilon_bounds import NEIGHBOURS, auto_trials
+from attacks.epsilon_bounds import NEIGHBOURS
+from attacks.trial_sizing import auto_trials
 from attacks.foltr_decode import audit_query_distinguishing
 from attacks.mechanism_audit import audit_stack, protected_by_aggregator
 from attacks.stack_outputs import metric_randomizer, noise_declarations, undeclared_client

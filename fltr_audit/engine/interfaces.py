@@ -8,12 +8,11 @@ satisfy these protocols, handed to it by the composition root (``cli``, ``campai
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, ClassVar, Literal, Mapping, Protocol, get_args
+from typing import Any, Callable, ClassVar, Mapping, Protocol
 
 import numpy as np
 
-from fltr_audit.base.defense_terms import (ROLES, SCOPES, SEES, PrivacyClaim, Privatizes, Role,  # noqa: F401
-                                           Scope, Sees)
+from fltr_audit.base.defense_terms import PrivacyClaim, Privatizes, Sees
 from fltr_audit.engine.data.dataset import Dataset
 from fltr_audit.engine.messages import GroundTruth, Guess, Interactions, Messages, RoundBatch, ServerView
 
