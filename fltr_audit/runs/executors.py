@@ -178,9 +178,10 @@ def _execute_pool(tasks: list[Task], fn: Callable[[Any], Any], workers: int, sto
                 yield outcome
         pool.shutdown(wait=True)
     except BaseException:  # abandoned (a second Ctrl-C, SIGTERM, an error): end the workers now
-        for process in list((getattr(pool, "_processes", None) or {}).values()):
+        for process in list((pool._processes or {}).values()):
             process.terminate()
-        pool.shutdown(wait=False, cancel_futures=True)
+        pool.shutdown(wait=True, cancel_futures=True)  # the workers are gone: returns at once
+        del pool  # its queues' semaphores are released here, not left to the resource tracker at exit
         raise
 
 
