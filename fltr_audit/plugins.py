@@ -1,5 +1,5 @@
 """Plug-ins from installed packages: the entry-point groups ``fltr_audit.attacks``,
-``fltr_audit.defenses`` and ``fltr_audit.engine.algorithms`` (``importlib.metadata``).
+``fltr_audit.defenses`` and ``fltr_audit.algorithms`` (``importlib.metadata``).
 
 A package adds its own attack, defense or algorithm by declaring, in its ``pyproject.toml``::
 
@@ -9,7 +9,7 @@ A package adds its own attack, defense or algorithm by declaring, in its ``pypro
     [project.entry-points."fltr_audit.defenses"]
     my-defense = "my_package.defenses:MY_DEFENSE"        # a fltr_audit.api.DefensePlugin
 
-    [project.entry-points."fltr_audit.engine.algorithms"]
+    [project.entry-points."fltr_audit.algorithms"]
     my-algo = "my_package.algo:SPEC"                     # a fltr_audit.engine.algorithms.registry.AlgorithmSpec
 
 Entry points load lazily: only when a command asks for that name, so a broken plug-in never
@@ -34,7 +34,7 @@ from fltr_audit.errors import FltrError
 
 ATTACKS = "fltr_audit.attacks"
 DEFENSES = "fltr_audit.defenses"
-ALGORITHMS = "fltr_audit.engine.algorithms"
+ALGORITHMS = "fltr_audit.algorithms"
 GROUPS = (ATTACKS, DEFENSES, ALGORITHMS)
 KINDS = {ATTACKS: "attack", DEFENSES: "defense", ALGORITHMS: "algorithm"}
 NOT_IMPORTED = "installed plug-in (not imported)"

@@ -124,7 +124,7 @@ string-apply = hostile:StringApply
 list-aggregate = hostile:ListAggregate
 exit-defense-factory = hostile:exit_defense_factory
 
-[fltr_audit.engine.algorithms]
+[fltr_audit.algorithms]
 exit-algorithm = hostile:exit_algorithm
 exit-at-import-algorithm = hostile_exit:thing
 sleep-algorithm = hostile_sleep:thing

@@ -69,7 +69,7 @@ broken-attack = not_a_module:thing
 [fltr_audit.defenses]
 halve = myplug:Halve
 
-[fltr_audit.engine.algorithms]
+[fltr_audit.algorithms]
 my-pbm = myplug:PBM_SPEC
 broken-algo = not_a_module:thing
 '''
@@ -152,3 +152,12 @@ def test_a_pbm_plug_in_trains_and_its_family_is_read_from_its_spec(site, tmp_pat
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), str(site)])}
     checked = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True)
     assert checked.stdout.strip() == "ok", checked.stderr
+
+
+def test_entry_point_groups_keep_their_published_names():
+    """Installed plug-ins declare these groups in their own pyproject.toml: renaming one (as moving a
+    module once did) silently unloads every plug-in of it."""
+    from fltr_audit import plugins
+
+    assert (plugins.ATTACKS, plugins.DEFENSES, plugins.ALGORITHMS) == (
+        "fltr_audit.attacks", "fltr_audit.defenses", "fltr_audit.algorithms")
