@@ -23,6 +23,7 @@ from threadpoolctl import threadpool_limits
 
 from fltr_audit.engine import metrics, threads
 from fltr_audit.engine.aggregation import FedAvg
+from fltr_audit.engine.cohorts import Participations, cohort
 from fltr_audit.constraints import Interval, ParameterError, check
 from fltr_audit.engine.data.dataset import Dataset
 from fltr_audit.errors import FltrError
@@ -324,7 +325,7 @@ def train(algorithm: Algorithm, train_data: Dataset, *, clients: int, queries_pe
     params = algorithm.init_params(stream(seed, "init"))
     state = algorithm.init_server_state(params)
     client_ids = np.arange(clients, dtype=np.int64)
-    visits = np.zeros(0 if population is None and iid else users, dtype=np.int64)
+    visits = Participations(users)  # the users' participations so far (only those who took part are stored)
     rows: list[dict] = []
     online, t_eval, n_interactions = 0.0, 0, 0
     offline = _OfflineEvaluations(algorithm.ranker, eval_data, on_round)
@@ -338,14 +339,14 @@ def train(algorithm: Algorithm, train_data: Dataset, *, clients: int, queries_pe
                 if non_iid.setting == "data-quantity":
                     client_ids = weighted_cohort(users, clients, non_iid.alpha, stream(seed, "cohort", r))
                 elif population is not None:
-                    client_ids = np.sort(stream(seed, "cohort", r).choice(population, clients, replace=False))
+                    client_ids = cohort(seed, r, clients, population)
                 if home_sets is not None:
-                    queries = skewed_queries(seed, non_iid, client_ids, visits[client_ids], queries_per_client,
+                    queries = skewed_queries(seed, non_iid, client_ids, visits.of(client_ids), queries_per_client,
                                              *home_sets)
                 else:
-                    queries = user_queries(seed, client_ids, visits[client_ids], queries_per_client,
+                    queries = user_queries(seed, client_ids, visits.of(client_ids), queries_per_client,
                                            train_data.n_queries)
-                visits[client_ids] += 1
+                visits.add(client_ids)
             params, state, batch, out = run_round(algorithm, params, state, train_data, queries, client_ids, r, seed,
                                                   client_defenses=client_defenses, aggregator=aggregator,
                                                   threat_model=threat_model, observer=observer)
@@ -379,10 +380,10 @@ def train(algorithm: Algorithm, train_data: Dataset, *, clients: int, queries_pe
     }
     if population is not None:
         config.update(population=int(population), sampling_rate=clients / population,
-                      rounds_participated_max=int(visits.max()), rounds_participated_mean=float(visits.mean()))
+                      rounds_participated_max=visits.max(), rounds_participated_mean=visits.mean())
     if not iid:
-        config.update(non_iid=non_iid.name, rounds_participated_max=int(visits.max()),
-                      rounds_participated_mean=float(visits.mean()))
+        config.update(non_iid=non_iid.name, rounds_participated_max=visits.max(),
+                      rounds_participated_mean=visits.mean())
     import pandas as pd
 
     return TrainResult(params=np.asarray(params, dtype=np.float64), curves=pd.DataFrame(rows), config=config,
