@@ -132,9 +132,14 @@ def noisy_aggregate_mechanism(stack: Any, inputs: tuple[np.ndarray, np.ndarray],
     """The mean a noisy aggregator releases for a fixed cohort of ``cohort``: the target holding
     update ``inputs[which]``, the ``cohort - 1`` others zero updates (fixed and known: the worst
     case), every member still adding its noise share; one aggregation per trial, each by a fresh
-    copy of the aggregator (adaptive clipping's clip starts where the stack's does)."""
+    copy of the aggregator (adaptive clipping's clip starts where the stack's does) -- or all trials
+    at once by an aggregator that simulates such rounds itself (``zero_cohort_means``, equal in law:
+    ``ddgauss``)."""
+    batched = getattr(stack.aggregator, "zero_cohort_means", None)
 
     def mechanism(rng: np.random.Generator, n: int, which: int) -> np.ndarray:
+        if batched is not None:
+            return batched(inputs[which], cohort, n, rng)
         rows = np.zeros((cohort, len(inputs[which])))
         rows[0] = inputs[which]
         msgs = Messages(vector=rows, vector_kind="update", n_interactions=np.ones(cohort, dtype=np.int64))
