@@ -149,6 +149,25 @@ def noisy_aggregate_mechanism(stack: Any, inputs: tuple[np.ndarray, np.ndarray],
     return mechanism
 
 
+def separable_coordinates(stack: Any, inputs: tuple[np.ndarray, np.ndarray]) -> np.ndarray | None:
+    """The coordinates where the two inputs differ, when a message's law there does not depend on
+    the others: both inputs zero elsewhere (a clip reads the same norm without them) and the client
+    transforms declaring one noise added independently per coordinate (Laplace or Gamma shares,
+    which ``tests/test_mechanism_audit.py`` checks against the full messages); None otherwise."""
+    if undeclared_client(stack):
+        return None
+    comps = noise_declarations(stack)
+    if len(comps) != 1 or not isinstance(comps[0], (mech.Laplace, mech.GammaShares)):
+        return None
+    a, b = (np.asarray(x, dtype=np.float64) for x in inputs)
+    differ = a != b
+    return np.flatnonzero(differ) if not (a[~differ].any() or b[~differ].any()) else None
+
+
+SHUFFLE_CHUNK_VALUES = 1 << 22
+"""Message coordinates simulated at a time by ``shuffle_mechanism`` (bounded memory at any trials)."""
+
+
 def shuffle_mechanism(stack: Any, inputs: tuple[np.ndarray, np.ndarray], cohort: int, message_llr: Statistic,
                       g: np.ndarray | None = None, kind: str = "update") -> Mechanism:
     """The shuffled cohort the server receives (replace-one worst case): the target's local input
@@ -156,12 +175,13 @@ def shuffle_mechanism(stack: Any, inputs: tuple[np.ndarray, np.ndarray], cohort:
     randomizer, then the stack's shuffler. Returned as the shuffled messages' log-likelihood
     ratios ``log p1(y_i) / p0(y_i)`` (``message_llr``), in the shuffled order: every message
     coordinate where the inputs agree has the same law under both, so the ratios are a
-    sufficient statistic of the multiset (the server's view) and keep the audit's memory small."""
+    sufficient statistic of the multiset (the server's view) and keep the audit's memory small.
+    Trials are simulated ``SHUFFLE_CHUNK_VALUES`` message coordinates at a time."""
     single = message_mechanism(stack, inputs, cohort, g, kind)
     rr = metric_randomizer(stack) is not None
+    ids = np.arange(cohort)
 
-    def mechanism(rng: np.random.Generator, n: int, which: int) -> np.ndarray:
-        ids = np.arange(cohort)
+    def shuffled_llrs(rng: np.random.Generator, n: int, which: int) -> np.ndarray:
         target, others = single(rng, n, which), single(rng, n * (cohort - 1), 0)
         others = others.reshape(n, cohort - 1, *others.shape[1:])
         shuffled = np.empty((n, cohort, *others.shape[2:]))
@@ -173,5 +193,9 @@ def shuffle_mechanism(stack: Any, inputs: tuple[np.ndarray, np.ndarray], cohort:
                                               ids, rng).messages
             shuffled[t] = view.metric if rr else view.vector
         return np.asarray(message_llr(shuffled.reshape(n * cohort, -1))).reshape(n, cohort)
+
+    def mechanism(rng: np.random.Generator, n: int, which: int) -> np.ndarray:
+        step = max(1, SHUFFLE_CHUNK_VALUES // (cohort * len(inputs[which])))
+        return np.concatenate([shuffled_llrs(rng, min(step, n - lo), which) for lo in range(0, n, step)])
 
     return mechanism

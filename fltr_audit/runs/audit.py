@@ -60,6 +60,7 @@ from attacks.foltr_decode import audit_query_distinguishing
 from attacks.registry import attack_spec, make_attack, needed
 from attacks.scoring import Slots, evaluate, roc_points, summarize
 from attacks.mechanism_audit import audit_stack, protected_by_aggregator
+from attacks.stack_outputs import separable_coordinates
 from attacks.worst_case import worst_case_inputs
 from defenses.accounting import ParticipationSchedule, privacy_spent
 from defenses.stack import DefenseStack, parse_defense
@@ -85,10 +86,11 @@ defense call on a whole cohort per trial; ceiling 6.3, above every built-in aggr
 BATCHED_AGGREGATE_TRIALS = 10_000
 """The same cap for an aggregator that simulates all the trials at once (``zero_cohort_means``:
 ``ddgauss``, about a second per 10^4 trials)."""
-SHUFFLE_MESSAGES = 100_000
-"""At most this many messages per input for a worst-case audit of a shuffled cohort (each trial
-shuffles a whole cohort, of at least the shuffler's n for an amplified claim): 100 trials at
-n = 1000, some seconds."""
+SHUFFLE_VALUES = 20_000_000
+"""At most this many simulated message coordinates per input for an audit of a shuffled cohort
+(each trial shuffles a whole cohort, of at least the shuffler's n for an amplified claim, the
+messages simulated on the coordinates the audit reads, ``separable_coordinates``): 20,000 trials
+of one coordinate at n = 1000 in some seconds; 147 of the 136 coordinates of an L2-clipped one."""
 DEFAULT_AUDIT_TRIALS = 10_000
 AUDIT_COLUMNS = tuple(f.name for f in dataclasses.fields(AuditMeasurement))
 """The measured columns of an ``audits`` row (the run's algorithm and defense lead, its privacy trails)."""
@@ -343,14 +345,17 @@ def audit_trials(config: RunSpec, stack: DefenseStack) -> int:
     return auto_trials(stack.claim.epsilon, stack.claim.delta)[0]
 
 
-def shuffle_trials(stack: DefenseStack, trials: int, cohort: int) -> int:
-    """``trials``, at most ``SHUFFLE_MESSAGES`` messages' worth (at least 100 trials) when the stack
-    shuffles: each trial shuffles a cohort of at least the shuffler's n for an amplified claim."""
+def shuffle_trials(stack: DefenseStack, trials: int, cohort: int, inputs: tuple[np.ndarray, np.ndarray]) -> int:
+    """``trials``, at most ``SHUFFLE_VALUES`` simulated message coordinates' worth (at least 100
+    trials) when the stack shuffles: each trial shuffles a cohort of at least the shuffler's n for
+    an amplified claim, its messages simulated on the coordinates of ``inputs`` the audit reads."""
     shuffled = mech.declared(stack.aggregator)
     if not isinstance(shuffled, mech.Shuffle):
         return trials
     members = max(cohort, shuffled.n) if shuffled.amplified else cohort
-    return min(trials, max(100, SHUFFLE_MESSAGES // members))
+    kept = separable_coordinates(stack, inputs)
+    values = len(kept) if kept is not None else len(inputs[0])
+    return min(trials, max(100, SHUFFLE_VALUES // (members * max(values, 1))))
 
 
 def epsilon_audits(config: RunSpec, splits: Any, stack: DefenseStack, base: TrainResult) -> list[dict]:
@@ -399,8 +404,10 @@ def _audit_worst_case(config: RunSpec, stack: DefenseStack, metric: bool, natura
         if scope == "aggregate":
             batched = protected_by_aggregator(stack) == "noise" and hasattr(stack.aggregator, "zero_cohort_means")
             trials = min(trials, BATCHED_AGGREGATE_TRIALS if batched else AGGREGATE_TRIALS)
-        trials = shuffle_trials(stack, trials, cohort)
-    result = audit_stack(stack, claim=claim, inputs=worst_case_inputs(stack, dim), neighbours="worst-case",
+    inputs = worst_case_inputs(stack, dim)
+    if not metric:
+        trials = shuffle_trials(stack, trials, cohort, inputs)
+    result = audit_stack(stack, claim=claim, inputs=inputs, neighbours="worst-case",
                          scope=scope, trials=trials, cohort=cohort, seed=audit_seed(config.seed, config.data.fold, stack.name, "worst-case"),
                          min_trials=4)
     return {**{key: value for key, value in result.as_dict().items() if key in AUDIT_COLUMNS},
@@ -563,7 +570,7 @@ def _audit_defense(config: RunSpec, splits: Any, stack: DefenseStack, base: Trai
     hides = hides_messages(stack, pool.shape[1])
     result = audit_stack(stack, claim=stack.claim, inputs=(u0, u1), neighbours="natural",
                          scope="aggregate" if hides else "message",
-                         trials=shuffle_trials(stack, audit_trials(config, stack), config.probe.cohort),
+                         trials=shuffle_trials(stack, audit_trials(config, stack), config.probe.cohort, (u0, u1)),
                          cohort=config.probe.cohort, seed=audit_seed(config.seed, config.data.fold, stack.name, "natural"), others=pool,
                          g=g, kind=kind, min_trials=4)
     return {**{key: value for key, value in result.as_dict().items() if key in AUDIT_COLUMNS},
