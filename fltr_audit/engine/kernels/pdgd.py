@@ -137,3 +137,34 @@ def linear_gradients(X: np.ndarray, rows: np.ndarray, coef: np.ndarray, out: np.
                 x = X[rows[i, p]]
                 for f in range(out.shape[1]):
                     out[i, f] += c * float(x[f])
+
+
+@numba.njit(nogil=True, cache=True)
+def linear_steps(X: np.ndarray, shown: np.ndarray, shown_scores: np.ndarray, log_dens: np.ndarray,
+                 clicks: np.ndarray, lr: float, weights: np.ndarray) -> None:
+    """Every list's PDGD step for a linear ranker, ``weights[i] += lr * grad_i`` (Eq. 5-6):
+    ``pair_coefficients`` of list i, then ``grad_i = sum_p coef[i, p] X[shown[i, p]]`` as
+    ``linear_gradients`` sums it, then ``lr * grad_i`` added -- the bits of those steps one after
+    the other; a list without a preference pair is left as it is. ``shown`` (n, k): dataset rows,
+    -1 on empty slots (never read)."""
+    n, k = clicks.shape
+    coef = np.empty((1, k))
+    ok = np.empty((1, k), dtype=np.bool_)
+    grad = np.empty(weights.shape[1])
+    for i in range(n):
+        for p in range(k):
+            ok[0, p] = shown[i, p] >= 0
+        pair_coefficients(shown_scores[i:i + 1], log_dens[i:i + 1], clicks[i:i + 1], ok, coef)
+        used = False
+        for f in range(grad.shape[0]):
+            grad[f] = 0.0
+        for p in range(k):
+            c = coef[0, p]
+            if c != 0.0:
+                used = True
+                x = X[shown[i, p]]
+                for f in range(grad.shape[0]):
+                    grad[f] += c * float(x[f])
+        if used:
+            for f in range(grad.shape[0]):
+                weights[i, f] += lr * grad[f]
