@@ -132,3 +132,21 @@ def test_a_billion_users_cost_only_the_users_who_took_part():
     cohorts = np.concatenate([cohort(1, r, 1000, 10**9) for r in range(1, 6)])
     np.testing.assert_array_equal(took_part.users, np.unique(cohorts))
     assert took_part.counts.sum() == 5000 and took_part.population == 10**9
+
+
+def test_training_with_a_billion_users_allocates_nothing_per_user(data):
+    """``train`` with a population of 10^9 (cohorts, query streams, participations and the
+    accountant's schedule) peaks far below one byte per user; the schedule charges the cohorts'
+    users. Catches: a dense per-user array anywhere on the population path (8 GB of int64 here)."""
+    import tracemalloc
+
+    from defenses.accounting import ParticipationSchedule
+
+    tracemalloc.start()
+    res, ids = run(data, population=10**9, rounds=3)
+    schedule = ParticipationSchedule.of_run(0, 3, 10, 10**9)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 200_000_000
+    assert schedule.worst == res.config["rounds_participated_max"] == 1 and schedule.absent == 10**9 - 30
+    assert sorted(schedule.counts.tolist()) == [1] * 30 and schedule.quantile() == 0
