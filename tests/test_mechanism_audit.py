@@ -266,5 +266,6 @@ def test_the_shuffle_audit_reads_ten_thousand_trials_and_stays_below_the_claim()
     assert result.epsilon_lb <= stack.claim.epsilon
     full = shuffle_mechanism(stack, (a, b), 1000, mechanism_statistic(stack, (a, b), "message", 1000)[0])
     one = shuffle_mechanism(stack, (a[:1], b[:1]), 1000, mechanism_statistic(stack, (a[:1], b[:1]), "message", 1000)[0])
-    x, y = shuffle_statistic(full(np.random.default_rng(3), 300, 1)), shuffle_statistic(one(np.random.default_rng(4), 3000, 1))
+    x = shuffle_statistic(full(np.random.default_rng(3), 300, 1))
+    y = shuffle_statistic(one(np.random.default_rng(4), 3000, 1))
     assert stats.ks_2samp(x, y).pvalue > 0.001
