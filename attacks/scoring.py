@@ -84,10 +84,25 @@ class Slots:
 
 @dataclass(frozen=True)
 class Evaluation:
-    """One guess scored: the per-list rows and the kept slots (for pooled measures)."""
+    """One guess scored: the per-list rows (``columns``, one array per column) and the kept slots
+    (for pooled measures)."""
 
-    per_query: pd.DataFrame
+    columns: dict[str, np.ndarray]
     slots: Slots
+
+    @property
+    def per_query(self) -> pd.DataFrame:
+        """The per-list rows as a table."""
+        return pd.DataFrame(self.columns)
+
+    @staticmethod
+    def rows(evaluations: list["Evaluation"]) -> pd.DataFrame:
+        """The per-list rows of several evaluations in order, one table built once (as
+        ``pd.concat`` of their ``per_query`` with a fresh index)."""
+        if not evaluations:
+            return pd.DataFrame()
+        return pd.DataFrame({name: np.concatenate([e.columns[name] for e in evaluations])
+                             for name in evaluations[0].columns})
 
 
 def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
@@ -218,7 +233,7 @@ def evaluate(guess: Guess, batch: RoundBatch, *, counterfactual: np.ndarray | No
     slot_keep = flat_mask & keep[:, None]
     slots = Slots(score=score[slot_keep], click=c.reshape(R, k)[slot_keep], decision=flat_d[slot_keep],
                   counterfactual=cf_flat[:, slot_keep])
-    return Evaluation(pd.DataFrame({name: values[keep] for name, values in columns.items()}), slots)
+    return Evaluation({name: values[keep] for name, values in columns.items()}, slots)
 
 
 def score_guess(guess: Guess, batch: RoundBatch, *, counterfactual: np.ndarray | None = None, min_shown: int = 0,

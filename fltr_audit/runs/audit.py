@@ -58,7 +58,7 @@ from attacks.epsilon_bounds import auto_trials
 from attacks.epsilon import epsilon_rows
 from attacks.foltr_decode import audit_query_distinguishing
 from attacks.registry import attack_spec, make_attack, needed
-from attacks.scoring import Slots, evaluate, roc_points, summarize
+from attacks.scoring import Evaluation, Slots, evaluate, roc_points, summarize
 from attacks.mechanism_audit import audit_stack, protected_by_aggregator
 from attacks.stack_outputs import separable_coordinates
 from attacks.worst_case import worst_case_inputs
@@ -194,7 +194,7 @@ def run_audit(config: RunSpec | Mapping[str, Any]) -> dict[str, pd.DataFrame]:
             scored = [evaluate(guess, b, counterfactual=cf, min_shown=probe_cfg.min_shown,
                                require_click=probe_cfg.require_click)
                       for guess, b, cf in zip(guesses, batches, counterfactual)]
-            per_query = pd.concat([e.per_query for e in scored], ignore_index=True)
+            per_query = Evaluation.rows(scored)
             slots = Slots.concat([e.slots for e in scored])
             threat = threat_label(batches[0].view)
             refined = guesses and guesses[0].attack.startswith(name)
