@@ -253,8 +253,9 @@ class DDGauss:
         by share, or, when ``sum_tau`` <= ``ONE_GAUSSIAN_TAU``, as one N_Z(0, cohort sigma_l^2)
         (Prop. 14: every probability within a factor e^tau). The sum is reduced in Z_(2^b)
         (a sum of residues is the residue of the sum), centred, decoded and divided by ``cohort``."""
-        self._check_cohort(cohort)
         update = np.asarray(update, dtype=np.float64)
+        self._check_model(len(update))
+        self._check_cohort(cohort)
         sigma2 = self.local_sigma(cohort) ** 2
         one = sum_tau(math.sqrt(sigma2), cohort) <= ONE_GAUSSIAN_TAU
         ring = np.uint64((1 << self.bits) - 1)
@@ -269,6 +270,11 @@ class DDGauss:
             summed = self.centre((ints + shares).view(np.uint64) & ring)
             out[lo:lo + n] = (hadamard(summed * self.gamma) * signs)[:, :len(update)] / cohort
         return out
+
+    def _check_model(self, p: int) -> None:
+        if p > self.dim:
+            raise FltrError(f"{self.name}: the model has {p} parameters, more than dim = {self.dim}; "
+                            f"set dim to a power of two >= {p}")
 
     def _check_cohort(self, n: int) -> None:
         if self.local_sigma(n) < 0.5:
@@ -296,9 +302,7 @@ class DDGauss:
                   global_params: np.ndarray | None = None) -> Aggregate:
         require_vectors(messages, self.name)
         p = messages.vector.shape[1]
-        if p > self.dim:
-            raise FltrError(f"{self.name}: the model has {p} parameters, more than dim = {self.dim}; "
-                            f"set dim to a power of two >= {p}")
+        self._check_model(p)
         g = np.zeros(p) if global_params is None else np.asarray(global_params, dtype=np.float64)
         n = messages.n_clients
         self._check_cohort(n)

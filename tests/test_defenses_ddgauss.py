@@ -160,6 +160,8 @@ def test_a_model_larger_than_dim_is_refused():
     msgs = Messages(n_interactions=np.ones(2, dtype=np.int64), vector=np.zeros((2, 70)), vector_kind="update")
     with pytest.raises(FltrError, match="set dim to a power of two >= 70"):
         DDGauss(dim=64, n=2).aggregate(msgs, np.arange(2), np.random.default_rng(0))
+    with pytest.raises(FltrError, match="set dim to a power of two >= 70"):
+        DDGauss(dim=64, n=2).zero_cohort_means(np.zeros(70), 2, 5, np.random.default_rng(0))
 
 
 def test_audit_never_beats_the_claim():
