@@ -90,7 +90,7 @@ SHUFFLE_VALUES = 20_000_000
 """At most this many simulated message coordinates per input for an audit of a shuffled cohort
 (each trial shuffles a whole cohort, of at least the shuffler's n for an amplified claim, the
 messages simulated on the coordinates the audit reads, ``separable_coordinates``): 20,000 trials
-of one coordinate at n = 1000 in some seconds; 147 of the 136 coordinates of an L2-clipped one."""
+of one coordinate at n = 1000 in some seconds; 147 trials of an L2-clipped worst case of 136."""
 DEFAULT_AUDIT_TRIALS = 10_000
 AUDIT_COLUMNS = tuple(f.name for f in dataclasses.fields(AuditMeasurement))
 """The measured columns of an ``audits`` row (the run's algorithm and defense lead, its privacy trails)."""
