@@ -113,6 +113,8 @@ def aggregate_mechanism(stack: Any, inputs: tuple[np.ndarray, np.ndarray], cohor
     others (rows of ``others``, drawn at random, or zero updates -- fixed inputs the attacker
     knows, the worst case), all through the client defenses; one trial per cohort."""
     check("cohort", cohort, (Interval(int, 2, None),), "the clients an aggregate sums")
+    if not stack.client:
+        return _untransformed_aggregate(inputs, cohort, others, g, kind)
 
     def mechanism(rng: np.random.Generator, n: int, which: int) -> np.ndarray:
         u = np.asarray(inputs[which], dtype=np.float64)
@@ -126,6 +128,37 @@ def aggregate_mechanism(stack: Any, inputs: tuple[np.ndarray, np.ndarray], cohor
         return out
 
     return mechanism
+
+
+def _untransformed_aggregate(inputs: tuple[np.ndarray, np.ndarray], cohort: int, others: np.ndarray | None,
+                             g: np.ndarray | None, kind: str) -> Mechanism:
+    """``aggregate_mechanism`` of a stack without client transforms (plain secure aggregation), many
+    trials at once: no transform draws from the stream, so trial t's members are the t-th draw of
+    ``others`` rows, as one trial at a time draws them, and its mean sums the members in the same
+    order (``(u + g) - g`` for weights, as ``Messages.updates``): the same bits, ``TRIAL_CHUNK_VALUES``
+    at a time."""
+    g = None if g is None else np.asarray(g, dtype=np.float64)
+
+    def mechanism(rng: np.random.Generator, n: int, which: int) -> np.ndarray:
+        u = np.asarray(inputs[which], dtype=np.float64)
+        out = np.empty((n, len(u)))
+        step = max(1, TRIAL_CHUNK_VALUES // (cohort * max(len(u), 1)))
+        for lo in range(0, n, step):
+            rows = np.zeros((min(step, n - lo), cohort, len(u)))
+            rows[:, 0] = u
+            if others is not None:
+                rows[:, 1:] = others[rng.integers(0, len(others), size=(len(rows), cohort - 1))]
+            if kind == "weights":
+                zero = np.zeros(len(u)) if g is None else g
+                rows = (rows + zero) - zero
+            out[lo:lo + len(rows)] = rows.mean(axis=1)
+        return out
+
+    return mechanism
+
+
+TRIAL_CHUNK_VALUES = 1 << 22
+"""Update coordinates of the cohorts simulated at a time by ``_untransformed_aggregate``."""
 
 
 def noisy_aggregate_mechanism(stack: Any, inputs: tuple[np.ndarray, np.ndarray], cohort: int) -> Mechanism:
