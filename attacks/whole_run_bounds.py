@@ -23,7 +23,7 @@ meaning "present".
   bound; its interval is the 2.5-97.5 % range over a bootstrap of the canaries.
 * **Multi-run lower bound**: one canary per independent run; the first half of the runs chooses
   the score threshold, the second half counts false positives and negatives, and
-  ``reports.claims.epsilon_lower_bound`` (one-sided Clopper-Pearson at each error rate, the
+  ``fltr_audit.privacy.error_bounds.epsilon_lower_bound`` (one-sided Clopper-Pearson at each error rate, the
   two DP constraints) turns them into a bound.
 """
 
@@ -34,6 +34,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
+
+from fltr_audit.privacy.error_bounds import epsilon_lower_bound
 from scipy import stats
 
 CONFIDENCE = 0.95
@@ -209,8 +211,6 @@ class MultiRunBound:
 def multi_run_lower_bound(scores: np.ndarray, present: np.ndarray, delta: float,
                           confidence: float = CONFIDENCE) -> MultiRunBound:
     """One score and secret per independent run (module docstring)."""
-    from reports.claims import epsilon_lower_bound
-
     scores, present = np.asarray(scores, dtype=np.float64), np.asarray(present, dtype=bool)
     half = len(scores) // 2
     fit_s, fit_p, s, p = scores[:half], present[:half], scores[half:], present[half:]

@@ -22,10 +22,10 @@ from defenses.catalog import SPECS, Param, Spec
 from defenses.registration import plugin_spec
 from defenses.clipping import Clip
 from defenses.randomized_response import MAXRR_VALUES
-from fltr_audit.engine.aggregation import FedAvg
+from fltr_audit.engine.aggregation import FedAvg, RoundDefenses
 from fltr_audit.constraints import describe, satisfied
 from fltr_audit.errors import FltrDeprecation, FltrError
-from fltr_audit.engine.interfaces import Aggregator, ClientDefense, PrivacyClaim
+from fltr_audit.engine.interfaces import PrivacyClaim
 from fltr_audit.privacy.mechanisms import check_declaration
 
 
@@ -40,12 +40,9 @@ def _fmt(value: Any) -> str:
 
 
 @dataclass(frozen=True)
-class DefenseStack:
-    """Client defenses in order, the aggregator, and the canonical name."""
-
-    client: tuple[ClientDefense, ...]
-    aggregator: Aggregator
-    name: str
+class DefenseStack(RoundDefenses):
+    """Client defenses in order, the aggregator, and the canonical name (the engine applies it as
+    ``RoundDefenses``); built fresh for each run."""
 
     @property
     def claim(self) -> PrivacyClaim:
@@ -132,24 +129,43 @@ def _component(token: str, text: str) -> tuple[Spec, dict[str, Any], list[tuple[
     return spec, given, [(w, k) for k, w in spelled.items() if w != k]
 
 
+@dataclass(frozen=True)
+class Component:
+    """One validated component of a stack: its catalog entry, every parameter's value (given,
+    inherited from a preceding clip, or default) and its canonical text."""
+
+    spec: Spec
+    values: tuple[tuple[str, Any], ...]
+    token: str
+
+    def build(self) -> Any:
+        """A fresh defense object of this component."""
+        return self.spec.build(**dict(self.values), name=self.token)
+
+
 def parse_defense(text: str) -> DefenseStack:
     """Parse and validate a defense stack; FltrError names the defense string on bad input."""
+    return build_stack(parse_components(text))
+
+
+def parse_components(text: str) -> tuple[Component, ...]:
+    """The validated components of a defense string (``()`` for ``none``), building each once to
+    check what it declares; FltrError names the defense string on bad input, and a deprecated
+    parameter spelling warns (``FltrDeprecation``)."""
     text = str(text).strip()
     where = f"defense {text!r}"
     if not text:
         raise FltrError("defense '': empty (write 'none' for no defense)")
     if text == "none":
-        return DefenseStack(client=(), aggregator=FedAvg(), name="none")
-    client: list[Any] = []
-    aggregator: Any = None
-    tokens: list[str] = []
+        return ()
+    components: list[Component] = []
     last_clip: Clip | None = None
     deprecated: list[str] = []
     for raw in _split(text, "+"):
         if raw == "none":
             raise FltrError(f"{where}: 'none' cannot be combined with other defenses")
-        if aggregator is not None:
-            raise FltrError(f"{where}: {tokens[-1]} must come last, and only one aggregator is allowed")
+        if components and components[-1].spec.role == "aggregator":
+            raise FltrError(f"{where}: {components[-1].token} must come last, and only one aggregator is allowed")
         spec, given, aliases = _component(raw, text)
         deprecated += [f"{spec.name} parameter {alias!r} is deprecated: write {name!r}" for alias, name in aliases]
         values, shown = {}, []
@@ -158,27 +174,34 @@ def parse_defense(text: str) -> DefenseStack:
             values[p.name] = given.get(p.name, default)
             if p.key or values[p.name] != default:
                 shown.append(f"{p.name}={_fmt(values[p.name])}")
-        token = spec.name + (f"({','.join(shown)})" if shown else "")
+        component = Component(spec, tuple(values.items()), spec.name + (f"({','.join(shown)})" if shown else ""))
         try:
-            obj = spec.build(**values, name=token)
+            obj = component.build()
         except FltrError as exc:
-            raise FltrError(f"{where}: {str(exc).removeprefix(token + ': ')}") from None
+            raise FltrError(f"{where}: {str(exc).removeprefix(component.token + ': ')}") from None
         check_declaration(obj, spec.role)  # an unknown or impossible declared mechanism, named
-        tokens.append(token)
-        if spec.role == "aggregator":
-            aggregator = obj
-        else:
-            client.append(obj)
-            last_clip = obj if isinstance(obj, Clip) else last_clip
+        components.append(component)
+        last_clip = obj if isinstance(obj, Clip) else last_clip
+    build_stack(tuple(components), where)  # the aggregator's checks against the client defenses
+    if deprecated:  # warned from this one line, so Python's default filter shows each message once
+        name = "+".join(c.token for c in components)
+        warnings.warn(f"{where}: {'; '.join(deprecated)} (canonical name {name})", FltrDeprecation)
+    return tuple(components)
+
+
+def build_stack(components: tuple[Component, ...], where: str = "defense") -> DefenseStack:
+    """A fresh stack of validated ``components`` (``parse_components``): new objects every call."""
+    if not components:
+        return DefenseStack(client=(), aggregator=FedAvg(), name="none")
+    client = [c.build() for c in components if c.spec.role != "aggregator"]
+    aggregator = next((c.build() for c in components if c.spec.role == "aggregator"), None)
     if hasattr(aggregator, "after"):  # an aggregator whose claim rests on the client defenses (shuffle)
         try:
             aggregator = aggregator.after(tuple(client))
         except FltrError as exc:
             raise FltrError(f"{where}: {str(exc).removeprefix(aggregator.name + ': ')}") from None
-    stack = DefenseStack(client=tuple(client), aggregator=aggregator or FedAvg(), name="+".join(tokens))
-    if deprecated:  # warned from this one line, so Python's default filter shows each message once
-        warnings.warn(f"{where}: {'; '.join(deprecated)} (canonical name {stack.name})", FltrDeprecation)
-    return stack
+    return DefenseStack(client=tuple(client), aggregator=aggregator or FedAvg(),
+                        name="+".join(c.token for c in components))
 
 
 def list_defenses() -> list[dict]:

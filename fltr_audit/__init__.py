@@ -12,8 +12,9 @@ The layers, top down (imports point down only; ``tests/test_layers.py`` holds th
 * ``errors``, ``constraints``, ``atomic``, ``plugins`` -- the vocabulary every layer uses.
 
 The Python API (``fltr_audit.api``, loaded on first use so that ``import fltr_audit`` stays
-light): ``audit(...)``, ``audit_campaign(path_or_dict)``, ``register_attack``,
-``register_defense``, ``register_algorithm``, ``AuditResult``, ``AlgorithmSpec``.
+light): a call for every command -- ``audit(...)``, ``audit_campaign(path_or_mapping)``,
+``audit_whole_run``, ``audit_defense``, ``train``, ``compare``, ``report``, ... -- and
+``register_attack``, ``register_defense``, ``register_algorithm``.
 """
 
 import importlib
@@ -23,8 +24,10 @@ import sys
 
 from fltr_audit._version import __version__
 
-_API = ("audit", "audit_campaign", "audit_defaults", "audit_whole_run", "accountant", "register_attack",
-        "register_defense", "register_algorithm", "AuditResult", "AlgorithmSpec")
+_API = ("AlgorithmSpec", "AuditOptions", "AuditResult", "accountant", "algorithm_rows", "attack_recording",
+        "attack_rows", "audit", "audit_campaign", "audit_defaults", "audit_defense", "audit_whole_run", "compare",
+        "defense_rows", "demo", "epsilon_table", "register_algorithm", "register_attack", "register_defense",
+        "report", "train", "train_baselines", "train_fedips", "train_foltr_es", "train_lambda_linear_baseline")
 __all__ = ["__version__", *_API]
 
 
@@ -38,7 +41,7 @@ MOVED = {
     "fltr_audit.federation": "fltr_audit.engine.federation",
     "fltr_audit.messages": "fltr_audit.engine.messages",
     "fltr_audit.interfaces": "fltr_audit.engine.interfaces",
-    "fltr_audit.interceptors": "fltr_audit.engine.interceptors",
+    "fltr_audit.interceptors": "fltr_audit.store.interceptors",
     "fltr_audit.aggregation": "fltr_audit.engine.aggregation",
     "fltr_audit.round_parts": "fltr_audit.engine.round_parts",
     "fltr_audit.clicks": "fltr_audit.engine.clicks",
@@ -60,10 +63,10 @@ MOVED = {
     "fltr_audit.run_spec": "fltr_audit.spec.run",
     "fltr_audit.campaign_spec": "fltr_audit.spec.campaign",
     "fltr_audit.campaign_grid": "fltr_audit.spec.grid",
-    "fltr_audit.defense_spelling": "fltr_audit.spec.defense_spelling",
+    "fltr_audit.defense_spelling": "fltr_audit.store.defense_spelling",
     "fltr_audit.audit_pipeline": "fltr_audit.runs.audit",
     "fltr_audit.whole_run": "fltr_audit.runs.whole_run",
-    "fltr_audit.campaign": "fltr_audit.runs.campaign",
+    "fltr_audit.campaign": "fltr_audit.spec.campaign",
     "fltr_audit.executors": "fltr_audit.runs.executors",
     "fltr_audit.interrupts": "fltr_audit.runs.interrupts",
     "fltr_audit.records": "fltr_audit.store.records",

@@ -47,41 +47,11 @@ import pandas as pd
 from scipy import stats
 
 from fltr_audit.privacy.claim_trials import trials_to_test
+from fltr_audit.privacy.error_bounds import epsilon_lower_bound, epsilon_of_rates
 
 POOL_BY = ("mechanism", "attack", "test", "neighbours", "threat_model", "claimed_epsilon", "claimed_delta",
            "claimed_scope", "audited_scope", "confidence")
 HUGE = 1e300  # audits record an unbounded estimate as the largest float
-
-
-def clopper_pearson_upper(errors, n, level: float) -> np.ndarray:
-    """One-sided Clopper-Pearson upper limit of a binomial rate at ``level``
-    (``scipy.stats.beta.ppf(level, k + 1, n - k)``; 1 when every trial erred)."""
-    k, n = np.asarray(errors, dtype=np.float64), np.asarray(n, dtype=np.float64)
-    with np.errstate(invalid="ignore"):
-        upper = stats.beta.ppf(level, k + 1, np.maximum(n - k, 1e-300))
-    return np.where(k >= n, 1.0, upper)
-
-
-def _epsilon(fpr, fnr, delta) -> tuple[np.ndarray, np.ndarray]:
-    """(epsilon from the two DP constraints floored at 0, whether the FNR term is the larger)."""
-    fpr, fnr = np.asarray(fpr, dtype=np.float64), np.asarray(fnr, dtype=np.float64)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        a = np.log(np.maximum(1.0 - delta - fpr, 0.0) / fnr)
-        b = np.log(np.maximum(1.0 - delta - fnr, 0.0) / fpr)
-    a = np.where(np.isnan(a), -np.inf, a)
-    b = np.where(np.isnan(b), -np.inf, b)
-    return np.maximum(np.fmax(a, b), 0.0), a >= b
-
-
-def epsilon_lower_bound(fp, fn, n0, n1, delta=0.0, confidence: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
-    """Lower bound on epsilon from error counts (module docstring) and whether it is limited by
-    the trial count (the term that sets it divides by a zero error count's upper limit)."""
-    level = 1.0 - (1.0 - np.asarray(confidence, dtype=np.float64)) / 2.0
-    fpr_u = clopper_pearson_upper(fp, n0, level)
-    fnr_u = clopper_pearson_upper(fn, n1, level)
-    lb, fnr_term = _epsilon(fpr_u, fnr_u, np.asarray(delta, dtype=np.float64))
-    limited = np.where(fnr_term, np.asarray(fn) == 0, np.asarray(fp) == 0) & (lb > 0)
-    return lb, limited
 
 
 def claim_verdict(claimed_epsilon, claimed_scope, audited_scope, epsilon_lb, ceiling=math.inf) -> str:
@@ -160,7 +130,7 @@ def finish_bounds(out: pd.DataFrame, *, basis: str = "pooled error counts", test
     confidence = 1.0 - (1.0 - out["confidence"].to_numpy(dtype=np.float64)) / tests
     delta = out["claimed_delta"].fillna(0.0).to_numpy(dtype=np.float64)
     fp, fn, n0, n1 = (out[c].to_numpy(dtype=np.float64) for c in ("fp", "fn", "n0", "n1"))
-    out["epsilon_point"] = _epsilon(fp / n0, fn / n1, delta)[0]
+    out["epsilon_point"] = epsilon_of_rates(fp / n0, fn / n1, delta)[0]
     out["epsilon_lb"], out["trial_limited"] = epsilon_lower_bound(fp, fn, n0, n1, delta, confidence)
     out["ceiling"] = epsilon_lower_bound(np.zeros_like(fp), np.zeros_like(fn), n0, n1, delta, confidence)[0]
     out["claim_verdict"] = [claim_verdict(c, s, a, lb, ceil) for c, s, a, lb, ceil in zip(

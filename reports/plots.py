@@ -18,7 +18,8 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import MaxNLocator
 
-from reports.claims import HUGE, clopper_pearson_upper, dp_tradeoff, gdp_tradeoff, pooled_audits
+from fltr_audit.privacy.error_bounds import clopper_pearson_upper
+from reports.claims import HUGE, dp_tradeoff, gdp_tradeoff, pooled_audits
 from reports.compare import compare
 from reports.leakage import roc_rows
 

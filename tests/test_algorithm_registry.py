@@ -51,7 +51,7 @@ def test_registered_algorithm_is_auditable_by_name(splits):
         "zscore", ("olsr",), "weights", "the local weights", "perfect"))
     assert "fpdgd-slow" in registry.algorithm_names(auditable=True)
     assert registry.build("fpdgd-slow", splits, "perfect", {}).lr == 0.01
-    from fltr_audit.runs.campaign import validate_spec
+    from fltr_audit.spec.campaign import validate_spec
 
     validate_spec({"name": "x", "algorithm": {"name": "fpdgd-slow"}})
     del registry._REGISTRY["fpdgd-slow"]  # the registry is process-wide

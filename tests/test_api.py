@@ -33,7 +33,7 @@ def restore_registries():
     for s, copy in sets:
         s.clear()
         s.update(copy)
-SMALL = dict(data="synthetic:mq2008?queries=150", train_rounds=2, clients=40, queries_per_client=2,
+SMALL = dict(data="synthetic:mq2008?queries=150", rounds=2, clients=40, queries_per_client=2,
              click_models=["perfect"], probe_cohort=20, min_shown=5, trials=200)
 
 
@@ -46,26 +46,37 @@ def _cli_json(*args: str) -> dict:
 
 def test_audit_matches_the_cli_json():
     """The issue's acceptance call equals `fltr-audit audit --json` (computed in another process)."""
-    result = fltr_audit.audit(data="synthetic:mq2008", train_rounds=5, attacks=["olsr"], defenses=["none"],
+    result = fltr_audit.audit(data="synthetic:mq2008", rounds=5, attacks=["olsr"], defenses=["none"],
                               click_models=["perfect"], seeds=[0])
-    cli = _cli_json("audit", "--data", "synthetic:mq2008", "--train-rounds", "5", "--attack", "olsr",
+    cli = _cli_json("audit", "--data", "synthetic:mq2008", "--rounds", "5", "--attack", "olsr",
                     "--defense", "none", "--click-model", "perfect", "--seed", "0")
     expected = pd.DataFrame(cli["attacks"]).astype(object).where(lambda f: f.notna(), np.nan)  # JSON null is NaN
     pd.testing.assert_frame_equal(result.attacks.reset_index(drop=True), expected, check_dtype=False)
     assert result.utility["ndcg10"].tolist() == pytest.approx([u["ndcg10"] for u in cli["utility"]], abs=0)
-    assert result.inputs["train_rounds"] == 5 and result.inputs["clients"] == 1000  # the CLI's default
+    assert result.inputs["rounds"] == 5 and result.inputs["clients"] == 1000  # the CLI's default
+
+
+def test_the_old_keywords_still_work_with_one_warning():
+    from fltr_audit.errors import FltrDeprecation
+
+    with pytest.warns(FltrDeprecation, match="'algo' is deprecated: write 'algorithm'"):
+        old = fltr_audit.audit(algo="fpdgd", epsilon_audit=False, attacks=["olsr"], **SMALL)
+    new = fltr_audit.audit(algorithm="fpdgd", epsilon_audit=False, attacks=["olsr"], **SMALL)
+    pd.testing.assert_frame_equal(old.attacks, new.attacks)
+    with pytest.raises(FltrError, match="give 'rounds' only"):
+        fltr_audit.audit(rounds=2, train_rounds=2)
 
 
 def test_defaults_are_the_commands():
     defaults = fltr_audit.audit_defaults()
-    assert defaults["train_rounds"] == 20 and defaults["defenses"] == ["none"] and defaults["seeds"] == [0]
-    assert defaults["attacks"] is None and defaults["click_models"] == ["perfect", "navigational", "informational"]
+    assert defaults["rounds"] == 20 and defaults["defenses"] == ["none"] and defaults["seeds"] == [0]
+    assert defaults["attacks"] is None and defaults["click_models"] is None  # None: the algorithm's own
     assert "json_out" not in defaults and "quiet" not in defaults
 
 
 @pytest.mark.parametrize("kwargs, words", [
-    ({"train_round": 3}, ["train_round", "train_rounds"]),
-    ({"train_rounds": "3"}, ["train_rounds", "int"]),
+    ({"train_round": 3}, ["train_round", "rounds"]),
+    ({"rounds": "3"}, ["rounds", "int"]),
     ({"seeds": [0, "1"]}, ["seeds", "'1'"]),
     ({"epsilon_audit": 1}, ["epsilon_audit"]),
     ({"algo": "sgd"}, ["sgd", "fpdgd", "foltr-es"]),
@@ -114,7 +125,7 @@ def test_registered_attack_and_defense_run_in_an_audit():
     # the attack ignores messages, so the defense changes nothing for it; OLSR loses everything
     assert rows.loc[("none", "loudest"), "f1"] == rows.loc[("zero-update(scale=0)", "loudest"), "f1"]
     assert rows.loc[("zero-update(scale=0)", "olsr"), "f1"] < rows.loc[("none", "olsr"), "f1"]
-    from fltr_audit.cli.lists import attack_rows
+    from fltr_audit.api.listing import attack_rows
 
     assert {"name": "loudest", "reference": True, "needs": ["seed"], "distribution": ""} in [
         {k: row[k] for k in ("name", "reference", "needs", "distribution")} for row in attack_rows()]
@@ -147,7 +158,7 @@ def test_campaign_from_a_dict_returns_the_same_result_object(tmp_path):
 
     status = ResultsStore(tmp_path / "runs.sqlite").status()  # `campaign status` shows algorithm and defense
     assert status[["status", "algo", "defense"]].values.tolist() == [["done", "fpdgd", "none"]]
-    from fltr_audit.runs.campaign import expand
+    from fltr_audit.spec.grid import expand
 
     assert len(expand(memory.spec)) == 1
 
@@ -172,7 +183,7 @@ def test_summary_prints_both_verdict_tables_as_the_console_does_and_roc_is_a_dat
     result = fltr_audit.audit(attacks=["olsr", "random3"], defenses=["none", "secagg"], **SMALL)
     text = result.summary()
     assert capsys.readouterr().out.rstrip("\n") == text
-    assert main(["audit", "--data", SMALL["data"], "--train-rounds", "2", "--clients", "40", "--queries-per-client",
+    assert main(["audit", "--data", SMALL["data"], "--rounds", "2", "--clients", "40", "--queries-per-client",
                  "2", "--click-model", "perfect", "--probe-cohort", "20", "--min-shown", "5", "--trials", "200",
                  "--attack", "olsr,random3", "--defense", "none", "--defense", "secagg", "--quiet"]) == 0
     console = capsys.readouterr().out

@@ -148,7 +148,9 @@ def test_temporary_dir_is_removed_when_the_block_fails(tmp_path):
 def test_report_command_does_not_follow_a_planted_link(tmp_path, monkeypatch):
     """The ``report`` command: a link planted at every temporary
     name it could use leaves the link's target untouched."""
-    from fltr_audit.runs.campaign import run_campaign, validate_spec
+    from fltr_audit.runs.campaign import run_campaign
+    from fltr_audit.runs.executors import Executor
+    from fltr_audit.spec.campaign import validate_spec
     from fltr_audit.cli import main
     from fltr_audit.store.results import ResultsStore
 
@@ -157,7 +159,7 @@ def test_report_command_does_not_follow_a_planted_link(tmp_path, monkeypatch):
                           "probe": {"click_models": ["perfect"], "cohort": 4, "min_shown": 5},
                           "audit": {"attacks": ["olsr", "random3"], "trials": 100}})
     store = tmp_path / "s.sqlite"
-    run_campaign(spec, ResultsStore(store), workers=1)
+    run_campaign(spec, ResultsStore(store), executor=Executor(workers=1))
     victim = tmp_path / "victim"
     victim.write_text("precious")
     out = tmp_path / "report"

@@ -191,7 +191,7 @@ def test_bayes_refuses_secure_aggregation_of_many_and_fedips():
 
 def test_noise_model_of_defense_stacks():
     from defenses.stack import parse_defense
-    from fltr_audit.runs.audit import noise_model
+    from fltr_audit.runs.noise_model import noise_model
 
     nm = noise_model(parse_defense("clip(sensitivity=5)+dp-distributed(eps=4.5)"))
     assert nm.kind == "gamma-difference" and nm.scale == pytest.approx(5 / 4.5)
@@ -209,7 +209,7 @@ def test_noise_model_of_defense_stacks():
 def test_bayes_equals_brute_force_under_dp_distributed_share_and_weight_clip():
     from defenses.dp_distributed import DistributedLaplace
     from defenses.stack import parse_defense
-    from fltr_audit.runs.audit import noise_model
+    from fltr_audit.runs.noise_model import noise_model
 
     stack = parse_defense("clip(sensitivity=1)+dp-distributed(eps=4.5)")
     algo, batch = _round(defenses=stack.client, scale=0.5)
@@ -432,7 +432,7 @@ def _isolated_errors(aggregator, members, trials, P, seed, norm=0.0):
                                           ("ddgauss(noise_multiplier=1,clip=1)", 100)])
 def test_aggregator_noise_std_equals_the_defenses_noise_on_zero_updates(text, members):
     from defenses.stack import parse_defense
-    from fltr_audit.runs.audit import noise_model
+    from fltr_audit.runs.noise_model import noise_model
 
     stack = parse_defense(text)
     nm = noise_model(stack, members=members)
@@ -481,7 +481,7 @@ def test_bayes_audit_under_aggregator_noise_at_probe_cohort_one_beats_olsr(defen
 
 def test_noise_model_refuses_shuffle_and_adaptive_clipping():
     from defenses.stack import parse_defense
-    from fltr_audit.runs.audit import noise_model
+    from fltr_audit.runs.noise_model import noise_model
 
     with pytest.raises(FltrError, match="^attacks: bayes: .*cannot link a message"):
         noise_model(parse_defense("dp-local-laplace(eps=4.5)+shuffle"))
@@ -497,7 +497,7 @@ def test_bayes_under_server_malicious_isolation_with_dp_fedavg_and_a_global_mode
     from attacks.view import client_updates
     from defenses.dp_fedavg import clip_updates
     from defenses.stack import parse_defense
-    from fltr_audit.runs.audit import noise_model
+    from fltr_audit.runs.noise_model import noise_model
     from fltr_audit.engine.malicious import malicious_probe
 
     rng = np.random.default_rng(8)

@@ -18,7 +18,7 @@ from defenses.stack import parse_defense
 from fltr_audit.engine.algorithms.fedips import FedIPS
 from fltr_audit.engine.algorithms.fedips_users import simulate_log
 from fltr_audit.engine.algorithms.logging_policy import LoggingPolicy
-from fltr_audit.runs.audit import noise_model
+from fltr_audit.runs.noise_model import noise_model
 from fltr_audit.cli import main
 from fltr_audit.engine.clicks import PositionBasedModel
 from fltr_audit.engine.data.dataset import Dataset
@@ -256,7 +256,7 @@ def test_refusals_are_one_line_errors():
 
 
 def test_too_many_candidates_exits_2_through_the_cli(capsys):
-    code = main(["audit", "--algo", "fedips", "--data", "synthetic:mq2008?queries=40", "--train-rounds", "1",
+    code = main(["audit", "fedips", "--data", "synthetic:mq2008?queries=40", "--rounds", "1",
                  "--clients", "5", "--click-model", "pbm", "--attack", "bayes", "--probe-queries", "2",
                  "--no-epsilon-audit", "--counterfactual", "1", "--quiet"])
     err = capsys.readouterr().err.strip().splitlines()

@@ -306,7 +306,8 @@ OPTION_CASES = [
     ("audit-defense-rounds-1e12", ["audit-defense", "dp-local-laplace(eps=1)", "--rounds", 10**12], "--rounds"),
     ("audit-defense-aggregate-trials-1e12", ["audit-defense", "dp-local-laplace(eps=1)", "--aggregate-trials", 10**12],
      "--aggregate-trials"),
-    ("audit-defense-cohort-times-dim", ["audit-defense", "dp-local-laplace(eps=1)", "--cohort", 10**6], "--cohort"),
+    ("audit-defense-cohort-times-dim", ["audit-defense", "dp-local-laplace(eps=1)", "--probe-cohort", 10**6],
+     "--probe-cohort"),
     # round 2: accepted with exit 0 before, though wrong
     ("defense-empty", _train("--defense", ""), "defense ''"),
     ("record-rounds-empty-item", _train("--record-rounds", "1,,2"), "--record-rounds"),
@@ -523,7 +524,7 @@ def test_algorithm_plugin_that_is_not_an_algorithm_spec_is_named(run_bad, monkey
 
     real = plugins.load
     monkeypatch.setattr(plugins, "load", lambda group, name: (lambda: 42) if name == "odd" else real(group, name))
-    run_bad(["audit", "--algo", "odd", "--quiet"], "plug-in 'odd'")
+    run_bad(["audit", "odd", "--quiet"], "plug-in 'odd'")
 
 
 def _foreign_store(path: Path) -> Path:
@@ -646,12 +647,12 @@ def test_store_on_a_read_only_file_system(read_only_mount, good_store, capsys):
 # --- failed runs: exit 1 with the cause ----------------------------------------------------
 
 def _failing_run(monkeypatch):
-    import fltr_audit.runs.audit
+    import fltr_audit.runs.campaign
 
     def boom(config):
         raise RuntimeError("boom in the run")
 
-    monkeypatch.setattr(fltr_audit.runs.audit, "run_audit", boom)
+    monkeypatch.setattr(fltr_audit.runs.campaign, "run_audit", boom)
 
 
 def test_campaign_with_a_failed_run_exits_1_naming_the_cause(tmp_path, monkeypatch, capsys):
@@ -666,7 +667,7 @@ def test_campaign_with_a_failed_run_exits_1_naming_the_cause(tmp_path, monkeypat
 
 def test_audit_into_a_store_with_a_failed_run_exits_1_naming_the_cause(tmp_path, monkeypatch, capsys):
     _failing_run(monkeypatch)
-    code = main(["audit", "--data", "synthetic:mq2008?queries=30", "--train-rounds", "1", "--clients", "5",
+    code = main(["audit", "--data", "synthetic:mq2008?queries=30", "--rounds", "1", "--clients", "5",
                  "--attack", "random3", "--click-model", "perfect", "--no-epsilon-audit", "--quiet",
                  "--store", str(tmp_path / "s.sqlite")])
     err = capsys.readouterr().err
@@ -674,12 +675,12 @@ def test_audit_into_a_store_with_a_failed_run_exits_1_naming_the_cause(tmp_path,
 
 
 def test_an_internal_error_is_one_line_with_exit_1(tmp_path, monkeypatch, capsys):
-    import fltr_audit.engine.data.load
+    import fltr_audit.api.data
 
     def broken(*args, **kwargs):
         raise ZeroDivisionError("a bug")
 
-    monkeypatch.setattr(fltr_audit.engine.data.load, "data_info", broken)
+    monkeypatch.setattr(fltr_audit.api.data, "data_info", broken)
     code = main(["data", "info", "synthetic:mq2008"])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 1 and len(err) == 1 and "internal error: ZeroDivisionError: a bug" in err[0]

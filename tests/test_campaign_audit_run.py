@@ -7,9 +7,15 @@ import textwrap
 
 import pytest
 
-from fltr_audit.runs.campaign import expand, load_spec, run_campaign
+from fltr_audit.runs.campaign import run_campaign
+
+from fltr_audit.runs.executors import Executor
+
+from fltr_audit.spec.campaign import load_spec
+
+from fltr_audit.spec.grid import expand
 from fltr_audit.cli import main
-from fltr_audit.cli.audit_run import RunAuditOptions, run_audit_run
+import fltr_audit
 from fltr_audit.store.results import ResultsStore, load
 
 TINY = """
@@ -51,11 +57,11 @@ def test_each_run_stores_the_audit_run_row_of_its_settings_and_the_report_shows_
     population, rounds or runs not passed on -- changes the numbers), one per run."""
     spec = load_spec(write(tmp_path, TINY + WHOLE_RUN))
     store = tmp_path / "r.sqlite"
-    assert run_campaign(spec, ResultsStore(store), workers=1)["done"] == 2
+    assert run_campaign(spec, ResultsStore(store), executor=Executor(workers=1))["done"] == 2
     rows = load(store)["run_audits"].set_index("defense")
     for defense in ("dp-fedavg(noise_multiplier=1)", "dp-local-laplace(eps=1)"):
-        alone = run_audit_run(RunAuditOptions("fpdgd", defense, canaries=80, runs=2, data="synthetic:mq2008?queries=60",
-                                              rounds=4, clients=10, population=100, queries_per_client=2, seed=3))
+        alone = fltr_audit.audit_whole_run("fpdgd", defense=defense, canaries=80, runs=2, data="synthetic:mq2008?queries=60",
+                                              rounds=4, clients=10, population=100, queries_per_client=2, seed=3)
         row = rows.loc[defense]
         assert (row["epsilon_lb"], row["correct"], row["epsilon_lb_multi"], row["runs"]) == \
             (alone.epsilon_lb, alone.correct, alone.epsilon_lb_multi, 2)

@@ -10,7 +10,8 @@ from dp_accounting import pld, rdp
 from dp_accounting.privacy_accountant import NeighboringRelation
 
 from defenses.stack import parse_defense
-from fltr_audit.runs.campaign import expand, load_spec
+from fltr_audit.spec.campaign import load_spec
+from fltr_audit.spec.grid import expand
 
 CAMPAIGNS = Path(__file__).resolve().parents[1] / "campaigns"
 ROUNDS, DELTA = 100, 1e-5
@@ -34,7 +35,7 @@ def run_epsilon(stack) -> float:
 def test_fpdgd_campaign_matches_epsilon_1_4_8_over_the_run():
     spec = load_spec(CAMPAIGNS / "production_vs_papers.toml")
     assert len(expand(spec)) == 3 * 16
-    defenses = [d for d in spec["audit"]["defenses"] if d != "none"]
+    defenses = [d.name for d in spec.audit.defenses if d.name != "none"]
     assert len(defenses) == 15
     for i, text in enumerate(defenses):
         target = (1, 4, 8)[i // 5]
@@ -45,7 +46,7 @@ def test_fpdgd_campaign_matches_epsilon_1_4_8_over_the_run():
 def test_foltr_es_campaign_matches_epsilon_over_400_randomized_responses():
     spec = load_spec(CAMPAIGNS / "production_vs_papers_foltr_es.toml")
     assert len(expand(spec)) == 3 * 4
-    for text, target in zip(spec["audit"]["defenses"][1:], (1, 4, 8)):
+    for text, target in zip([d.name for d in spec.audit.defenses][1:], (1, 4, 8)):
         rr = parse_defense(text).client[0]
         event = dp_accounting.RandomizedResponseDpEvent(rr.n * (1 - rr.p) / (rr.n - 1), rr.n)
         accountant = pld.PLDAccountant(neighboring_relation=NeighboringRelation.REPLACE_ONE)

@@ -11,7 +11,13 @@ import time
 import pandas as pd
 import pytest
 
-from fltr_audit.runs.campaign import expand, load_spec, run_campaign
+from fltr_audit.runs.campaign import run_campaign
+
+from fltr_audit.runs.executors import Executor
+
+from fltr_audit.spec.campaign import load_spec
+
+from fltr_audit.spec.grid import expand
 from fltr_audit.store.results import ResultsStore, load
 
 TINY = """
@@ -66,24 +72,25 @@ def test_same_seed_same_results_serial_pool_and_dask(tmp_path):
     path = tmp_path / "tiny.toml"
     path.write_text(textwrap.dedent(TINY).replace('"none", "secagg"]', '"none", "secagg", "secagg-protocol"]'))
     spec = load_spec(path)
-    counts = run_campaign(spec, ResultsStore(tmp_path / "serial.sqlite"), workers=1)
+    counts = run_campaign(spec, ResultsStore(tmp_path / "serial.sqlite"), executor=Executor(workers=1))
     assert counts == {"done": 6, "failed": 0, "skipped": 0, "running_elsewhere": 0}
-    run_campaign(spec, ResultsStore(tmp_path / "pool.sqlite"), workers=2)
+    run_campaign(spec, ResultsStore(tmp_path / "pool.sqlite"), executor=Executor(workers=2))
     serial = stored(tmp_path / "serial.sqlite")
     assert len(serial["attacks"]) > 0
     assert_same(serial, stored(tmp_path / "pool.sqlite"))
 
     distributed = pytest.importorskip("distributed")
     with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None) as cluster:
-        run_campaign(spec, ResultsStore(tmp_path / "dask.sqlite"), scheduler=cluster.scheduler_address)
+        run_campaign(spec, ResultsStore(tmp_path / "dask.sqlite"),
+                     executor=Executor(scheduler=cluster.scheduler_address))
     assert_same(serial, stored(tmp_path / "dask.sqlite"))
 
 
 def test_rerun_skips_completed_runs(spec_path, tmp_path):
     spec = load_spec(spec_path)
     store = ResultsStore(tmp_path / "s.sqlite")
-    run_campaign(spec, store, workers=1)
-    assert run_campaign(spec, store, workers=1) == {"done": 0, "failed": 0, "skipped": 4, "running_elsewhere": 0}
+    run_campaign(spec, store, executor=Executor(workers=1))
+    assert run_campaign(spec, store, executor=Executor(workers=1)) == {"done": 0, "failed": 0, "skipped": 4, "running_elsewhere": 0}
 
 
 def test_killed_campaign_completes_on_rerun_without_duplicates(spec_path, tmp_path):
@@ -131,7 +138,7 @@ def test_failed_run_is_recorded_and_the_rest_go_on(spec_path, tmp_path):
         return execute_run(spec)
 
     store = ResultsStore(tmp_path / "f.sqlite")
-    counts = run_campaign(spec, store, workers=1, run_fn=flaky)
+    counts = run_campaign(spec, store, executor=Executor(workers=1), run_fn=flaky)
     assert counts == {"done": 2, "failed": 2, "skipped": 0, "running_elsewhere": 0}
     status = store.status()
     assert sorted(status["status"]) == ["done", "done", "failed", "failed"]
@@ -149,7 +156,7 @@ def test_same_results_on_a_dask_scheduler_and_workers_started_on_localhost(tmp_p
     path = tmp_path / "tiny.toml"
     path.write_text(textwrap.dedent(TINY))
     spec = load_spec(path)
-    run_campaign(spec, ResultsStore(tmp_path / "serial.sqlite"), workers=1)
+    run_campaign(spec, ResultsStore(tmp_path / "serial.sqlite"), executor=Executor(workers=1))
     scheduler_file = tmp_path / "scheduler.json"
     quiet = dict(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     procs = [subprocess.Popen(["dask", "scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
@@ -164,7 +171,7 @@ def test_same_results_on_a_dask_scheduler_and_workers_started_on_localhost(tmp_p
                                        "--nthreads", "1", "--no-dashboard", "--host", "127.0.0.1"], **quiet))
         with distributed.Client(address, timeout=120) as client:
             client.wait_for_workers(2, timeout=120)
-        counts = run_campaign(spec, ResultsStore(tmp_path / "remote.sqlite"), scheduler=address)
+        counts = run_campaign(spec, ResultsStore(tmp_path / "remote.sqlite"), executor=Executor(scheduler=address))
         assert counts["done"] == 4 and counts["failed"] == 0
     finally:
         for proc in reversed(procs):

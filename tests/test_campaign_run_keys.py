@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from fltr_audit.runs.campaign import expand, load_spec
+from fltr_audit.spec.campaign import load_spec
+
+from fltr_audit.spec.grid import expand
 
 CAMPAIGNS = Path(__file__).resolve().parents[1] / "campaigns"
 

@@ -7,7 +7,11 @@ import textwrap
 
 import pytest
 
-from fltr_audit.runs.campaign import expand, load_spec, run_key, validate_spec
+from fltr_audit.spec.campaign import load_spec, validate_spec
+
+from fltr_audit.spec.grid import expand
+
+from fltr_audit.spec.run import run_key
 from fltr_audit.errors import FltrError
 
 SPEC = """
@@ -64,7 +68,8 @@ def test_run_key_changes_with_any_setting_but_not_the_campaign_name(tmp_path):
 def test_run_key_is_stable_across_processes(tmp_path):
     path = write(tmp_path, SPEC)
     here = [r.key for r in expand(load_spec(path))]
-    code = f"from fltr_audit.runs.campaign import expand, load_spec; print(','.join(r.key for r in expand(load_spec({str(path)!r}))))"
+    code = (f"from fltr_audit.spec.campaign import load_spec; from fltr_audit.spec.grid import expand; "
+            f"print(','.join(r.key for r in expand(load_spec({str(path)!r}))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={"PYTHONHASHSEED": "123", "PATH": ""})
     assert out.stdout.strip().split(",") == here
@@ -122,7 +127,8 @@ def test_missing_data_path_names_the_key():
 
 def test_algorithm_setting_names_the_grid_parameters():
     from fltr_audit.runs.audit import algorithm_setting
-    from fltr_audit.runs.campaign import expand, validate_spec
+    from fltr_audit.spec.campaign import validate_spec
+    from fltr_audit.spec.grid import expand
 
     run = expand(validate_spec({"name": "t"}))[0].spec
     assert algorithm_setting(run) == ""
@@ -135,8 +141,8 @@ def test_a_pbm_algorithm_trains_and_is_probed_by_its_declared_click_model():
     implicit = validate_spec({"name": "p", "algorithm": {"name": "fedavg"}})
     explicit = validate_spec({"name": "p", "algorithm": {"name": "fedavg", "train_click_model": "pbm"},
                               "probe": {"click_models": ["pbm"]}})
-    assert implicit["algorithm"]["train_click_model"] == "pbm" and implicit["probe"]["click_models"] == ["pbm"]
+    assert implicit.algorithm.train_click_model == "pbm" and implicit.probe.click_models == ("pbm",)
     assert [r.key for r in expand(implicit)] == [r.key for r in expand(explicit)]
     cascade = validate_spec({"name": "p"})  # cascade algorithms keep the defaults
-    assert cascade["algorithm"]["train_click_model"] == "perfect"
-    assert cascade["probe"]["click_models"] == ["perfect", "navigational", "informational"]
+    assert cascade.algorithm.train_click_model == "perfect"
+    assert cascade.probe.click_models == ("perfect", "navigational", "informational")

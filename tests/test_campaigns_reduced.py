@@ -4,21 +4,24 @@ from pathlib import Path
 
 import pytest
 
-from fltr_audit.runs.campaign import expand, load_spec
-from fltr_audit.runs.executors import execute_run
+from fltr_audit.spec.campaign import CampaignSpec, load_spec, validate_spec
+
+from fltr_audit.spec.grid import expand
+from fltr_audit.runs.campaign import execute_run
 
 CAMPAIGNS = sorted((Path(__file__).resolve().parents[1] / "campaigns").glob("*.toml"))
 
 
-def reduced(spec: dict) -> dict:
+def reduced(campaign: CampaignSpec) -> CampaignSpec:
     """One seed, one fold, two training rounds of 20 clients, small audits; every other axis
     (algorithms, defenses, cohorts, threat models, attacks) kept, so each configuration kind runs."""
+    spec = dict(campaign.table)
     spec = {**spec, "seeds": spec["seeds"][:1]}
     folds = spec["data"]["folds"]
     spec["data"] = {**spec["data"], "folds": folds[:1] if isinstance(folds, list) else folds}
     spec["algorithm"] = {**spec["algorithm"], "rounds": [2], "clients": [20]}
     spec["audit"] = {**spec["audit"], "trials": 200}
-    return spec
+    return validate_spec(spec)
 
 
 @pytest.mark.slow
@@ -27,7 +30,7 @@ def test_campaign_runs_green_reduced(path):
     """Each distinct (algorithm, defense, cohort, threat model) run of the campaign computes its
     tables without error and gives every attack row. secagg_cohort_sweep's cohorts of 2 and 4 failed
     4 of 8 runs before the probe merged a last cohort of one ('1 of 1 clients survived')."""
-    if "../shared" in " ".join(load_spec(path)["data"]["spec"]) and not (Path.cwd() / "../shared/data").is_dir():
+    if "../shared" in " ".join(load_spec(path).data.specs) and not (Path.cwd() / "../shared/data").is_dir():
         pytest.skip("the MQ2008 data is not beside the repository")
     runs = expand(reduced(load_spec(path)))
     seen = set()

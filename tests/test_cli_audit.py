@@ -6,7 +6,7 @@ from tests.cli_json import cli_result
 
 
 def test_audit_json_records(capsys):
-    code = main(["audit", "--data", "synthetic:mq2008?queries=150", "--train-rounds", "3", "--clients", "40",
+    code = main(["audit", "--data", "synthetic:mq2008?queries=150", "--rounds", "3", "--clients", "40",
                  "--queries-per-client", "2", "--attack", "olsr,random3", "--click-model", "perfect",
                  "--defense", "none", "--defense", "dp-local-laplace(eps=1)", "--defense", "secagg",
                  "--probe-cohort", "20", "--min-shown", "5", "--trials", "400", "--json", "--quiet"])
@@ -45,7 +45,7 @@ def test_audit_json_records(capsys):
 
 
 def test_audit_console_tables_fit_100_columns(capsys):
-    code = main(["audit", "--data", "synthetic:mq2008?queries=80", "--train-rounds", "2", "--clients", "20",
+    code = main(["audit", "--data", "synthetic:mq2008?queries=80", "--rounds", "2", "--clients", "20",
                  "--queries-per-client", "2", "--attack", "olsr,random3", "--click-model", "perfect",
                  "--defense", "none", "--defense", "clip(sensitivity=5)+dp-distributed(eps=4.5)", "--probe-cohort", "10",
                  "--min-shown", "5", "--trials", "200", "--quiet"])

@@ -7,8 +7,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fltr_audit.cli.common import (atomic_out_dir, best_seconds, check_at_least, format_cell, print_figures,
-                                   print_table, round_reporter, write_run)
+from fltr_audit.cli.common import best_seconds, check_at_least, format_cell, print_figures, print_table, round_reporter
+from fltr_audit.store.run_folder import atomic_out_dir, write_run
 from fltr_audit.errors import FltrError
 
 

@@ -7,7 +7,8 @@ import pytest
 import typer
 
 from fltr_audit.cli import app, main, register_commands
-from fltr_audit.cli.spelling import normalize, split_top_level
+from fltr_audit.cli.spelling import normalize
+from fltr_audit.spec.listing import split_list as split_top_level
 from fltr_audit.errors import FltrDeprecation
 from tests.cli_json import cli_result
 
@@ -24,13 +25,34 @@ def test_defense_lists_split_only_at_top_level_commas():
 
 
 def test_each_list_option_takes_both_forms(root):
-    assert normalize(root, ["audit", "--attack", "olsr", "--attack", "score", "--quiet"]) == [
-        "audit", "--attack", "olsr,score", "--quiet"]
+    assert normalize(root, ["audit", "--attack", "olsr,score", "--quiet"]) == [
+        "audit", "--attack", "olsr", "--attack", "score", "--quiet"]
+    assert normalize(root, ["audit", "--attack", "olsr", "--attack", "score"]) == [
+        "audit", "--attack", "olsr", "--attack", "score"]
     assert normalize(root, ["audit", "--defense", "none,clip(sensitivity=5,of=update)+secagg"]) == [
         "audit", "--defense", "none", "--defense", "clip(sensitivity=5,of=update)+secagg"]
     assert normalize(root, ["audit", "--fold=1,2", "--seed", "0,1"]) == [
         "audit", "--fold", "1", "--fold", "2", "--seed", "0", "--seed", "1"]
     assert normalize(root, ["train", "fpdgd", "--fold", "2"]) == ["train", "fpdgd", "--fold", "2"]  # one value
+
+
+def test_several_values_where_a_command_takes_one_are_named(root):
+    from fltr_audit.errors import FltrError
+
+    with pytest.raises(FltrError, match=r"^--seed: this command takes one value, got 2 \(0,1\)$"):
+        normalize(root, ["train", "fpdgd", "--seed", "0,1"])
+    assert normalize(root, ["train", "fpdgd", "--defense", "clip(sensitivity=5,of=update)"]) == [
+        "train", "fpdgd", "--defense", "clip(sensitivity=5,of=update)"]  # a stack's own commas do not split
+
+
+def test_old_spellings_of_the_algorithm_and_the_rounds_still_work(root):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        args = normalize(root, ["audit", "--data", "x", "--algo", "fedips", "--train-rounds", "3"])
+    assert args == ["audit", "fedips", "--data", "x", "--rounds", "3"]
+    assert [str(w.message) for w in caught if w.category is FltrDeprecation] == [
+        "--train-rounds is deprecated: write --rounds",
+        "--algo is deprecated: write the algorithm as the first argument (ALGORITHM)"]
 
 
 def test_deprecated_spellings_are_rewritten_with_a_warning(root):

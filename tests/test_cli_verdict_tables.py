@@ -1,6 +1,6 @@
 """Console verdict tables: both verdicts, full defense names, at most 100 columns."""
 
-from fltr_audit.cli.verdict_tables import print_verdicts, wrap_name
+from fltr_audit.api.verdict_tables import print_verdicts, wrap_name
 from reports.compare import verdicts
 
 from synthetic_results import DP, synthetic_tables

@@ -11,9 +11,9 @@ import pandas as pd
 import pytest
 
 from defenses.stack import SPECS, parse_defense
-from fltr_audit.runs.campaign import run_key
+from fltr_audit.spec.run import run_key
 from fltr_audit.cli import main
-from fltr_audit.spec.defense_spelling import RENAMED_COMPONENTS, current_spelling, legacy_spelling
+from fltr_audit.store.defense_spelling import RENAMED_COMPONENTS, current_spelling, legacy_spelling
 from fltr_audit.errors import FltrDeprecation
 from fltr_audit.engine.messages import Messages
 from fltr_audit.store.results import ResultsStore, load

@@ -132,8 +132,7 @@ def test_engine_passes_the_global_model_and_trains():
     params = np.random.default_rng(0).normal(size=data.n_features)
     stack = parse_defense("dp-fedavg(noise_multiplier=1e-9,clip=1000)")
     queries = np.arange(20).reshape(10, 2)
-    new, _, batch, out = run_round(alg, params, None, data, queries, np.arange(10), 1, 7,
-                                   client_defenses=stack.client, aggregator=stack.aggregator)
+    new, _, batch, out = run_round(alg, params, None, data, queries, np.arange(10), 1, 7, defenses=stack)
     assert batch.view.messages is None and batch.view.threat_model == "server"
     np.testing.assert_allclose(new, out.messages.vector.mean(0), atol=1e-6)  # no clipping, no noise to speak of
 

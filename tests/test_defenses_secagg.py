@@ -11,7 +11,7 @@ from scipy import stats
 from defenses import shamir
 from defenses.secagg import IdealSecAgg
 from defenses.secagg_protocol import FixedPoint, SecAggProtocol, neighbour_graph, run_protocol
-from fltr_audit.engine.aggregation import weighted_mean
+from fltr_audit.engine.aggregation import RoundDefenses, weighted_mean
 from fltr_audit.errors import FltrError
 from fltr_audit.engine.messages import Messages
 
@@ -205,7 +205,8 @@ def test_a_federation_round_under_secagg_protocol_shows_only_the_aggregate():
     ids = np.arange(10)
     _, _, plain, _ = federation.run_round(algo, params, None, data, queries, ids, 1, 7)
     agg = SecAggProtocol(k=4)
-    _, _, secure, _ = federation.run_round(algo, params, None, data, queries, ids, 1, 7, aggregator=agg)
+    _, _, secure, _ = federation.run_round(algo, params, None, data, queries, ids, 1, 7,
+                                               defenses=RoundDefenses(aggregator=agg))
     assert plain.view.messages is not None and secure.view.messages is None
     assert secure.view.dropouts.size == 0 and secure.view.participants.tolist() == ids.tolist()
     # same seed, same client step: the secure mean is the plain mean up to fixed-point rounding

@@ -12,6 +12,8 @@ from defenses.stack import parse_defense
 from fltr_audit.engine.aggregation import weighted_mean
 from fltr_audit.errors import FltrError
 from fltr_audit.engine.messages import Messages
+from fltr_audit.engine.aggregation import RoundDefenses
+from fltr_audit.engine.training import TrainSettings
 
 
 def _messages(n, dim=4, weights=None, seed=0):
@@ -92,4 +94,5 @@ def test_a_model_that_becomes_non_finite_stops_training_naming_round_and_defense
     algo = FPDGD(LinearRanker(splits.train.n_features), cascade_model("perfect", splits.train.n_levels))
     with pytest.raises(FltrError, match=r"round 2: the global model became NaN or infinite under the defense "
                                         r"'overflow\+plain'"):
-        train(algo, splits.train, clients=4, queries_per_client=2, rounds=3, seed=0, client_defenses=[Overflow()])
+        train(algo, splits.train, TrainSettings(clients=4, queries_per_client=2, rounds=3, seed=0),
+              defenses=RoundDefenses(client=tuple([Overflow()])))

@@ -33,7 +33,7 @@ def one_round(data, defense, threat_model="server"):
     stack = parse_defense(defense)
     params = np.random.default_rng(0).normal(size=data.n_features)
     return run_round(alg, params, None, data, np.arange(24).reshape(12, 2), np.arange(12), 1, 5,
-                     client_defenses=stack.client, aggregator=stack.aggregator, threat_model=threat_model)
+                     threat_model=threat_model, defenses=stack)
 
 
 def test_server_view_has_no_identities_and_the_same_messages_in_another_order(data):

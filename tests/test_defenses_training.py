@@ -13,6 +13,7 @@ from fltr_audit.engine.clicks import cascade_model  # noqa: E402
 from fltr_audit.engine.data.synthetic import fold_split, generate  # noqa: E402
 from fltr_audit.engine.federation import train  # noqa: E402
 from fltr_audit.engine.rankers import LinearRanker  # noqa: E402
+from fltr_audit.engine.training import TrainSettings
 
 # 200 clients x B = 2 on the synthetic MQ2008 profile, 20 rounds. The cohort's Laplace noise on
 # the averaged model has per-coordinate std sqrt(2) * (5 / 4.5) / 200 = 0.008 against weights of
@@ -25,8 +26,9 @@ MARGIN = 0.05
 def _final_ndcg(defense: str, splits) -> float:
     stack = parse_defense(defense)
     algo = FPDGD(LinearRanker(splits.train.n_features), cascade_model("informational", splits.train.n_levels))
-    result = train(algo, splits.train, clients=200, queries_per_client=2, rounds=20, seed=3, eval_data=splits.test,
-                   eval_every=20, client_defenses=stack.client, aggregator=stack.aggregator)
+    result = train(algo, splits.train,
+                   TrainSettings(clients=200, queries_per_client=2, rounds=20, seed=3, eval_every=20),
+                   eval_data=splits.test, defenses=stack)
     return float(result.curves["offline_ndcg10"].iloc[-1])
 
 

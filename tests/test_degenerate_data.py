@@ -4,7 +4,7 @@ reaches a verdict, never a failed run (issue 21, item 4)."""
 import numpy as np
 import pytest
 
-from fltr_audit.cli.audit import run_spec, spec_from_options
+import fltr_audit
 from reports.compare import verdicts
 
 DEFENSES = ["none", "dp-local-laplace(eps=1)", "dp-gaussian(sigma=1)", "dp-fedavg(noise_multiplier=1)",
@@ -42,11 +42,10 @@ def test_every_default_attack_under_every_defense_reaches_a_verdict(degenerate):
     one used to abort the run (LinAlgError; '1 of 1 clients survived'). Each defense now gives a
     leakage verdict per click model, and the rows count degenerate fits and lost cohorts. (Training
     uses cohorts of 20, where secagg(drop=0.5) loses a round with probability about 2e-5.)"""
-    spec = spec_from_options(algo="fpdgd", data=degenerate, fold=[1], train_rounds=2, clients=20,
-                             queries_per_client=1, attack="", defense=DEFENSES, click_model="perfect",
-                             split="vali", seed=[0], probe_cohort=2, probe_queries=1, normalization="zscore",
-                             ranker="linear", min_shown=0, require_click=True, epsilon_audit=False, trials=100)
-    tables = run_spec(spec, None, True)
+    tables = fltr_audit.audit(algorithm="fpdgd", data=degenerate, folds=[1], rounds=2, clients=20,
+                              queries_per_client=1, defenses=DEFENSES, click_models=["perfect"], split="vali",
+                              seeds=[0], probe_cohort=2, probe_queries=1, normalization="zscore", ranker="linear",
+                              min_shown=0, require_click=True, epsilon_audit=False, trials=100).tables
     v = verdicts(tables)
     assert len(v) == len(DEFENSES) and v["leakage_verdict"].notna().all()
     attacks = tables["attacks"]

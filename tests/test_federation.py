@@ -15,10 +15,13 @@ from fltr_audit.engine.algorithms.pdgd import PDGD
 from fltr_audit.engine.clicks import cascade_model
 from fltr_audit.engine.data.synthetic import fold_split, generate
 from fltr_audit.errors import FltrError
-from fltr_audit.engine.federation import GAMMA, run_round, sample_queries, train
+from fltr_audit.engine.federation import GAMMA, run_round, train
+from fltr_audit.engine.schedule import sample_queries
 from fltr_audit.engine.interfaces import Aggregate, PrivacyClaim
 from fltr_audit.engine.randomness import stream
 from fltr_audit.engine.rankers import LinearRanker
+from fltr_audit.engine.aggregation import RoundDefenses
+from fltr_audit.engine.training import TrainHooks, TrainSettings
 from tests.cli_json import cli_result
 
 
@@ -41,8 +44,8 @@ class Collect:
 
 def test_interceptor_sees_exactly_the_aggregated_messages(splits):
     seen = Collect()
-    res = train(fpdgd(splits.train), splits.train, clients=20, queries_per_client=3, rounds=4, seed=1,
-                interceptors=[seen])
+    res = train(fpdgd(splits.train), splits.train, TrainSettings(clients=20, queries_per_client=3, rounds=4, seed=1),
+                hooks=TrainHooks(interceptors=[seen]))
     assert [b.view.round for b in seen.batches] == [1, 2, 3, 4]
     nxt = [b.view.global_params for b in seen.batches[1:]] + [res.params]
     for batch, following in zip(seen.batches, nxt):
@@ -56,8 +59,8 @@ def test_interceptor_sees_exactly_the_aggregated_messages(splits):
 
 def test_same_seed_same_curves_other_seed_differs(splits):
     def run(seed):
-        return train(fpdgd(splits.train, "navigational"), splits.train, clients=15, queries_per_client=2, rounds=3,
-                     seed=seed, eval_data=splits.test)
+        return train(fpdgd(splits.train, "navigational"), splits.train,
+                     TrainSettings(clients=15, queries_per_client=2, rounds=3, seed=seed), eval_data=splits.test)
 
     a, b, c = run(5), run(5), run(6)
     assert a.curves.equals(b.curves)
@@ -69,13 +72,13 @@ def test_same_seed_same_curves_other_seed_differs(splits):
 def test_queries_sampled_without_replacement_within_a_round(splits):
     n = splits.train.n_queries
     seen = Collect()
-    train(fpdgd(splits.train), splits.train, clients=n // 4, queries_per_client=4, rounds=2, seed=0,
-          interceptors=[seen])
+    train(fpdgd(splits.train), splits.train, TrainSettings(clients=n // 4, queries_per_client=4, rounds=2, seed=0),
+          hooks=TrainHooks(interceptors=[seen]))
     for batch in seen.batches:
         q = batch.view.interactions.queries
         assert q.shape == (n // 4, 4) and len(np.unique(q)) == q.size
     with pytest.raises(FltrError, match="^queries_per_client: .* clients x"):
-        train(fpdgd(splits.train), splits.train, clients=n, queries_per_client=2, rounds=1, seed=0)
+        train(fpdgd(splits.train), splits.train, TrainSettings(clients=n, queries_per_client=2, rounds=1, seed=0))
     q = sample_queries(n, n, 2, np.random.default_rng(0), replace=True)
     assert q.shape == (n, 2) and q.min() >= 0 and q.max() < n
 
@@ -87,7 +90,7 @@ def test_queries_sampled_without_replacement_within_a_round(splits):
 def test_bad_budget_names_the_parameter(splits, option, kwargs):
     args = dict(clients=2, queries_per_client=1, rounds=1, seed=0) | kwargs
     with pytest.raises(ParameterError, match="^" + option.removeprefix("--").replace("-", "_") + ": "):
-        train(fpdgd(splits.train), splits.train, **args)
+        train(fpdgd(splits.train), splits.train, TrainSettings(**args))
 
 
 @dataclass
@@ -120,7 +123,7 @@ def test_defense_then_aggregator_hooks(splits):
     p0 = np.zeros(splits.train.n_features)
     _, _, plain, out = run_round(alg, p0, None, splits.train, queries, ids, 1, 9)
     new, _, batch, out2 = run_round(alg, p0, None, splits.train, queries, ids, 1, 9,
-                                    client_defenses=[Shift()], aggregator=HalfAggregator())
+                                    defenses=RoundDefenses(client=tuple([Shift()]), aggregator=HalfAggregator()))
     shift = stream(9, "defense", 1).normal()
     np.testing.assert_array_equal(out.messages.vector, out2.messages.vector)   # client step unchanged
     np.testing.assert_allclose(new, out.messages.vector[:3].mean(0) + shift)
@@ -141,9 +144,10 @@ def test_server_blind_hides_what_was_shown(splits):
 def test_curves_offline_every_k_and_online_eq17(splits):
     seen = Collect()
     calls = []
-    res = train(fpdgd(splits.train, "informational"), splits.train, clients=10, queries_per_client=2, rounds=5,
-                seed=2, eval_data=splits.test, eval_every=2, evaluators={"norm": lambda p: float(np.abs(p).sum())},
-                interceptors=[seen], on_round=lambda r, row: calls.append(r))
+    res = train(fpdgd(splits.train, "informational"), splits.train,
+                TrainSettings(clients=10, queries_per_client=2, rounds=5, seed=2, eval_every=2), eval_data=splits.test,
+                hooks=TrainHooks(evaluators={"norm": lambda p: float(np.abs(p).sum())}, interceptors=[seen],
+                                 on_round=lambda r, row: calls.append(r)))
     c = res.curves
     assert list(c["round"]) == [1, 2, 3, 4, 5] and calls == [1, 2, 3, 4, 5]
     assert c["offline_ndcg10"].isna().tolist() == [True, False, True, False, False]
@@ -171,8 +175,8 @@ def random_ndcg(data):
 @pytest.mark.parametrize("algorithm", [FPDGD, PDGD])
 def test_learns_on_synthetic_mq2008(splits, algorithm):
     alg = algorithm(LinearRanker(splits.train.n_features), cascade_model("perfect", 3))
-    res = train(alg, splits.train, clients=60, queries_per_client=4, rounds=15, seed=0, eval_data=splits.test,
-                eval_every=15)
+    res = train(alg, splits.train, TrainSettings(clients=60, queries_per_client=4, rounds=15, seed=0, eval_every=15),
+                eval_data=splits.test)
     learned, chance = res.curves["offline_ndcg10"].iloc[-1], random_ndcg(splits.test)
     # random rankers average ~0.50 here (spread ~0.02 over seeds); 15 rounds of learning reach ~0.9,
     # so a margin of 0.1 is far outside chance yet far from the learned value
@@ -220,8 +224,8 @@ def test_thread_count_does_not_change_results(monkeypatch):
         monkeypatch.setattr(thread_pool, "THREADS", threads)
         monkeypatch.setattr(thread_pool, "PARALLEL_ROWS", 0)  # force the threaded path on small data
         alg = FPDGD(make_ranker("linear", splits.train.n_features), cascade_model("informational", 3))
-        results.append(federation.train(alg, splits.train, clients=30, queries_per_client=2, rounds=4, seed=5,
-                                         eval_data=splits.test))
+        results.append(federation.train(alg, splits.train, TrainSettings(clients=30, queries_per_client=2, rounds=4, seed=5),
+                                        eval_data=splits.test))
     assert np.array_equal(results[0].params, results[1].params)
     pd.testing.assert_frame_equal(results[0].curves, results[1].curves, check_exact=True)
 
@@ -240,8 +244,9 @@ def test_on_round_gets_each_round_in_order_with_its_offline_ndcg(monkeypatch):
     splits = load_splits("synthetic:mq2008?queries=150", 1)
     alg = FPDGD(make_ranker("linear", splits.train.n_features), cascade_model("perfect", 3))
     seen = []
-    res = federation.train(alg, splits.train, clients=20, queries_per_client=2, rounds=5, seed=2,
-                           eval_data=splits.test, eval_every=2, on_round=lambda r, row: seen.append((r, dict(row))))
+    res = federation.train(alg, splits.train,
+                           TrainSettings(clients=20, queries_per_client=2, rounds=5, seed=2, eval_every=2),
+                           eval_data=splits.test, hooks=TrainHooks(on_round=lambda r, row: seen.append((r, dict(row)))))
     assert [r for r, _ in seen] == [1, 2, 3, 4, 5]
     got = [row["offline_ndcg10"] for _, row in seen]
     assert np.isnan(got[0]) and np.isnan(got[2]) and all(np.isfinite(got[i]) for i in (1, 3, 4))
@@ -258,6 +263,7 @@ def test_each_rounds_offline_ndcg_is_that_of_its_model_alone(monkeypatch):
     from fltr_audit.engine.algorithms.fpdgd import FPDGD
     from fltr_audit.engine.clicks import cascade_model
     from fltr_audit.engine.data.load import load_splits
+    from fltr_audit.engine.evaluation import offline_ndcg
     from fltr_audit.engine.rankers import EVAL_MODELS, make_ranker
 
     monkeypatch.setattr(thread_pool, "THREADS", 2)
@@ -266,9 +272,10 @@ def test_each_rounds_offline_ndcg_is_that_of_its_model_alone(monkeypatch):
     alg = FPDGD(make_ranker("linear", splits.train.n_features), cascade_model("perfect", 3))
     starts = []
     rounds = EVAL_MODELS + 3
-    res = federation.train(alg, splits.train, clients=20, queries_per_client=2, rounds=rounds, seed=4,
-                           eval_data=splits.test, observer=lambda parts: starts.append(parts.params.copy()))
+    res = federation.train(alg, splits.train, TrainSettings(clients=20, queries_per_client=2, rounds=rounds, seed=4),
+                           eval_data=splits.test,
+                           hooks=TrainHooks(observer=lambda parts: starts.append(parts.params.copy())))
     models = starts[1:] + [res.params]
-    alone = [federation.offline_ndcg(alg.ranker, m, splits.test) for m in models]
+    alone = [offline_ndcg(alg.ranker, m, splits.test) for m in models]
     assert len(set(alone)) > 2
     np.testing.assert_array_equal(res.curves["offline_ndcg10"].to_numpy(), alone)

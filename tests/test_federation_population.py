@@ -11,8 +11,10 @@ from fltr_audit.engine.clicks import cascade_model
 from fltr_audit.engine.data.synthetic import fold_split, generate
 from fltr_audit.errors import FltrError
 from fltr_audit.engine.cohorts import Participations, cohort, participations
-from fltr_audit.engine.federation import train, user_queries
+from fltr_audit.engine.federation import train
+from fltr_audit.engine.schedule import user_queries
 from fltr_audit.engine.rankers import LinearRanker
+from fltr_audit.engine.training import TrainHooks, TrainSettings
 from tests.cli_json import cli_result
 
 
@@ -33,8 +35,9 @@ def data():
 def run(data, population, rounds=40, clients=10, seed=0):
     ids = Ids()
     algo = FPDGD(LinearRanker(data.n_features), cascade_model("perfect", data.n_levels), lr=0.1)
-    res = train(algo, data, clients=clients, queries_per_client=2, rounds=rounds, seed=seed, population=population,
-                interceptors=[ids])
+    res = train(algo, data,
+                TrainSettings(clients=clients, queries_per_client=2, rounds=rounds, seed=seed, population=population),
+                hooks=TrainHooks(interceptors=[ids]))
     return res, ids
 
 
@@ -89,7 +92,8 @@ def test_cli_train_reports_privacy(tmp_path, capsys):
 
 
 def test_campaign_key_and_audit_option():
-    from fltr_audit.runs.campaign import expand, validate_spec
+    from fltr_audit.spec.campaign import validate_spec
+    from fltr_audit.spec.grid import expand
 
     base = {"name": "p", "algorithm": {"clients": 10, "rounds": 2}}
     runs = expand(validate_spec({**base, "algorithm": {**base["algorithm"], "population": 100}}))

@@ -14,6 +14,7 @@ from fltr_audit.engine.data.load import load_splits
 from fltr_audit.errors import FltrError
 from fltr_audit.engine.federation import run_round, train
 from fltr_audit.engine.rankers import LinearRanker
+from fltr_audit.engine.training import TrainHooks, TrainSettings
 from tests.cli_json import cli_result
 
 
@@ -198,7 +199,8 @@ def test_server_update_is_global_plus_eta_times_mean_of_intercepted_updates():
     data = toy_data(n_queries=12, n_features=4, sizes=[6] * 12)
     alg = make_alg(data, lr_local=0.1, lr_global=0.7)
     seen = []
-    res = train(alg, data, clients=4, queries_per_client=2, rounds=3, seed=5, interceptors=[seen.append])
+    res = train(alg, data, TrainSettings(clients=4, queries_per_client=2, rounds=3, seed=5),
+                hooks=TrainHooks(interceptors=[seen.append]))
     for before, after in zip(seen, seen[1:]):
         expected = before.view.global_params + 0.7 * before.view.messages.vector.mean(axis=0)
         np.testing.assert_allclose(after.view.global_params, expected, rtol=1e-12)
@@ -245,7 +247,7 @@ def test_fedips_beats_fedavg_under_strong_position_bias():
         for seed in range(3):
             alg = FedIPS(LinearRanker(tr.n_features), PositionBasedModel(gamma=2.0), policy, lr_local=0.001,
                          propensity=propensity, user_seed=seed)
-            res = train(alg, tr, clients=100, queries_per_client=5, rounds=30, seed=seed, replace=True)
+            res = train(alg, tr, TrainSettings(clients=100, queries_per_client=5, rounds=30, seed=seed, replace=True))
             finals[propensity].append(ndcg5(res.params))
     ips, avg = np.array(finals["true"]), np.array(finals["none"])
     spread = max(np.ptp(ips), np.ptp(avg))

@@ -21,6 +21,7 @@ from fltr_audit.flower import DefenseMod, RecordingMod  # noqa: E402
 from fltr_audit.flower.engine_app import (EngineSetup, default_strategy, recording_mod,  # noqa: E402
                                           recording_strategy, simulate)
 from fltr_audit.store.recording import read_recording  # noqa: E402
+from fltr_audit.engine.training import TrainHooks, TrainSettings
 
 SMALL = "synthetic:mq2008?queries=200"
 
@@ -128,7 +129,7 @@ def engine(tmp_path_factory):
     from fltr_audit.engine.algorithms import registry
     from fltr_audit.engine.data.load import load_splits
     from fltr_audit.engine.federation import train
-    from fltr_audit.engine.interceptors import RecordingInterceptor
+    from fltr_audit.store.interceptors import RecordingInterceptor
 
     root = tmp_path_factory.mktemp("engine")
     out = {}
@@ -139,8 +140,10 @@ def engine(tmp_path_factory):
                                                                "queries_per_client": s.queries_per_client,
                                                                "params": dict(s.params)})
         rec = RecordingInterceptor(root / algo, "2", algorithm=algo)
-        res = train(alg, splits.train, clients=s.clients, queries_per_client=s.queries_per_client, rounds=s.rounds,
-                    seed=s.seed, eval_data=splits.test, interceptors=[rec])
+        res = train(alg, splits.train,
+                    TrainSettings(clients=s.clients, queries_per_client=s.queries_per_client, rounds=s.rounds,
+                                  seed=s.seed),
+                    eval_data=splits.test, hooks=TrainHooks(interceptors=[rec]))
         out[algo] = (res.curves["offline_ndcg10"].to_numpy(), root / algo)
     return out
 

@@ -85,13 +85,13 @@ def test_the_app_reads_a_relative_data_path_from_any_folder(tmp_path, monkeypatc
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--algo", "bogus"], "--algo: unknown value 'bogus' (choose from fpdgd, foltr-es, fedips)"),
-    (["--algo", "fedips", "--click-model", "navigational"], "--click-model: fedips's users click by the position-based model"),
-    (["--algo", "foltr-es", "--server-sees", "aggregate"], "--server-sees: aggregate records nothing of foltr-es"),
+    (["bogus"], "ALGORITHM: must be one of fpdgd, foltr-es, fedips, got 'bogus'"),
+    (["fedips", "--click-model", "navigational"], "--click-model: fedips's users click by the position-based model"),
+    (["foltr-es", "--server-sees", "aggregate"], "--server-sees: aggregate records nothing of foltr-es"),
 ])
 def test_cli_names_a_bad_algorithm_setting_and_writes_nothing(tmp_path, capsys, args, message):
     out = tmp_path / "out"
-    code = main(["flower", "run", "--data", "synthetic:mq2008?queries=200", *args, "--out", str(out)])
+    code = main(["flower", "run", *args, "--data", "synthetic:mq2008?queries=200", "--out", str(out)])
     err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
     assert code == 2 and len(err) == 1 and message in err[0]
     assert list(tmp_path.iterdir()) == []

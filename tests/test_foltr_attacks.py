@@ -16,6 +16,7 @@ from fltr_audit.engine.data.dataset import Dataset
 from fltr_audit.errors import FltrError
 from fltr_audit.engine.federation import run_round
 from fltr_audit.engine.rankers import LinearRanker
+from fltr_audit.engine.aggregation import RoundDefenses
 
 
 def data_10plus(n_queries=40, seed=0):
@@ -31,8 +32,8 @@ def data_10plus(n_queries=40, seed=0):
 def one_round(algo, data, defenses=(), clients=2000, B=4, seed=0):
     params = np.random.default_rng(seed).normal(size=algo.ranker.n_params)
     queries = np.random.default_rng(seed + 1).integers(0, data.n_queries, (clients, B))
-    _, _, batch, _ = run_round(algo, params, algo.init_server_state(params), data, queries,
-                               np.arange(clients), 1, seed, client_defenses=defenses)
+    _, _, batch, _ = run_round(algo, params, algo.init_server_state(params), data, queries, np.arange(clients), 1,
+                               seed, defenses=RoundDefenses(client=tuple(defenses)))
     return batch
 
 

@@ -11,6 +11,7 @@ from fltr_audit.engine.data.dataset import Dataset
 from fltr_audit.errors import FltrError
 from fltr_audit.engine.messages import Messages, ServerView
 from fltr_audit.engine.rankers import LinearRanker, MLPRanker
+from fltr_audit.engine.training import TrainSettings
 from tests.cli_json import cli_result
 
 
@@ -197,7 +198,7 @@ def test_learning_on_mq2008_perfect(mq2008_dir):
 
     data = read_letor(mq2008_dir / "Fold1" / "train.txt")
     algo = FOLtRES(LinearRanker(data.n_features), cascade_model("perfect", 3))
-    res = train(algo, data, clients=2000, queries_per_client=4, rounds=15, seed=0, replace=True)
+    res = train(algo, data, TrainSettings(clients=2000, queries_per_client=4, rounds=15, seed=0, replace=True))
     curve = res.curves["batch_maxrr"].to_numpy()
     assert curve[-2:].mean() - curve[:2].mean() > 0.05, curve
 
@@ -343,7 +344,8 @@ def test_training_gives_the_same_numbers_on_any_number_of_threads(monkeypatch):
         monkeypatch.setattr(threads, "THREADS", n)
         monkeypatch.setattr(threads, "PARALLEL_ROWS", 0)
         algo = FOLtRES(LinearRanker(5), cascade_model("informational", 3), lr=0.05)
-        results.append(train(algo, data, clients=300, queries_per_client=4, rounds=3, seed=4, replace=True).params)
+        settings = TrainSettings(clients=300, queries_per_client=4, rounds=3, seed=4, replace=True)
+        results.append(train(algo, data, settings).params)
     assert np.array_equal(*results)
 
 

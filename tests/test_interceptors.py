@@ -8,9 +8,10 @@ from fltr_audit.engine.clicks import cascade_model
 from fltr_audit.engine.data.synthetic import fold_split, generate
 from fltr_audit.errors import FltrError
 from fltr_audit.engine.federation import train
-from fltr_audit.engine.interceptors import RecordingInterceptor, parse_rounds
+from fltr_audit.store.interceptors import RecordingInterceptor, parse_rounds
 from fltr_audit.store.recording import read_recording as load_recording
 from fltr_audit.engine.rankers import LinearRanker, MLPRanker
+from fltr_audit.engine.training import TrainHooks, TrainSettings
 
 
 @pytest.fixture(scope="module")
@@ -63,8 +64,8 @@ def test_recording_round_trip(tmp_path, data, threat_model, ranker):
     model = LinearRanker(data.n_features) if ranker == "linear" else MLPRanker(data.n_features, hidden=3)
     alg = FPDGD(model, cascade_model("navigational", 3))
     seen, rec = Collect(), RecordingInterceptor(tmp_path / "rec", "1,3")
-    train(alg, data, clients=8, queries_per_client=2, rounds=4, seed=4, interceptors=[seen, rec],
-          threat_model=threat_model)
+    train(alg, data, TrainSettings(clients=8, queries_per_client=2, rounds=4, seed=4, threat_model=threat_model),
+          hooks=TrainHooks(interceptors=[seen, rec]))
     loaded = list(load_recording(tmp_path / "rec"))
     assert [b.view.round for b in loaded] == [1, 3]
     for original, back in zip([seen.batches[0], seen.batches[2]], loaded):
@@ -77,8 +78,8 @@ def test_recording_round_trip(tmp_path, data, threat_model, ranker):
 
 def test_recording_refuses_to_mix_with_an_old_one(tmp_path, data):
     rec = RecordingInterceptor(tmp_path / "rec", "every:1")
-    train(FPDGD(LinearRanker(data.n_features), cascade_model("perfect", 3)), data, clients=3,
-          queries_per_client=1, rounds=1, seed=0, interceptors=[rec])
+    train(FPDGD(LinearRanker(data.n_features), cascade_model("perfect", 3)), data,
+          TrainSettings(clients=3, queries_per_client=1, rounds=1, seed=0), hooks=TrainHooks(interceptors=[rec]))
     with pytest.raises(FltrError, match="already holds a recording"):
         RecordingInterceptor(tmp_path / "rec")
     with pytest.raises(FltrError, match="not a recording"):

@@ -17,7 +17,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from fltr_audit.runs.campaign import expand, load_spec, run_campaign
+from fltr_audit.runs.campaign import run_campaign
+
+from fltr_audit.runs.executors import Executor
+
+from fltr_audit.spec.campaign import load_spec
+
+from fltr_audit.spec.grid import expand
 from fltr_audit.store.results import ResultsStore, load
 from tests.test_campaign_run import TINY
 from tests.cli_json import cli_result
@@ -152,7 +158,7 @@ def test_sigkilled_campaign_resumes_to_identical_results(tmp_path):
     assert sorted(tables["utility"]["run_key"]) == sorted(keys)  # no run's rows missing or twice
 
     reference = tmp_path / "reference.sqlite"
-    run_campaign(spec, ResultsStore(reference), workers=1)
+    run_campaign(spec, ResultsStore(reference), executor=Executor(workers=1))
     killed, clean = _stored(db), _stored(reference)
     for name in clean:
         pd.testing.assert_frame_equal(killed[name], clean[name], check_exact=True)

@@ -19,7 +19,8 @@ from scipy import stats
 
 from attacks.registry import ATTACK_SPECS, ATTACKS, attack_spec, make_attack, needed
 from attacks.scoring import leakage_interval
-from fltr_audit.runs.audit import build_algorithm, run_audit, splits_of, trained
+from fltr_audit.runs.models import build_algorithm, splits_of, trained
+from fltr_audit.runs.audit import run_audit
 from fltr_audit.errors import FltrError
 from fltr_audit.engine.probe import probe
 from fltr_audit.spec.run import RunSpec
@@ -125,7 +126,7 @@ def test_counterfactual_setting_must_be_positive():
 
 def test_probe_streams_are_keyed_by_seed_and_fold():
     """Folds of one seed must not share click draws (pooled CIs over folds assume independence)."""
-    from fltr_audit.runs.audit import probe_seed
+    from fltr_audit.runs.probe_rounds import probe_seed
 
     def spec(seed, fold):
         base = config("none", seed=seed)

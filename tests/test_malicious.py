@@ -91,7 +91,7 @@ def test_audit_cli_server_malicious_rows_and_bad_algorithm(capsys):
 
     from fltr_audit.cli import main
 
-    code = main(["audit", "--data", "synthetic:mq2008?queries=120", "--train-rounds", "2", "--clients", "30",
+    code = main(["audit", "--data", "synthetic:mq2008?queries=120", "--rounds", "2", "--clients", "30",
                  "--queries-per-client", "2", "--attack", "olsr,bayes", "--click-model", "navigational",
                  "--defense", "secagg", "--probe-cohort", "10", "--min-shown", "5", "--no-epsilon-audit",
                  "--threat-model", "server-malicious", "--json", "--quiet"])
@@ -101,7 +101,7 @@ def test_audit_cli_server_malicious_rows_and_bad_algorithm(capsys):
     assert {r["threat_model"] for r in out["attacks"]} == {"server-malicious"}
     assert rows["bayes"]["f1"] > 0.9 and rows["olsr"]["f1"] > 0.9
     assert out["manipulation"][0]["manipulation"] == "isolate"
-    assert main(["audit", "--algo", "foltr-es", "--threat-model", "server-malicious", "--quiet"]) == 2
+    assert main(["audit", "foltr-es", "--threat-model", "server-malicious", "--quiet"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--threat-model: server-malicious: supported for fpdgd" in err[0]
     assert main(["audit", "--threat-model", "evil", "--quiet"]) == 2

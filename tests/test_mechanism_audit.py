@@ -197,7 +197,7 @@ def test_cli_json_rows_and_store(tmp_path, capsys):
     from fltr_audit.store.results import load
 
     store = tmp_path / "r.sqlite"
-    code = main(["audit-defense", "clip+dp-distributed(eps=4.5)", "--dim", "8", "--trials", "400", "--cohort", "3",
+    code = main(["audit-defense", "clip+dp-distributed(eps=4.5)", "--dim", "8", "--trials", "400", "--probe-cohort", "3",
                  "--aggregate-trials", "200", "--json", "--store", str(store), "--rounds", "2"])
     assert code == 0
     out = cli_result(capsys.readouterr().out)
@@ -213,14 +213,16 @@ def test_cli_json_rows_and_store(tmp_path, capsys):
 def test_natural_neighbours_are_one_message_with_and_without_one_click():
     """The natural pair of an FPDGD audit: the replayed step with all of a probe client's clicks
     equals that client's real undefended update, and the other input differs by one click."""
-    from fltr_audit.runs import audit as audit_pipeline
-    from fltr_audit.runs.campaign import expand, validate_spec
+    from fltr_audit.runs.models import splits_of, trained
+    from fltr_audit.runs.natural_neighbours import natural_messages
+    from fltr_audit.spec.campaign import validate_spec
+    from fltr_audit.spec.grid import expand
 
     spec = validate_spec({"name": "t", "algorithm": {"rounds": 2, "clients": 100},
                           "probe": {"click_models": ["informational"]}, "audit": {"attacks": ["olsr"]}})
     config = expand(spec)[0].spec
-    splits = audit_pipeline.splits_of(config)
-    pool, g, kind, (u0, u1) = audit_pipeline.natural_messages(config, splits, audit_pipeline.trained(config))
+    splits = splits_of(config)
+    pool, g, kind, (u0, u1) = natural_messages(config, splits, trained(config))
     assert kind == "weights"
     assert np.min(np.abs(pool - u1[None, :]).max(axis=1)) < 1e-9 * max(1.0, np.abs(u1).max())
     assert np.linalg.norm(u1 - u0) > 0

@@ -15,13 +15,12 @@ from reports.claims import (
     bound_text,
     claim_summary,
     claim_text,
-    clopper_pearson_upper,
-    epsilon_lower_bound,
     finish_bounds,
     gdp_tradeoff,
     pooled_audits,
     trials_to_test,
 )
+from fltr_audit.privacy.error_bounds import clopper_pearson_upper, epsilon_lower_bound
 from reports.leakage import ALPHA, MIN_EFFECT, leakage_table, leakage_verdicts, planned_lists
 
 # --- leakage ------------------------------------------------------------------------------------
@@ -189,6 +188,19 @@ def test_audits_that_record_no_claimed_delta_are_pooled_at_delta_0():
     level = 1 - 0.05 / 2
     want = _eps(stats.beta.ppf(level, 8 + 1, 1000 - 8), stats.beta.ppf(level, 9 + 1, 1000 - 9), 0.0)
     assert want > 0.5 and got.loc[0, "epsilon_lb"] == pytest.approx(want, abs=1e-9)
+
+
+def test_a_defense_with_only_a_worst_case_audit_has_no_natural_figures():
+    """Without a natural audit the summary's natural columns say 'none': no verdict, no bound, not
+    trial-limited (catches a default that claims a trial-limited natural audit)."""
+    audits = pd.DataFrame({"defense": "d", "mechanism": "m", "attack": "a", "claimed_epsilon": 1.0,
+                           "claimed_delta": 0.0, "claimed_scope": "message", "audited_scope": "message",
+                           "neighbours": "worst-case", "epsilon_lb": 0.5, "n_trials": 1000, "fp": [3], "fn": [7],
+                           "n0": 500, "n1": 500, "fpr": [0.006], "fnr": [0.014]})
+    summary = claim_summary(pooled_audits(audits, ["defense"]), ["defense"])
+    row = summary.iloc[0]
+    assert row["claim_verdict_natural"] is None and math.isnan(row["epsilon_lb_natural"])
+    assert not row["trial_limited_natural"]
 
 
 @pytest.mark.parametrize("mu", [0.5, 2.0])

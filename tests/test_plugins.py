@@ -97,7 +97,7 @@ def _cli(site: Path, *args: str) -> subprocess.CompletedProcess:
 
 
 def test_installed_attack_and_defense_are_found_by_name(site):
-    out = _cli(site, "audit", "--data", "synthetic:mq2008?queries=150", "--train-rounds", "2", "--clients", "40",
+    out = _cli(site, "audit", "--data", "synthetic:mq2008?queries=150", "--rounds", "2", "--clients", "40",
                "--queries-per-client", "2", "--attack", "first-slot,olsr", "--defense", "none",
                "--defense", "halve", "--click-model", "perfect", "--probe-cohort", "20", "--min-shown", "5",
                "--no-epsilon-audit", "--json", "--quiet")
@@ -116,9 +116,9 @@ def test_broken_entry_point_is_one_line_and_breaks_nothing_else(site):
 
 
 def test_unknown_names_list_the_choices(site):
-    out = _cli(site, "audit", "--algo", "sgd", "--quiet")
+    out = _cli(site, "audit", "sgd", "--quiet")
     assert out.returncode == 2
-    assert out.stderr.strip().count("\n") == 0 and "--algo" in out.stderr and "fedips" in out.stderr
+    assert out.stderr.strip().count("\n") == 0 and "ALGORITHM" in out.stderr and "fedips" in out.stderr
 
 
 def test_lists_show_installed_plug_ins_with_their_distribution(site):
@@ -143,7 +143,7 @@ def test_a_pbm_plug_in_trains_and_its_family_is_read_from_its_spec(site, tmp_pat
     bad = _cli(site, "train", "my-pbm", "--data", "synthetic:mq2008?queries=60", "--param", "gama=0.5",
                "--out", str(tmp_path / "bad"), "--quiet")
     assert bad.returncode == 2 and "train my-pbm: --param gama: no such parameter (parameters: gamma)" in bad.stderr
-    code = ("from fltr_audit.runs.campaign import validate_spec; validate_spec({'name': 'x', 'algorithm': "
+    code = ("from fltr_audit.spec.campaign import validate_spec; validate_spec({'name': 'x', 'algorithm': "
             "{'name': 'my-pbm', 'train_click_model': 'pbm', 'params': {'gamma': [0.5, 1.0]}}, "
             "'probe': {'click_models': ['pbm']}}); print('ok')")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), str(site)])}

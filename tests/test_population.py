@@ -8,7 +8,8 @@ import pytest
 from scipy import stats
 
 from fltr_audit.engine.algorithms.fpdgd import FPDGD
-from fltr_audit.runs.campaign import expand, validate_spec
+from fltr_audit.spec.campaign import validate_spec
+from fltr_audit.spec.grid import expand
 from fltr_audit.cli import main
 from fltr_audit.engine.clicks import cascade_model
 from fltr_audit.engine.data.synthetic import fold_split, generate
@@ -19,6 +20,7 @@ from fltr_audit.engine.population import (
     skewed_queries, user_choice, user_clicks, weighted_cohort,
 )
 from fltr_audit.engine.rankers import LinearRanker
+from fltr_audit.engine.training import TrainHooks, TrainSettings
 
 
 @pytest.fixture(scope="module")
@@ -140,8 +142,9 @@ def test_settings_train_and_are_reproducible(data):
         for _ in range(2):
             seen = Seen()
             algo = FPDGD(LinearRanker(data.n_features), cascade_model("informational", 3))
-            runs.append((train(algo, data, clients=10, queries_per_client=2, rounds=6, seed=3, population=100,
-                               non_iid=parse_non_iid(spec), interceptors=[seen]), seen))
+            settings = TrainSettings(clients=10, queries_per_client=2, rounds=6, seed=3, population=100,
+                                     non_iid=parse_non_iid(spec))
+            runs.append((train(algo, data, settings, hooks=TrainHooks(interceptors=[seen])), seen))
         (a, _), (b, seen) = runs
         np.testing.assert_array_equal(a.params, b.params)
         assert a.config["non_iid"] == parse_non_iid(spec).name
@@ -153,8 +156,9 @@ def test_settings_train_and_are_reproducible(data):
 
 def test_iid_default_is_unchanged(data):
     algo = FPDGD(LinearRanker(data.n_features), cascade_model("informational", 3))
-    a = train(algo, data, clients=10, queries_per_client=2, rounds=4, seed=3, population=100)
-    b = train(algo, data, clients=10, queries_per_client=2, rounds=4, seed=3, population=100, non_iid=NonIID())
+    a = train(algo, data, TrainSettings(clients=10, queries_per_client=2, rounds=4, seed=3, population=100))
+    b = train(algo, data,
+              TrainSettings(clients=10, queries_per_client=2, rounds=4, seed=3, population=100, non_iid=NonIID()))
     np.testing.assert_array_equal(a.params, b.params)
     assert "non_iid" not in b.config
 
@@ -164,8 +168,9 @@ def test_a_million_users_take_memory_linear_in_users(data):
     algo = FPDGD(LinearRanker(data.n_features), cascade_model("informational", 3))
     tracemalloc.start()
     try:
-        res = train(algo, data, clients=20, queries_per_client=2, rounds=2, seed=0, population=1_000_000,
-                    non_iid=parse_non_iid("data-quantity(alpha=1)"))
+        res = train(algo, data,
+                    TrainSettings(clients=20, queries_per_client=2, rounds=2, seed=0, population=1_000_000,
+                                  non_iid=parse_non_iid("data-quantity(alpha=1)")))
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
@@ -193,5 +198,5 @@ def test_cli_bad_setting_is_one_line_exit_2_before_loading(tmp_path, capsys):
         err = capsys.readouterr().err.strip()
         assert code == 2 and "--non-iid" in err and len(err.splitlines()) == 1
     assert not (tmp_path / "run").exists()
-    assert main(["audit", "--algo", "foltr-es", "--data", "synthetic:mq2008", "--non-iid", "click-preference"]) == 2
+    assert main(["audit", "foltr-es", "--data", "synthetic:mq2008", "--non-iid", "click-preference"]) == 2
     assert "--non-iid" in capsys.readouterr().err

@@ -12,6 +12,7 @@ from fltr_audit.engine.clicks import PositionBasedModel
 from fltr_audit.engine.data.load import load_splits
 from fltr_audit.engine.federation import train
 from fltr_audit.engine.rankers import LinearRanker
+from fltr_audit.engine.training import TrainSettings
 
 
 def test_em_recovers_examination_with_known_relevance():
@@ -68,7 +69,8 @@ def test_federated_em_estimates_decreasing_personal_propensities():
     policy = train_logging_policy(tr, k=5, seed=0)
     clicks = PositionBasedModel(gamma=1.0)
     source = FedIPS(LinearRanker(tr.n_features), clicks, policy, user_seed=0)
-    em = train(FedRelevanceEM(source), tr, clients=100, queries_per_client=5, rounds=10, seed=3, replace=True)
+    em = train(FedRelevanceEM(source), tr,
+               TrainSettings(clients=100, queries_per_client=5, rounds=10, seed=3, replace=True))
     alg = FedIPS(LinearRanker(tr.n_features), clicks, policy, propensity="estimated", relevance_params=em.params,
                  user_seed=0)
     queries = np.random.default_rng(1).integers(0, tr.n_queries, (400, 5))

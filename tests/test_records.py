@@ -75,12 +75,12 @@ def test_audit_record_is_run_then_measurement_then_privacy():
         return [f.name for f in dataclasses.fields(record)]
 
     assert names(records.AuditRecord) == (names(records.AuditedRun) + names(records.AuditMeasurement)
-                                          + names(records.RunPrivacy))
+                                          + names(records.RunPrivacy) + ["audit_key"])
 
 
 def test_an_audit_result_carries_every_measured_column():
     from attacks.epsilon_bounds import AuditResult
-    from fltr_audit.runs.audit import AUDIT_COLUMNS
+    from fltr_audit.runs.epsilon_audits import AUDIT_COLUMNS
 
     measured = [f.name for f in dataclasses.fields(AuditResult)]
     assert tuple(measured[:len(AUDIT_COLUMNS)]) == AUDIT_COLUMNS

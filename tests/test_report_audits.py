@@ -9,7 +9,8 @@ import pytest
 from scipy import stats
 
 from reports import plots
-from reports.claims import _epsilon, dp_tradeoff, gdp_tradeoff
+from fltr_audit.privacy.error_bounds import epsilon_of_rates
+from reports.claims import dp_tradeoff, gdp_tradeoff
 from reports.render import render_report
 from reports.tables import claims_table, strongest_per_metric, strongest_wide
 from synthetic_results import DP, run_audit_rows, synthetic_tables
@@ -31,10 +32,10 @@ def test_dp_tradeoff_hand_values():
 
 
 def test_boundary_point_gives_back_its_epsilon():
-    """A test on the boundary of eps-DP is exactly as strong as eps (claims._epsilon inverts it)."""
+    """A test on the boundary of eps-DP is exactly as strong as eps (claims.epsilon_of_rates inverts it)."""
     for eps in (0.5, 1.0, 4.5):
         fpr = np.array([1e-4, 1e-3, 0.5 * np.exp(-eps)])
-        np.testing.assert_allclose(_epsilon(fpr, dp_tradeoff(fpr, eps), 0.0)[0], eps, rtol=1e-9)
+        np.testing.assert_allclose(epsilon_of_rates(fpr, dp_tradeoff(fpr, eps), 0.0)[0], eps, rtol=1e-9)
 
 
 @pytest.mark.parametrize("eps", [0.5, 1.0, 4.5])

@@ -11,11 +11,13 @@ from defenses.registration import register_defense
 from defenses.stack import parse_defense
 from fltr_audit.engine.data.load import load_splits
 from fltr_audit.cli import main
-from fltr_audit.cli.audit_run import RunAuditOptions, run_audit_run
+import fltr_audit
+from fltr_audit.errors import FltrError
 from fltr_audit.engine.clicks import cascade_model
 from fltr_audit.engine.algorithms.fpdgd import FPDGD
 from fltr_audit.engine.federation import train
 from fltr_audit.engine.rankers import LinearRanker
+from fltr_audit.engine.training import TrainHooks, TrainSettings
 from tests.broken_fedavg import NoClipFedAvg
 from tests.cli_json import cli_result
 
@@ -35,8 +37,8 @@ def test_canaries_never_change_the_trained_model(defense):
     def run(observer):
         stack = parse_defense(defense)
         algo = FPDGD(LinearRanker(splits.train.n_features), cascade_model("perfect", splits.train.n_levels), lr=0.1)
-        return train(algo, splits.train, clients=10, queries_per_client=2, rounds=4, seed=3, population=100,
-                     client_defenses=stack.client, aggregator=stack.aggregator, observer=observer).params
+        settings = TrainSettings(clients=10, queries_per_client=2, rounds=4, seed=3, population=100)
+        return train(algo, splits.train, settings, defenses=stack, hooks=TrainHooks(observer=observer)).params
 
     scope = "aggregate" if "fedavg" in defense else "message"
     plan = design(scope, 60, splits.train.n_features, 4, 0.1, 3, radius=1.0, population=100)
@@ -49,7 +51,7 @@ def test_canaries_never_change_the_trained_model(defense):
 def test_correct_defenses_stay_below_the_accounted_epsilon(defense):
     over = 0
     for seed in range(8):
-        out = run_audit_run(RunAuditOptions("fpdgd", defense, seed=seed, **SMALL))
+        out = fltr_audit.audit_whole_run("fpdgd", defense=defense, seed=seed, **SMALL)
         over += out.epsilon_lb > out.epsilon_accounted_canaries
         assert out.claim_verdict in ("consistent", "untestable")
     assert over == 0  # >= 95 % of 8 seeds (the bound's level itself: test_whole_run_bounds)
@@ -58,8 +60,8 @@ def test_correct_defenses_stay_below_the_accounted_epsilon(defense):
 def test_skipped_clipping_is_violated_in_one_run():
     """Canary clients send 100x the clip norm: dp-fedavg clips them (consistent); a plug-in that
     skips clipping but keeps dp-fedavg's claim shows them whole (violated)."""
-    correct = run_audit_run(RunAuditOptions("fpdgd", "dp-fedavg(noise_multiplier=8,clip=1)", **BROKEN))
-    broken = run_audit_run(RunAuditOptions("fpdgd", "noclip-fedavg(noise_multiplier=8,clip=1)", **BROKEN))
+    correct = fltr_audit.audit_whole_run("fpdgd", defense="dp-fedavg(noise_multiplier=8,clip=1)", **BROKEN)
+    broken = fltr_audit.audit_whole_run("fpdgd", defense="noclip-fedavg(noise_multiplier=8,clip=1)", **BROKEN)
     assert correct.claim_verdict == "consistent" and correct.epsilon_lb < correct.epsilon_accounted_canaries
     assert broken.claim_verdict == "violated" and broken.epsilon_lb > broken.epsilon_accounted_canaries
 
@@ -72,7 +74,7 @@ def test_no_defense_reaches_the_canary_count_limit_and_says_so(capsys):
                  "--queries-per-client", "2", "--data", DATA]) == 0
     out = " ".join(capsys.readouterr().out.split())
     assert "set by the number of canaries" in out and "NO CLAIM" in out
-    assert run_audit_run(RunAuditOptions("fpdgd", "none", **SMALL)).limited_by_canaries
+    assert fltr_audit.audit_whole_run("fpdgd", defense="none", **SMALL).limited_by_canaries
 
 
 @pytest.mark.parametrize("args,option", [
@@ -104,7 +106,7 @@ def test_python_api_and_stored_row(tmp_path, capsys):
     printed = cli_result(capsys.readouterr().out)
     row = load(store)["run_audits"].iloc[0]
     assert row["epsilon_lb"] == printed["epsilon_lb"] == out.epsilon_lb and row["claim_verdict"] == out.claim_verdict
-    with pytest.raises(fltr_audit.api.FltrError, match="unknown option"):
+    with pytest.raises(FltrError, match="unknown keyword"):
         fltr_audit.audit_whole_run("fpdgd", canary=3)
 
 
@@ -112,8 +114,8 @@ def test_foltr_es_canary_users_of_one_click():
     """Metric messages: randomized response keeps the bound below the accounted epsilon; without a
     defense every guess is right (the canary count sets the bound)."""
     small = {**SMALL, "clients": 20, "population": 200, "canaries": 200, "rounds": 10}
-    rr = run_audit_run(RunAuditOptions("foltr-es", "rr(p=0.9)", **small))
-    bare = run_audit_run(RunAuditOptions("foltr-es", "none", **small))
+    rr = fltr_audit.audit_whole_run("foltr-es", defense="rr(p=0.9)", **small)
+    bare = fltr_audit.audit_whole_run("foltr-es", defense="none", **small)
     assert rr.scope == bare.scope == "message" and rr.epsilon_lb <= rr.epsilon_accounted_canaries
     assert bare.limited_by_canaries and not rr.limited_by_canaries
 
@@ -130,8 +132,8 @@ def test_aggregate_residual_is_the_present_canaries_clipped_sum():
     plan = design("aggregate", 60, splits.train.n_features, 4, 0.2, 3, radius=0.01, weighting="count",
                   reference="clipped-sum", population=50)
     observer = CanaryObserver(plan)
-    train(algo, splits.train, clients=10, queries_per_client=2, rounds=4, seed=3, population=50,
-          client_defenses=stack.client, aggregator=stack.aggregator, observer=observer)
+    train(algo, splits.train, TrainSettings(clients=10, queries_per_client=2, rounds=4, seed=3, population=50),
+          defenses=stack, hooks=TrainHooks(observer=observer))
     expected = np.zeros(60)
     for r in range(4):
         delta = 0.01 * plan.directions[plan.schedule[r] & plan.present].sum(axis=0)
@@ -146,7 +148,7 @@ def test_a_declared_adaptive_clip_is_refused_whatever_the_class():
     DPFedAvg but declares an adaptive aggregator-gaussian is refused (one line naming --defense)."""
     from fltr_audit.privacy import mechanisms as mech
     from fltr_audit.errors import FltrError
-    from fltr_audit.runs.whole_run import canary_problem
+    from fltr_audit.spec.whole_run import canary_problem
 
     class Adaptive:
         name = "adaptive-plugin"
@@ -159,21 +161,23 @@ def test_a_declared_adaptive_clip_is_refused_whatever_the_class():
     assert "defense 'adaptive-plugin'" in canary_problem("fpdgd", Stack()) and "adapts its clip" in canary_problem("fpdgd", Stack())
     assert canary_problem("fpdgd", parse_defense("dp-fedavg(noise_multiplier=1,clip=1)")) is None
     with pytest.raises(FltrError, match="^defense .*adapts its clip"):
-        RunAuditOptions("fpdgd", "dp-fedavg(noise_multiplier=1,clip=1,quantile=0.5,count_std=1)", **SMALL).check()
+        fltr_audit.audit_whole_run("fpdgd", defense="dp-fedavg(noise_multiplier=1,clip=1,quantile=0.5,count_std=1)",
+                                   **SMALL)
 
 
 def test_runs_in_worker_processes_give_the_same_figures():
     """--workers spreads the --runs runs over spawned processes: the same seeds, the same splits,
     single-threaded BLAS, so every figure equals the serial one (a worker seeded or fed otherwise
     changes them)."""
-    options = RunAuditOptions("fpdgd", "dp-fedavg(noise_multiplier=1,clip=1)", **{**SMALL, "runs": 2})
-    serial, pooled = run_audit_run(options), run_audit_run(options, workers=2)
+    options = dict(defense="dp-fedavg(noise_multiplier=1,clip=1)", **{**SMALL, "runs": 2})
+    serial = fltr_audit.audit_whole_run("fpdgd", **options)
+    pooled = fltr_audit.audit_whole_run("fpdgd", workers=2, **options)
     same = ("epsilon_lb", "correct", "epsilon_estimate", "epsilon_lb_multi", "multi_fp", "multi_fn", "ndcg10")
     assert [getattr(serial, f) for f in same] == [getattr(pooled, f) for f in same]
 
 
-def test_workers_below_one_is_one_line_naming_the_option(capsys):
+def test_workers_below_zero_is_one_line_naming_the_option(capsys):
     code = main(["audit-run", "fpdgd", "--rounds", "2", "--clients", "10", "--canaries", "5", "--data", DATA,
-                 "--workers", "0"])
+                 "--workers", "-1"])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and "--workers" in err[0]

@@ -8,8 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from fltr_audit.runs.campaign import expand, load_spec, validate_spec
-from fltr_audit.errors import FltrError
+from fltr_audit.spec.campaign import load_spec, validate_spec
+
+from fltr_audit.spec.grid import expand
+from fltr_audit.errors import FltrDeprecation, FltrError
 from fltr_audit.spec.run import AuditSettings, RunSpec, optional, run_key
 
 CAMPAIGNS = sorted((Path(__file__).resolve().parents[1] / "campaigns").glob("*.toml"))
@@ -51,7 +53,7 @@ def _legacy_config(spec, run):
 def test_to_json_is_the_legacy_run_config_and_round_trips(path):
     spec = load_spec(path)
     for run in expand(spec, max_runs=None):
-        assert run.config == _legacy_config(spec, run.spec)
+        assert run.config == _legacy_config(spec.table, run.spec)
         again = RunSpec.from_json(run.config)
         assert again == run.spec and again.key() == run.key == run_key(run.config)
 
@@ -82,15 +84,21 @@ def test_a_spec_pickles_as_its_json_and_parses_its_defense_again():
         assert back.defense.name == run.spec.defense.name and back.defense is not run.spec.defense
 
 
-def test_the_defense_is_parsed_once_per_distinct_string(monkeypatch):
-    import defenses.stack
-    from fltr_audit.spec import grid as campaign_grid
+def test_the_defense_is_parsed_once_per_distinct_string_and_every_run_builds_a_fresh_stack(monkeypatch):
+    """A defense travels as a value (``DefenseSpec``): parsed once per distinct string in a process,
+    and every use builds new objects, so no run shares a live (stateful) defense with another."""
+    from fltr_audit.spec import defense as defense_spec
 
     calls = []
-    real = defenses.stack.parse_defense
-    monkeypatch.setattr(campaign_grid, "parse_defense", lambda text: calls.append(text) or real(text))
+    real = defense_spec.parse_components
+    monkeypatch.setattr(defense_spec, "parse_components", lambda text: calls.append(text) or real(text))
+    defense_spec._components.cache_clear()
     runs = expand(_malicious())
+    stacks = [r.spec.defense.build() for r in runs]
     assert len(runs) == 8 and sorted(calls) == sorted(["none", "clip(sensitivity=5)+secagg"])
+    aggregators = [id(s.aggregator) for s in stacks]
+    assert len(set(aggregators)) == len(aggregators)
+    assert runs[0].spec.defense.build().aggregator is not runs[0].spec.defense.build().aggregator
 
 
 def test_from_json_names_unknown_and_missing_keys():
@@ -121,7 +129,7 @@ def test_a_new_optional_setting_keeps_the_key_until_it_is_set():
 def test_the_spec_s_literal_choices_are_the_engine_s():
     from fltr_audit.spec import run as run_spec
     from fltr_audit.engine.data.normalize import NORMALIZATIONS
-    from fltr_audit.engine.federation import BUDGET_LIMITS
+    from fltr_audit.engine.training import BUDGET_LIMITS
     from fltr_audit.engine.malicious import MANIPULATIONS
     from fltr_audit.engine.messages import SHUFFLED, THREAT_MODELS
     from fltr_audit.engine.rankers import RANKERS
@@ -148,7 +156,8 @@ def test_engine_errors_name_the_parameter_and_each_door_names_what_its_user_type
 
     with pytest.raises(FltrError, match=r"^probe_cohort: must be an integer >= 1, got 0$"):
         fltr_audit.audit(probe_cohort=0)
-    with pytest.raises(FltrError, match=r"^train_rounds: must be an integer in \[1, 1,000,000\], got 0$"):
+    with pytest.raises(FltrError, match=r"^rounds: must be an integer in \[1, 1,000,000\], got 0$"), \
+            pytest.warns(FltrDeprecation, match="'train_rounds' is deprecated: write 'rounds'"):
         fltr_audit.audit(train_rounds=0)
 
 

@@ -10,7 +10,7 @@ import pytest
 from scipy import stats
 from sklearn.metrics import roc_auc_score
 
-from reports.claims import epsilon_lower_bound
+from fltr_audit.privacy.error_bounds import epsilon_lower_bound
 from reports.compare import compare, verdicts
 from tests.power import binomial_plan
 

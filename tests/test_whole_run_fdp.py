@@ -12,7 +12,7 @@ from scipy import stats
 from attacks.fdp_one_run import (ApproxDPCurve, GaussianCurve, epsilon_lower_bound, fdp_one_run_bound,
                                  mu_lower_bound, rejects, tail_bound)
 from defenses.stack import parse_defense
-from fltr_audit.runs.whole_run import claimed_mu, fdp_pool
+from fltr_audit.runs.whole_run_figures import claimed_mu, fdp_pool
 
 
 def binomial_tail(k, c, q):

@@ -169,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip", default="", help="Comma-separated executors to skip: pool, local-cluster, scheduler.")
     parser.add_argument("--json", action="store_true", help="Print the rows as JSON.")
     args = parser.parse_args(argv)
-    from fltr_audit.runs.campaign import load_spec
+    from fltr_audit.spec.campaign import load_spec
     from fltr_audit.engine.data.load import load_splits
 
     skip = {s for s in args.skip.split(",") if s}

@@ -34,6 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from fltr_audit.errors import FltrError  # noqa: E402
 from fltr_audit.flower.deployment import process_stats  # noqa: E402
+from fltr_audit.engine.training import TrainSettings
 
 
 def tree_rss_mb(root: int) -> float:
@@ -83,9 +84,10 @@ def engine_rounds(setup) -> tuple[list[float], float]:
     splits, alg = loaded(setup)
     begin = time.perf_counter()
     with threadpool_limits(limits=1):
-        train(alg, splits.train, clients=setup.clients, queries_per_client=setup.queries_per_client,
-              rounds=setup.rounds, seed=setup.seed, eval_data=getattr(splits, setup.eval_split),
-              replace=setup.replace)
+        train(alg, splits.train,
+              TrainSettings(clients=setup.clients, queries_per_client=setup.queries_per_client, rounds=setup.rounds,
+                            seed=setup.seed, replace=setup.replace),
+              eval_data=getattr(splits, setup.eval_split))
     seconds = time.perf_counter() - begin  # each round's evaluation runs on a background thread: the mean
     return [seconds / setup.rounds] * setup.rounds, time.perf_counter() - start
 

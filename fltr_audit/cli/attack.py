@@ -1,58 +1,39 @@
-"""`fltr-audit attack DIR`: run attacks on the rounds a training run recorded (`--record-rounds`)."""
+"""`fltr-audit attack DIR`: run attacks on the rounds a training run or a Flower app recorded
+(``fltr_audit.api.attack_recording``)."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Optional
 
-import pandas as pd
 import typer
 
+from fltr_audit.cli import options as o
 from fltr_audit.cli.app import app
-from fltr_audit.cli.common import check_at_least, emit_json, parse_list, print_table, progress
-from fltr_audit.errors import FltrError
+from fltr_audit.cli.common import emit_json, print_table
+from fltr_audit.cli.progress import progress
 
 
 @app.command("attack")
 def attack(
-    recording: Path = typer.Argument(..., help="A recording (docs/recording-format.md): the run folder of `train ... --record-rounds`, its "
-                                                      "recording/ folder, or a folder of recordings (one per Flower client)."),
-    attacks: str = typer.Option("olsr,score,prob,distance,random3", "--attack", help="Comma-separated attacks."),
-    min_shown: int = typer.Option(None, "--min-shown",
-                                  help="Score only lists with at least this many documents (default: a full "
-                                       "list, as `audit` scores)."),
+    recording: Path = typer.Argument(..., help="A recording (docs/recording-format.md): the run folder of `train ... "
+                                               "--record-rounds`, its recording/ folder, or a folder of recordings "
+                                               "(one per Flower client)."),
+    attack: o.Attacks = ["olsr", "score", "prob", "distance", "random3"],
+    min_shown: Optional[int] = typer.Option(None, "--min-shown", help="Score only lists with at least this many "
+                                            "documents (default: a full list, as `audit` scores)."),
     require_click: bool = typer.Option(True, "--require-click/--all-lists",
                                        help="Score only lists with a click (as `audit`)."),
-    seed: int = typer.Option(0, "--seed", help="Seed of the random baselines."),
-    json_out: bool = typer.Option(False, "--json", help="Print the records as JSON."),
-    quiet: bool = typer.Option(False, "--quiet", help="No progress bar."),
+    seed: o.Seed = 0,
+    json_out: o.Json = False,
+    quiet: o.Quiet = False,
 ) -> None:
     """Guess the clicks behind every recorded round; one row per round and attack (macro average)."""
-    from attacks.registry import make_attack, needed
-    from attacks.scoring import score_guess, summarize
-    from fltr_audit.store.recording import read_recording, recording_folders
+    from fltr_audit.api.attack_recording import attack_recording  # start-up: the engine loads here
 
-    if min_shown is not None:
-        check_at_least({"--min-shown": min_shown}, 0)
-    if (recording / "recording").is_dir():  # pointed at the run folder: attack its recording
-        recording = recording / "recording"
-    names = parse_list(attacks, "--attack")
-    built = {name: make_attack(name, **needed(name, {"seed": seed})) for name in names}
-    batches = [batch for folder in recording_folders(recording) for batch in read_recording(folder)]
-    if not batches:
-        raise FltrError(f"{recording}: no recorded rounds (record them with train --record-rounds)")
-    rows = []
-    with progress(len(batches), "attacking rounds", quiet or json_out) as bar:
-        for batch in batches:
-            threat = batch.view.threat_model + (" (aggregate only)" if batch.view.messages is None else "")
-            full = batch.view.interactions.shown.shape[-1] if batch.view.interactions is not None else 0
-            for name, attack_obj in built.items():
-                per_query = score_guess(attack_obj.guess(batch.view), batch,
-                                        min_shown=full if min_shown is None else min_shown,
-                                        require_click=require_click)
-                macro = summarize(per_query)[0]
-                rows.append({"round": batch.view.round, "threat_model": threat, "attack": name, **macro})
-            bar.advance()
-    table = pd.DataFrame(rows)
+    with progress(1, "attacking the recorded rounds", quiet or json_out) as bar:
+        table = attack_recording(recording, attack, min_shown=min_shown, require_click=require_click, seed=seed)
+        bar.advance()
     if json_out:
         emit_json(table.to_dict(orient="records"))
         return

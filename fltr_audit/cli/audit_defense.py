@@ -1,226 +1,57 @@
-"""``fltr-audit audit-defense STACK``: a defense stack audited as a mechanism on two neighbouring inputs.
-
-Worst-case neighbours are crafted beyond the declared clip (``attacks.worst_case``); natural ones
-are two real probe messages of an FPDGD model pre-trained on the synthetic profile with D
-features (D = 46: MQ2008, D = 136: MSLR-WEB10K) -- the pair ``audit`` uses -- or, for
-randomized response, FOLtR-ES's query-distinguishing pair (FOLtR-ES §4). Each row says what
-was audited (one client's message, or the cohort aggregate), the test, the error counts, the
-bound and the trial ceiling, the claim per round composed over ``--rounds`` (dp-accounting),
-and the claim verdict.
-"""
+"""``fltr-audit audit-defense STACK``: a defense stack audited as a mechanism on two neighbouring
+inputs (``fltr_audit.api.audit_defense``; this module reads the options and prints the rows)."""
 
 from __future__ import annotations
 
-import time
-from pathlib import Path
-from typing import Any, Optional
+import math
 
-import numpy as np
-import pandas as pd
 import typer
 
+from fltr_audit.cli import options as o
 from fltr_audit.cli.app import app
 from fltr_audit.cli.common import emit_json, print_table
-from fltr_audit.constraints import OPEN_UNIT, POSITIVE_INT, check
-from fltr_audit.errors import FltrError
-from fltr_audit.engine.interfaces import PrivacyClaim
-from fltr_audit.spec.run import RunSpec
-
-AGGREGATE_TRIALS = 20_000
-# Caps checked before anything is drawn: two float64 score arrays of --trials, one cohort of
-# --cohort x --dim float64 messages per defense call.
-MAX_TRIALS = 10_000_000
-MAX_DIM = 100_000
-MAX_ROUNDS = 1_000_000
-MAX_COHORT_VALUES = 10_000_000
-NATURAL_DATA = {46: "synthetic:mq2008", 136: "synthetic:mslr10k"}
-COLUMNS = ("mechanism", "neighbours", "audited_scope", "threat_model", "test", "claimed_epsilon", "claimed_delta",
-           "claimed_scope", "epsilon_point", "epsilon_lb", "ceiling", "trial_limited", "tightness", "mu", "mu_lb",
-           "fpr", "fnr", "fp", "fn", "n0", "n1", "n_trials", "rounds", "confidence", "claim_verdict")
-
-
-def composed_claim(stack: Any, rounds: int) -> PrivacyClaim:
-    """The stack's per-round claim composed over ``rounds`` rounds of full participation."""
-    from defenses.accounting import ParticipationSchedule, privacy_spent
-
-    claim = stack.claim
-    if rounds == 1 or claim.epsilon == float("inf"):
-        return claim
-    epsilon = privacy_spent(stack, ParticipationSchedule.full(rounds)).epsilon_server
-    return PrivacyClaim(epsilon=epsilon, delta=claim.delta, scope=claim.scope)
-
-
-def natural_config(dim: int, cohort: int, seed: int) -> RunSpec:
-    """The run configuration whose probe messages serve as natural neighbours (20 pre-training
-    rounds of 100 clients x 4 queries, as ``audit`` does with fewer clients)."""
-    if dim not in NATURAL_DATA:
-        raise FltrError(f"--dim: natural neighbours are real messages of a synthetic profile; choose --dim "
-                        f"{' or '.join(map(str, NATURAL_DATA))} (or --neighbours worst-case for any D)")
-    return RunSpec.from_json({
-        "data": NATURAL_DATA[dim], "fold": 1, "normalization": "zscore", "queries": None, "algo": "fpdgd",
-        "rounds": 20, "clients": 100, "queries_per_client": 4, "ranker": "linear",
-        "train_click_model": "perfect", "params": {}, "seed": seed, "defense": "none", "attacks": [],
-        "probe": {"split": "vali", "queries_per_client": 1, "cohort": cohort}})
-
-
-def run_audit_defense(stack_text: str, *, dim: int, trials: int, neighbours: str, rounds: int, cohort: int,
-                      seed: int, test: str = "auto", confidence: float = 0.95,
-                      aggregate_trials: int = AGGREGATE_TRIALS) -> list[dict]:
-    """Audit rows of ``stack_text`` (see the module docstring), each with its ``seconds``; rows of
-    the cohort aggregate use at most ``aggregate_trials`` trials (each runs the defense on a whole
-    cohort: dp-distributed draws its shares for the cohort it is applied to)."""
-    from attacks.epsilon_bounds import NEIGHBOURS
-    from attacks.mechanism_audit import audit_stack, protected_by_aggregator
-    from attacks.stack_outputs import metric_randomizer, noise_declarations, undeclared_client
-    from attacks.worst_case import worst_case_inputs
-    from fltr_audit.privacy import mechanisms as mech
-    from defenses.stack import parse_defense
-
-    if neighbours not in NEIGHBOURS:
-        raise FltrError(f"--neighbours: unknown neighbour kind {neighbours!r} (choose {' or '.join(NEIGHBOURS)})")
-    if not 100 <= trials <= MAX_TRIALS:
-        raise FltrError(f"--trials: need 100..{MAX_TRIALS:,} trials per input, got {trials:,}")
-    if not 1 <= dim <= MAX_DIM:
-        raise FltrError(f"--dim: the message dimension must be 1..{MAX_DIM:,}, got {dim:,}")
-    if not 1 <= rounds <= MAX_ROUNDS:
-        raise FltrError(f"--rounds: must be 1..{MAX_ROUNDS:,}, got {rounds:,}")
-    check("--cohort", cohort, POSITIVE_INT)
-    if cohort * dim > MAX_COHORT_VALUES:
-        raise FltrError(f"--cohort {cohort:,} x --dim {dim:,}: one cohort's messages exceed "
-                        f"{MAX_COHORT_VALUES:,} values")
-    if not 100 <= aggregate_trials <= MAX_TRIALS:
-        raise FltrError(f"--aggregate-trials: need 100..{MAX_TRIALS:,} trials per input, got {aggregate_trials:,}")
-    stack = parse_defense(stack_text)
-    if not noise_declarations(stack) and not undeclared_client(stack) and protected_by_aggregator(stack) is None:
-        raise FltrError(f"STACK: {stack.name!r} has nothing to audit (it claims no epsilon and declares no noise "
-                        "mechanism; audit a stack with dp-local-laplace, dp-gaussian, dp-distributed or rr)")
-    rr = metric_randomizer(stack) is not None
-    shares = any(isinstance(m, mech.GammaShares) for m in noise_declarations(stack))
-    claim = composed_claim(stack, rounds)
-    common = dict(claim=claim, neighbours=neighbours, rounds=rounds, cohort=cohort, seed=seed, test=test,
-                  confidence=confidence)
-    from fltr_audit.runs.audit import hides_messages
-
-    in_aggregator = protected_by_aggregator(stack) is not None  # the aggregator's noise or shuffle is audited
-    hides = not rr and hides_messages(stack, dim)
-    scopes = ["aggregate"] if hides or in_aggregator else \
-        ["message"] + (["aggregate"] if shares and cohort > 1 else [])
-    jobs: list[tuple[str, dict]] = []
-    if rr and neighbours == "natural":
-        return [_rr_natural(stack, claim, trials, seed, confidence, rounds)]
-    if neighbours == "worst-case":
-        inputs = worst_case_inputs(stack, dim)
-        jobs = [(scope, dict(inputs=inputs)) for scope in scopes]
-    else:
-        from fltr_audit.runs.audit import natural_messages, splits_of, trained
-
-        config = natural_config(dim, cohort, seed)
-        pool, g, vector_kind, pair = natural_messages(config, splits_of(config), trained(config))
-        jobs = [(scope, dict(inputs=pair, others=pool, g=g, kind=vector_kind)) for scope in scopes]
-    rows = []
-    for scope, extra in jobs:
-        if scope == "aggregate" and cohort < 2 and not in_aggregator:
-            continue
-        start = time.perf_counter()
-        n = min(trials, aggregate_trials) if scope == "aggregate" else trials
-        result = audit_stack(stack, scope=scope, trials=n, **common, **extra)
-        rows.append({**{k: v for k, v in result.as_dict().items() if k in COLUMNS},
-                     "dim": dim, "cohort": cohort, "seconds": time.perf_counter() - start})
-    return rows
-
-
-def _rr_natural(stack: Any, claim: PrivacyClaim, trials: int, seed: int, confidence: float, rounds: int) -> dict:
-    """Natural neighbours of randomized response: two queries' MaxRR under perfect clicks
-    (``attacks.foltr_decode.audit_query_distinguishing``, one round)."""
-    from attacks.foltr_decode import audit_query_distinguishing
-    from fltr_audit.engine.clicks import cascade_model
-
-    if rounds != 1:
-        raise FltrError("--rounds: natural neighbours of randomized response are audited over one round")
-    start = time.perf_counter()
-    from fltr_audit.runs.audit import randomized_response
-
-    row = audit_query_distinguishing(randomized_response(stack), cascade_model("perfect", 3), n_trials=trials,
-                                     seed=seed, confidence=confidence)
-    row["mechanism"] = stack.name
-    return {**{k: row[k] for k in COLUMNS}, "dim": 1, "cohort": 1, "seconds": time.perf_counter() - start}
-
-
-def parse_trials(text: str, stack_text: str, confidence: float = 0.95) -> tuple[int, bool]:
-    """``--trials``: a positive integer, or ``auto`` (``attacks.epsilon_bounds.auto_trials``: sized to the
-    stack's claim, capped; exit 2 for a stack that claims no epsilon); and whether the cap cut it."""
-    from attacks.epsilon_bounds import auto_trials
-    from defenses.stack import parse_defense
-
-    if str(text).strip() == "auto":
-        claim = parse_defense(stack_text).claim
-        try:
-            return auto_trials(claim.epsilon, claim.delta, confidence)
-        except FltrError:
-            raise FltrError(f"--trials auto: defense {parse_defense(stack_text).name!r} claims no epsilon, so there "
-                            "is nothing to size the trials by; give a number of trials") from None
-    try:
-        return int(str(text).replace("_", "").replace(",", "")), False
-    except ValueError:
-        raise FltrError(f"--trials: must be a positive integer or 'auto', got {text!r}") from None
-
-
-def record_rows(store_path: Path, rows: list[dict], config: dict) -> str:
-    """Write the audit rows into the ``audits`` table of a results store, as one run."""
-    from fltr_audit.runs.campaign import environment, run_key
-    from fltr_audit.store.results import ResultsStore
-
-    key = run_key(config)
-    frame = pd.DataFrame([{**{k: v for k, v in r.items() if k not in ("dim", "cohort", "seconds")},
-                           "defense": r["mechanism"], "attack": r["test"]} for r in rows])
-    ResultsStore(store_path).record_run(key, "audit-defense", config, environment(), config["seed"],
-                                        float(sum(r["seconds"] for r in rows)), {"audits": frame})
-    return key
+from fltr_audit.cli.progress import progress
 
 
 @app.command("audit-defense")
 def audit_defense(
     stack: str = typer.Argument(..., help="Defense stack, e.g. 'dp-local-laplace(eps=1)' or 'clip+dp-distributed'."),
     dim: int = typer.Option(46, "--dim", help="Message dimension D (natural neighbours: 46 or 136)."),
-    trials: str = typer.Option("100000", "--trials", help="Trials per input (half choose the threshold), or "
-                               "'auto': sized to the claim (capped; the table says so)."),
+    trials: o.Trials = "100000",
     neighbours: str = typer.Option("worst-case", "--neighbours", help="worst-case | natural."),
     rounds: int = typer.Option(1, "--rounds", help="K outputs per trial, combined (sum of per-round tests)."),
-    cohort: int = typer.Option(10, "--cohort", help="Cohort size C (dp-distributed's shares; the aggregate)."),
+    probe_cohort: int = typer.Option(10, "--probe-cohort", help="Cohort size C (dp-distributed's shares; the aggregate)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the audit (and of the natural messages' model)."),
     test: str = typer.Option("auto", "--test", help="auto (the noise family's likelihood ratio) | learned."),
-    confidence: float = typer.Option(0.95, "--confidence", help="Confidence of the lower bounds."),
-    aggregate_trials: int = typer.Option(AGGREGATE_TRIALS, "--aggregate-trials",
+    confidence: o.Confidence = 0.95,
+    aggregate_trials: int = typer.Option(20_000, "--aggregate-trials",
                                          help="At most this many trials for a cohort-aggregate row (one defense "
                                               "call per trial)."),
-    store: Optional[Path] = typer.Option(None, "--store", help="Record the rows in this results store (audits)."),
-    json_out: bool = typer.Option(False, "--json", help="Print JSON (rows with their seconds) to stdout."),
+    store: o.Store = None,
+    json_out: o.Json = False,
+    quiet: o.Quiet = False,
 ) -> None:
     """Audit a defense stack as a mechanism: an empirical lower bound on epsilon (and on Gaussian-DP
     mu) from the error rates of the noise family's likelihood-ratio test on worst-case or
     natural neighbours, beside the claim per round composed over --rounds."""
-    from defenses.accounting import ParticipationSchedule, privacy_spent
-    from defenses.stack import parse_defense
+    from fltr_audit.api.audit_defense import audit_defense as run  # start-up: the engine loads here
 
-    check("--confidence", confidence, OPEN_UNIT)
-    trials, capped = parse_trials(trials, stack, confidence)
-    rows = run_audit_defense(stack, dim=dim, trials=trials, neighbours=neighbours, rounds=rounds, cohort=cohort,
-                             seed=seed, test=test, confidence=confidence, aggregate_trials=aggregate_trials)
-    privacy = privacy_spent(parse_defense(stack), ParticipationSchedule.full(rounds)).as_dict()
-    config = {"command": "audit-defense", "defense": parse_defense(stack).name, "dim": dim, "trials": trials,
-              "neighbours": neighbours, "rounds": rounds, "cohort": cohort, "seed": seed, "test": test,
-              "confidence": confidence, "aggregate_trials": aggregate_trials}
-    key = record_rows(store, rows, config) if store is not None else None
+    with progress(1, f"audit-defense {stack}", quiet or json_out) as bar:
+        result = run(stack, dim=dim, trials=trials, neighbours=neighbours, rounds=rounds, probe_cohort=probe_cohort,
+                     seed=seed, test=test, confidence=confidence, aggregate_trials=aggregate_trials, store=store)
+        bar.advance()
     if json_out:
-        emit_json({"audits": rows, "privacy": privacy, "run_key": key})
+        emit_json({"audits": result.rows, "privacy": result.privacy, "run_key": result.run_key})
         return
-    if capped:
-        print(f"--trials auto: capped at {trials:,} trials per input; the claim needs more to be tested well")
-    print_table(f"audit of {rows[0]['mechanism']} ({neighbours} neighbours, D = {dim}, {trials:,} trials per input, "
+    rows = result.rows
+    n_trials = max(r["n_trials"] for r in rows)
+    if result.capped:
+        print(f"--trials auto: capped at {n_trials:,} trials per input; the claim needs more to be tested well")
+    print_table(f"audit of {rows[0]['mechanism']} ({neighbours} neighbours, D = {dim}, {n_trials:,} trials per input, "
                 f"{rounds} round{'s' * (rounds > 1)})", [
         {"scope": r["audited_scope"], "test": r["test"], "claimed ε": f"{r['claimed_epsilon']:.3g}",
          "audited ε ≥": f"{r['epsilon_lb']:.3f}" + (" (trial limit)" if r["trial_limited"] else ""),
-         "ceiling": f"{r['ceiling']:.2f}", "lb / claim": "" if np.isnan(r["tightness"]) else f"{r['tightness']:.2f}",
-         "μ": "" if np.isnan(r["mu"]) else f"{r['mu']:.3f}", "μ ≥": "" if np.isnan(r["mu_lb"]) else f"{r['mu_lb']:.3f}",
+         "ceiling": f"{r['ceiling']:.2f}", "lb / claim": "" if math.isnan(r["tightness"]) else f"{r['tightness']:.2f}",
+         "μ": "" if math.isnan(r["mu"]) else f"{r['mu']:.3f}", "μ ≥": "" if math.isnan(r["mu_lb"]) else f"{r['mu_lb']:.3f}",
          "FPR": f"{r['fpr']:.4f}", "FNR": f"{r['fnr']:.4f}", "verdict": r["claim_verdict"],
          "trials": f"{r['n_trials']:,}", "seconds": f"{r['seconds']:.1f}"} for r in rows], min_width=190)

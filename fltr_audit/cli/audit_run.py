@@ -1,36 +1,16 @@
 """``fltr-audit audit-run``: the privacy a user spends over a whole training run, audited in one run
-with canaries beside the accounted epsilon, and over R independent runs (``fltr_audit.runs.whole_run``
-computes every figure; this module reads the options, stores and prints the row).
+with canaries beside the accounted epsilon, and over R independent runs (``fltr_audit.api.whole_run``;
+this module reads the options and prints the row).
 """
 
 from __future__ import annotations
 
-import dataclasses
-from pathlib import Path
-from typing import Optional
-
 import typer
 
+from fltr_audit.cli import options as o
 from fltr_audit.cli.app import app
 from fltr_audit.cli.common import emit_json, print_table
-from fltr_audit.store.records import RunAuditRecord as RunAudit
-from fltr_audit.runs.whole_run import RUNS_CAP, RunAuditOptions, canary_design, run_audit_run
-
-__all__ = ["RUNS_CAP", "RunAuditOptions", "audit_run", "canary_design", "record_run_audit", "run_audit_run"]
-
-
-def record_run_audit(store: Path, options: RunAuditOptions, out: RunAudit) -> str:
-    """Write the row into the ``run_audits`` table of a results store, as one run."""
-    import pandas as pd
-
-    from fltr_audit.runs.campaign import environment, run_key
-    from fltr_audit.store.results import ResultsStore
-
-    config = {"command": "audit-run", **dataclasses.asdict(options)}
-    key = run_key(config)
-    ResultsStore(store).record_run(key, "audit-run", config, environment(), options.seed, out.seconds,
-                                   {"run_audits": pd.DataFrame([out.as_dict()])})
-    return key
+from fltr_audit.cli.progress import progress
 
 
 def _fmt(x: float) -> str:
@@ -39,36 +19,51 @@ def _fmt(x: float) -> str:
 
 @app.command("audit-run")
 def audit_run(
-    algorithm: str = typer.Argument(..., help="fpdgd | fedips | foltr-es (any algorithm that sends messages)."),
-    defense: str = typer.Option("none", "--defense", help="Defense stack, e.g. 'dp-fedavg(noise_multiplier=1,clip=1)'."),
-    canaries: int = typer.Option(200, "--canaries", help="Canaries (each present with probability 1/2)."),
-    runs: int = typer.Option(1, "--runs", help=f"Independent runs for the multi-run bound (at most {RUNS_CAP})."),
-    data: str = typer.Option("synthetic:mq2008", "--data", help="Folder with Fold1..5, a LETOR file, or synthetic:PROFILE."),
-    fold: int = typer.Option(1, "--fold", help="Fold 1..5."),
-    rounds: int = typer.Option(100, "--rounds", help="Training rounds."),
-    clients: int = typer.Option(1000, "--clients", help="Cohort size per round."),
-    population: Optional[int] = typer.Option(None, "--population", help="Persistent users the cohorts are drawn from."),
-    queries_per_client: int = typer.Option(4, "--queries-per-client"),
-    click_model: str = typer.Option("perfect", "--click-model"),
-    seed: int = typer.Option(0, "--seed", help="Seed of the first run (run i uses seed + i)."),
+    algorithm: o.Algorithm,
+    defense: o.Defense = "none",
+    canaries: o.Canaries = 200,
+    runs: int = typer.Option(1, "--runs", help="Independent trainings for the multi-run bound (at most 1,000)."),
+    data: o.Data = "synthetic:mq2008",
+    fold: o.Fold = 1,
+    rounds: o.Rounds = 100,
+    clients: o.Clients = 1000,
+    population: o.Population = None,
+    queries_per_client: o.QueriesPerClient = 4,
+    click_model: o.ClickModel = "perfect",
+    seed: int = typer.Option(0, "--seed", help="Seed of the first training (training i uses seed + i)."),
+    confidence: o.Confidence = 0.95,
     claim_verdict: bool = typer.Option(False, "--claim-verdict", help="Require a claim (exit 2 for a defense without one)."),
-    workers: int = typer.Option(1, "--workers", help="Processes for the --runs runs (the same figures for any number)."),
-    store: Optional[Path] = typer.Option(None, "--store", help="Record the row in this results store (run_audits)."),
-    json_out: bool = typer.Option(False, "--json", help="Print JSON to stdout."),
+    workers: o.Workers = 1,
+    scheduler: o.Scheduler = None,
+    store: o.Store = None,
+    json_out: o.Json = False,
+    quiet: o.Quiet = False,
 ) -> None:
     """Audit the privacy a user spends over a whole run with canaries: one-run lower bounds (Steinke et
     al. 2023; f-DP, Mahloujifar et al. 2025, as mu-GDP and epsilon), one-run estimate (Andrew et al.
     2024), multi-run lower bound (--runs), beside the epsilon accounted over the run against the
     server and against an observer of the models; a Gaussian claim is judged as mu-GDP."""
-    options = RunAuditOptions(algorithm=algorithm, defense=defense, canaries=canaries, runs=runs, data=data, fold=fold,
-                              rounds=rounds, clients=clients, population=population,
-                              queries_per_client=queries_per_client, click_model=click_model, seed=seed,
-                              claim_verdict=claim_verdict)
-    out = run_audit_run(options, workers=workers)
-    key = record_run_audit(store, options, out) if store is not None else None
+    from fltr_audit.api.whole_run import record_whole_run, whole_run_spec  # start-up: the engine loads here
+    from fltr_audit.runs.executors import Executor
+    from fltr_audit.runs.whole_run import check_canaries, whole_run_audit
+
+    spec, options = whole_run_spec(algorithm, dict(
+        defense=defense, canaries=canaries, runs=runs, data=data, fold=fold, rounds=rounds, clients=clients,
+        population=population, queries_per_client=queries_per_client, click_model=click_model, seed=seed,
+        confidence=confidence, claim_verdict=claim_verdict))
+    check_canaries(spec, options)
+    with progress(1, f"audit-run: {runs} training(s) with {canaries} canaries", quiet or json_out) as bar:
+        out = whole_run_audit(spec, options, Executor(workers=o.workers_of(workers), scheduler=scheduler))
+        bar.advance()
+    key = record_whole_run(store, spec, options, out) if store is not None else None
     if json_out:
         emit_json({**out.as_dict(), "run_key": key})
         return
+    print_whole_run(out)
+
+
+def print_whole_run(out) -> None:
+    """The figures table and the verdict line of a whole-run audit."""
     limit = " (the canary-count limit)" if out.limited_by_canaries else ""
     mu_limit = " (the canary-count limit)" if out.fdp_guesses and out.mu_lb >= out.mu_limit - 1e-9 else ""
     pool = f"{out.fdp_pool} canaries of {out.fdp_participations} participation{'s' * (out.fdp_participations != 1)}"

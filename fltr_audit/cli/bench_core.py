@@ -84,7 +84,8 @@ def bench_scaling(
     from fltr_audit.engine.algorithms.fpdgd import FPDGD
     from fltr_audit.cli.common import parse_list
     from fltr_audit.engine.data.load import load_splits
-    from fltr_audit.engine.federation import run_round, sample_queries
+    from fltr_audit.engine.federation import run_round
+    from fltr_audit.engine.schedule import sample_queries
     from fltr_audit.engine.randomness import stream
     from fltr_audit.engine.rankers import make_ranker
 

@@ -6,8 +6,10 @@ from pathlib import Path
 
 import typer
 
+from fltr_audit.cli import options as o
 from fltr_audit.cli.app import campaign_app
-from fltr_audit.cli.common import emit_json, print_table, progress
+from fltr_audit.cli.progress import progress
+from fltr_audit.cli.common import emit_json, print_table
 from fltr_audit.constraints import POSITIVE_INT, check
 from fltr_audit.errors import FltrError, RunsFailed
 from fltr_audit.runs.interrupts import Interrupted, graceful_stop
@@ -17,30 +19,32 @@ from fltr_audit.runs.interrupts import Interrupted, graceful_stop
 def run(
     spec: Path = typer.Argument(..., help="Campaign TOML file (see campaigns/)."),
     store: Path = typer.Option(..., "--store", help="SQLite results store (created if absent)."),
-    workers: int = typer.Option(0, "--workers", help="Local worker processes (0: one per core)."),
-    scheduler: str = typer.Option(None, "--scheduler", help="Dask scheduler address (needs fltr-audit[dask])."),
+    workers: o.Workers = 0,
+    scheduler: o.Scheduler = None,
     max_runs: int = typer.Option(1000, "--max-runs", help="Refuse grids with more runs than this."),
-    json_out: bool = typer.Option(False, "--json", help="Print the counts as JSON."),
-    quiet: bool = typer.Option(False, "--quiet", help="No progress bar."),
+    json_out: o.Json = False,
+    quiet: o.Quiet = False,
 ) -> None:
     """Run every pending grid point of SPEC; completed runs in the store are skipped."""
-    from fltr_audit.runs.campaign import check_scheduler, expand, load_spec, run_campaign
+    from fltr_audit.runs.campaign import run_campaign  # start-up: the engine loads when the command runs
+    from fltr_audit.runs.executors import Executor, check_scheduler
+    from fltr_audit.spec.campaign import load_spec
+    from fltr_audit.spec.grid import expand
     from fltr_audit.store.results import ResultsStore
 
-    if workers < 0:
-        raise FltrError("--workers must be 0 (one per core) or more")
+    executor = Executor(workers=o.workers_of(workers), scheduler=scheduler)
     check("--max-runs", max_runs, POSITIVE_INT)
     parsed = load_spec(spec)
     runs = expand(parsed, max_runs)
     total = len(runs)
     if not quiet and not json_out:
-        typer.echo(f"campaign {parsed['name']}: {total} runs in the grid")
+        typer.echo(f"campaign {parsed.name}: {total} runs in the grid")
     if scheduler is not None:
         check_scheduler(scheduler)
     results = ResultsStore(store)
     pending = total - len({r.key for r in runs} & results.completed_keys())
     failures: list[str] = []
-    with progress(pending, f"campaign {parsed['name']}", quiet or json_out) as bar:
+    with progress(pending, f"campaign {parsed.name}", quiet or json_out) as bar:
 
         def on_done(run, error):
             if error is not None:
@@ -50,8 +54,7 @@ def run(
             bar.advance()
 
         with graceful_stop() as stop:
-            counts = run_campaign(parsed, results, workers=workers or None, scheduler=scheduler, on_done=on_done,
-                                  max_runs=max_runs, stop=stop)
+            counts = run_campaign(parsed, results, executor=executor, on_done=on_done, max_runs=max_runs, stop=stop)
     if stop.requested:
         raise Interrupted(f"{counts['done']} runs finished and stored, {counts.get('stopped', 0)} not started; "
                           f"run the campaign again to complete it -> {store}")
@@ -60,7 +63,7 @@ def run(
         emit_json({**counts, "store": str(store), "failures": failures})
     else:
         typer.echo(
-            f"campaign {parsed['name']}: {counts['done']} done, {counts['failed']} failed, "
+            f"campaign {parsed.name}: {counts['done']} done, {counts['failed']} failed, "
             f"{counts['skipped']} already complete, {counts['running_elsewhere']} left to another campaign "
             f"process, {total} runs in the grid -> {store}"
         )

@@ -1,26 +1,23 @@
-"""Shared CLI plumbing: --json output, tables, progress bars, timing, atomic output folders,
-one-line errors."""
+"""Shared CLI plumbing: --json output, tables, timing, atomic output folders, one-line errors
+(progress: ``cli.progress``)."""
 
 from __future__ import annotations
 
 import json
-import os
 import sys
 import time
-from contextlib import contextmanager
-from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 import numpy as np
 
 from fltr_audit.cli.app import RUNNING_COMMAND
-from fltr_audit.atomic import CannotWrite, temporary_dir, write_file, write_with
+from fltr_audit.store.run_folder import jsonable
 from fltr_audit.constraints import ParameterError
 from fltr_audit.errors import FltrError
 
 SPEC_PARAMETERS = {
-    "data.spec": "data", "data.fold": "fold", "data.normalization": "normalization", "algorithm.name": "algo",
-    "algorithm.rounds": "train_rounds", "algorithm.clients": "clients", "algorithm.queries_per_client": "queries_per_client",
+    "data.spec": "data", "data.fold": "fold", "data.normalization": "normalization", "algorithm.name": "ALGORITHM",
+    "algorithm.rounds": "rounds", "algorithm.clients": "clients", "algorithm.queries_per_client": "queries_per_client",
     "algorithm.ranker": "ranker", "algorithm.population": "population", "algorithm.non_iid": "non_iid",
     "probe.split": "split", "probe.click_models": "click_model", "probe.cohort": "probe_cohort",
     "probe.queries_per_client": "probe_queries", "probe.min_shown": "min_shown", "probe.require_click": "require_click",
@@ -31,18 +28,21 @@ SPEC_PARAMETERS = {
 """The run spec's parameters (``fltr_audit.spec.run``) as the ``audit`` command's parameters."""
 
 OPTIONS: dict[str, str] = {
-    **{spec: "--" + name.replace("_", "-") for spec, name in SPEC_PARAMETERS.items()},
+    **{spec: name if name.isupper() else "--" + name.replace("_", "-") for spec, name in SPEC_PARAMETERS.items()},
     # the engine's keywords where the option is spelled otherwise
     "attacks": "--attack", "C": "--svm-c", "epochs": "--rounds", "claim_verdict": "--claim-verdict",
-    "nodes": "--supernodes",
+    "nodes": "--supernodes", "algo": "ALGORITHM", "algorithm": "ALGORITHM", "audit.run_canaries": "--canaries",
+    "audit.run_runs": "--runs", "algorithm.train_click_model": "--click-model", "cohort": "--probe-cohort",
+    "probe_cohort": "--probe-cohort", "min_shown": "--min-shown",
     # the engine's keywords spelled as options
     **{name: "--" + name.replace("_", "-") for name in (
-        "algo", "data", "fold", "queries", "normalization", "split", "clients", "rounds", "queries_per_client",
+        "data", "fold", "queries", "normalization", "split", "clients", "rounds", "queries_per_client",
         "eval_every", "ranker", "population", "non_iid", "click_model", "threat_model", "manipulation",
-        "record_rounds", "store", "workers", "scheduler", "trials", "cohort", "neighbours", "test", "canaries",
+        "record_rounds", "store", "workers", "scheduler", "trials", "neighbours", "test", "canaries",
         "runs", "confidence", "power", "min_effect", "format", "k", "lr", "sigma", "gamma", "propensity",
         "lr_local", "lr_global", "clicks_per_client", "em_rounds", "logging_fraction", "batch_queries",
-        "length", "p")},
+        "length", "p", "levels", "by", "averaging", "runtime", "server_sees", "timeout", "eval_split", "max_pairs",
+        "profile", "repeats")},
 }
 """The CLI's one map from a parameter as the engine names it (``ParameterError.parameter``) to the
 option a command-line user typed; ``main`` renames every ParameterError by it, once."""
@@ -52,20 +52,6 @@ def as_option_error(exc: ParameterError) -> ParameterError:
     """``exc`` naming the option its command-line user typed (``trials`` -> ``--trials``),
     unless a door has already renamed it."""
     return exc if exc.door else exc.renamed(OPTIONS)
-
-
-def _to_jsonable(obj: Any) -> Any:
-    if isinstance(obj, dict):
-        return {str(k): _to_jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_to_jsonable(v) for v in obj]
-    if isinstance(obj, np.ndarray):
-        return _to_jsonable(obj.tolist())
-    if isinstance(obj, np.generic):
-        return _to_jsonable(obj.item())
-    if isinstance(obj, float) and not np.isfinite(obj):
-        return None if np.isnan(obj) else ("inf" if obj > 0 else "-inf")
-    return obj
 
 
 JSON_SCHEMA = 1
@@ -84,7 +70,7 @@ def emit_json(result: Any) -> None:
     from fltr_audit._version import __version__
 
     envelope = {"fltr_audit": __version__, "schema": JSON_SCHEMA, "command": command_path(), "result": result}
-    sys.stdout.write(json.dumps(_to_jsonable(envelope), indent=2, allow_nan=False) + "\n")
+    sys.stdout.write(json.dumps(jsonable(envelope), indent=2, allow_nan=False) + "\n")
 
 
 def command_path() -> str:
@@ -163,50 +149,6 @@ def best_seconds(fn: Callable[[], Any], repeats: int) -> float:
     return best
 
 
-def check_out_dir(out: Path) -> None:
-    """``--out`` must be absent or an empty folder."""
-    try:
-        taken = out.exists() and (not out.is_dir() or any(out.iterdir()))
-    except OSError as exc:
-        raise FltrError(f"--out: {out}: cannot read ({exc.strerror or exc})") from None
-    if taken:
-        raise FltrError(f"--out: {out} exists and is not an empty folder")
-
-
-@contextmanager
-def atomic_out_dir(out: Path) -> Iterator[Path]:
-    """Yield a fresh temporary folder beside ``out`` (:func:`fltr_audit.atomic.temporary_dir`);
-    when the block succeeds it is renamed onto ``out`` (with the permissions of a folder made
-    under the umask), otherwise removed, so that ``out`` is either complete or absent."""
-    out = Path(out)
-    check_out_dir(out)
-    with temporary_dir(out, option="--out") as tmp:
-        try:
-            yield tmp
-        except OSError as exc:  # a full disk while writing: name the output, not the temporary folder
-            raise FltrError(f"--out: {out}: cannot write ({exc.strerror or exc})") from None
-        except CannotWrite as exc:
-            if not exc.path.is_relative_to(tmp):
-                raise
-            raise FltrError(f"--out: {out / exc.path.relative_to(tmp)}: cannot write ({exc.reason})") from None
-        umask = os.umask(0)
-        os.umask(umask)
-        try:
-            tmp.chmod(0o777 & ~umask)  # mkdtemp makes it private; the output folder is not
-            if out.exists():
-                out.rmdir()
-            os.replace(tmp, out)
-        except OSError as exc:
-            raise FltrError(f"--out: {out}: cannot write ({exc.strerror or exc})") from None
-
-
-def write_run(folder: Path, curves: Any, params: np.ndarray, config: dict) -> None:
-    """Write a training run: ``curves.csv`` (a DataFrame), ``model.npy`` and ``config.json``."""
-    write_file(folder / "curves.csv", curves.to_csv(index=False))
-    write_with(folder / "model.npy", lambda fh: np.save(fh, params))
-    write_file(folder / "config.json", json.dumps(_to_jsonable(config), indent=2) + "\n")
-
-
 def check_at_least(options: dict[str, int], low: int = 1) -> None:
     """FltrError naming the first option (in order) whose value is below ``low``."""
     for option, value in options.items():
@@ -225,34 +167,3 @@ def parse_list(value: str, option: str, allowed: tuple[str, ...] | None = None) 
             if item not in allowed:
                 raise ParameterError(option, f"unknown value {item!r} (choose from {', '.join(allowed)})")
     return items
-
-
-@contextmanager
-def progress(total: int, description: str, quiet: bool) -> Iterator[Any]:
-    """A rich progress bar on stderr; ``advance(n=1, **fields)`` moves it. Silent when quiet."""
-    if quiet or total <= 0:
-        class _Silent:
-            def advance(self, n: int = 1, description: str | None = None) -> None:
-                pass
-
-        yield _Silent()
-        return
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    bar = Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=Console(stderr=True),
-        transient=True,
-    )
-    task = bar.add_task(description, total=total)
-
-    class _Bar:
-        def advance(self, n: int = 1, description: str | None = None) -> None:
-            bar.update(task, advance=n, **({"description": description} if description else {}))
-
-    with bar:
-        yield _Bar()

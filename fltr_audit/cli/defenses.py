@@ -7,34 +7,25 @@ import time
 import numpy as np
 import typer
 
+from fltr_audit.cli import options as o
 from fltr_audit.cli.app import bench_app, defenses_app
-from fltr_audit.cli.common import best_seconds, check_at_least, emit_json, print_table, progress
+from fltr_audit.cli.progress import progress
+from fltr_audit.cli.common import best_seconds, check_at_least, emit_json, print_table
 from fltr_audit.constraints import Interval, check
 from fltr_audit.errors import FltrError
+from fltr_audit.engine.aggregation import RoundDefenses
 
 SECAGG_TARGET_SECONDS = 5.0
 IDEAL_OVERHEAD_TARGET = 0.05
 
 
 @defenses_app.command("list")
-def list_command(json_out: bool = typer.Option(False, "--json", help="Print JSON to stdout.")) -> None:
+def list_command(json_out: o.Json = False) -> None:
     """Every defense (built-in, registered and installed plug-ins, with their distribution) with its
     parameters, defaults and claimed guarantee."""
-    from defenses.catalog import SPECS
-    from defenses.registration import plugin_spec
-    from defenses.stack import list_defenses
-    from fltr_audit import plugins
+    from fltr_audit.api.listing import defense_rows  # start-up: the catalog loads when the command runs
 
-    installed = plugins.installed(plugins.DEFENSES)
-    broken = []
-    for name in installed:
-        if name not in SPECS:
-            try:
-                plugin_spec(name)  # loads and registers it
-            except FltrError as exc:  # a broken plug-in is a row saying so, not a failed command
-                broken.append({"name": name, "role": "", "summary": str(exc), "guarantee": str(exc), "parameters": [],
-                               "default_claim": None})
-    rows = [{**row, "distribution": installed.get(row["name"], "")} for row in list_defenses() + broken]
+    rows = defense_rows()
     if json_out:
         emit_json(rows)
         return
@@ -50,7 +41,8 @@ def _training_rounds(aggregators: list, clients: int, repeats: int, seed: int) -
     from fltr_audit.engine.algorithms.fpdgd import FPDGD
     from fltr_audit.engine.clicks import cascade_model
     from fltr_audit.engine.data.synthetic import generate
-    from fltr_audit.engine.federation import run_round, sample_queries
+    from fltr_audit.engine.federation import run_round
+    from fltr_audit.engine.schedule import sample_queries
     from fltr_audit.engine.randomness import stream
     from fltr_audit.engine.rankers import LinearRanker
 
@@ -62,8 +54,10 @@ def _training_rounds(aggregators: list, clients: int, repeats: int, seed: int) -
     best = [float("inf")] * len(aggregators)
     for _ in range(repeats):
         for i, agg in enumerate(aggregators):
-            best[i] = min(best[i], best_seconds(lambda: run_round(algo, params, None, data, queries, ids, 1, seed,
-                                                           aggregator=agg), 1))
+            best[i] = min(best[i],
+                          best_seconds(lambda: run_round(algo, params, None, data, queries, ids, 1, seed,
+                                                         defenses=RoundDefenses(aggregator=agg)),
+                                       1))
     return best
 
 

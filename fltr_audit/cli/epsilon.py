@@ -1,45 +1,33 @@
-"""``fltr-audit epsilon``: worst-case epsilon of FOLtR-ES's privatized MaxRR (Table 2 method)."""
+"""``fltr-audit epsilon``: worst-case epsilon of FOLtR-ES's privatized MaxRR (Table 2 method;
+``fltr_audit.api.epsilon``)."""
 
 from __future__ import annotations
 
+from typing import List
+
 import typer
 
-from attacks.epsilon import maxrr_epsilon
+from fltr_audit.cli import options as o
 from fltr_audit.cli.app import app
-from fltr_audit.cli.common import emit_json, parse_list, print_table
-from fltr_audit.errors import FltrError
-
-
-def _floats(value: str, option: str) -> list[float]:
-    out = []
-    for item in parse_list(value, option):
-        try:
-            out.append(float(item))
-        except ValueError:
-            raise FltrError(f"{option}: not a number: {item!r}") from None
-    return out
+from fltr_audit.cli.common import emit_json, print_table
 
 
 @app.command("epsilon")
 def epsilon(
-    click_model: str = typer.Option(
-        "perfect,navigational,informational", "--click-model", help="CCM name(s), comma-separated."
-    ),
-    p: str = typer.Option("0.25,0.5,0.75,0.9,0.95,0.99", "--p", help="Randomized-response p, comma-separated."),
+    click_model: List[str] = typer.Option(["perfect", "navigational", "informational"], "--click-model",
+                                          help="Click model(s): repeat or comma-separate."),
+    p: List[float] = typer.Option([0.25, 0.5, 0.75, 0.9, 0.95, 0.99], "--p",
+                                  help="Randomized-response p: repeat or comma-separate."),
     length: int = typer.Option(10, "--length", help="List length L (MaxRR takes L + 1 values)."),
     levels: int = typer.Option(3, "--levels", help="Relevance levels of the click model (3 or 5)."),
-    json_out: bool = typer.Option(False, "--json", help="Print JSON to stdout."),
+    json_out: o.Json = False,
+    quiet: o.Quiet = False,
 ) -> None:
     """Exact worst-case epsilon of privatized MaxRR over all pairs of relevance placements and
     all transmitted values (FOLtR-ES Eq. 9), next to the bound log(p (n-1)/(1-p)) (Eq. 10)."""
-    from fltr_audit.engine.clicks import CCM_TABLES
+    from fltr_audit.api.epsilon import epsilon_table  # start-up: the engine loads when the command runs
 
-    known_levels = sorted({lv for _, lv in CCM_TABLES})
-    if levels not in known_levels:
-        raise FltrError(f"--levels: must be one of {', '.join(map(str, known_levels))} (the click model tables), got {levels}")
-    models = parse_list(click_model, "--click-model", tuple(sorted({m for m, _ in CCM_TABLES})))
-    ps = _floats(p, "--p")
-    results = [maxrr_epsilon(m, q, length, levels).as_dict() for m in models for q in ps]
+    results = epsilon_table(click_model, p, length, levels)
     if json_out:
         emit_json(results)  # always a list of records, whatever its length
         return

@@ -4,56 +4,9 @@ from __future__ import annotations
 
 from typing import Callable
 
-import typer
-
+from fltr_audit.cli import options as o
 from fltr_audit.cli.app import algorithms_app, attacks_app
 from fltr_audit.cli.common import emit_json, print_table
-from fltr_audit.errors import FltrError
-
-
-def attack_rows() -> list[dict]:
-    """Every attack, built-in, registered and installed (plug-ins with their distribution): what
-    it does, whether it is a reference baseline, and what it needs."""
-    from attacks.registry import attack_names, attack_spec
-    from fltr_audit import plugins
-
-    installed = plugins.installed(plugins.ATTACKS)
-    names = list(attack_names()) + [n for n in installed if n not in attack_names()]
-    rows = []
-    for name in names:
-        try:
-            spec = attack_spec(name)  # loads an installed plug-in
-        except FltrError as exc:  # a broken plug-in is a row saying so, not a failed command
-            rows.append({"name": name, "summary": str(exc), "reference": False, "needs": [],
-                         "distribution": installed.get(name, "")})
-            continue
-        rows.append({"name": name, "summary": spec.summary, "reference": spec.reference, "needs": list(spec.needs),
-                     "distribution": installed.get(name, "")})
-    return rows
-
-
-def algorithm_rows() -> list[dict]:
-    """Every algorithm, built-in, registered and installed (plug-ins with their distribution),
-    with its declared capabilities and parameters."""
-    from fltr_audit import plugins
-    from fltr_audit.engine.algorithms.registry import algorithm_spec, algorithm_specs
-
-    broken = []
-    for name, distribution in plugins.installed(plugins.ALGORITHMS).items():
-        try:
-            algorithm_spec(name)  # loads and registers it
-        except FltrError as exc:  # a broken plug-in is a row saying so, not a failed command
-            broken.append({"name": name, "summary": str(exc), "auditable": False, "message_kind": "none",
-                           "reveals": "", "click_models": "", "probe_click_models": [], "train_click_model": "",
-                           "default_normalization": "", "default_attacks": [], "k": 0, "params": None,
-                           "distribution": distribution})
-    return [{"name": s.name, "summary": s.summary, "auditable": s.auditable, "message_kind": s.message_kind,
-             "reveals": s.reveals, "click_models": s.click_models, "probe_click_models": list(s.probe_click_models()),
-             "train_click_model": s.train_click_model, "default_normalization": s.default_normalization,
-             "default_attacks": list(s.default_attacks), "k": s.k,
-             "params": None if s.params is None else [{"name": p.name, "default": p.default, "help": p.help}
-                                                       for p in s.params],
-             "distribution": s.distribution} for s in algorithm_specs()] + broken
 
 
 def show(rows: list[dict], json_out: bool, title: str, shown: Callable[[dict], dict], min_width: int | None = None
@@ -66,8 +19,10 @@ def show(rows: list[dict], json_out: bool, title: str, shown: Callable[[dict], d
 
 
 @attacks_app.command("list")
-def list_attacks(json_out: bool = typer.Option(False, "--json", help="Print JSON to stdout.")) -> None:
+def list_attacks(json_out: o.Json = False) -> None:
     """Every attack (built-in and registered plug-ins): reference baseline or not, and what it needs."""
+    from fltr_audit.api.listing import attack_rows  # start-up: the registries load when the command runs
+
     show(attack_rows(), json_out, "Attacks (use with --attack; reference: a baseline that does not read the message)",
          lambda r: {"name": r["name"] + (f" [{r['distribution']}]" if r["distribution"] else ""),
                     "reference": "yes" if r["reference"] else "", "what it does": r["summary"],
@@ -75,9 +30,11 @@ def list_attacks(json_out: bool = typer.Option(False, "--json", help="Print JSON
 
 
 @algorithms_app.command("list")
-def list_algorithms(json_out: bool = typer.Option(False, "--json", help="Print JSON to stdout.")) -> None:
+def list_algorithms(json_out: o.Json = False) -> None:
     """Every algorithm: what a client sends, what it reveals, and an audit's defaults."""
-    show(algorithm_rows(), json_out, "Algorithms (use with --algo; train-only ones have no message to audit)",
+    from fltr_audit.api.listing import algorithm_rows  # start-up: the registries load when the command runs
+
+    show(algorithm_rows(), json_out, "Algorithms (use as ALGORITHM; train-only ones have no message to audit)",
          lambda r: {"name": r["name"] + (f" [{r['distribution']}]" if r["distribution"] else ""),
                     "audit": "yes" if r["auditable"] else "train only",
                     "message": r["message_kind"], "reveals": r["reveals"], "click models": r["click_models"],

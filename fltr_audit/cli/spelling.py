@@ -1,12 +1,11 @@
-"""One command line: every list option takes both forms, and old spellings keep working.
+"""One command line: list options take both forms, and old spellings keep working.
 
-* A list option is written either as one comma-separated value or repeated:
-  ``--attack olsr,score`` = ``--attack olsr --attack score``; ``--defense a --defense b`` =
-  ``--defense a,b`` (a defense string's own commas, inside ``(...)``, are not separators). The
-  command's option declares which it is: repeatable (click ``multiple``) or one text value
-  whose help says "comma-separated"; ``normalize`` rewrites the other form into it.
-* ``DEPRECATED`` maps an old option spelling to the current one: it still works, with one
-  warning line on stderr (``FltrDeprecation``).
+* A list option (``cli.options.LIST_OPTIONS``) is written either repeated or comma-separated:
+  ``--attack olsr,score`` = ``--attack olsr --attack score``; a defense string's own commas, inside
+  ``(...)``, are not separators. Where a command takes one value, several are refused by name.
+* ``cli.options.DEPRECATED`` maps an old option spelling to the current one, and
+  ``DEPRECATED_POSITIONAL`` an old option to the command's positional argument: they still work,
+  with one warning line on stderr (``FltrDeprecation``).
 """
 
 from __future__ import annotations
@@ -14,23 +13,9 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
-from fltr_audit.errors import FltrDeprecation
-
-DEPRECATED = {"--click-models": "--click-model", "--C": "--svm-c"}
-"""Old option spelling -> the current one (the same option in every command)."""
-
-
-def split_top_level(text: str) -> list[str]:
-    """``text`` split at the commas outside parentheses and brackets."""
-    parts, depth, start = [], 0, 0
-    for i, ch in enumerate(text):
-        depth += ch in "(["
-        depth -= ch in ")]"
-        if ch == "," and depth == 0:
-            parts.append(text[start:i])
-            start = i + 1
-    parts.append(text[start:])
-    return [p.strip() for p in parts if p.strip()]
+from fltr_audit.cli.options import DEPRECATED, DEPRECATED_POSITIONAL, LIST_OPTIONS
+from fltr_audit.errors import FltrDeprecation, FltrError
+from fltr_audit.spec.listing import split_list
 
 
 def _leaf(root: Any, args: list[str]) -> tuple[Any, int]:
@@ -49,42 +34,58 @@ def _leaf(root: Any, args: list[str]) -> tuple[Any, int]:
 
 def command_names(root: Any, args: list[str]) -> str:
     """The command ``args`` invoke, as its names joined by spaces (``"train fpdgd"``)."""
-    command, start = _leaf(root, args)
+    _, start = _leaf(root, args)
     return " ".join(a for a in args[:start] if not a.startswith("-"))
 
 
-def normalize(root: Any, args: list[str]) -> list[str]:
-    """``args`` with deprecated spellings replaced (warning once each) and every list option
-    in the form its command declares."""
-    renamed = []
+def _renamed(args: list[str]) -> list[str]:
+    """``args`` with deprecated option spellings replaced, warning once each."""
+    out = []
     for token in args:
         name, eq, value = token.partition("=")
         if name in DEPRECATED:
-            warnings.warn(f"{name} is deprecated: write {DEPRECATED[name]}", FltrDeprecation, stacklevel=2)
+            warnings.warn(f"{name} is deprecated: write {DEPRECATED[name]}", FltrDeprecation, stacklevel=3)
             token = DEPRECATED[name] + eq + value
-        renamed.append(token)
-    command, start = _leaf(root, renamed)
-    options = {opt: p for p in getattr(command, "params", []) if getattr(p, "opts", None) for opt in p.opts}
-    repeated = {o for o, p in options.items() if getattr(p, "multiple", False)}
-    joined = {o for o, p in options.items() if not getattr(p, "multiple", False) and not getattr(p, "is_flag", False)
-              and "comma-separated" in (getattr(p, "help", "") or "").lower()}
-    out, merged = renamed[:start], {}
-    i = start
-    while i < len(renamed):
-        token = renamed[i]
-        name, eq, inline = token.partition("=")
-        if name in repeated | joined and (eq or i + 1 < len(renamed)):
-            value = inline if eq else renamed[i + 1]
-            i += 1 if eq else 2
-            if name in repeated:
-                for item in split_top_level(value) or [value]:
-                    out += [name, item]
-            elif name in merged:
-                out[merged[name]] += "," + value
-            else:
-                out += [name, value]
-                merged[name] = len(out) - 1
-            continue
         out.append(token)
+    return out
+
+
+def _positional(args: list[str], start: int, command: Any) -> list[str]:
+    """``args`` with a deprecated option whose value is now the positional argument moved there."""
+    takes = any(getattr(p, "param_type_name", "") == "argument" for p in getattr(command, "params", []))
+    for i in range(start, len(args)):
+        name, eq, value = args[i].partition("=")
+        if name in DEPRECATED_POSITIONAL and takes and (eq or i + 1 < len(args)):
+            warnings.warn(f"{name} is deprecated: write the algorithm as the first argument "
+                          f"({DEPRECATED_POSITIONAL[name]})", FltrDeprecation, stacklevel=3)
+            value = value if eq else args[i + 1]
+            rest = args[:i] + args[i + (1 if eq else 2):]
+            return rest[:start] + [value] + rest[start:]
+    return args
+
+
+def normalize(root: Any, args: list[str]) -> list[str]:
+    """``args`` with deprecated spellings replaced (warning once each) and every list option in
+    the repeated form; FltrError naming a list option given several values where the command takes one."""
+    args = _renamed(args)
+    command, start = _leaf(root, args)
+    args = _positional(args, start, command)
+    params = {opt: p for p in getattr(command, "params", []) if getattr(p, "opts", None) for opt in p.opts}
+    out, i = args[:start], start
+    while i < len(args):
+        name, eq, inline = args[i].partition("=")
+        if name in LIST_OPTIONS and name in params and (eq or i + 1 < len(args)):
+            value = inline if eq else args[i + 1]
+            i += 1 if eq else 2
+            items = split_list(value) or [value]
+            if not getattr(params[name], "multiple", False):
+                if len(items) > 1:
+                    raise FltrError(f"{name}: this command takes one value, got {len(items)} ({value})")
+                out += [name, value]
+            else:
+                for item in items:
+                    out += [name, item]
+            continue
+        out.append(args[i])
         i += 1
     return out

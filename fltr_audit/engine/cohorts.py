@@ -1,6 +1,6 @@
 """Who takes part in which round: the population schedule of a run, recomputed from its seed.
 
-``train`` with a ``population`` of N persistent users draws round r's cohort as ``clients`` users
+``federation.train`` (its ``schedule.RoundSchedule``) with a ``population`` of N persistent users draws round r's cohort as ``clients`` users
 uniformly without replacement, ``np.sort(stream(seed, "cohort", r).choice(N, clients,
 replace=False))``; this module draws the same cohorts without training, so that the privacy a user
 spends (``defenses.accounting``) is charged for the participations it really had.

@@ -33,6 +33,7 @@ from fltr_audit.errors import CohortLost
 from fltr_audit.engine.federation import run_round
 from fltr_audit.engine.interfaces import Aggregator, Algorithm, ClientDefense
 from fltr_audit.engine.messages import RoundBatch
+from fltr_audit.engine.aggregation import RoundDefenses
 
 
 MAX_PROBE_ROUNDS = 50
@@ -107,9 +108,10 @@ def probe_cohorts(algorithm: Algorithm, params: np.ndarray, data: Dataset, *, se
                     continue
                 try:
                     _, _, batch, _ = run_round(algorithm, params, state, data, queries[start:stop],
-                                               ids[start:stop] + first_id, index, seed,
-                                               client_defenses=client_defenses, aggregator=aggregator,
-                                               threat_model=threat_model, deterministic=True)
+                                               ids[start:stop] + first_id, index, seed, threat_model=threat_model,
+                                               deterministic=True,
+                                               defenses=RoundDefenses(client=tuple(client_defenses),
+                                                                      aggregator=aggregator))
                 except CohortLost:
                     lost += 1
                     continue

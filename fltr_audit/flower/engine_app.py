@@ -43,7 +43,8 @@ from fltr_audit.engine.aggregation import FedAvg as EngineAggregation
 from fltr_audit.engine.algorithms import registry as algorithms
 from fltr_audit.constraints import ParameterError
 from fltr_audit.errors import FltrError
-from fltr_audit.engine.federation import offline_ndcg, sample_queries
+from fltr_audit.engine.evaluation import offline_ndcg
+from fltr_audit.engine.schedule import sample_queries
 from fltr_audit.flower.convert import CLIENT, SHOWN, TRUTH, flat, message_record, model_record, pack, reply_messages
 from fltr_audit.engine.interfaces import ClientOutput
 from fltr_audit.engine.messages import ServerView

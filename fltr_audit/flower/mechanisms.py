@@ -275,8 +275,8 @@ class FlowerSecAggPlus:
 
 def register() -> None:
     """Make ``flwr-localdp``, ``flwr-dp`` and ``flwr-secaggplus`` usable in defense strings."""
+    from defenses.registration import register_defense
     from defenses.stack import SPECS
-    from fltr_audit.api import register_defense
 
     if "flwr-localdp" in SPECS:
         return

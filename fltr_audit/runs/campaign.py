@@ -1,78 +1,41 @@
-"""Attack campaigns: a TOML grid of audits, expanded into runs, executed and stored.
-
-A campaign file has these tables (every key optional except ``name``)::
-
-    name = "defense-comparison"
-    seeds = [0, 1, 2]
-
-    [data]
-    spec = ["synthetic:mq2008"]          # paths or synthetic:PROFILE
-    folds = [1]
-    normalization = "zscore"             # none | query-minmax | zscore
-
-    [algorithm]
-    name = ["fpdgd"]                     # fpdgd | foltr-es | fedips | fedavg
-    rounds = [20]
-    clients = [1000]
-    queries_per_client = [4]
-    ranker = ["linear"]
-    train_click_model = "perfect"
-    params = { lr = 0.1 }                # algorithm-specific; list values expand too
-
-    [probe]
-    split = "vali"
-    click_models = ["perfect", "navigational", "informational"]
-    cohort = [100]
-    queries_per_client = 1
-    min_shown = 10
-    require_click = true
-    threat_model = "server"              # server | server-blind | server-malicious (a grid axis)
-    manipulation = "isolate"             # server-malicious: isolate | inconsistent
-
-    [audit]
-    defenses = ["none", "clip(sensitivity=5)+dp-distributed(eps=4.5)", "secagg"]
-    attacks = ["olsr", "score", "prob", "distance", "random3", "random4"]
-    epsilon_audit = true
-    trials = 10000                       # per input of the empirical epsilon audit
-
-    [audit_run]                          # optional: each run also audits its whole run with canaries
-    canaries = 1000                      # (fltr-audit audit-run; table run_audits), at most the population
-    runs = 1                             # independent canary runs (multi-run bound from 2 on)
-
-Grid axes: ``seeds``, ``data.spec``, ``data.folds``, every list of ``[algorithm]``
-(including inside ``params``), ``probe.split``, ``probe.cohort``, ``probe.threat_model`` and
-``audit.defenses``.
-The click models and attacks of a run are evaluated inside it, on the same trained model
-and the same probe, so they are lists but not axes. Each grid point is one run whose key is
-the SHA-256 of its resolved configuration (canonical JSON), so the key is stable across
-processes and machines and changes with any setting.
-
-The parts: ``campaign_spec`` (schema, defaults, load and validate), ``campaign_grid``
-(expand, run keys) and ``executors`` (serial, process pool, Dask; the run environment);
-this module runs a campaign into a store and re-exports their public names.
-"""
+"""Run a campaign into a results store: every pending grid point claimed, executed on the chosen
+executor and recorded as it finishes (``run_campaign``). The campaign file format is described in
+``fltr_audit.spec.campaign_tables``."""
 
 from __future__ import annotations
 
 import threading
+import time
 from contextlib import closing, contextmanager
+from functools import partial
 from typing import Any, Callable, Iterator
 
-from fltr_audit.spec.grid import MAX_RUNS, Run, expand, grid_size, run_key
-from fltr_audit.spec.campaign import ALGORITHMS, CLICK_MODELS, DEFAULTS, load_spec, validate_spec
-from fltr_audit.runs.executors import check_scheduler, environment, execute_run, execute_runs
+import pandas as pd
+
+from fltr_audit.runs.audit import run_audit
+from fltr_audit.runs.executors import SERIAL, Executor, Task, describe, environment, single_threaded
+from fltr_audit.runs.whole_run import whole_run_audit
+from fltr_audit.spec.whole_run import CanaryOptions
+from fltr_audit.spec.campaign import CampaignSpec
+from fltr_audit.spec.grid import MAX_RUNS, Run, expand
 from fltr_audit.spec.run import RunSpec
 
-__all__ = ["ALGORITHMS", "CLICK_MODELS", "DEFAULTS", "MAX_RUNS", "Run", "RunSpec", "check_scheduler", "environment", "execute_run",
-           "expand", "grid_size", "load_spec", "run_campaign", "run_key", "validate_spec"]
+
+def execute_run(spec: RunSpec) -> dict:
+    """Compute one run in this process: its tables, timing and environment (picklable)."""
+    start = time.perf_counter()
+    tables = single_threaded(run_audit, spec)
+    if spec.audit.run_canaries is not None:  # the campaign's [audit_run] section
+        row = whole_run_audit(spec, CanaryOptions.of_run(spec))
+        tables["run_audits"] = pd.DataFrame([row.as_dict()])
+    return {"tables": tables, "seconds": time.perf_counter() - start, "env": environment()}
 
 
 def run_campaign(
-    spec: dict,
+    spec: CampaignSpec,
     store: Any,
     *,
-    workers: int | None = None,
-    scheduler: str | None = None,
+    executor: Executor = SERIAL,
     on_done: Callable[[Run, str | None], None] | None = None,
     run_fn: Callable[[RunSpec], dict] = execute_run,
     max_runs: int | None = MAX_RUNS,
@@ -80,9 +43,8 @@ def run_campaign(
 ) -> dict[str, int]:
     """Run every pending grid point of ``spec`` and record each in ``store`` as it finishes.
 
-    Runs already completed in the store are skipped. Runs go to a local process pool of
-    ``workers`` processes (default: the number of cores; 1 runs in this process) or, with
-    ``scheduler``, to a Dask cluster at that address. A run that fails is recorded as failed
+    Runs already completed in the store are skipped. Runs go to the ``executor`` (serial, a
+    local process pool or a Dask cluster; the same tables from each). A run that fails is recorded as failed
     with its error and the others go on. Each finished run is written in one transaction by
     this process alone, so an interrupted campaign leaves only whole runs behind.
 
@@ -100,30 +62,36 @@ def run_campaign(
     runs = expand(spec, max_runs)
     done_keys = store.completed_keys()
     pending = [r for r in runs if r.key not in done_keys]
-    store.register_pending([(r.key, r.config) for r in pending], campaign=spec["name"])
+    store.register_pending([(r.key, r.config) for r in pending], campaign=spec.name)
     mine = set(store.claim([r.key for r in pending]))
     counts = {"done": 0, "failed": 0, "skipped": len(runs) - len(pending),
               "running_elsewhere": sum(r.key not in mine for r in pending)}
     pending = [r for r in pending if r.key in mine]
 
-    def finish(run: Run, result: dict | None, error: str | None) -> None:
+    def finish(task: Task, result: dict | None, exception: BaseException | None) -> None:
+        run, error = task.argument, None if exception is None else describe(exception)
         if error is None:
-            store.record_run(run.key, spec["name"], run.config, result["env"], run.spec.seed,
+            store.record_run(run.key, spec.name, run.config, result["env"], run.spec.seed,
                              result["seconds"], result["tables"])
             counts["done"] += 1
         else:
-            store.record_failure(run.key, spec["name"], run.config, error)
+            store.record_failure(run.key, spec.name, run.config, error)
             counts["failed"] += 1
         mine.discard(run.key)
         if on_done is not None:
             on_done(run, error)
 
-    with _renewing(store, mine), closing(execute_runs(pending, run_fn, workers, scheduler, stop)) as outcomes:
-        for run, result, error in outcomes:
-            finish(run, result, error)
+    tasks = [Task(r.key, r) for r in pending]
+    with _renewing(store, mine), closing(executor.map(partial(_run_of, run_fn), tasks, stop)) as outcomes:
+        for task, result, error in outcomes:
+            finish(task, result, error)
     if stop is not None and stop.requested:
         counts["stopped"] = len(mine)
     return counts
+
+
+def _run_of(run_fn: Callable[[RunSpec], dict], run: Run) -> dict:
+    return run_fn(run.spec)
 
 
 @contextmanager

@@ -1,8 +1,10 @@
-"""Executors of campaign runs: in this process, in a local process pool (spawned workers that
-end with their parent) or on a Dask cluster; each run computed with single-threaded BLAS and
-stored with the environment that computed it.
+"""Where every fan-out runs: one ``Executor`` choice -- serial in this process, a local pool of
+spawned worker processes (that end with their parent), or a Dask cluster -- for campaign runs,
+multi-run audits and any other embarrassingly parallel work. A task is computed with
+single-threaded BLAS wherever it runs (a multi-threaded BLAS sums in an order that depends on its
+thread count), so every executor gives bit-identical results.
 
-Part of the composition root: a run is ``fltr_audit.runs.audit.run_audit``.
+A campaign's task is ``runs.campaign.execute_run``.
 """
 
 from __future__ import annotations
@@ -11,13 +13,80 @@ import os
 import signal
 import threading
 import time
-from typing import Any, Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Iterator
 
-from fltr_audit.spec.grid import Run
 from fltr_audit.constraints import POSITIVE_INT, ParameterError, check
 from fltr_audit.errors import FltrError
-from fltr_audit.spec.run import RunSpec
 from fltr_audit.runs.interrupts import GracefulStop
+
+
+@dataclass(frozen=True)
+class Task:
+    """One unit of a fan-out: a key that names it (a run key) and the argument of the task's function."""
+
+    key: str
+    argument: Any
+
+
+Outcome = tuple[Task, Any, "BaseException | None"]
+"""``(task, result, None)`` or ``(task, None, the exception it raised)`` (``describe`` says it in one line)."""
+
+
+@dataclass(frozen=True)
+class Executor:
+    """The executor choice: ``scheduler`` (a Dask scheduler address), else a local pool of
+    ``workers`` processes (None: one per core; 1: serial in this process)."""
+
+    workers: int | None = 1
+    scheduler: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.workers is not None:
+            check("workers", self.workers, POSITIVE_INT)
+
+    def map(self, fn: Callable[[Any], Any], tasks: list[Task], stop: GracefulStop | None = None) -> Iterator[Outcome]:
+        """``fn(task.argument)`` for every task, yielded as each finishes (any order). A failed task
+        is an outcome with its error; the others go on. Locally, once ``stop.requested`` (the first
+        Ctrl-C) no new task starts and those in flight finish; any exception here (a second
+        Ctrl-C, SIGTERM) ends the pool's workers at once."""
+        if not tasks:
+            return
+        if self.scheduler is not None:
+            yield from _execute_dask(tasks, fn, self.scheduler)
+            return
+        workers = self.workers or os.cpu_count() or 1
+        stop = stop or GracefulStop()
+        stop.graceful = True
+        try:
+            if workers > 1 and len(tasks) > 1:
+                yield from _execute_pool(tasks, fn, min(workers, len(tasks)), stop)
+            else:
+                yield from _execute_here(tasks, fn, stop)
+        finally:
+            stop.graceful = False
+
+    def results(self, fn: Callable[[Any], Any], tasks: list[Task]) -> list[Any]:
+        """``fn(task.argument)`` of every task, in the tasks' order; FltrError naming the first failure."""
+        done = {task.key: (result, error) for task, result, error in self.map(fn, tasks)}
+        for task in tasks:
+            result, error = done[task.key]
+            if isinstance(error, FltrError):  # bad input found inside the task: said as it was said there
+                raise error
+            if error is not None:
+                raise FltrError(f"task {task.key} failed: {describe(error)}")
+        return [done[task.key][0] for task in tasks]
+
+
+SERIAL = Executor(workers=1)
+
+
+def single_threaded(fn: Callable[[Any], Any], argument: Any) -> Any:
+    """``fn(argument)`` with single-threaded BLAS (the same bits on every executor)."""
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1, user_api="blas"):
+        return fn(argument)
 
 
 def environment() -> dict:
@@ -45,31 +114,23 @@ def environment() -> dict:
     }
 
 
-def execute_run(spec: RunSpec) -> dict:
-    """Compute one run in this process: its tables, timing and environment (picklable).
-
-    The run computes with single-threaded BLAS: a multi-threaded BLAS sums in an order that
-    depends on its thread count (which Dask pins to 1 and a process pool does not), so the
-    same seed would give different last bits, and attacks that threshold or rank (OLSR on a
-    secure aggregate) different rows."""
-    import pandas as pd
-    from threadpoolctl import threadpool_limits
-
-    from fltr_audit.runs.audit import run_audit, splits_of
-    from fltr_audit.runs.whole_run import whole_run_audit
-
-    start = time.perf_counter()
-    with threadpool_limits(limits=1, user_api="blas"):
-        tables = run_audit(spec)
-        if spec.audit.run_canaries is not None:  # the campaign's [audit_run] section
-            tables["run_audits"] = pd.DataFrame([whole_run_audit(spec, splits_of(spec)).as_dict()])
-    return {"tables": tables, "seconds": time.perf_counter() - start, "env": environment()}
+def _execute_here(tasks: list[Task], fn: Callable[[Any], Any], stop: GracefulStop) -> Iterator[Outcome]:
+    for task in tasks:
+        if stop.requested:
+            return
+        stop.in_flight = 1
+        try:
+            outcome = task, single_threaded(fn, task.argument), None
+        except Exception as exc:  # a failed task is an outcome; the others go on
+            outcome = task, None, exc
+        stop.in_flight = 0
+        yield outcome
 
 
 def _exit_with_parent(parent: int) -> None:
-    """Initializer of a pool worker: a daemon thread ends the worker as soon as its parent
-    (the campaign process) is gone, even after SIGKILL, so no worker outlives the campaign
-    (and the multiprocessing resource tracker, which waits for them, exits too)."""
+    """Initializer of a pool worker: a daemon thread ends the worker as soon as its parent is gone,
+    even after SIGKILL, so no worker outlives it (and the multiprocessing resource tracker, which
+    waits for them, exits too)."""
     def watch() -> None:
         while True:
             if os.getppid() != parent:
@@ -80,45 +141,9 @@ def _exit_with_parent(parent: int) -> None:
     threading.Thread(target=watch, name="fltr-audit parent watchdog", daemon=True).start()
 
 
-def execute_runs(runs: list[Run], run_fn: Callable[[RunSpec], dict], workers: int | None,
-                 scheduler: str | None, stop: GracefulStop | None = None
-                 ) -> Iterable[tuple[Run, dict | None, str | None]]:
-    """Compute ``runs`` with ``run_fn`` (in this process, a spawned process pool of ``workers``, or
-    on the Dask cluster at ``scheduler``), yielding ``(run, result, None)`` or ``(run, None, error)``
-    as each finishes.
-
-    Locally, once ``stop.requested`` (the first Ctrl-C) no new run starts and the runs in flight
-    finish; any exception here (a second Ctrl-C, SIGTERM) ends the pool's workers at once."""
-    if not runs:
-        return
-    if scheduler is not None:
-        yield from _execute_dask(runs, run_fn, scheduler)
-        return
-    workers = workers or os.cpu_count() or 1
-    check("workers", workers, POSITIVE_INT)
-    stop = stop or GracefulStop()
-    stop.graceful = True
-    try:
-        if workers > 1:
-            yield from _execute_pool(runs, run_fn, min(workers, len(runs)), stop)
-            return
-        for run in runs:
-            if stop.requested:
-                return
-            stop.in_flight = 1
-            try:
-                result = run, run_fn(run.spec), None
-            except Exception as exc:  # a failed run is recorded; the others go on
-                result = run, None, _describe(exc)
-            stop.in_flight = 0
-            yield result
-    finally:
-        stop.graceful = False
-
-
-def _execute_pool(runs: list[Run], run_fn: Callable[[RunSpec], dict], workers: int, stop: GracefulStop
-                  ) -> Iterable[tuple[Run, dict | None, str | None]]:
-    """At most ``workers`` runs submitted at a time (so every submitted run is in flight, and a
+def _execute_pool(tasks: list[Task], fn: Callable[[Any], Any], workers: int, stop: GracefulStop
+                  ) -> Iterator[Outcome]:
+    """At most ``workers`` tasks submitted at a time (so every submitted task is in flight, and a
     stop starts nothing new), polled so that a requested stop is seen within a quarter second."""
     import multiprocessing
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
@@ -126,13 +151,13 @@ def _execute_pool(runs: list[Run], run_fn: Callable[[RunSpec], dict], workers: i
 
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
                                initializer=_exit_with_parent, initargs=(os.getpid(),))
-    queue = iter(runs)
-    running: dict[Any, Run] = {}
+    queue = iter(tasks)
+    running: dict[Any, Task] = {}
 
     def submit_next() -> None:
-        run = next(queue, None)
-        if run is not None and not stop.requested:
-            running[pool.submit(run_fn, run.spec)] = run
+        task = next(queue, None)
+        if task is not None and not stop.requested:
+            running[pool.submit(single_threaded, fn, task.argument)] = task
 
     try:
         for _ in range(workers):
@@ -141,14 +166,14 @@ def _execute_pool(runs: list[Run], run_fn: Callable[[RunSpec], dict], workers: i
             stop.in_flight = len(running)
             done, _ = wait(list(running), timeout=0.25, return_when=FIRST_COMPLETED)
             for future in done:
-                run = running.pop(future)
+                task = running.pop(future)
                 try:
-                    outcome = run, future.result(), None
+                    outcome = task, future.result(), None
                 except BrokenProcessPool:
-                    raise FltrError("a worker process died; finished runs are stored, re-run the campaign "
-                                    "to complete it") from None
+                    raise FltrError("a worker process died; finished runs are stored, run again to "
+                                    "complete the rest") from None
                 except Exception as exc:
-                    outcome = run, None, _describe(exc)
+                    outcome = task, None, exc
                 submit_next()
                 yield outcome
         pool.shutdown(wait=True)
@@ -175,22 +200,23 @@ def _connect_dask(address: str) -> Any:
         raise ParameterError("scheduler", f"cannot reach {address}: {' '.join(str(exc).split()) or type(exc).__name__}") from None
 
 
-def _execute_dask(runs: list[Run], run_fn: Callable[[RunSpec], dict], scheduler: str
-                  ) -> Iterable[tuple[Run, dict | None, str | None]]:
+def _execute_dask(tasks: list[Task], fn: Callable[[Any], Any], scheduler: str) -> Iterable[Outcome]:
     client = _connect_dask(scheduler)
     from distributed import as_completed
 
     try:
-        futures = {client.submit(run_fn, run.spec, key=f"run-{run.key}", pure=False): run for run in runs}
+        futures = {client.submit(single_threaded, fn, task.argument, key=f"task-{task.key}", pure=False): task
+                   for task in tasks}
         for future in as_completed(futures):
-            run = futures[future]
+            task = futures[future]
             try:
-                yield run, future.result(), None
+                yield task, future.result(), None
             except Exception as exc:
-                yield run, None, _describe(exc)
+                yield task, None, exc
     finally:
         client.close()
 
 
-def _describe(exc: BaseException) -> str:
+def describe(exc: BaseException) -> str:
+    """An exception as one line: its class and message."""
     return f"{type(exc).__name__}: {exc}"

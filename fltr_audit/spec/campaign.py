@@ -1,104 +1,111 @@
-"""Campaign files: their schema, defaults, loading and validation (the format is described in
-``fltr_audit.runs.campaign``). Every value that would fail inside a run fails here, naming its key.
+"""A campaign as a typed value (``CampaignSpec``), read once from a TOML file (``load_spec``) or a
+TOML-shaped mapping (``validate_spec``: the ``audit`` command and the Python API build one too).
 
-Part of the composition root: validation builds the named defenses and attacks.
+Reading checks keys and types (errors name the key), merges the file over the defaults
+(``spec.campaign_tables``) and checks every value that would fail inside a run
+(``spec.campaign_checks``), so that nothing downstream sees an unchecked value. The grid of runs
+is ``spec.grid.expand``.
 """
 
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Mapping
 
-from attacks.registry import make_attack
-from defenses.stack import parse_defense
-from fltr_audit.engine.algorithms.registry import algorithm_names, algorithm_spec
 from fltr_audit.constraints import ParameterError
 from fltr_audit.errors import FltrError
-from fltr_audit.spec.run import (AlgorithmSettings, AuditSettings, DataSettings, ProbeSettings, RunSpec,
-                                 check_setting)
+from fltr_audit.spec.campaign_checks import check_table, check_values, family_defaults
+from fltr_audit.spec.campaign_tables import CAMPAIGN_KEYS, DEFAULTS, as_list
+from fltr_audit.spec.defense import DefenseSpec
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
     import tomli as tomllib
 
-ALGORITHMS = algorithm_names(auditable=True)
-"""The built-in algorithms a campaign can audit (``fltr_audit.engine.algorithms.registry``; plug-ins join on lookup)."""
-CLICK_MODELS = ("perfect", "navigational", "informational")
-
-_SCHEMA: dict[str, dict[str, tuple[type, ...]]] = {
-    "": {"name": (str,), "seeds": (int, list), "data": (dict,), "algorithm": (dict,), "probe": (dict,), "audit": (dict,),
-         "audit_run": (dict,)},
-    "data": {"spec": (str, list), "folds": (int, list), "normalization": (str,), "queries": (int,)},
-    "algorithm": {
-        "name": (str, list),
-        "rounds": (int, list),
-        "clients": (int, list),
-        "queries_per_client": (int, list),
-        "ranker": (str, list),
-        "train_click_model": (str,),
-        "params": (dict,),
-        "population": (int,),
-        "non_iid": (str, list),
-    },
-    "probe": {
-        "split": (str, list),
-        "click_models": (str, list),
-        "cohort": (int, list),
-        "queries_per_client": (int,),
-        "min_shown": (int,),
-        "require_click": (bool,),
-        "counterfactual": (int,),
-        "threat_model": (str, list),
-        "manipulation": (str,),
-        "lists": (int,),
-        "rounds": (int,),
-    },
-    "audit": {"defenses": (str, list), "attacks": (str, list), "epsilon_audit": (bool,), "trials": (int, str)},
-    "audit_run": {"canaries": (int,), "runs": (int,)},
-}
-
-DEFAULTS: dict[str, Any] = {
-    "seeds": [0],
-    "data": {"spec": ["synthetic:mq2008"], "folds": [1], "normalization": "zscore", "queries": None},
-    "algorithm": {
-        "name": ["fpdgd"],
-        "rounds": [20],
-        "clients": [1000],
-        "queries_per_client": [4],
-        "ranker": ["linear"],
-        "train_click_model": "perfect",
-        "params": {},
-    },
-    "probe": {
-        "split": ["vali"],
-        "click_models": list(CLICK_MODELS),
-        "cohort": [100],
-        "queries_per_client": 1,
-        "min_shown": 10,
-        "require_click": True,
-        "counterfactual": 20,
-        "threat_model": ["server"],
-        "manipulation": "isolate",
-        "lists": None,   # lists to score per click model (probe rounds until then); None: one pass
-        "rounds": None,  # probe rounds (passes over the split) at most; None: 1, or 50 with lists
-    },
-    "audit": {
-        "defenses": ["none"],
-        "attacks": ["olsr", "score", "prob", "distance", "random3", "random4"],
-        "epsilon_audit": True,
-        "trials": 10000,
-    },
-    "audit_run": {  # the whole-run canary audit of every run (run_audits); off without canaries
-        "canaries": None,
-        "runs": 1,
-    },
-}
+TABLES = ("data", "algorithm", "probe", "audit", "audit_run")
 
 
-def load_spec(path: str | Path) -> dict:
-    """Read and validate a campaign TOML file; return it merged over the defaults."""
+@dataclass(frozen=True)
+class CampaignData:
+    """``[data]``: data sets and folds (grid axes), normalization, query cap."""
+
+    specs: tuple[str, ...]
+    folds: tuple[int, ...]
+    normalization: str
+    queries: int | None
+
+
+@dataclass(frozen=True)
+class CampaignAlgorithm:
+    """``[algorithm]``: every list is a grid axis, ``params`` values included."""
+
+    names: tuple[str, ...]
+    rounds: tuple[int, ...]
+    clients: tuple[int, ...]
+    queries_per_client: tuple[int, ...]
+    rankers: tuple[str, ...]
+    train_click_model: str
+    params: tuple[tuple[str, tuple[Any, ...]], ...]
+    population: int | None
+    non_iid: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class CampaignProbe:
+    """``[probe]``: splits, cohorts and threat models are grid axes; the click models are probed
+    inside every run."""
+
+    splits: tuple[str, ...]
+    click_models: tuple[str, ...]
+    cohorts: tuple[int, ...]
+    queries_per_client: int
+    min_shown: int
+    require_click: bool
+    counterfactual: int
+    threat_models: tuple[str, ...]
+    manipulation: str
+    lists: int | None
+    rounds: int | None
+
+
+@dataclass(frozen=True)
+class CampaignAudit:
+    """``[audit]``: the defenses (a grid axis), the attacks of every run, the epsilon audits."""
+
+    defenses: tuple[DefenseSpec, ...]
+    attacks: tuple[str, ...]
+    epsilon_audit: bool
+    trials: int | str
+
+
+@dataclass(frozen=True)
+class CampaignWholeRun:
+    """``[audit_run]``: each run's whole-run canary audit (off without ``canaries``)."""
+
+    canaries: int | None
+    runs: int
+
+
+@dataclass(frozen=True)
+class CampaignSpec:
+    """A validated campaign: its name, seeds (a grid axis) and tables; ``table`` is the merged
+    TOML-shaped mapping it was read from (what reports show as the campaign's settings)."""
+
+    name: str
+    seeds: tuple[int, ...]
+    data: CampaignData
+    algorithm: CampaignAlgorithm
+    probe: CampaignProbe
+    audit: CampaignAudit
+    audit_run: CampaignWholeRun
+    table: Mapping[str, Any]
+
+
+def load_spec(path: str | Path) -> CampaignSpec:
+    """Read and validate a campaign TOML file (merged over the defaults)."""
     path = Path(path)
     if not path.is_file():
         raise FltrError(f"{path}: no such campaign file")
@@ -115,237 +122,52 @@ def load_spec(path: str | Path) -> dict:
     return validate_spec(raw, source=str(path))
 
 
-def validate_spec(raw: dict, source: str = "campaign", keys: bool = True) -> dict:
+def validate_spec(raw: Mapping[str, Any] | CampaignSpec, source: str = "campaign", keys: bool = True) -> CampaignSpec:
     """Check keys and types (errors name the key), merge over the defaults, check values.
 
     A bad value is a ParameterError naming the campaign key (``SOURCE: key 'audit.trials': ...``,
     ``CAMPAIGN_KEYS``); with ``keys`` False it names the engine's parameter (``trials``), for a
     door that renames it to what its own user typed (the ``audit`` command, the Python API)."""
+    if isinstance(raw, CampaignSpec):
+        return raw
     if "name" not in raw:
         raise FltrError(f"{source}: missing key 'name'")
-    _check_table(raw, "", source)
+    check_table(dict(raw), "", source)
     spec: dict[str, Any] = {"name": raw["name"], "seeds": as_list(raw.get("seeds", DEFAULTS["seeds"]))}
-    for table in ("data", "algorithm", "probe", "audit", "audit_run"):
-        _check_table(raw.get(table, {}), table, source)
+    for table in TABLES:
+        check_table(raw.get(table, {}), table, source)
         spec[table] = {**DEFAULTS[table], **raw.get(table, {})}
-    _family_defaults(spec, raw)
+    family_defaults(spec, raw)
     try:
-        _check_values(spec, source)
+        check_values(spec, source)
     except ParameterError as exc:
         if not keys or exc.door:
             raise
         raise exc.renamed(CAMPAIGN_KEYS, where=f"{source}: ", form="key '{}'") from None
-    return spec
+    return _typed(spec)
 
 
-def _family_defaults(spec: dict, raw: dict) -> None:
-    """Algorithms whose users click by PBM (declared on their spec, ``click_models = "pbm"``)
-    train and are probed with the spec's click model unless the file names one: the cascade
-    defaults never fit them. Cascade algorithms keep the defaults (and their run keys)."""
-    names = as_list(spec["algorithm"]["name"])
-    try:
-        specs = [algorithm_spec(name, auditable=True) for name in names]
-    except FltrError:
-        return  # an unknown name: _check_values names it
-    if {s.click_models for s in specs} != {"pbm"}:
-        return
-    if "train_click_model" not in raw.get("algorithm", {}):
-        spec["algorithm"]["train_click_model"] = specs[0].train_click_model
-    if "click_models" not in raw.get("probe", {}):
-        spec["probe"]["click_models"] = list(specs[0].probe_click_models())
+def _axis(value: Any) -> tuple:
+    """A list key as a grid axis (a scalar as an axis of one point)."""
+    return tuple(as_list(value))
 
 
-def _check_table(table: dict, name: str, source: str) -> None:
-    schema = _SCHEMA[name]
-    for key, value in table.items():
-        where = f"{name}.{key}" if name else key
-        if key not in schema:
-            raise FltrError(f"{source}: unknown key '{where}' (known: {', '.join(sorted(schema))})")
-        if not isinstance(value, schema[key]) or (isinstance(value, bool) and bool not in schema[key]):
-            kinds = " or ".join(t.__name__ for t in schema[key])
-            raise FltrError(f"{source}: key '{where}' must be {kinds}, not {type(value).__name__}")
-        if isinstance(value, list):
-            if not value:
-                raise FltrError(f"{source}: key '{where}' is an empty list, so the grid is empty")
-            scalar = [t for t in schema[key] if t is not list]
-            for item in value:
-                if not isinstance(item, tuple(scalar)) or isinstance(item, bool) and bool not in scalar:
-                    raise FltrError(f"{source}: key '{where}' holds {item!r}, expected {scalar[0].__name__} items")
-            twice = next((item for i, item in enumerate(value) if item in value[:i]), None)
-            if twice is not None:
-                raise FltrError(f"{source}: key '{where}' holds {twice!r} twice (the grid would repeat runs)")
-
-
-CAMPAIGN_KEYS = {
-    # the run spec's parameters (fltr_audit.spec.run) that a campaign file spells otherwise
-    "data.fold": "data.folds", "seed": "seeds", "audit.run_canaries": "audit_run.canaries",
-    "audit.run_runs": "audit_run.runs",
-    # the engine's parameters, as the key that sets them
-    "data": "data.spec", "fold": "data.folds", "queries": "data.queries", "normalization": "data.normalization",
-    "clients": "algorithm.clients", "rounds": "algorithm.rounds", "queries_per_client": "algorithm.queries_per_client",
-    "ranker": "algorithm.ranker", "population": "algorithm.population", "non_iid": "algorithm.non_iid",
-    "click_model": "probe.click_models", "split": "probe.split", "threat_model": "probe.threat_model",
-    "manipulation": "probe.manipulation", "defense": "audit.defenses", "attacks": "audit.attacks",
-    "trials": "audit.trials", "canaries": "audit_run.canaries", "runs": "audit_run.runs",
-}
-"""The engine's parameter names as campaign keys: the campaign reader's one map (``validate_spec``
-renames every ParameterError by it, once; a name not here is already the key)."""
-
-_SETTINGS: dict[str, tuple[type, str]] = {
-    "seeds": (RunSpec, "seed"),
-    "data.spec": (DataSettings, "spec"), "data.folds": (DataSettings, "fold"),
-    "data.normalization": (DataSettings, "normalization"), "data.queries": (DataSettings, "queries"),
-    **{f"algorithm.{k}": (AlgorithmSettings, k) for k in ("name", "rounds", "clients", "queries_per_client",
-                                                          "ranker", "train_click_model", "population")},
-    **{f"probe.{k}": (ProbeSettings, k) for k in ("split", "cohort", "queries_per_client", "min_shown",
-                                                  "require_click", "counterfactual", "threat_model", "manipulation",
-                                                  "lists", "rounds")},
-    "audit.epsilon_audit": (AuditSettings, "epsilon_audit"), "audit.trials": (AuditSettings, "trials"),
-    "audit_run.canaries": (AuditSettings, "run_canaries"), "audit_run.runs": (AuditSettings, "run_runs"),
-}
-"""Campaign keys checked by the run spec's own constraints (each value of a grid axis)."""
-
-
-def _check_settings(spec: dict) -> None:
-    """Every value of every key in ``_SETTINGS`` against its setting's constraints
-    (ParameterError naming the run spec's parameter)."""
-    for key, (section, name) in _SETTINGS.items():
-        table, _, field = key.rpartition(".")
-        value = (spec[table] if table else spec).get(field)
-        if value is None and key in ("data.queries", "algorithm.population", "probe.lists", "probe.rounds",
-                                     "audit_run.canaries"):
-            continue
-        for item in as_list(value):
-            check_setting(section, name, item)
-
-
-def _check_values(spec: dict, source: str) -> None:
-    """Every value that would fail inside a run fails here, before any store is written: a
-    ParameterError naming the engine's parameter, or a FltrError naming the key."""
-    from fltr_audit.engine.clicks import CCM_TABLES
-    from fltr_audit.engine.population import parse_non_iid
-
-    _check_settings(spec)
-    for non_iid in as_list(spec["algorithm"].get("non_iid", "iid")):
-        parse_non_iid(non_iid)
-    known_models = sorted({name for name, _ in CCM_TABLES}) + ["pbm"]
-    queries = spec["data"].get("queries")
-    for data in as_list(spec["data"]["spec"]):
-        _check_data_spec(data, queries, source)
-    _check_params(spec["algorithm"], source)
-    for name in as_list(spec["algorithm"]["name"]):
-        algorithm_spec(name, auditable=True)
-    models = as_list(spec["probe"]["click_models"]) + [spec["algorithm"]["train_click_model"]]
-    for model in models:
-        if model not in known_models:
-            raise FltrError(f"{source}: unknown click model {model!r} in 'probe.click_models' or 'algorithm.train_click_model'")
-    for name in as_list(spec["algorithm"]["name"]):
-        family = algorithm_spec(name, auditable=True).click_models  # declared on the algorithm's spec
-        for model in models:
-            if (model == "pbm") != (family == "pbm"):
-                raise FltrError(f"{source}: click model {model!r} in 'probe.click_models' or "
-                                f"'algorithm.train_click_model' does not fit algorithm {name!r} "
-                                f"({'pbm only' if family == 'pbm' else 'its users click by a cascade model'})")
-    trials = spec["audit"]["trials"]
-    if trials == "auto":  # sized to each defense's claim: a defense that claims none has nothing to size by
-        for text in as_list(spec["audit"]["defenses"]):
-            stack = parse_defense(text)
-            if stack.name != "none" and stack.claim.epsilon == float("inf"):
-                raise FltrError(f"{source}: key 'audit.trials' = \"auto\": defense {stack.name!r} claims no epsilon, "
-                                "so there is nothing to size its trials by; give a number of trials")
-    _check_each(spec["audit"]["defenses"], parse_defense, "defense")
-    _check_each(spec["audit"]["attacks"], make_attack, "attacks")
-    _check_threat_models(spec, source)
-    _check_audit_run(spec, source)
-
-
-def _check_threat_models(spec: dict, source: str) -> None:
-    """server-malicious only with an algorithm it supports."""
-    from fltr_audit.engine.algorithms.registry import manipulable_names
-
-    if "server-malicious" in as_list(spec["probe"]["threat_model"]):
-        for name in as_list(spec["algorithm"]["name"]):
-            if not algorithm_spec(name, auditable=True).server_manipulable:
-                raise ParameterError("threat_model", f"server-malicious: supported for {', '.join(manipulable_names())} "
-                                     f"(vector messages of PDGD steps), not {name}")
-
-
-def _check_audit_run(spec: dict, source: str) -> None:
-    """``[audit_run]``: the canaries fit in every run's population (``algorithm.population``, else
-    its cohort), and every defense and algorithm can carry canaries (``canary_problem``)."""
-    from fltr_audit.runs.whole_run import canary_problem
-
-    canaries = spec["audit_run"]["canaries"]
-    if canaries is None:
-        return
-    population = spec["algorithm"].get("population")
-    users = population if population is not None else min(as_list(spec["algorithm"]["clients"]))
-    if canaries > users:
-        raise FltrError(f"{source}: key 'audit_run.canaries': {canaries:,} canaries exceed the population of "
-                        f"{users:,} users ('algorithm.population', or the smallest 'algorithm.clients' without it)")
-    for name in as_list(spec["algorithm"]["name"]):
-        for text in as_list(spec["audit"]["defenses"]):
-            problem = canary_problem(name, parse_defense(text))
-            if problem:
-                raise FltrError(f"{source}: key 'audit_run.canaries': {problem}")
-
-
-def _check_data_spec(data: str, queries: int | None, source: str) -> None:
-    """A synthetic spec must parse (profile, ``?queries=N`` within the limit); a path must exist."""
-    if not data.startswith("synthetic:"):
-        if not Path(data).exists():
-            raise FltrError(f"{source}: key 'data.spec': no such path {data!r} (relative paths start at the current directory)")
-        from fltr_audit.engine.data.load import _layout
-
-        try:
-            _layout(data)  # a folder must hold Fold1..Fold5 or train/vali/test files
-        except FltrError as exc:
-            raise FltrError(f"{source}: key 'data.spec': {exc}") from None
-        return
-    from fltr_audit.engine.data.load import _synthetic_spec
-    from fltr_audit.engine.data.synthetic import max_queries
-
-    name, n = _synthetic_spec(data, queries)  # ParameterError naming data, renamed by validate_spec
-    try:
-        largest = max_queries(name)
-    except FltrError as exc:
-        raise FltrError(f"{source}: key 'data.spec': {exc}") from None
-    if n is not None and not 5 <= n <= largest:
-        raise FltrError(f"{source}: key 'data.spec': {data!r} with {n} queries; synthetic:{name} takes 5..{largest:,}")
-
-
-def _check_params(algo: dict, source: str) -> None:
-    """``algorithm.params``: keys every named algorithm declares, scalar values within their
-    constraints (``AlgorithmSpec.params``), or lists of them (a grid axis)."""
-    for key, value in algo["params"].items():
-        where = f"algorithm.params.{key}"
-        if isinstance(value, list) and not value:
-            raise FltrError(f"{source}: key '{where}' is an empty list, so the grid is empty")
-        for item in as_list(value):
-            if isinstance(item, (dict, list)) or not isinstance(item, (int, float, str, bool)):
-                raise FltrError(f"{source}: key '{where}' holds {item!r}; a parameter is a number, a string, "
-                                "a boolean or a list of them (a grid axis)")
-            for name in as_list(algo["name"]):
-                try:
-                    algorithm_spec(name, auditable=True).check_params({key: item}, prefix="algorithm.params.")
-                except ParameterError as exc:
-                    raise FltrError(f"{source}: key '{exc.parameter}': algorithm {name!r}: {exc.problem}") from None
-
-
-def _check_each(values: Any, build: Callable[[str], Any], parameter: str) -> None:
-    """Build every named object once so that a bad name fails before any run: a ParameterError
-    naming ``parameter`` (``defense``, ``attacks``)."""
-    for value in as_list(values):
-        try:
-            build(value)
-        except ParameterError as exc:
-            if exc.parameter != parameter or exc.where:
-                raise ParameterError(parameter, str(exc)) from None
-            raise
-        except FltrError as exc:
-            raise ParameterError(parameter, str(exc)) from None
-
-
-def as_list(value: Any) -> list:
-    """A list value as is, a scalar as a one-item list (a grid axis of one point)."""
-    return value if isinstance(value, list) else [value]
+def _typed(spec: dict[str, Any]) -> CampaignSpec:
+    """The typed value of a checked, merged campaign mapping."""
+    t = _axis
+    data, algo, probe, audit, whole = (spec[name] for name in TABLES)
+    return CampaignSpec(
+        name=spec["name"], seeds=t(spec["seeds"]),
+        data=CampaignData(t(data["spec"]), t(data["folds"]), data["normalization"], data.get("queries")),
+        algorithm=CampaignAlgorithm(t(algo["name"]), t(algo["rounds"]), t(algo["clients"]),
+                                    t(algo["queries_per_client"]), t(algo["ranker"]), algo["train_click_model"],
+                                    tuple((k, t(v)) for k, v in sorted(algo["params"].items())),
+                                    algo.get("population"), t(algo.get("non_iid", "iid"))),
+        probe=CampaignProbe(t(probe["split"]), t(probe["click_models"]), t(probe["cohort"]),
+                            probe["queries_per_client"], probe["min_shown"], probe["require_click"],
+                            probe["counterfactual"], t(probe.get("threat_model", "server")),
+                            probe.get("manipulation", "isolate"), probe.get("lists"), probe.get("rounds")),
+        audit=CampaignAudit(tuple(DefenseSpec.parse(d) for d in as_list(audit["defenses"])), t(audit["attacks"]),
+                            audit["epsilon_audit"], audit["trials"]),
+        audit_run=CampaignWholeRun(whole.get("canaries"), whole.get("runs", 1)),
+        table=spec)

@@ -1,8 +1,5 @@
-"""The campaign grid: a validated spec expanded into runs, each keyed by the SHA-256 of its
-resolved configuration (canonical JSON).
-
-Part of the composition root: defense names are canonicalized by ``defenses.stack``.
-"""
+"""The campaign grid: a validated ``CampaignSpec`` expanded into runs, each keyed by the SHA-256 of
+its resolved configuration (canonical JSON, ``spec.run.run_key``)."""
 
 from __future__ import annotations
 
@@ -10,13 +7,12 @@ import itertools
 import math
 from dataclasses import dataclass
 
-from defenses.stack import parse_defense
-from fltr_audit.spec.campaign import as_list
+from fltr_audit.engine.population import parse_non_iid
 from fltr_audit.errors import FltrError
+from fltr_audit.spec.campaign import CampaignSpec
 from fltr_audit.spec.run import AlgorithmSettings, AuditSettings, DataSettings, ProbeSettings, RunSpec, run_key
 
 __all__ = ["MAX_RUNS", "Run", "expand", "grid_size", "run_key"]
-from fltr_audit.engine.population import parse_non_iid
 
 
 @dataclass(frozen=True)
@@ -35,69 +31,55 @@ MAX_RUNS = 1000
 """Default cap on a campaign's grid size (``campaign run --max-runs`` raises it)."""
 
 
-def grid_size(spec: dict) -> int:
+def _axes(spec: CampaignSpec) -> list[tuple]:
+    """The grid's axes, in the order of the run configs' expansion."""
+    data, algo, probe = spec.data, spec.algorithm, spec.probe
+    return [data.specs, data.folds, algo.names, algo.rounds, algo.clients, algo.queries_per_client, algo.rankers,
+            tuple(itertools.product(*(values for _, values in algo.params))), probe.splits, probe.cohorts,
+            spec.audit.defenses, spec.seeds, probe.threat_models,
+            tuple(parse_non_iid(s).name for s in algo.non_iid)]
+
+
+def grid_size(spec: CampaignSpec) -> int:
     """The number of runs of a validated spec, computed without expanding the grid."""
-    data, algo, probe, audit = spec["data"], spec["algorithm"], spec["probe"], spec["audit"]
-    axes = [data["spec"], data["folds"], algo["name"], algo["rounds"], algo["clients"], algo["queries_per_client"],
-            algo["ranker"], probe["split"], probe["cohort"], audit["defenses"], spec["seeds"],
-            as_list(algo.get("non_iid", "iid")), *algo["params"].values()]
-    return math.prod(len(as_list(a)) for a in axes)
+    return math.prod(len(axis) for axis in _axes(spec))
 
 
-def expand(spec: dict, max_runs: int | None = MAX_RUNS) -> list[Run]:
+def expand(spec: CampaignSpec, max_runs: int | None = MAX_RUNS) -> list[Run]:
     """Every grid point of a validated spec, in a stable order; FltrError when the grid holds
     more than ``max_runs`` runs (None: no cap)."""
     size = grid_size(spec)
     if max_runs is not None and size > max_runs:
-        raise FltrError(f"campaign {spec['name']!r}: the grid has {size:,} runs, more than the cap of {max_runs:,} "
+        raise FltrError(f"campaign {spec.name!r}: the grid has {size:,} runs, more than the cap of {max_runs:,} "
                         "(--max-runs raises it)")
-    data, algo, probe, audit = spec["data"], spec["algorithm"], spec["probe"], spec["audit"]
-    param_names = sorted(algo["params"])
-    param_lists = [as_list(algo["params"][p]) for p in param_names]
-    axes = itertools.product(
-        as_list(data["spec"]),
-        as_list(data["folds"]),
-        as_list(algo["name"]),
-        as_list(algo["rounds"]),
-        as_list(algo["clients"]),
-        as_list(algo["queries_per_client"]),
-        as_list(algo["ranker"]),
-        itertools.product(*param_lists),
-        as_list(probe["split"]),
-        as_list(probe["cohort"]),
-        as_list(audit["defenses"]),
-        spec["seeds"],
-        as_list(probe.get("threat_model", "server")),
-        [parse_non_iid(s).name for s in as_list(algo.get("non_iid", "iid"))],
-    )
-    whole_run = spec.get("audit_run", {})  # absent by default: run keys of older campaigns unchanged
-    stacks = {d: parse_defense(d) for d in as_list(audit["defenses"])}  # each defense string parsed once
+    data, algo, probe, audit, whole = spec.data, spec.algorithm, spec.probe, spec.audit, spec.audit_run
+    param_names = [name for name, _ in algo.params]
     runs = []
-    for dspec, fold, name, rounds, clients, qpc, ranker, params, split, cohort, defense, seed, threat, non_iid in axes:
-        population = algo.get("population")  # absent by default: run keys of older campaigns unchanged
-        if population is not None and population < clients:
-            raise FltrError(f"campaign {spec['name']!r}: key 'algorithm.population' ({population}) must be "
+    for (dspec, fold, name, rounds, clients, qpc, ranker, params, split, cohort, defense, seed, threat,
+         non_iid) in itertools.product(*_axes(spec)):
+        if algo.population is not None and algo.population < clients:
+            raise FltrError(f"campaign {spec.name!r}: key 'algorithm.population' ({algo.population}) must be "
                             f"at least the cohort of {clients} clients drawn from it each round")
         run = RunSpec(
-            campaign=spec["name"],
-            data=DataSettings(spec=dspec, fold=fold, normalization=data["normalization"], queries=data.get("queries")),
+            campaign=spec.name,
+            data=DataSettings(spec=dspec, fold=fold, normalization=data.normalization, queries=data.queries),
             algorithm=AlgorithmSettings(name=name, rounds=rounds, clients=clients, queries_per_client=qpc,
-                                        ranker=ranker, train_click_model=algo["train_click_model"],
-                                        params=tuple(zip(param_names, params)), population=population,
+                                        ranker=ranker, train_click_model=algo.train_click_model,
+                                        params=tuple(zip(param_names, params)), population=algo.population,
                                         non_iid=non_iid),
-            probe=ProbeSettings(split=split, click_models=tuple(as_list(probe["click_models"])), cohort=cohort,
-                                queries_per_client=probe["queries_per_client"], min_shown=probe["min_shown"],
-                                require_click=probe["require_click"], counterfactual=probe["counterfactual"],
-                                threat_model=threat, manipulation=probe.get("manipulation", "isolate"),
-                                lists=probe.get("lists"), rounds=probe.get("rounds")),
-            defense=stacks[defense],
-            attacks=tuple(as_list(audit["attacks"])),
-            audit=AuditSettings(epsilon_audit=audit["epsilon_audit"], trials=audit["trials"],
-                                run_canaries=whole_run.get("canaries"), run_runs=whole_run.get("runs", 1)),
+            probe=ProbeSettings(split=split, click_models=probe.click_models, cohort=cohort,
+                                queries_per_client=probe.queries_per_client, min_shown=probe.min_shown,
+                                require_click=probe.require_click, counterfactual=probe.counterfactual,
+                                threat_model=threat, manipulation=probe.manipulation,
+                                lists=probe.lists, rounds=probe.rounds),
+            defense=defense,
+            attacks=audit.attacks,
+            audit=AuditSettings(epsilon_audit=audit.epsilon_audit, trials=audit.trials,
+                                run_canaries=whole.canaries, run_runs=whole.runs),
             seed=seed,
         )
         runs.append(Run(run.key(), run))
     keys = [r.key for r in runs]
     if len(set(keys)) != len(keys):
-        raise FltrError(f"campaign {spec['name']!r}: the grid repeats a configuration (duplicate list entries)")
+        raise FltrError(f"campaign {spec.name!r}: the grid repeats a configuration (duplicate list entries)")
     return runs

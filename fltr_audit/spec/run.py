@@ -11,15 +11,21 @@ campaign (the ``audit`` command and ``fltr_audit.audit`` build campaigns too), o
                                         train_click_model, params, population),
             probe=ProbeSettings(split, click_models, cohort, queries_per_client, min_shown,
                                 require_click, counterfactual, threat_model, manipulation),
-            defense=DefenseStack,           # parsed once; pickled as its canonical name
+            defense=DefenseSpec(name),      # a value: each run builds a fresh stack from it
             attacks=("olsr", ...),
             audit=AuditSettings(epsilon_audit, trials, run_canaries, run_runs))
 
 ``to_json()`` is the canonical run config, the same dict the runs always had (flat keys, the
 probe's under ``"probe"``); ``key()`` hashes it without the campaign name
 (``run_key``), so the run keys of existing stores and campaigns are unchanged
-(``tests/test_campaign_run_keys.py``). A spec pickles for process-pool and Dask workers as its
-JSON; the worker parses the defense string again (plug-ins load there by entry point).
+(``tests/test_campaign_run_keys.py``). The spec is hashable and its hash is the run key. A spec
+pickles for process-pool and Dask workers as its JSON (plug-ins load there by entry point).
+
+Random streams: training and the probe draw from streams of the run's ``seed`` (and fold), so that
+the runs of one seed share their clicks (common random numbers: defenses and settings are compared
+on the same users); every audit draws from the stream of its ``audit_key`` -- the run key and the
+audit's kind -- so that two runs differing in any setting get independent audits, and a report
+pooling runs counts each audit once (``audit_key`` is a column of the ``audits`` rows).
 
 Adding a setting
 ----------------
@@ -44,7 +50,8 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from fltr_audit.constraints import SEED, Constraint, InstanceOf, Interval, Options, ParameterError, check
-from fltr_audit.spec.defense_spelling import legacy_spelling
+from fltr_audit.spec.defense import DefenseSpec
+from fltr_audit.store.defense_spelling import legacy_spelling
 from fltr_audit.errors import FltrError
 
 _MISSING = dataclasses.MISSING
@@ -236,7 +243,7 @@ class RunSpec:
     data: DataSettings
     algorithm: AlgorithmSettings
     probe: ProbeSettings
-    defense: Any  # defenses.stack.DefenseStack
+    defense: DefenseSpec
     attacks: tuple[str, ...]
     audit: AuditSettings
     seed: int
@@ -245,9 +252,7 @@ class RunSpec:
     def __post_init__(self) -> None:
         check("seed", self.seed, SEED)
         if isinstance(self.defense, str):
-            from defenses.stack import parse_defense
-
-            object.__setattr__(self, "defense", parse_defense(self.defense))
+            object.__setattr__(self, "defense", DefenseSpec.parse(self.defense))
         object.__setattr__(self, "attacks", tuple(self.attacks))
 
     def to_json(self) -> dict[str, Any]:
@@ -266,6 +271,15 @@ class RunSpec:
     def key(self) -> str:
         """The run key: ``run_key`` of ``to_json()``."""
         return run_key(self.to_json())
+
+    def audit_key(self, kind: str) -> str:
+        """The key of this run's audit ``kind`` (``"worst-case"``, ``"natural"``, ...): SHA-256 of
+        the run key and the kind (16 hex digits). Equal keys mean bit-identical audits."""
+        return hashlib.sha256(f"{self.key()}/{kind}".encode()).hexdigest()[:16]
+
+    def audit_seed(self, kind: str) -> int:
+        """The seed of this run's audit ``kind``: its ``audit_key`` as a 64-bit integer."""
+        return int(self.audit_key(kind), 16)
 
     @classmethod
     def from_json(cls, config: Mapping[str, Any]) -> "RunSpec":
@@ -294,7 +308,7 @@ class RunSpec:
         return isinstance(other, RunSpec) and self.to_json() == other.to_json()
 
     def __hash__(self) -> int:
-        return hash(json.dumps(self.to_json(), sort_keys=True))
+        return int(self.key(), 16)
 
     def __reduce__(self) -> tuple:
         return (RunSpec.from_json, (self.to_json(),))
@@ -323,7 +337,7 @@ def run_key(config: Mapping[str, Any]) -> str:
     """SHA-256 of the canonical JSON of ``config`` without its campaign name (16 hex digits).
 
     Key compatibility rule: the defense name is hashed in its legacy spelling
-    (``clip(sensitivity=5)`` as ``clip(delta=5)``, :mod:`fltr_audit.spec.defense_spelling`), so runs
+    (``clip(sensitivity=5)`` as ``clip(delta=5)``, :mod:`fltr_audit.store.defense_spelling`), so runs
     keep the keys they had before the parameter was renamed and existing stores resume.
     """
     body = {k: v for k, v in config.items() if k != "campaign"}

@@ -150,7 +150,11 @@ class RunPrivacy:
 class AuditRecord(RunPrivacy, AuditMeasurement, AuditedRun):
     """One empirical epsilon audit of a mechanism against its claim (table ``audits``); the
     columns are ``AuditedRun``'s, ``AuditMeasurement``'s, then ``RunPrivacy``'s (dataclass
-    fields follow the bases from last to first)."""
+    fields follow the bases from last to first), then ``audit_key``: the key of the audit's random
+    stream (``RunSpec.audit_key``), equal only for bit-identical audits, so that pooling counts
+    distinct audits."""
+
+    audit_key: str
 
 
 @dataclasses.dataclass(frozen=True)
@@ -230,6 +234,9 @@ class RunAuditRecord:
     verdict_by: str
     ndcg10: float
     seconds: float
+    audit_key: str = ""
+    """The key of the whole-run audit (the spec parts it depends on), equal only for bit-identical
+    audits, so that pooling counts distinct audits."""
 
     def as_dict(self) -> dict:
         """The record as a plain dict (a stored row, ``--json``)."""

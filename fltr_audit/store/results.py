@@ -33,7 +33,7 @@ Schema (``schema_version`` 1; every data table also has ``run_key`` and ``extra`
            mu_lb REAL, rounds INTEGER, claim_verdict TEXT, tightness REAL, small_error TEXT,
            epsilon_server REAL,
            epsilon_server_q99 REAL, epsilon_observer REAL, delta_total REAL,
-           participations_max INTEGER, participations_q99 INTEGER)
+           participations_max INTEGER, participations_q99 INTEGER, audit_key TEXT)
     utility(algo TEXT, data TEXT, fold INTEGER, seed INTEGER, click_model TEXT,
             defense TEXT, ndcg10 REAL, ndcg10_delta REAL)
     epsilon(click_model TEXT, levels INTEGER, length INTEGER, p REAL, epsilon REAL,
@@ -49,7 +49,7 @@ Schema (``schema_version`` 1; every data table also has ``run_key`` and ``extra`
                claimed_scope TEXT, claim_verdict TEXT, tightness REAL, mu_lb REAL,
                mu_limit REAL, mu_claimed REAL, epsilon_lb_fdp REAL, fdp_guesses INTEGER,
                fdp_correct INTEGER, fdp_pool INTEGER, fdp_participations INTEGER,
-               verdict_by TEXT, ndcg10 REAL, seconds REAL)
+               verdict_by TEXT, ndcg10 REAL, seconds REAL, audit_key TEXT)
     meta(key TEXT PRIMARY KEY, value TEXT)
     claims(run_key TEXT PRIMARY KEY, host TEXT, pid INTEGER, expires REAL (Unix time))
                                           -- runs a process is computing now (see ResultsStore.claim)
@@ -72,7 +72,7 @@ Semantics: re-recording a run whose key is ``done`` is a no-op; recording a run 
 Defense names: a store written before the sensitivity rename spells ``clip(delta=5)``,
 ``dp-distributed(eps=4.5,delta=3)``, ...; :func:`load` and :meth:`ResultsStore.status` read every
 ``defense`` (the tables' column and the runs' configs) in the current spelling
-(``clip(sensitivity=5)``, :mod:`fltr_audit.spec.defense_spelling`), so old and new rows of one
+(``clip(sensitivity=5)``, :mod:`fltr_audit.store.defense_spelling`), so old and new rows of one
 defense group together. The file is not rewritten, and run keys are unchanged.
 """
 
@@ -93,7 +93,7 @@ import numpy as np
 import pandas as pd
 
 from fltr_audit.constraints import ParameterError
-from fltr_audit.spec.defense_spelling import current_spelling
+from fltr_audit.store.defense_spelling import current_spelling
 from fltr_audit.errors import FltrError
 from fltr_audit.store.records import RECORDS, columns
 

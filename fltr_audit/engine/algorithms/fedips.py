@@ -58,6 +58,7 @@ from fltr_audit.engine.kernels.fedips import linear_click_steps, linear_passes
 from fltr_audit.engine.messages import GroundTruth, Interactions, Messages, ServerView
 from fltr_audit.engine.rankers import LinearRanker
 from fltr_audit.engine.threads import row_parts, thread_map
+from fltr_audit.engine.training import TrainSettings
 
 PROPENSITIES = ("true", "estimated", "none")
 PASS_CLIENTS = 256  # non-linear rankers: clients whose SGD passes run together (fewer numpy calls per click step)
@@ -370,9 +371,9 @@ def build_fedips(
     if propensity == "estimated":
         check("em_rounds", em_rounds, POSITIVE_INT)
         source = FedIPS(LinearRanker(train_data.n_features), clicks, policy, **common)
-        em = train(FedRelevanceEM(source), train_data, clients=clients, queries_per_client=queries_per_client,
-                   rounds=em_rounds, seed=seed + 1_000_003,
-                   replace=clients * queries_per_client > train_data.n_queries)
+        em = train(FedRelevanceEM(source), train_data,
+                   TrainSettings(clients=clients, queries_per_client=queries_per_client, rounds=em_rounds,
+                                 seed=seed + 1_000_003, replace=clients * queries_per_client > train_data.n_queries))
         relevance = em.params
         setup.update(em_rounds=em_rounds, em_seconds=em.seconds)
     alg = FedIPS(LinearRanker(train_data.n_features), clicks, policy, propensity=propensity,

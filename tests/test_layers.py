@@ -1,5 +1,7 @@
-"""The dependency rule (DESIGN.md, Layout), read from every module's imports (ast): the engine
-never imports attacks, defenses or reports; reports never imports the engine, attacks or defenses."""
+"""The layers (DESIGN.md, Layout; ``docs/reference/layout.md``), read from every module's imports
+(ast, module level and inside functions): imports point down only; the engine never imports
+attacks, defenses or reports; attacks never import reports; reports import only the shared
+privacy formulas; nothing outside ``cli/`` imports typer or click; no import circles."""
 
 import ast
 from pathlib import Path
@@ -7,12 +9,29 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-COMPOSITION_ROOT = ("fltr_audit/cli/", "fltr_audit/runs/campaign.py", "fltr_audit/spec/campaign.py",
-                    "fltr_audit/spec/grid.py", "fltr_audit/runs/executors.py", "fltr_audit/runs/audit.py", "fltr_audit/api.py",
-                    "fltr_audit/runs/whole_run.py",
-                    "fltr_audit/spec/run.py",
-                    "fltr_audit/plugins.py", "fltr_audit/flower/")
-"""The modules of ``fltr_audit`` that wire the packages together and may import all of them."""
+
+LAYERS = ("base", "engine", "privacy", "store", "attacks", "defenses", "reports", "spec", "flower", "runs", "api",
+          "cli")
+"""Bottom to top. ``base``: the modules directly in ``fltr_audit/`` (errors, the constraint
+language, atomic writes, plug-in discovery); ``attacks`` and ``defenses`` share a level and never
+import each other."""
+RANK = {"base": 0, "engine": 1, "privacy": 2, "store": 3, "attacks": 4, "defenses": 4, "reports": 5, "spec": 6,
+        "flower": 7, "runs": 8, "api": 9, "cli": 10}
+FOLDERS = ("engine", "privacy", "spec", "runs", "store", "flower", "api", "cli")
+MAX_TOP_MODULES = 12
+"""Modules and packages directly in ``fltr_audit/`` besides ``__init__``, ``__main__`` and ``_version``."""
+
+
+def layer(module: str) -> str | None:
+    """The layer of a dotted project module (None: not a project module)."""
+    parts = module.split(".")
+    if parts[0] in ("attacks", "defenses", "reports"):
+        return parts[0]
+    if parts[0] != "fltr_audit":
+        return None
+    if module == "fltr_audit.__main__":  # python -m fltr_audit: the command line
+        return "cli"
+    return parts[1] if len(parts) > 1 and parts[1] in FOLDERS else "base"
 
 
 def imported_packages(path: Path) -> set[str]:
@@ -27,47 +46,6 @@ def imported_packages(path: Path) -> set[str]:
     return found
 
 
-def modules(package: str) -> list[Path]:
-    return sorted((REPO / package).rglob("*.py"))
-
-
-def _rel(path: Path) -> str:
-    return path.relative_to(REPO).as_posix()
-
-
-ENGINE = [p for p in modules("fltr_audit") if not _rel(p).startswith(COMPOSITION_ROOT)]
-
-
-def test_the_scan_sees_imports_inside_functions(tmp_path):
-    module = tmp_path / "m.py"
-    module.write_text("import os.path\n\ndef f():\n    from attacks.registry import make_attack\n")
-    assert imported_packages(module) == {"os", "attacks"}
-
-
-@pytest.mark.parametrize("path", ENGINE, ids=_rel)
-def test_engine_never_imports_attacks_defenses_or_reports(path):
-    assert not imported_packages(path) & {"attacks", "defenses", "reports"}
-
-
-@pytest.mark.parametrize("path", [p for p in modules("fltr_audit") + modules("attacks") + modules("defenses")
-                                  + modules("reports") if not _rel(p).startswith("fltr_audit/flower/")], ids=_rel)
-def test_only_the_flower_integration_imports_flwr(path):
-    """flwr is an optional extra: everything but ``fltr_audit/flower/`` works without it."""
-    assert "flwr" not in imported_packages(path)
-
-
-def test_the_flower_integration_is_composition_root():
-    """It imports ``defenses`` (DefenseMod's defenses) and ``flwr``; the engine imports neither it nor them."""
-    flower = [p for p in modules("fltr_audit") if _rel(p).startswith("fltr_audit/flower/")]
-    assert flower and not set(ENGINE) & set(flower)
-    assert any("flwr" in imported_packages(p) for p in flower)
-
-
-SHARED_WITH_REPORTS = ("fltr_audit/privacy/claim_trials.py",)
-"""Engine modules reports may import: plain formulas on numbers, needing no project module
-(DESIGN.md: reports never import the engine's internals)."""
-
-
 def imported_modules(path: Path) -> set[str]:
     """Dotted modules ``path`` imports anywhere (``from a.b import c``: ``a.b``)."""
     found = set()
@@ -79,24 +57,79 @@ def imported_modules(path: Path) -> set[str]:
     return found
 
 
-@pytest.mark.parametrize("path", modules("reports"), ids=_rel)
-def test_reports_never_import_the_engine(path):
-    shared = {p.removesuffix(".py").replace("/", ".") for p in SHARED_WITH_REPORTS}
-    assert not imported_packages(path) & {"attacks", "defenses"}
-    assert {m for m in imported_modules(path) if m.split(".")[0] == "fltr_audit"} <= shared
+def modules(package: str) -> list[Path]:
+    return sorted((REPO / package).rglob("*.py"))
 
 
-@pytest.mark.parametrize("path", SHARED_WITH_REPORTS)
-def test_what_reports_share_with_the_engine_imports_no_project_module(path):
-    assert not imported_packages(REPO / path) & set(PACKAGES)
-
-
-PACKAGES = ("fltr_audit", "attacks", "defenses", "reports")
+def _rel(path: Path) -> str:
+    return path.relative_to(REPO).as_posix()
 
 
 def _module_name(path: Path) -> str:
     parts = list(path.relative_to(REPO).with_suffix("").parts)
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+SOURCES = [p for package in ("fltr_audit", "attacks", "defenses", "reports") for p in modules(package)]
+
+
+def test_the_scan_sees_imports_inside_functions(tmp_path):
+    module = tmp_path / "m.py"
+    module.write_text("import os.path\n\ndef f():\n    from attacks.registry import make_attack\n")
+    assert imported_packages(module) == {"os", "attacks"}
+
+
+def upward_imports(path: Path) -> list[str]:
+    """The project modules ``path`` imports from a higher layer (or across attacks and defenses);
+    the package face ``fltr_audit/__init__.py`` (the API's names, loaded on first use) excepted."""
+    name = _module_name(path)
+    here = layer(name)
+    if name == "fltr_audit":
+        return []
+    out = []
+    for module in imported_modules(path):
+        there = layer(module)
+        if there is None or there == here:
+            continue
+        if RANK[there] > RANK[here] or {here, there} == {"attacks", "defenses"}:
+            out.append(module)
+    return sorted(out)
+
+
+def test_the_layer_check_catches_a_planted_upward_import():
+    planted = REPO / "fltr_audit" / "engine" / "planted_for_the_test.py"
+    try:
+        planted.write_text("def f():\n    from fltr_audit.runs.audit import run_audit\n    import reports.plots\n")
+        assert upward_imports(planted) == ["fltr_audit.runs.audit", "reports.plots"]
+    finally:
+        planted.unlink()
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=_rel)
+def test_imports_point_down(path):
+    assert upward_imports(path) == []
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=_rel)
+def test_only_the_command_line_imports_typer_or_click(path):
+    if not _rel(path).startswith("fltr_audit/cli/"):
+        assert not imported_packages(path) & {"typer", "click"}
+
+
+@pytest.mark.parametrize("path", [p for p in SOURCES if not _rel(p).startswith("fltr_audit/flower/")], ids=_rel)
+def test_only_the_flower_integration_imports_flwr(path):
+    """flwr is an optional extra: everything but ``fltr_audit/flower/`` works without it."""
+    assert "flwr" not in imported_packages(path)
+
+
+def test_the_package_shows_its_layers():
+    top = [p for p in (REPO / "fltr_audit").iterdir()
+           if (p.suffix == ".py" and p.stem not in ("__init__", "__main__", "_version")) or (p / "__init__.py").is_file()]
+    assert len(top) <= MAX_TOP_MODULES, sorted(p.name for p in top)
+    assert {p.name for p in top if p.is_dir()} >= set(FOLDERS)
+
+
+PACKAGES = ("fltr_audit", "attacks", "defenses", "reports")
 
 
 def import_graph() -> dict[str, set[str]]:

@@ -1,4 +1,4 @@
-"""Console tables of the two verdicts (``demo`` and ``audit``), at most 100 columns wide: long
+"""Console tables of the two verdicts (``demo``, ``audit`` and ``AuditResult.summary``), at most 100 columns wide: long
 defense stacks break at their ``+`` joints, long cells over two lines."""
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from typing import Any
 
 import pandas as pd
 
+from fltr_audit.spec.defense import DefenseSpec
 from reports.claims import bound_text
 
 WIDTH = 100
@@ -69,13 +70,34 @@ def leakage_rows(v: pd.DataFrame) -> list[dict]:
     return rows
 
 
+def print_attacks(table: pd.DataFrame) -> None:
+    """The attack table within 100 columns: AUC, counterfactual AUC, leakage, TPR at 1 % FPR and F1;
+    each defense and click model named once."""
+
+    def num(row, col, fmt):
+        return format(row[col], fmt) if col in row and pd.notna(row[col]) else "n/a"
+
+    rows, previous = [], (None, None)
+    for _, r in table.iterrows():
+        same_defense = r["defense"] == previous[0]
+        rows.append({"defense": "" if same_defense else wrap_name(r["defense"], 18),
+                     "clicks": "" if same_defense and r["click_model"] == previous[1] else r["click_model"],
+                     "attack": f"{r['attack']}{' (ref.)' if bool(r.get('reference', False)) else ''}",
+                     "AUC": num(r, "auc", ".3f"), "AUC cf.": num(r, "auc_counterfactual", ".3f"),
+                     "leakage": num(r, "leakage", "+.3f"), "TPR@1%": num(r, "tpr_at_fpr_0_01", ".3f"),
+                     "F1": num(r, "f1", ".3f")})
+        previous = (r["defense"], r["click_model"])
+    lists = table["n_queries"]
+    count = f"{lists.min():,}" if lists.min() == lists.max() else f"{lists.min():,} to {lists.max():,}"
+    print_rows(f"Attacks, means over runs ({count} lists per row); leakage = AUC real - counterfactual",
+               rows, right=("AUC", "AUC cf.", "leakage", "TPR@1%", "F1"))
+
+
 def stated_claim(defense: str) -> tuple[float, str]:
     """(epsilon, scope) the defense stack claims, read from the stack itself: shown even when no
     audit ran (``--no-epsilon-audit``)."""
-    from defenses.stack import parse_defense
-
     try:
-        claim = parse_defense(defense).claim
+        claim = DefenseSpec.parse(defense).claim
     except Exception:  # a stored name this installation cannot parse (e.g. a plug-in not installed)
         return math.nan, ""
     return claim.epsilon, claim.scope

@@ -1,0 +1,154 @@
+"""The campaign file's tables: the keys each may hold and their types, the defaults, and the map
+from the engine's parameter names to campaign keys (``CAMPAIGN_KEYS``).
+
+A campaign is a TOML grid of audits, expanded into runs (``spec.grid``), executed and stored.
+
+A campaign file has these tables (every key optional except ``name``)::
+
+    name = "defense-comparison"
+    seeds = [0, 1, 2]
+
+    [data]
+    spec = ["synthetic:mq2008"]          # paths or synthetic:PROFILE
+    folds = [1]
+    normalization = "zscore"             # none | query-minmax | zscore
+
+    [algorithm]
+    name = ["fpdgd"]                     # fpdgd | foltr-es | fedips | fedavg
+    rounds = [20]
+    clients = [1000]
+    queries_per_client = [4]
+    ranker = ["linear"]
+    train_click_model = "perfect"
+    params = { lr = 0.1 }                # algorithm-specific; list values expand too
+
+    [probe]
+    split = "vali"
+    click_models = ["perfect", "navigational", "informational"]
+    cohort = [100]
+    queries_per_client = 1
+    min_shown = 10
+    require_click = true
+    threat_model = "server"              # server | server-blind | server-malicious (a grid axis)
+    manipulation = "isolate"             # server-malicious: isolate | inconsistent
+
+    [audit]
+    defenses = ["none", "clip(sensitivity=5)+dp-distributed(eps=4.5)", "secagg"]
+    attacks = ["olsr", "score", "prob", "distance", "random3", "random4"]
+    epsilon_audit = true
+    trials = 10000                       # per input of the empirical epsilon audit
+
+    [audit_run]                          # optional: each run also audits its whole run with canaries
+    canaries = 1000                      # (fltr-audit audit-run; table run_audits), at most the population
+    runs = 1                             # independent canary runs (multi-run bound from 2 on)
+
+Grid axes: ``seeds``, ``data.spec``, ``data.folds``, every list of ``[algorithm]``
+(including inside ``params``), ``probe.split``, ``probe.cohort``, ``probe.threat_model`` and
+``audit.defenses``.
+The click models and attacks of a run are evaluated inside it, on the same trained model
+and the same probe, so they are lists but not axes. Each grid point is one run whose key is
+the SHA-256 of its resolved configuration (canonical JSON), so the key is stable across
+processes and machines and changes with any setting.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fltr_audit.engine.algorithms.registry import algorithm_names
+
+ALGORITHMS = algorithm_names(auditable=True)
+"""The built-in algorithms a campaign can audit (``fltr_audit.engine.algorithms.registry``; plug-ins join on lookup)."""
+CLICK_MODELS = ("perfect", "navigational", "informational")
+
+SCHEMA: dict[str, dict[str, tuple[type, ...]]] = {
+    "": {"name": (str,), "seeds": (int, list), "data": (dict,), "algorithm": (dict,), "probe": (dict,), "audit": (dict,),
+         "audit_run": (dict,)},
+    "data": {"spec": (str, list), "folds": (int, list), "normalization": (str,), "queries": (int,)},
+    "algorithm": {
+        "name": (str, list),
+        "rounds": (int, list),
+        "clients": (int, list),
+        "queries_per_client": (int, list),
+        "ranker": (str, list),
+        "train_click_model": (str,),
+        "params": (dict,),
+        "population": (int,),
+        "non_iid": (str, list),
+    },
+    "probe": {
+        "split": (str, list),
+        "click_models": (str, list),
+        "cohort": (int, list),
+        "queries_per_client": (int,),
+        "min_shown": (int,),
+        "require_click": (bool,),
+        "counterfactual": (int,),
+        "threat_model": (str, list),
+        "manipulation": (str,),
+        "lists": (int,),
+        "rounds": (int,),
+    },
+    "audit": {"defenses": (str, list), "attacks": (str, list), "epsilon_audit": (bool,), "trials": (int, str)},
+    "audit_run": {"canaries": (int,), "runs": (int,)},
+}
+
+DEFAULTS: dict[str, Any] = {
+    "seeds": [0],
+    "data": {"spec": ["synthetic:mq2008"], "folds": [1], "normalization": "zscore", "queries": None},
+    "algorithm": {
+        "name": ["fpdgd"],
+        "rounds": [20],
+        "clients": [1000],
+        "queries_per_client": [4],
+        "ranker": ["linear"],
+        "train_click_model": "perfect",
+        "params": {},
+    },
+    "probe": {
+        "split": ["vali"],
+        "click_models": list(CLICK_MODELS),
+        "cohort": [100],
+        "queries_per_client": 1,
+        "min_shown": 10,
+        "require_click": True,
+        "counterfactual": 20,
+        "threat_model": ["server"],
+        "manipulation": "isolate",
+        "lists": None,   # lists to score per click model (probe rounds until then); None: one pass
+        "rounds": None,  # probe rounds (passes over the split) at most; None: 1, or 50 with lists
+    },
+    "audit": {
+        "defenses": ["none"],
+        "attacks": ["olsr", "score", "prob", "distance", "random3", "random4"],
+        "epsilon_audit": True,
+        "trials": 10000,
+    },
+    "audit_run": {  # the whole-run canary audit of every run (run_audits); off without canaries
+        "canaries": None,
+        "runs": 1,
+    },
+}
+
+
+
+CAMPAIGN_KEYS = {
+    # the run spec's parameters (fltr_audit.spec.run) that a campaign file spells otherwise
+    "data.fold": "data.folds", "seed": "seeds", "audit.run_canaries": "audit_run.canaries",
+    "audit.run_runs": "audit_run.runs",
+    # the engine's parameters, as the key that sets them
+    "data": "data.spec", "fold": "data.folds", "queries": "data.queries", "normalization": "data.normalization",
+    "clients": "algorithm.clients", "rounds": "algorithm.rounds", "queries_per_client": "algorithm.queries_per_client",
+    "ranker": "algorithm.ranker", "population": "algorithm.population", "non_iid": "algorithm.non_iid",
+    "click_model": "probe.click_models", "split": "probe.split", "threat_model": "probe.threat_model",
+    "manipulation": "probe.manipulation", "defense": "audit.defenses", "attacks": "audit.attacks",
+    "trials": "audit.trials", "canaries": "audit_run.canaries", "runs": "audit_run.runs",
+}
+"""The engine's parameter names as campaign keys: the campaign reader's one map (``validate_spec``
+renames every ParameterError by it, once; a name not here is already the key)."""
+
+
+def as_list(value: Any) -> list:
+    """A list value as is, a scalar as a one-item list (a grid axis of one point)."""
+    return value if isinstance(value, list) else [value]
+
