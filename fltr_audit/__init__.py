@@ -33,7 +33,8 @@ __all__ = ["__version__", *_API]
 
 def __getattr__(name: str):
     if name in _API:
-        return getattr(importlib.import_module("fltr_audit.api"), name)
+        module, attribute = importlib.import_module("fltr_audit.api").NAMES[name]
+        return getattr(importlib.import_module(module), attribute)
     raise AttributeError(f"module 'fltr_audit' has no attribute {name!r}")
 
 

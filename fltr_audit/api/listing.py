@@ -4,18 +4,14 @@ process, and installed plug-ins (with their distribution) -- as rows (``fltr-aud
 
 from __future__ import annotations
 
-from attacks.registry import attack_names, attack_spec
-from defenses.catalog import SPECS
-from defenses.registration import plugin_spec
-from defenses.stack import list_defenses
 from fltr_audit import plugins
-from fltr_audit.engine.algorithms.registry import algorithm_spec, algorithm_specs
 from fltr_audit.errors import FltrError
 
 
 def attack_rows() -> list[dict]:
     """Every attack, built-in, registered and installed (plug-ins with their distribution): what
     it does, whether it is a reference baseline, and what it needs."""
+    from attacks.registry import attack_names, attack_spec  # start-up: each listing loads only its registry
     installed = plugins.installed(plugins.ATTACKS)
     names = list(attack_names()) + [n for n in installed if n not in attack_names()]
     rows = []
@@ -34,6 +30,7 @@ def attack_rows() -> list[dict]:
 def algorithm_rows() -> list[dict]:
     """Every algorithm, built-in, registered and installed (plug-ins with their distribution),
     with its declared capabilities and parameters."""
+    from fltr_audit.engine.algorithms.registry import algorithm_spec, algorithm_specs  # start-up: as above
     broken = []
     for name, distribution in plugins.installed(plugins.ALGORITHMS).items():
         try:
@@ -54,6 +51,10 @@ def algorithm_rows() -> list[dict]:
 
 def defense_rows() -> list[dict]:
     """Every defense with its role, parameters, defaults, summary, claimed guarantee and distribution."""
+    from defenses.catalog import SPECS  # start-up: as above
+    from defenses.registration import plugin_spec
+    from defenses.stack import list_defenses
+
     installed = plugins.installed(plugins.DEFENSES)
     broken = []
     for name in installed:

@@ -129,15 +129,15 @@ def _deprecations_as_lines():
 
 @contextmanager
 def _quiet_floating_point():
-    """No numpy floating-point RuntimeWarnings (overflow, invalid value) on stderr: the engine
-    checks what it computes and fails with one line naming the cause (``FLTR_AUDIT_DEBUG=1``
-    shows them)."""
-    import numpy as np
-
+    """No numpy floating-point RuntimeWarnings (overflow, invalid value, divide by zero: "... encountered
+    in ...") on stderr: the engine checks what it computes and fails with one line naming the cause
+    (``FLTR_AUDIT_DEBUG=1`` shows them). A warnings filter, so that numpy loads only when a command
+    needs it."""
     if os.environ.get("FLTR_AUDIT_DEBUG"):
         yield
         return
-    with np.errstate(all="ignore"):
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r".* encountered in ", category=RuntimeWarning)
         yield
 
 

@@ -12,18 +12,20 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any, Callable, Literal
+from typing import TYPE_CHECKING, Any, Callable, Literal
 
 from fltr_audit import plugins
 from fltr_audit.constraints import InstanceOf, Interval, Options, Parameter, ParameterError, validate
 from fltr_audit.errors import FltrError
-from fltr_audit.engine.interfaces import Algorithm
-from fltr_audit.engine.messages import MessageKind
+
+if TYPE_CHECKING:  # start-up: the command line lists the algorithms before numpy loads
+    from fltr_audit.engine.interfaces import Algorithm
+    from fltr_audit.engine.messages import MessageKind
 
 ClickFamily = Literal["cascade", "pbm"]
 CASCADE_CLICK_MODELS = ("perfect", "navigational", "informational")
 
-Builder = Callable[[Any, str, dict], Algorithm]
+Builder = Callable[[Any, str, dict], "Algorithm"]
 """``build(splits, click_model, settings) -> Algorithm``; ``settings`` holds ``ranker``,
 ``seed``, ``clients``, ``queries_per_client`` and ``params`` (the algorithm's own keywords)."""
 

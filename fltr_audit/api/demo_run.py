@@ -12,7 +12,7 @@ from typing import Any
 import pandas as pd
 
 from attacks.epsilon import epsilon_rows
-from fltr_audit.api.audit import audit_campaign_of
+from fltr_audit.api.audits import audit_campaign_of
 from fltr_audit.atomic import write_files
 from fltr_audit.engine.algorithms.registry import algorithm_spec
 from fltr_audit.errors import FltrError
