@@ -1,14 +1,15 @@
-"""``fltr-audit bench core`` and ``bench scaling`` (``fltr_audit.api.bench_core``)."""
+"""``fltr-audit bench core`` and ``bench scaling`` (``fltr_audit.api.bench_core``), and ``bench
+bandwidth``, the memory-bandwidth limit of ``bench fpdgd``."""
 
 from __future__ import annotations
 
-from typing import List
+from typing import Any, List
 
 import typer
 
 from fltr_audit.cli import options as o
 from fltr_audit.cli.app import bench_app
-from fltr_audit.cli.common import emit_json, print_table
+from fltr_audit.cli.common import best_seconds, check_at_least, emit_json, print_figures, print_table
 
 
 @bench_app.command("core")
@@ -61,14 +62,14 @@ def bench_scaling(
          "µs / interaction": f"{r['cpu_microseconds_per_interaction']:.1f}"} for r in rows])
 
 
-def _product_seconds(X: np.ndarray, w: np.ndarray, threads: int, repeats: int) -> float:
+def _product_seconds(X: Any, w: Any, threads: int, repeats: int) -> float:
     """Best wall seconds of ``X @ w`` (float32 BLAS ``sgemv``, one BLAS thread each) split into
     ``threads`` contiguous row parts computed at once: the time to stream X's bytes once."""
     from concurrent.futures import ThreadPoolExecutor
 
     from threadpoolctl import threadpool_limits
 
-    bounds = np.linspace(0, len(X), threads + 1).astype(np.int64)
+    bounds = [len(X) * i // threads for i in range(threads + 1)]
     parts = [X[lo:hi] for lo, hi in zip(bounds[:-1], bounds[1:])]
     with threadpool_limits(limits=1, user_api="blas"), ThreadPoolExecutor(threads) as pool:
         return best_seconds(lambda: list(pool.map(lambda part: part @ w, parts)), repeats)
@@ -81,7 +82,8 @@ def bench_bandwidth(
     clients: int = typer.Option(1000, "--clients"),
     queries_per_client: int = typer.Option(2, "--queries-per-client"),
     repeats: int = typer.Option(7, "--repeats", help="Timed repetitions; the best is reported."),
-    json_out: bool = typer.Option(False, "--json", help="Print the figures as JSON."),
+    json_out: o.Json = False,
+    quiet: o.Quiet = False,
 ) -> None:
     """The memory-bandwidth limit of ``bench fpdgd``: a float32 matrix-vector product over as many
     feature bytes as one FPDGD round ranks (the mean candidate rows of clients x B lists: ~130 MB at
@@ -89,7 +91,8 @@ def bench_bandwidth(
     interactions per such pass on every core, the speed FPDGD would reach if scoring were all it did."""
     import os
 
-    from fltr_audit.cli.common import print_figures
+    import numpy as np
+
     from fltr_audit.engine.data.load import load_splits
 
     check_at_least({"--clients": clients, "--queries-per-client": queries_per_client, "--repeats": repeats})
