@@ -9,7 +9,8 @@ The layers, top down (imports point down only; ``tests/test_layers.py`` holds th
 * ``store/`` -- the results store, its records, the recording format;
 * ``privacy/`` -- declared mechanisms and claim trials;
 * ``engine/`` -- data, click models, rankers, algorithms, the federation loop, kernels;
-* ``errors``, ``constraints``, ``atomic``, ``plugins`` -- the vocabulary every layer uses.
+* ``errors``, ``constraints``, ``plugins``, ``base/`` (atomic writes, memory budgets, untrusted files)
+  -- the vocabulary every layer uses.
 
 The Python API (``fltr_audit.api``, loaded on first use so that ``import fltr_audit`` stays
 light): a call for every command -- ``audit(...)``, ``audit_campaign(path_or_mapping)``,
@@ -71,6 +72,7 @@ MOVED = {
     "fltr_audit.executors": "fltr_audit.runs.executors",
     "fltr_audit.interrupts": "fltr_audit.runs.interrupts",
     "fltr_audit.records": "fltr_audit.store.records",
+    "fltr_audit.atomic": "fltr_audit.base.atomic",
     "fltr_audit.recording": "fltr_audit.store.recording",
 }
 """Import paths of modules before they moved into the layer folders -> where they are now. Plug-ins

@@ -112,8 +112,8 @@ def test_registered_as_defense_strings():
     register()
     from defenses.stack import parse_defense
     stack = parse_defense("flwr-localdp(clip=1,epsilon=5)")
-    assert isinstance(stack.client[0], FlowerLocalDp) and stack.claim.epsilon == 5.0
-    assert isinstance(parse_defense("flwr-dp(noise_multiplier=1,side=server)").aggregator, FlowerCentralDp)
+    assert isinstance(stack.client[0].wrapped, FlowerLocalDp) and stack.claim.epsilon == 5.0
+    assert isinstance(parse_defense("flwr-dp(noise_multiplier=1,side=server)").aggregator.wrapped, FlowerCentralDp)
     assert parse_defense("flwr-secaggplus").claim.scope == "none"
 
 

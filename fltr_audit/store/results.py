@@ -94,6 +94,7 @@ import pandas as pd
 
 from fltr_audit.constraints import ParameterError
 from fltr_audit.store.defense_spelling import current_spelling
+from fltr_audit.store.read_only import read_only_fs, read_only_mode
 from fltr_audit.errors import FltrError
 from fltr_audit.store.records import RECORDS, columns
 
@@ -175,9 +176,8 @@ def _connect(path: Path, *, readonly: bool = False, init: bool = False) -> sqlit
     conn = None
     try:
         if readonly:
-            mode = "immutable=1" if _read_only_fs(path) else "mode=ro"  # no -shm can be made there
-            conn = sqlite3.connect(f"{path.resolve().as_uri()}?{mode}", uri=True, isolation_level=None,
-                                   timeout=BUSY_TIMEOUT_MS / 1000)
+            conn = sqlite3.connect(f"{path.resolve().as_uri()}?{read_only_mode(path)}", uri=True,
+                                   isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
         else:
             conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
@@ -224,20 +224,13 @@ def _check_ours(path: Path, tables: set[str], version: Any, readonly: bool) -> N
         raise ParameterError("store", f"{path}: not a fltr-audit results store (tables missing)")
 
 
-def _read_only_fs(path: Path) -> bool:
-    try:
-        return bool(os.statvfs(path.parent).f_flag & os.ST_RDONLY)
-    except OSError:
-        return False
-
-
 def _unusable(path: Path, exc: sqlite3.DatabaseError, doing: str) -> FltrError:
     """The one-line error of an SQLite failure on the store: corrupt, not SQLite, or not
     openable / writable (saying when its file system is read-only)."""
     text = str(exc)
     if "malformed" in text or "not a database" in text:
         return ParameterError("store", f"{path}: corrupt, or not an SQLite file ({text})")
-    if _read_only_fs(path):
+    if read_only_fs(path):
         text += "; its file system is read-only"
     return ParameterError("store", f"{path}: cannot {doing} ({text})")
 
