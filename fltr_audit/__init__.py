@@ -19,8 +19,7 @@ light): a call for every command -- ``audit(...)``, ``audit_campaign(path_or_map
 """
 
 import importlib
-import importlib.abc
-import importlib.util
+import importlib.machinery
 import sys
 
 from fltr_audit._version import __version__
@@ -80,8 +79,9 @@ written against the documented paths (``fltr_audit.mechanisms``, ``fltr_audit.me
 them unedited: the old name is the same module object, submodules included."""
 
 
-class _MovedModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """Resolves an old import path (``MOVED``, or a submodule of a moved package) to its module."""
+class _MovedModules:
+    """Resolves an old import path (``MOVED``, or a submodule of a moved package) to its module: a
+    meta path finder and its loader (``importlib.abc.MetaPathFinder`` and ``Loader``'s methods)."""
 
     @staticmethod
     def _target(name: str) -> str | None:
@@ -92,13 +92,20 @@ class _MovedModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
     def find_spec(self, name, path=None, target=None):
         new = self._target(name)
-        return None if new is None else importlib.util.spec_from_loader(name, self)
+        return None if new is None else importlib.machinery.ModuleSpec(name, self)
+
+    def __init__(self) -> None:
+        self.own_specs: dict = {}
 
     def create_module(self, spec):
-        return importlib.import_module(self._target(spec.name))  # the module itself, not a copy
+        module = importlib.import_module(self._target(spec.name))  # the module itself, not a copy
+        self.own_specs[module.__name__] = module.__spec__
+        return module
 
     def exec_module(self, module) -> None:
-        pass
+        """Nothing to run: the module already ran; give it back its own spec, which the import
+        system replaced with the old name's."""
+        module.__spec__ = self.own_specs[module.__name__]
 
 
 sys.meta_path.insert(0, _MovedModules())

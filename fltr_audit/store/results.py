@@ -31,7 +31,8 @@ Schema (``schema_version`` 1; every data table also has ``run_key`` and ``extra`
            fpr REAL, fnr REAL, neighbours TEXT, audited_scope TEXT, test TEXT, fp INTEGER,
            fn INTEGER, n0 INTEGER, n1 INTEGER, ceiling REAL, trial_limited BOOLEAN, mu REAL,
            mu_lb REAL, rounds INTEGER, claim_verdict TEXT, tightness REAL, small_error TEXT,
-           epsilon_server REAL,
+           verdict_by TEXT, gof_pvalue REAL, power REAL, trials_needed REAL, mu_fp INTEGER,
+           mu_fn INTEGER, pair TEXT, pairs INTEGER, verdict_note TEXT, epsilon_server REAL,
            epsilon_server_q99 REAL, epsilon_observer REAL, delta_total REAL,
            participations_max INTEGER, participations_q99 INTEGER, audit_key TEXT)
     utility(algo TEXT, data TEXT, fold INTEGER, seed INTEGER, click_model TEXT,
@@ -49,7 +50,8 @@ Schema (``schema_version`` 1; every data table also has ``run_key`` and ``extra`
                claimed_scope TEXT, claim_verdict TEXT, tightness REAL, mu_lb REAL,
                mu_limit REAL, mu_claimed REAL, epsilon_lb_fdp REAL, fdp_guesses INTEGER,
                fdp_correct INTEGER, fdp_pool INTEGER, fdp_participations INTEGER,
-               verdict_by TEXT, ndcg10 REAL, seconds REAL, audit_key TEXT)
+               verdict_by TEXT, ndcg10 REAL, seconds REAL, epsilon_estimate_reason TEXT,
+               canaries_needed REAL, float_channel TEXT, float_channel_pvalue REAL, audit_key TEXT)
     meta(key TEXT PRIMARY KEY, value TEXT)
     claims(run_key TEXT PRIMARY KEY, host TEXT, pid INTEGER, expires REAL (Unix time))
                                           -- runs a process is computing now (see ResultsStore.claim)
