@@ -27,7 +27,9 @@ from attacks.mechanism_tests import (
     shuffle_statistic,
 )
 from attacks.robust_neighbours import worst_case_others
-from attacks.stack_outputs import aggregate_mechanism, message_mechanism, noisy_aggregate_mechanism, shuffle_mechanism
+from attacks.stack_outputs import (
+    aggregate_mechanism, message_mechanism, noisy_aggregate_mechanism, separable_coordinates, shuffle_mechanism,
+)
 from attacks.worst_case import claimed_mu, sensitivity_note, worst_case_pairs
 from fltr_audit.privacy import mechanisms as mech
 from fltr_audit.constraints import Interval, Options, check
@@ -115,11 +117,17 @@ def _shuffle_setup(stack: Any, inputs: tuple[np.ndarray, np.ndarray], trials: in
                    seed: int, test: str, g: np.ndarray | None, kind: str) -> tuple[Any, Any, str, str, str]:
     """A shuffled cohort (test ``shuffle-llr``: the exact likelihood ratio of the multiset), at a
     cohort of at least the shuffler's n when its claim is the amplified one; replace-one
-    neighbours (the target's input 0 or 1, the others all holding input 0)."""
+    neighbours (the target's input 0 or 1, the others all holding input 0). Where the declared
+    noise is per coordinate, the messages are simulated on the coordinates where the inputs
+    differ only (``separable_coordinates``): the same ratios, a fraction of the cost."""
     declared = mech.declared(stack.aggregator)
     if declared.amplified:  # the amplified claim is for cohorts of at least n
         cohort = max(cohort, int(declared.n))
     check("cohort", cohort, (Interval(int, 2, None),), "the messages a shuffler mixes")
+    kept = separable_coordinates(stack, inputs)
+    if kept is not None:  # the messages' other coordinates have one law under both inputs: not simulated
+        inputs = (inputs[0][kept], inputs[1][kept])
+        g = None if g is None else np.asarray(g, dtype=np.float64)[kept]
     found = mechanism_statistic(stack, inputs, "message", cohort, g, kind)
     if found is None:
         raise FltrError(f"STACK: {stack.name!r}: the shuffle audit needs a single declared local randomizer")

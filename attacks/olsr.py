@@ -191,15 +191,13 @@ def _irls(y: np.ndarray, A: np.ndarray, steps: int) -> tuple[np.ndarray, np.ndar
     """Iteratively reweighted least squares for LAD (weights ``1 / max(|r_p|, floor)``), the
     floor starting at 0.1 of the row's largest |y| and shrinking by ``IRLS_SHRINK`` per step;
     each step solves the weighted normal equations of all rows at once with a ridge of
-    ``RIDGE`` times the largest diagonal (``_solve``: the pseudo-inverse where that system is
-    still singular in floating point). Returns the fit and the OLS rank of each row."""
-    m = A.shape[1]
+    ``RIDGE`` times the largest diagonal (``_weighted_ridge``). Returns the fit and the OLS rank
+    of each row."""
     scale = np.abs(y).max(axis=1, keepdims=True)
     scale = np.where(scale > 0, scale, 1.0)
     At = np.swapaxes(A, 1, 2)
     start = ols_batched(y, A)
     coef = start.coef
-    eye = np.eye(m)
     floor = 0.1
     resid, Aw = np.empty_like(y), np.empty_like(A)        # reused buffers
     for _ in range(steps):
@@ -210,11 +208,26 @@ def _irls(y: np.ndarray, A: np.ndarray, steps: int) -> tuple[np.ndarray, np.ndar
         w = np.reciprocal(resid, out=resid)
         w /= w.max(axis=1, keepdims=True)
         np.multiply(A, w[:, None, :], out=Aw)
-        G = Aw @ At
-        ridge = RIDGE * np.einsum("nii->ni", G).max(axis=1) + 1e-300
-        coef = _solve(G + ridge[:, None, None] * eye, Aw @ y[:, :, None])[..., 0]
+        coef = _weighted_ridge(A, At, Aw, y)
         floor = max(floor * IRLS_SHRINK, 1e-12)
     return coef, start.rank
+
+
+def _weighted_ridge(A: np.ndarray, At: np.ndarray, Aw: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """The ridge solution of the weighted normal equations, ``(A W A^T + r I_m) coef = A W y`` with
+    ``r = RIDGE`` times the largest diagonal entry of ``A W A^T`` (``Aw = A W``). With more
+    regressors than observations (m > P) it is computed through the P x P system, by the
+    push-through identity ``(A W A^T + r I_m)^-1 A W = A W (A^T A W + r I_P)^-1``: the same
+    solution, never singular (``A^T A W`` has no negative eigenvalue), at O(P^3) instead of the
+    ill-conditioned m x m system of rank <= P."""
+    n, m, P = A.shape
+    if m <= P:
+        G = Aw @ At
+        ridge = RIDGE * np.einsum("nii->ni", G).max(axis=1) + 1e-300
+        return _solve(G + ridge[:, None, None] * np.eye(m), Aw @ y[:, :, None])[..., 0]
+    ridge = RIDGE * np.einsum("nmp,nmp->nm", Aw, A).max(axis=1) + 1e-300  # the diagonal of A W A^T
+    dual = At @ Aw + ridge[:, None, None] * np.eye(P)
+    return (Aw @ np.linalg.solve(dual, y[:, :, None]))[..., 0]
 
 
 def _solve(G: np.ndarray, b: np.ndarray) -> np.ndarray:

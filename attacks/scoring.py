@@ -84,10 +84,25 @@ class Slots:
 
 @dataclass(frozen=True)
 class Evaluation:
-    """One guess scored: the per-list rows and the kept slots (for pooled measures)."""
+    """One guess scored: the per-list rows (``columns``, one array per column) and the kept slots
+    (for pooled measures)."""
 
-    per_query: pd.DataFrame
+    columns: dict[str, np.ndarray]
     slots: Slots
+
+    @property
+    def per_query(self) -> pd.DataFrame:
+        """The per-list rows as a table."""
+        return pd.DataFrame(self.columns)
+
+    @staticmethod
+    def rows(evaluations: list["Evaluation"]) -> pd.DataFrame:
+        """The per-list rows of several evaluations in order, one table built once (as
+        ``pd.concat`` of their ``per_query`` with a fresh index)."""
+        if not evaluations:
+            return pd.DataFrame()
+        return pd.DataFrame({name: np.concatenate([e.columns[name] for e in evaluations])
+                             for name in evaluations[0].columns})
 
 
 def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
@@ -199,35 +214,33 @@ def evaluate(guess: Guess, batch: RoundBatch, *, counterfactual: np.ndarray | No
     auc_cf = _nanmean_axis0(auc_from_ranks(ranks, cf_flat, flat_mask)) if len(cf) else np.full(R, np.nan)
     adv_cf = _nanmean_axis0(advantage_of(flat_d, cf_flat, flat_mask)) if len(cf) else np.full(R, np.nan)
     queries = view.interactions.queries if view.interactions is not None else np.full((n, B), -1)
-    frame = pd.DataFrame(
-        {
-            "client": np.repeat(np.asarray(batch.truth.client_ids), B),
-            "query": np.asarray(queries).reshape(-1),
-            "n_shown": n_shown.reshape(-1),
-            "n_clicked": c.sum(-1).reshape(-1),
-            "n_guessed": d.sum(-1).reshape(-1),
-            "tp": tp.reshape(-1),
-            "fp": fp.reshape(-1),
-            "tn": tn.reshape(-1),
-            "fn": fn.reshape(-1),
-            "accuracy": _ratio(tp + tn, n_shown).reshape(-1),
-            "precision": precision.reshape(-1),
-            "recall": recall.reshape(-1),
-            "f1": f1.reshape(-1),
-            "auc": auc,
-            "advantage": advantage,
-            "auc_counterfactual": auc_cf,
-            "advantage_counterfactual": adv_cf,
-        }
-    )
-    keep = ((frame["n_shown"] >= max(min_shown, 1)) & ((frame["n_clicked"] > 0) | (not require_click))).to_numpy()
+    columns = {
+        "client": np.repeat(np.asarray(batch.truth.client_ids), B),
+        "query": np.asarray(queries).reshape(-1),
+        "n_shown": n_shown.reshape(-1),
+        "n_clicked": c.sum(-1).reshape(-1),
+        "n_guessed": d.sum(-1).reshape(-1),
+        "tp": tp.reshape(-1),
+        "fp": fp.reshape(-1),
+        "tn": tn.reshape(-1),
+        "fn": fn.reshape(-1),
+        "accuracy": _ratio(tp + tn, n_shown).reshape(-1),
+        "precision": precision.reshape(-1),
+        "recall": recall.reshape(-1),
+        "f1": f1.reshape(-1),
+        "auc": auc,
+        "advantage": advantage,
+        "auc_counterfactual": auc_cf,
+        "advantage_counterfactual": adv_cf,
+    }
+    keep = (columns["n_shown"] >= max(min_shown, 1)) & ((columns["n_clicked"] > 0) | (not require_click))
     malicious = batch.truth.private.get("malicious")
     if malicious is not None and not score_malicious:
         keep = keep & np.repeat(~np.asarray(malicious, dtype=bool), B)
     slot_keep = flat_mask & keep[:, None]
     slots = Slots(score=score[slot_keep], click=c.reshape(R, k)[slot_keep], decision=flat_d[slot_keep],
                   counterfactual=cf_flat[:, slot_keep])
-    return Evaluation(frame[keep].reset_index(drop=True), slots)
+    return Evaluation({name: values[keep] for name, values in columns.items()}, slots)
 
 
 def score_guess(guess: Guess, batch: RoundBatch, *, counterfactual: np.ndarray | None = None, min_shown: int = 0,

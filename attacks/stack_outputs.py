@@ -113,6 +113,8 @@ def aggregate_mechanism(stack: Any, inputs: tuple[np.ndarray, np.ndarray], cohor
     others (rows of ``others``, drawn at random, or zero updates -- fixed inputs the attacker
     knows, the worst case), all through the client defenses; one trial per cohort."""
     check("cohort", cohort, (Interval(int, 2, None),), "the clients an aggregate sums")
+    if not stack.client:
+        return _untransformed_aggregate(inputs, cohort, others, g, kind)
 
     def mechanism(rng: np.random.Generator, n: int, which: int) -> np.ndarray:
         u = np.asarray(inputs[which], dtype=np.float64)
@@ -128,15 +130,51 @@ def aggregate_mechanism(stack: Any, inputs: tuple[np.ndarray, np.ndarray], cohor
     return mechanism
 
 
+def _untransformed_aggregate(inputs: tuple[np.ndarray, np.ndarray], cohort: int, others: np.ndarray | None,
+                             g: np.ndarray | None, kind: str) -> Mechanism:
+    """``aggregate_mechanism`` of a stack without client transforms (plain secure aggregation), many
+    trials at once: no transform draws from the stream, so trial t's members are the t-th draw of
+    ``others`` rows, as one trial at a time draws them, and its mean sums the members in the same
+    order (``(u + g) - g`` for weights, as ``Messages.updates``): the same bits, ``TRIAL_CHUNK_VALUES``
+    at a time."""
+    g = None if g is None else np.asarray(g, dtype=np.float64)
+
+    def mechanism(rng: np.random.Generator, n: int, which: int) -> np.ndarray:
+        u = np.asarray(inputs[which], dtype=np.float64)
+        out = np.empty((n, len(u)))
+        step = max(1, TRIAL_CHUNK_VALUES // (cohort * max(len(u), 1)))
+        for lo in range(0, n, step):
+            rows = np.zeros((min(step, n - lo), cohort, len(u)))
+            rows[:, 0] = u
+            if others is not None:
+                rows[:, 1:] = others[rng.integers(0, len(others), size=(len(rows), cohort - 1))]
+            if kind == "weights":
+                zero = np.zeros(len(u)) if g is None else g
+                rows = (rows + zero) - zero
+            out[lo:lo + len(rows)] = rows.mean(axis=1)
+        return out
+
+    return mechanism
+
+
+TRIAL_CHUNK_VALUES = 1 << 22
+"""Update coordinates of the cohorts simulated at a time by ``_untransformed_aggregate``."""
+
+
 def noisy_aggregate_mechanism(stack: Any, inputs: tuple[np.ndarray, np.ndarray], cohort: int,
                               others: np.ndarray | None = None) -> Mechanism:
     """The mean a noisy aggregator releases for a fixed cohort of ``cohort``: the target holding
     update ``inputs[which]``, the ``cohort - 1`` others zero updates (fixed and known: the worst
     case of the mean) or the rows of ``others`` (a robust rule's worst case,
-    ``attacks.robust_neighbours``), every member still adding its noise share; one aggregation per
-    trial, each by a fresh copy of the aggregator (adaptive clipping's clip starts where the stack's does)."""
+    ``attacks.robust_neighbours``), every member still adding its noise share; one aggregation per trial, each by a fresh
+    copy of the aggregator (adaptive clipping's clip starts where the stack's does) -- or all trials
+    at once by an aggregator that simulates such rounds itself (``zero_cohort_means``, equal in law:
+    ``ddgauss``, used only with zero others)."""
+    batched = stack.aggregator.zero_cohort_means if others is None else None
 
     def mechanism(rng: np.random.Generator, n: int, which: int) -> np.ndarray:
+        if batched is not None:
+            return batched(inputs[which], cohort, n, rng)
         rows = np.zeros((cohort, len(inputs[which])))
         rows[0] = inputs[which]
         if others is not None:
@@ -148,6 +186,25 @@ def noisy_aggregate_mechanism(stack: Any, inputs: tuple[np.ndarray, np.ndarray],
     return mechanism
 
 
+def separable_coordinates(stack: Any, inputs: tuple[np.ndarray, np.ndarray]) -> np.ndarray | None:
+    """The coordinates where the two inputs differ, when a message's law there does not depend on
+    the others: both inputs zero elsewhere (a clip reads the same norm without them) and the client
+    transforms declaring one noise added independently per coordinate (Laplace or Gamma shares,
+    which ``tests/test_mechanism_audit.py`` checks against the full messages); None otherwise."""
+    if undeclared_client(stack):
+        return None
+    comps = noise_declarations(stack)
+    if len(comps) != 1 or not isinstance(comps[0], (mech.Laplace, mech.GammaShares)):
+        return None
+    a, b = (np.asarray(x, dtype=np.float64) for x in inputs)
+    differ = a != b
+    return np.flatnonzero(differ) if not (a[~differ].any() or b[~differ].any()) else None
+
+
+SHUFFLE_CHUNK_VALUES = 1 << 22
+"""Message coordinates simulated at a time by ``shuffle_mechanism`` (bounded memory at any trials)."""
+
+
 def shuffle_mechanism(stack: Any, inputs: tuple[np.ndarray, np.ndarray], cohort: int, message_llr: Statistic,
                       g: np.ndarray | None = None, kind: str = "update") -> Mechanism:
     """The shuffled cohort the server receives (replace-one worst case): the target's local input
@@ -155,12 +212,13 @@ def shuffle_mechanism(stack: Any, inputs: tuple[np.ndarray, np.ndarray], cohort:
     randomizer, then the stack's shuffler. Returned as the shuffled messages' log-likelihood
     ratios ``log p1(y_i) / p0(y_i)`` (``message_llr``), in the shuffled order: every message
     coordinate where the inputs agree has the same law under both, so the ratios are a
-    sufficient statistic of the multiset (the server's view) and keep the audit's memory small."""
+    sufficient statistic of the multiset (the server's view) and keep the audit's memory small.
+    Trials are simulated ``SHUFFLE_CHUNK_VALUES`` message coordinates at a time."""
     single = message_mechanism(stack, inputs, cohort, g, kind)
     rr = metric_randomizer(stack) is not None
+    ids = np.arange(cohort)
 
-    def mechanism(rng: np.random.Generator, n: int, which: int) -> np.ndarray:
-        ids = np.arange(cohort)
+    def shuffled_llrs(rng: np.random.Generator, n: int, which: int) -> np.ndarray:
         target, others = single(rng, n, which), single(rng, n * (cohort - 1), 0)
         others = others.reshape(n, cohort - 1, *others.shape[1:])
         shuffled = np.empty((n, cohort, *others.shape[2:]))
@@ -172,5 +230,9 @@ def shuffle_mechanism(stack: Any, inputs: tuple[np.ndarray, np.ndarray], cohort:
                                               ids, rng).messages
             shuffled[t] = view.metric if rr else view.vector
         return np.asarray(message_llr(shuffled.reshape(n * cohort, -1))).reshape(n, cohort)
+
+    def mechanism(rng: np.random.Generator, n: int, which: int) -> np.ndarray:
+        step = max(1, SHUFFLE_CHUNK_VALUES // (cohort * len(inputs[which])))
+        return np.concatenate([shuffled_llrs(rng, min(step, n - lo), which) for lo in range(0, n, step)])
 
     return mechanism

@@ -51,7 +51,7 @@ from typing import Any
 
 import numpy as np
 
-from fltr_audit.engine.cohorts import participation_counts
+from fltr_audit.engine.cohorts import participations
 from fltr_audit.constraints import Interval, ParameterError, check
 from fltr_audit.errors import FltrError
 
@@ -173,12 +173,15 @@ QUANTILE = 0.99
 
 @dataclass(frozen=True)
 class ParticipationSchedule:
-    """How often each user of a run took part: ``counts[u]`` realized participations of user u over
-    ``rounds`` rounds, at the cohort's sampling rate ``sampling_rate`` (cohort / population)."""
+    """How often each user of a run took part: ``counts`` the realized participations of the users
+    over ``rounds`` rounds, at the cohort's sampling rate ``sampling_rate`` (cohort / population);
+    ``absent`` more users who never took part are not stored (a population of 10^9 costs the
+    counts of the users who took part only)."""
 
     rounds: int
     sampling_rate: float
     counts: np.ndarray
+    absent: int = 0
 
     @classmethod
     def of_run(cls, seed: int, rounds: int, clients: int, population: int | None = None) -> "ParticipationSchedule":
@@ -186,8 +189,9 @@ class ParticipationSchedule:
         check("rounds", rounds, (Interval(int, 1, None),))
         if population is not None and population < clients:
             raise ParameterError("population", f"must be at least clients ({clients}), got {population}")
-        counts = participation_counts(seed, int(rounds), clients, population)
-        return cls(int(rounds), clients / (population or clients), counts)
+        took_part = participations(seed, int(rounds), clients, population)
+        return cls(int(rounds), clients / (population or clients), took_part.counts,
+                   took_part.population - len(took_part.counts))
 
     @classmethod
     def full(cls, rounds: int) -> "ParticipationSchedule":
@@ -197,11 +201,15 @@ class ParticipationSchedule:
     @property
     def worst(self) -> int:
         """The most participations any user had."""
-        return int(self.counts.max())
+        return int(self.counts.max(initial=0))
 
     def quantile(self, level: float = QUANTILE) -> int:
-        """The ``level`` quantile of the users' participations (the next observed count above it)."""
-        return int(np.quantile(self.counts, level, method="higher"))
+        """The ``level`` quantile of the users' participations (the next observed count above it):
+        ``np.quantile(counts and absent zeros, level, method="higher")``: the sorted counts at
+        index ``ceil((n - 1) level)``, computed as numpy does."""
+        n = len(self.counts) + self.absent
+        index = int(np.ceil((n - 1) * level))
+        return 0 if index < self.absent else int(np.partition(self.counts, index - self.absent)[index - self.absent])
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,11 @@ BETA = math.exp(-0.5)
 """The conditional-rounding constant beta of the paper's experiments."""
 WRAP_TARGET = 1e-6
 """The per-round modular wrap-around probability the scale is chosen for (union tail bound)."""
+ONE_GAUSSIAN_TAU = 1e-12
+"""Below this tau (``sum_tau``) a sum of n shares N_Z(0, s^2) is simulated as one N_Z(0, n s^2):
+the two laws' probabilities of any event are within a factor e^tau (Prop. 14)."""
+TRIAL_CHUNK_VALUES = 1 << 22
+"""Integer values drawn at a time when simulating many rounds at once (``zero_cohort_means``)."""
 
 
 def discrete_laplace(t: float, size: int, rng: np.random.Generator) -> np.ndarray:
@@ -238,6 +243,46 @@ class DDGauss(AggregatorBase):
         noisy = ints + discrete_gaussian(self.local_sigma(len(updates)) ** 2, ints.shape, rng)
         return self.centre(self.modular_sum(noisy, rng)), noisy.sum(axis=0), redraws
 
+    def zero_cohort_means(self, update: np.ndarray, cohort: int, trials: int, rng: np.random.Generator
+                          ) -> np.ndarray:
+        """The means ``aggregate`` releases in ``trials`` independent rounds in which one client of a
+        cohort of ``cohort`` sends ``update`` and the others zero updates (the audits' worst case),
+        all rounds at once: (trials, p), equal in law to ``trials`` calls of ``aggregate``.
+
+        A zero update encodes to the zero vector whatever the signs and the rounding draws (no
+        redraw), so round t's modular sum is the target's encoding (its own signs, steps 1-2)
+        plus the sum of the cohort's ``cohort`` discrete Gaussian shares; that sum is drawn share
+        by share, or, when ``sum_tau`` <= ``ONE_GAUSSIAN_TAU``, as one N_Z(0, cohort sigma_l^2)
+        (Prop. 14: every probability within a factor e^tau). The sum is reduced in Z_(2^b)
+        (a sum of residues is the residue of the sum), centred, decoded and divided by ``cohort``."""
+        update = np.asarray(update, dtype=np.float64)
+        self._check_model(len(update))
+        self._check_cohort(cohort)
+        sigma2 = self.local_sigma(cohort) ** 2
+        one = sum_tau(math.sqrt(sigma2), cohort) <= ONE_GAUSSIAN_TAU
+        ring = np.uint64((1 << self.bits) - 1)
+        out = np.empty((trials, len(update)))
+        step = max(1, TRIAL_CHUNK_VALUES // (self.dim * (1 if one else cohort)))
+        for lo in range(0, trials, step):
+            n = min(step, trials - lo)
+            signs = rng.choice(np.array([-1.0, 1.0]), size=(n, self.dim))
+            ints, _ = self.encode(np.repeat(update[None, :], n, axis=0), signs, rng)
+            shares = (discrete_gaussian(cohort * sigma2, (n, self.dim), rng) if one
+                      else discrete_gaussian(sigma2, (n, cohort, self.dim), rng).sum(axis=1))
+            summed = self.centre((ints + shares).view(np.uint64) & ring)
+            out[lo:lo + n] = (hadamard(summed * self.gamma) * signs)[:, :len(update)] / cohort
+        return out
+
+    def _check_model(self, p: int) -> None:
+        if p > self.dim:
+            raise FltrError(f"{self.name}: the model has {p} parameters, more than dim = {self.dim}; "
+                            f"set dim to a power of two >= {p}")
+
+    def _check_cohort(self, n: int) -> None:
+        if self.local_sigma(n) < 0.5:
+            raise FltrError(f"{self.name}: a round of {n} clients leaves each a discrete Gaussian std "
+                            f"{self.local_sigma(n):.3g} < 1/2 of a step; set n >= {n} (the cohort size)")
+
     def modular_sum(self, values: np.ndarray, rng: np.random.Generator | None = None) -> np.ndarray:
         """Step 4: each client's vector reduced into Z_(2^b), summed in Z_(2^b) (uint64): by
         numpy, or with ``secagg=protocol`` by the Bonawitz et al. double-masking protocol of
@@ -259,14 +304,10 @@ class DDGauss(AggregatorBase):
                   global_params: np.ndarray | None = None) -> Aggregate:
         require_vectors(messages, self.name)
         p = messages.vector.shape[1]
-        if p > self.dim:
-            raise FltrError(f"{self.name}: the model has {p} parameters, more than dim = {self.dim}; "
-                            f"set dim to a power of two >= {p}")
+        self._check_model(p)
         g = np.zeros(p) if global_params is None else np.asarray(global_params, dtype=np.float64)
         n = messages.n_clients
-        if self.local_sigma(n) < 0.5:
-            raise FltrError(f"{self.name}: a round of {n} clients leaves each a discrete Gaussian std "
-                            f"{self.local_sigma(n):.3g} < 1/2 of a step; set n >= {n} (the cohort size)")
+        self._check_cohort(n)
         signs = rng.choice(np.array([-1.0, 1.0]), size=self.dim)
         summed, exact, redraws = self.noisy_sum(messages.updates(g), signs, rng)
         decoded = hadamard((summed * self.gamma)[None, :])[0] * signs

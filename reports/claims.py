@@ -166,7 +166,7 @@ def _decide(out: pd.DataFrame, confidence: np.ndarray, delta: np.ndarray) -> Non
     tests' smallest p-value times the runs (Bonferroni)."""
     n = len(out)
     column = lambda c, fill: out[c].to_numpy(dtype=np.float64) if c in out else np.full(n, fill)  # noqa: E731
-    mu, mu_fp, mu_fn = column("mu", np.nan), column("mu_fp", 0.0), column("mu_fn", 0.0)
+    mu, mu_fp, mu_fn = column("mu", np.nan), column("mu_fp", np.nan), column("mu_fn", np.nan)
     gof = np.minimum(1.0, column("gof_pvalue", np.nan) * column("runs", 1.0))
     n0, n1 = out["n0"].to_numpy(dtype=np.float64), out["n1"].to_numpy(dtype=np.float64)
     level = 1.0 - (1.0 - confidence) / 2.0

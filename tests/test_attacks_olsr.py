@@ -297,3 +297,32 @@ def test_olsr_counts_degenerate_lists():
     for name in ("olsr", "olsr-l1"):
         guess = make_attack(name).guess(view)
         assert guess.degenerate == 1 and np.isfinite(guess.score).all()
+
+
+@pytest.mark.parametrize("zero_column", [False, True])
+def test_weighted_ridge_through_the_small_system_equals_the_large_one(monkeypatch, zero_column):
+    """``_weighted_ridge`` with more regressors than observations solves the P x P system of the
+    push-through identity: against the m x m normal equations where those are well conditioned
+    (a ridge of 1e-6: condition number ~1e6, so to 1e-7 relative), with and without an observation
+    no regressor touches;
+    at the default ridge the fit is the minimum-norm interpolation ``pinv(A^T) y``.
+    Catches: the weights on the wrong side, the ridge scaled differently, the transposed system."""
+    from attacks import olsr
+
+    rng = np.random.default_rng(5)
+    n, m, P = 3, 40, 9
+    A = rng.normal(size=(n, m, P))
+    if zero_column:
+        A[:, :, 4] = 0.0
+    y = rng.normal(size=(n, P))
+    Aw = A * rng.uniform(0.1, 1.0, size=(n, 1, P))
+    At = np.swapaxes(A, 1, 2)
+    monkeypatch.setattr(olsr, "RIDGE", 1e-6)
+    G = Aw @ At
+    ridge = 1e-6 * np.einsum("nii->ni", G).max(axis=1)
+    large = np.linalg.solve(G + ridge[:, None, None] * np.eye(m), Aw @ y[:, :, None])[..., 0]
+    np.testing.assert_allclose(olsr._weighted_ridge(A, At, Aw, y), large, rtol=1e-7, atol=1e-10)
+    monkeypatch.setattr(olsr, "RIDGE", 1e-16)
+    if not zero_column:
+        exact = np.stack([np.linalg.pinv(A[i].T) @ y[i] for i in range(n)])
+        np.testing.assert_allclose(olsr._weighted_ridge(A, At, Aw, y), exact, rtol=1e-8, atol=1e-10)

@@ -197,3 +197,23 @@ def test_leakage_interval_is_the_one_sample_t_test_of_the_paired_differences():
     assert out["n_lists"] == 48 and out["leakage"] == pytest.approx(diff.mean())
     assert out["p_value"] == pytest.approx(test.pvalue)
     assert (out["low"], out["high"]) == (pytest.approx(low), pytest.approx(high))
+
+
+def test_rows_of_several_evaluations_equal_the_concatenated_tables():
+    """``Evaluation.rows`` (one table from the batches' columns) equals ``pd.concat`` of their
+    ``per_query`` tables with a fresh index, dtypes included, with a filter that drops rows
+    (min_shown, require_click) and a batch that keeps none.
+    Catches: rows out of order, a column cast to another dtype, the filter lost."""
+    import pandas as pd
+
+    from attacks.scoring import Evaluation
+
+    rng = np.random.default_rng(8)
+    rounds = [_random_round(rng, n=n) for n in (30, 7, 45)]
+    evals = [evaluate(g, b, counterfactual=cf, min_shown=8, require_click=True) for g, b, cf, _, _ in rounds]
+    empty = evaluate(*rounds[1][:2], min_shown=11)
+    assert len(empty.per_query) == 0
+    evals.insert(1, evaluate(*rounds[1][:2], counterfactual=rounds[1][2], min_shown=11))
+    expected = pd.concat([e.per_query for e in evals], ignore_index=True)
+    pd.testing.assert_frame_equal(Evaluation.rows(evals), expected)
+    assert 0 < len(expected) < sum(len(r[0].decision.reshape(-1, 10)) for r in rounds)

@@ -27,13 +27,11 @@ def _train(*extra) -> list:
 
 
 SIZE_CASES = [  # item 6: out of memory with a culprit
-    ("audit-population-1e15", _audit("--population", HUGE), "--population"),
-    ("audit-run-population-1e15", ["audit-run", "fpdgd", "--data", SMALL, "--rounds", 1, "--clients", 20,
-                                   "--queries-per-client", 1, "--canaries", 10, "--population", HUGE], "--population"),
-    ("train-population-1e15", _train("--population", HUGE), "--population"),
+    # an IID population costs nothing per user (issue 42); data-quantity's weighted cohorts are O(N) per round
+    ("audit-population-1e15", _audit("--population", HUGE, "--non-iid", "data-quantity"), "--population"),
     ("train-population-data-quantity", _train("--population", HUGE, "--non-iid", "data-quantity"), "--population"),
     ("foltr-es-population-1e15", ["train", "foltr-es", "--data", SMALL, "--out", "o", "--rounds", 1, "--clients", 4,
-                                  "--population", HUGE, "--quiet"], "--population"),
+                                  "--population", HUGE, "--non-iid", "data-quantity", "--quiet"], "--population"),
     ("epsilon-length-1e9", ["epsilon", "--length", 10**9], "--length"),
     ("audit-counterfactual-1e9", _audit("--counterfactual", 10**9), "--counterfactual"),
     ("fedips-counterfactual-1e9", _audit("fedips", "--counterfactual", 10**9, click_model="pbm"),
@@ -60,16 +58,18 @@ def test_size_or_value_beyond_what_can_be_held(run_bad, case, argv, culprit):
 
 
 def test_a_small_machine_refuses_a_population_a_large_one_holds(run_bad, monkeypatch):
-    """10^9 users are not forbidden: refused only where the machine cannot hold them."""
+    """10^9 users are not forbidden: refused only where the machine cannot hold them -- and IID users
+    cost nothing per user (issue 42), so only data-quantity's weighted cohorts are ever refused."""
     from fltr_audit.engine.footprint import check_population_memory, population_bytes
 
-    monkeypatch.setenv("FLTR_AUDIT_MEMORY", str(10 * population_bytes(10**9)))
-    check_population_memory(10**9)
-    monkeypatch.setenv("FLTR_AUDIT_MEMORY", str(population_bytes(10**6)))
+    assert population_bytes(10**15) == 0
+    monkeypatch.setenv("FLTR_AUDIT_MEMORY", str(10 * population_bytes(10**9, "data-quantity")))
+    check_population_memory(10**9, "data-quantity")
+    monkeypatch.setenv("FLTR_AUDIT_MEMORY", str(population_bytes(10**6, "data-quantity")))
     with pytest.raises(ParameterError, match="population: a population of 1,000,000 users"):
-        check_population_memory(10**6)
-    assert population_bytes(10**6, "data-quantity") > population_bytes(10**6)
-    run_bad(_train("--population", 10**6), "--population")
+        check_population_memory(10**6, "data-quantity")
+    check_population_memory(10**15)
+    run_bad(_train("--population", 10**6, "--non-iid", "data-quantity"), "--population")
 
 
 def test_the_counterfactual_estimate_scales_with_draws_and_slots(monkeypatch):

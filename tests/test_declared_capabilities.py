@@ -16,7 +16,8 @@ from fltr_audit.engine.interfaces import Aggregate, AggregatorBase, PrivacyClaim
 from fltr_audit.errors import FltrError
 
 ROOT = Path(__file__).resolve().parents[1]
-CAPABILITIES = ("reads_global_model", "min_cohort", "sees", "robust_rule", "privatizes", "local_updates")
+CAPABILITIES = ("reads_global_model", "min_cohort", "sees", "robust_rule", "privatizes", "local_updates",
+                "zero_cohort_means")
 PLUG_IN_DOOR = {"defenses/registration.py"}
 """The one place a plug-in's declarations are read, with defaults, and checked."""
 

@@ -91,17 +91,34 @@ def test_aggregate_claim_and_no_claim():
 
 
 def test_realized_counts_follow_the_population_schedule():
-    """Counts ~ Binomial(rounds, clients / population) for each user, summing to rounds x clients."""
+    """Counts ~ Binomial(rounds, clients / population) for each user, summing to rounds x clients;
+    the users who never took part are counted, not stored (``absent``)."""
     s = ParticipationSchedule.of_run(3, 100, 100, 10_000)
-    assert s.counts.sum() == 100 * 100 and s.sampling_rate == 0.01 and len(s.counts) == 10_000
-    observed = np.bincount(s.counts, minlength=6)[:6]
+    counts = np.concatenate([s.counts, np.zeros(s.absent, dtype=np.int64)])
+    assert counts.sum() == 100 * 100 and s.sampling_rate == 0.01 and len(counts) == 10_000
+    assert (s.counts >= 1).all() and s.absent > 0
+    observed = np.bincount(counts, minlength=6)[:6]
     expected = stats.binom.pmf(np.arange(6), 100, 0.01) * 10_000
-    observed[-1] += (s.counts > 5).sum()
+    observed[-1] += (counts > 5).sum()
     expected[-1] += stats.binom.sf(5, 100, 0.01) * 10_000
     assert stats.chisquare(observed, expected).pvalue > 0.001
-    assert s.worst == s.counts.max() and s.quantile(0.99) == np.sort(s.counts)[9899]
+    assert s.worst == counts.max() and s.quantile(0.99) == np.sort(counts)[9899]
     assert not np.array_equal(s.counts, ParticipationSchedule.of_run(4, 100, 100, 10_000).counts)
     assert ParticipationSchedule.of_run(3, 7, 5).counts.tolist() == [7] * 5  # no population: every round
+
+
+@pytest.mark.parametrize("level", [0.0, 0.01, 0.5, 0.9, 0.99, 0.999, 1.0])
+def test_quantile_with_absent_users_is_numpys_higher_quantile_of_all_counts(level):
+    """The quantile over the stored counts and ``absent`` zeros equals ``np.quantile(all counts,
+    level, method="higher")``, at sizes where the index falls on, below and above the zeros.
+    Catches: numpy's index formula misread (ceil((n - 1) q)), the zeros forgotten or counted twice."""
+    rng = np.random.default_rng(5)
+    for n, stored in ((1, 1), (7, 3), (100, 1), (100, 99), (1001, 10), (12345, 400)):
+        counts = rng.integers(1, 9, stored)
+        s = ParticipationSchedule(5, 0.1, counts, n - stored)
+        full = np.concatenate([counts, np.zeros(n - stored, dtype=np.int64)])
+        assert s.quantile(level) == int(np.quantile(full, level, method="higher")), (n, stored)
+        assert s.worst == full.max()
 
 
 def test_accountant_object_answers_from_the_same_code_as_privacy_spent():

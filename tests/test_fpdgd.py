@@ -304,3 +304,40 @@ def test_cohort_step_is_the_same_at_any_thread_count():
     assert data.n_docs * 2 >= threads.PARALLEL_ROWS
     for a, b in zip(*runs):
         assert np.array_equal(a, b)
+
+
+def test_linear_steps_kernel_is_pair_weights_then_the_linear_vjp_bit_for_bit():
+    """``kernels.pdgd.linear_steps`` against the two steps it fuses (``pair_weights``, then
+    ``LinearRanker.vjp_rows`` added as ``weights[lists] += lr * grad``): the same bits on lists with
+    empty slots (-1), without clicks, with every slot clicked, one list of one slot, and ties in
+    the scores; lists without a pair keep their weights. Catches: another summation order, a step
+    applied to a list without a pair, an empty slot's row read, the wrong list's row."""
+    from fltr_audit.engine.kernels.pdgd import linear_steps
+
+    from fltr_audit.engine.kernels.ranking import rank_lists
+
+    rng = np.random.default_rng(4)
+    n, k, P = 60, 10, 7
+    counts = rng.integers(1, 25, n)
+    counts[5] = 1
+    candidates = np.where(np.arange(24) < counts[:, None], np.round(rng.normal(size=(n, 24)), 1), -np.inf)
+    noise = plackett_luce.gumbel_noise(rng, (int(counts.sum()),))
+    starts = np.cumsum(counts) - counts
+    positions, scores, log_dens = np.empty((n, k), dtype=np.int64), np.empty((n, k)), np.empty((n, k + 1))
+    rank_lists(candidates, counts, noise, starts, True, positions, scores, log_dens)
+    shown = np.where(positions >= 0, starts[:, None] + positions, -1)
+    X = rng.normal(size=(int(counts.sum()), P)).astype(np.float32)
+    clicks = (rng.random((n, k)) < 0.3) & (shown >= 0)
+    clicks[3] = False
+    clicks[4] = shown[4] >= 0
+    start = rng.normal(size=(n, P))
+    expected = start.copy()
+    ok = shown >= 0
+    coef = pair_weights(scores, log_dens, clicks, ok)
+    used = np.flatnonzero(coef.any(axis=1))
+    ranker = LinearRanker(P)
+    expected[used] += 0.1 * ranker.vjp_rows(start[used], X, np.where(ok[used], shown[used], 0), coef[used])
+    fused = start.copy()
+    linear_steps(X, shown, scores, log_dens, clicks, 0.1, fused)
+    assert np.array_equal(fused, expected)
+    assert np.array_equal(fused[3], start[3]) and len(used) < n

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import itertools
 import re
+from typing import Any
 
-import click
 import pytest
 import typer.main
 
@@ -39,15 +39,16 @@ DIFFERENT_THINGS = {
 """Name pairs the rules would flag that mean different things, each with the reason."""
 
 
-def _commands() -> dict[str, click.Command]:
+def _commands() -> dict[str, Any]:
+    """Every leaf command by its path, read from the click objects typer builds (through typer
+    only: typer >= 0.26 vendors its own click)."""
     register_commands()
-    out: dict[str, click.Command] = {}
+    out: dict[str, Any] = {}
 
-    def walk(cmd: click.Command, path: tuple[str, ...]) -> None:
-        if isinstance(cmd, click.Group):
-            ctx = click.Context(cmd)
-            for name in cmd.list_commands(ctx):
-                walk(cmd.get_command(ctx, name), path + (name,))
+    def walk(cmd: Any, path: tuple[str, ...]) -> None:
+        if hasattr(cmd, "commands"):
+            for name, sub in sorted(cmd.commands.items()):
+                walk(sub, path + (name,))
         else:
             out[" ".join(path)] = cmd
 
@@ -58,14 +59,14 @@ def _commands() -> dict[str, click.Command]:
 COMMANDS = _commands()
 
 
-def _visible(cmd: click.Command) -> list[tuple[str, str]]:
+def _visible(cmd: Any) -> list[tuple[str, str]]:
     """(spelling, help) of each parameter a user sees: options by their long flag, positionals by
     their metavar."""
     out = []
     for p in cmd.params:
         if getattr(p, "hidden", False):
             continue
-        if isinstance(p, click.Option):
+        if p.param_type_name == "option":
             out += [(o, p.help or "") for o in p.opts if o.startswith("--") and o not in ("--help",)]
         else:
             out.append(((p.metavar or p.name).strip("[]").upper(), getattr(p, "help", "") or ""))

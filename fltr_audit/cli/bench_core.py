@@ -1,14 +1,15 @@
-"""``fltr-audit bench core`` and ``bench scaling`` (``fltr_audit.api.bench_core``)."""
+"""``fltr-audit bench core`` and ``bench scaling`` (``fltr_audit.api.bench_core``), and ``bench
+bandwidth``, the memory-bandwidth limit of ``bench fpdgd``."""
 
 from __future__ import annotations
 
-from typing import List
+from typing import Any, List
 
 import typer
 
 from fltr_audit.cli import options as o
 from fltr_audit.cli.app import bench_app
-from fltr_audit.cli.common import emit_json, print_table
+from fltr_audit.cli.common import best_seconds, check_at_least, emit_json, print_figures, print_table
 
 
 @bench_app.command("core")
@@ -59,3 +60,51 @@ def bench_scaling(
     print_table(f"bench scaling ({data}, B = 2, CPU time, mean of {rounds} rounds)", [
         {"k": r["k"], "clients": r["clients"], "s / round": f"{r['cpu_seconds_per_round']:.4f}",
          "µs / interaction": f"{r['cpu_microseconds_per_interaction']:.1f}"} for r in rows])
+
+
+def _product_seconds(X: Any, w: Any, threads: int, repeats: int) -> float:
+    """Best wall seconds of ``X @ w`` (float32 BLAS ``sgemv``, one BLAS thread each) split into
+    ``threads`` contiguous row parts computed at once: the time to stream X's bytes once."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from threadpoolctl import threadpool_limits
+
+    bounds = [len(X) * i // threads for i in range(threads + 1)]
+    parts = [X[lo:hi] for lo, hi in zip(bounds[:-1], bounds[1:])]
+    with threadpool_limits(limits=1, user_api="blas"), ThreadPoolExecutor(threads) as pool:
+        return best_seconds(lambda: list(pool.map(lambda part: part @ w, parts)), repeats)
+
+
+@bench_app.command("bandwidth")
+def bench_bandwidth(
+    data: str = typer.Option("synthetic:mslr10k?queries=10000", "--data", help="Data spec (bench fpdgd's default)."),
+    fold: int = typer.Option(1, "--fold"),
+    clients: int = typer.Option(1000, "--clients"),
+    queries_per_client: int = typer.Option(2, "--queries-per-client"),
+    repeats: int = typer.Option(7, "--repeats", help="Timed repetitions; the best is reported."),
+    json_out: o.Json = False,
+    quiet: o.Quiet = False,
+) -> None:
+    """The memory-bandwidth limit of ``bench fpdgd``: a float32 matrix-vector product over as many
+    feature bytes as one FPDGD round ranks (the mean candidate rows of clients x B lists: ~130 MB at
+    the defaults), on one core and on every core. ``interactions_per_second_limit``: clients x B
+    interactions per such pass on every core, the speed FPDGD would reach if scoring were all it did."""
+    import os
+
+    import numpy as np
+
+    from fltr_audit.engine.data.load import load_splits
+
+    check_at_least({"--clients": clients, "--queries-per-client": queries_per_client, "--repeats": repeats})
+    train = load_splits(data, fold).train
+    rows = min(train.n_docs, int(round(clients * queries_per_client * train.n_docs / max(train.n_queries, 1))))
+    X = np.ascontiguousarray(train.features[:rows], dtype=np.float32)
+    w = np.random.default_rng(0).normal(size=X.shape[1]).astype(np.float32)
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    one, every = _product_seconds(X, w, 1, repeats), _product_seconds(X, w, cores, repeats)
+    figures = {"data": data, "rows": rows, "megabytes": X.nbytes / 1e6, "cores": cores,
+               "seconds_one_core": one, "gb_per_second_one_core": X.nbytes / one / 1e9,
+               "seconds_every_core": every, "gb_per_second_every_core": X.nbytes / every / 1e9,
+               "interactions_per_second_limit": clients * queries_per_client / every,
+               "load_average": os.getloadavg()[0]}
+    print_figures("bench bandwidth", figures, json_out)

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from fltr_audit.base.resources import check_memory
 
-POPULATION_BYTES_PER_USER = 16
-"""A run with a population of N users holds, per user, its visit count (``federation.train``, int64)
-and its realized participations (``cohorts.participation_counts``, int64, with the copy the
-accounting's quantile takes): measured 9-11 bytes per user at the peak of ``train``, ``audit-run``."""
+POPULATION_BYTES_PER_USER = 0
+"""A run with a population of N IID users holds nothing per user: the cohorts are drawn without
+materialising the population and the participations are kept for the users who took part only
+(``cohorts.Participations``: O(rounds x clients)); measured 2.3 GB peak for 10^9 and 10^10 users,
+the data's own (issue 42)."""
 WEIGHTED_COHORT_BYTES_PER_USER = 16
 """``data-quantity``: each round's Efraimidis-Spirakis keys over the whole population (float64) and
 their ``argpartition`` (int64); measured 16.6 bytes per user beside the above."""

@@ -71,12 +71,16 @@ class AggregatorBase:
     clients a cohort needs (an instance may set its own); it raises
     ``fltr_audit.errors.CohortLost`` when too few of them survive. ``sees``: what it must see of
     the messages (``Sees``). ``robust_rule``: a Byzantine-robust rule (``defenses.robust``).
+    ``zero_cohort_means``: None, or a method ``(update, cohort, trials, rng) -> (trials, dim)`` that
+    simulates ``trials`` rounds of a cohort of one ``update`` and ``cohort - 1`` zero updates at once,
+    equal in law to one ``aggregate`` per round (the audits' fast path, ``defenses.ddgauss``).
     """
 
     reads_global_model: ClassVar[bool] = False
     min_cohort: int = 1
     sees: ClassVar[Sees] = "updates"
     robust_rule: ClassVar[bool] = False
+    zero_cohort_means: ClassVar[Any] = None
 
 
 class Aggregator(Protocol):

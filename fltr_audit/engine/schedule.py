@@ -6,7 +6,9 @@ part in every round, each issuing B queries drawn for the whole cohort from
 
 With a ``population`` of N persistent users, round r's cohort is ``clients`` users drawn
 uniformly without replacement (``stream(seed, "cohort", r)``, as ``engine.cohorts`` recomputes it
-for the accounting), each issuing the next queries of its own stream (``user_queries``). A
+for the accounting, without materialising the population), each issuing the next queries of its own
+stream (``user_queries``); the participations are kept for the users who took part only
+(``engine.cohorts.Participations``: nothing per user of a population of 10^9). A
 non-IID setting (``engine.population``) shapes who takes part (``data-quantity``: weighted
 cohorts) and which queries users issue (``label-skew``: home query sets).
 """
@@ -16,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from fltr_audit.constraints import ParameterError
+from fltr_audit.engine.cohorts import Participations, cohort
 from fltr_audit.engine.data.dataset import Dataset
 from fltr_audit.engine.population import (check_buildable, counter_uniform, query_sets, skewed_queries,
                                           weighted_cohort)
@@ -74,7 +77,7 @@ class RoundSchedule:
         self.home_sets = (query_sets(train_data.labels, train_data.query_ptr, non_iid.sets)
                           if non_iid.setting == "label-skew" else None)
         self.client_ids = np.arange(settings.clients, dtype=np.int64)
-        self.visits = np.zeros(0 if self.fixed_cohort else settings.users, dtype=np.int64)
+        self.visits = Participations(settings.users)  # the participations so far of the users who took part
 
     def next_round(self, r: int) -> tuple[np.ndarray, np.ndarray]:
         """Round ``r``'s (client ids, queries (clients, B)); call once per round, in order."""
@@ -85,21 +88,20 @@ class RoundSchedule:
         if s.non_iid.setting == "data-quantity":
             self.client_ids = weighted_cohort(s.users, s.clients, s.non_iid.alpha, stream(s.seed, "cohort", r))
         elif s.population is not None:
-            self.client_ids = np.sort(stream(s.seed, "cohort", r).choice(s.population, s.clients, replace=False))
-        visits = self.visits[self.client_ids]
+            self.client_ids = cohort(s.seed, r, s.clients, s.population)
+        visits = self.visits.of(self.client_ids)
         if self.home_sets is not None:
             queries = skewed_queries(s.seed, s.non_iid, self.client_ids, visits, s.queries_per_client,
                                      *self.home_sets)
         else:
             queries = user_queries(s.seed, self.client_ids, visits, s.queries_per_client, self.n_queries)
-        self.visits[self.client_ids] += 1
+        self.visits.add(self.client_ids)
         return self.client_ids, queries
 
     def participation(self) -> dict:
         """The run config's participation figures (empty for a fixed IID cohort)."""
         s = self.settings
-        counts = {"rounds_participated_max": int(self.visits.max()) if len(self.visits) else 0,
-                  "rounds_participated_mean": float(self.visits.mean()) if len(self.visits) else 0.0}
+        counts = {"rounds_participated_max": self.visits.max(), "rounds_participated_mean": self.visits.mean()}
         out: dict = {}
         if s.population is not None:
             out.update(population=int(s.population), sampling_rate=s.clients / s.population, **counts)

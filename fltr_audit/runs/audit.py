@@ -35,7 +35,7 @@ import pandas as pd
 
 from attacks.epsilon import epsilon_rows
 from attacks.registry import attack_spec, make_attack
-from attacks.scoring import Slots, evaluate, roc_points, summarize
+from attacks.scoring import Evaluation, Slots, evaluate, roc_points, summarize
 from fltr_audit.runs.epsilon_audits import epsilon_audits, randomized_response
 from defenses.robust.compose import check_cohort
 from fltr_audit.runs.models import build_algorithm, final_ndcg, run_stack, splits_of, trained, without_poison
@@ -113,7 +113,7 @@ def _probe_and_attack(config: RunSpec, splits: Any, base: Any, context: dict) ->
             scored = [evaluate(guess, b, counterfactual=cf, min_shown=probe_cfg.min_shown,
                                require_click=probe_cfg.require_click)
                       for guess, b, cf in zip(guesses, batches, counterfactual)]
-            per_query = pd.concat([e.per_query for e in scored], ignore_index=True)
+            per_query = Evaluation.rows(scored)
             slots = Slots.concat([e.slots for e in scored])
             refined = guesses and guesses[0].attack.startswith(name)
             label = guesses[0].attack if refined else name            # e.g. bayes-approx where bayes searches

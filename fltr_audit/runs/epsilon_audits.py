@@ -21,7 +21,8 @@ import numpy as np
 from attacks.trial_sizing import auto_trials
 from attacks.foltr_decode import audit_query_distinguishing
 from attacks.mechanism_audit import audit_stack, protected_by_aggregator
-from attacks.worst_case import worst_case_inputs
+from attacks.stack_outputs import separable_coordinates
+from attacks.worst_case import worst_case_inputs, worst_case_pairs
 from defenses.accounting import ParticipationSchedule, privacy_spent
 from defenses.stack import DefenseStack
 from fltr_audit.engine.algorithms import registry as algorithms
@@ -38,10 +39,17 @@ AGGREGATE_TRIALS = 4_000
 defense call on a whole cohort per trial; ceiling 6.3, above every built-in aggregate claim)."""
 
 
-SHUFFLE_MESSAGES = 100_000
-"""At most this many messages per input for a worst-case audit of a shuffled cohort (each trial
-shuffles a whole cohort, of at least the shuffler's n for an amplified claim): 100 trials at
-n = 1000, some seconds."""
+BATCHED_AGGREGATE_TRIALS = 10_000
+"""The same cap for an aggregator that simulates all the trials at once (``zero_cohort_means``:
+``ddgauss``, about a second per 10^4 trials; ceiling 7.2)."""
+
+
+SHUFFLE_VALUES = 200_000_000
+"""At most this many simulated message coordinates per input and input pair for an audit of a
+shuffled cohort (each trial shuffles a whole cohort, of at least the shuffler's n for an amplified
+claim, the messages simulated on the coordinates the audit reads, ``separable_coordinates``): the
+pair of the most such coordinates sets the trials of all, 10,000 trials when every pair differs in
+one coordinate at n = 1000; 1,470 when one (the evenly spread pair) differs in all 136."""
 
 
 DEFAULT_AUDIT_TRIALS = 10_000
@@ -74,14 +82,23 @@ def audit_trials(config: RunSpec, stack: DefenseStack) -> int:
     return auto_trials(stack.claim.epsilon, stack.claim.delta)[0]
 
 
-def shuffle_trials(stack: DefenseStack, trials: int, cohort: int) -> int:
-    """``trials``, at most ``SHUFFLE_MESSAGES`` messages' worth (at least 100 trials) when the stack
-    shuffles: each trial shuffles a cohort of at least the shuffler's n for an amplified claim."""
+def shuffle_trials(stack: DefenseStack, trials: int, cohort: int, pairs: list[tuple[np.ndarray, np.ndarray]]) -> int:
+    """``trials``, at most ``SHUFFLE_VALUES`` simulated message coordinates' worth (at least 100
+    trials) when the stack shuffles: each trial shuffles a cohort of at least the shuffler's n for
+    an amplified claim, its messages simulated on the coordinates the audit reads of each input
+    pair it audits (``pairs``)."""
     shuffled = mech.declared(stack.aggregator)
     if not isinstance(shuffled, mech.Shuffle):
         return trials
     members = max(cohort, shuffled.n) if shuffled.amplified else cohort
-    return min(trials, max(100, SHUFFLE_MESSAGES // members))
+    values = max(_simulated_values(stack, pair) for pair in pairs)
+    return min(trials, max(100, SHUFFLE_VALUES // (members * max(values, 1))))
+
+
+def _simulated_values(stack: DefenseStack, pair: tuple[np.ndarray, np.ndarray]) -> int:
+    """The message coordinates a shuffle audit simulates for ``pair`` (``separable_coordinates``)."""
+    kept = separable_coordinates(stack, pair)
+    return len(kept) if kept is not None else len(pair[0])
 
 
 def epsilon_audits(config: RunSpec, splits: Any, stack: DefenseStack, base: TrainResult) -> list[dict]:
@@ -129,9 +146,12 @@ def _audit_worst_case(config: RunSpec, stack: DefenseStack, metric: bool, natura
             (claim.scope == "aggregate" and cohort >= 2)
         scope = "aggregate" if aggregate else "message"
         if scope == "aggregate":
-            trials = min(trials, AGGREGATE_TRIALS)
-        trials = shuffle_trials(stack, trials, cohort)
-    result = audit_stack(stack, claim=claim, inputs=worst_case_inputs(stack, dim), neighbours="worst-case",
+            batched = protected_by_aggregator(stack) == "noise" and stack.aggregator.zero_cohort_means is not None
+            trials = min(trials, BATCHED_AGGREGATE_TRIALS if batched else AGGREGATE_TRIALS)
+    inputs = worst_case_inputs(stack, dim)
+    if not metric:
+        trials = shuffle_trials(stack, trials, cohort, list(worst_case_pairs(stack, dim).values()))
+    result = audit_stack(stack, claim=claim, inputs=inputs, neighbours="worst-case",
                          scope=scope, trials=trials, cohort=cohort, seed=config.audit_seed("worst-case"),
                          min_trials=4)
     return {**{key: value for key, value in result.as_dict().items() if key in AUDIT_COLUMNS},
@@ -157,7 +177,7 @@ def _audit_defense(config: RunSpec, splits: Any, stack: DefenseStack, base: Trai
     hides = hides_messages(stack, pool.shape[1])
     result = audit_stack(stack, claim=stack.claim, inputs=(u0, u1), neighbours="natural",
                          scope="aggregate" if hides else "message",
-                         trials=shuffle_trials(stack, audit_trials(config, stack), config.probe.cohort),
+                         trials=shuffle_trials(stack, audit_trials(config, stack), config.probe.cohort, [(u0, u1)]),
                          cohort=config.probe.cohort, seed=config.audit_seed("natural"), others=pool,
                          g=g, kind=kind, min_trials=4)
     return {**{key: value for key, value in result.as_dict().items() if key in AUDIT_COLUMNS},

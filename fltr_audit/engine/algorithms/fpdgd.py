@@ -35,7 +35,7 @@ from fltr_audit.engine.population import simulate_clicks
 from fltr_audit.engine.threads import row_parts, thread_map
 from fltr_audit.engine.interfaces import ClientOutput
 from fltr_audit.engine.kernels import kernel_array
-from fltr_audit.engine.kernels.pdgd import pair_coefficients
+from fltr_audit.engine.kernels.pdgd import linear_steps, pair_coefficients
 from fltr_audit.engine.kernels.ranking import rank_lists
 from fltr_audit.engine.clicks import redraw_cascade, shown_labels
 from fltr_audit.engine.messages import GroundTruth, Interactions, Messages, ServerView
@@ -75,7 +75,12 @@ def cohort_pdgd_steps(ranker: Any, current: np.ndarray, weights: np.ndarray, X: 
 
     Every list's step depends on that list alone, so the parts give the same result.
     ``rows`` (the candidates ranked) runs the parts serially on small data (``thread_map``).
+    A linear ranker's steps run in one compiled loop (``kernels.pdgd.linear_steps``, the same bits).
     """
+    def linear_step(part: slice) -> None:
+        linear_steps(X, kernel_array(shown[part], np.int64), kernel_array(shown_scores[part], np.float64),
+                     kernel_array(log_dens[part], np.float64), kernel_array(clicks[part], bool), lr, weights[part])
+
     def step(part: slice) -> None:
         ok = shown[part] >= 0
         coef = pair_weights(shown_scores[part], log_dens[part], clicks[part], ok)
@@ -84,7 +89,8 @@ def cohort_pdgd_steps(ranker: Any, current: np.ndarray, weights: np.ndarray, X: 
             lists = used + part.start
             weights[lists] += lr * ranker.vjp_rows(current[lists], X, np.where(ok[used], shown[lists], 0), coef[used])
 
-    thread_map(step, row_parts(len(clicks)), rows=rows)
+    linear = getattr(ranker, "linear", False) and weights.flags.c_contiguous
+    thread_map(linear_step if linear else step, row_parts(len(clicks)), rows=rows)
 
 
 def cohort_rankings(ranker: Any, params: np.ndarray, data: Dataset, queries: np.ndarray, rng: np.random.Generator,

@@ -23,12 +23,12 @@ def _expit(x: float) -> float:
 
 
 @numba.njit(nogil=True, cache=True)
-def _rest_sums(shown_scores: np.ndarray, log_dens: np.ndarray, C: np.ndarray) -> None:
-    """``C[m, c] = log sum exp`` over ``{R_m .. R_{c-1}} + U_{c+1}`` for m <= c: ``C[c, c] = L_{c+1}``,
-    then a running ``logaddexp`` of the shown scores upwards (no subtraction: ties and extreme
-    scores stay exact)."""
-    k = shown_scores.shape[0]
-    for c in range(k):
+def _rest_sums(shown_scores: np.ndarray, log_dens: np.ndarray, columns: int, C: np.ndarray) -> None:
+    """``C[m, c] = log sum exp`` over ``{R_m .. R_{c-1}} + U_{c+1}`` for m <= c < ``columns``:
+    ``C[c, c] = L_{c+1}``, then a running ``logaddexp`` of the shown scores upwards (no subtraction:
+    ties and extreme scores stay exact). Each column is computed on its own, so fewer columns
+    leave the others' bits as they are."""
+    for c in range(columns):
         C[c, c] = log_dens[c + 1]
         for m in range(c - 1, -1, -1):
             C[m, c] = _logaddexp(shown_scores[m], C[m + 1, c])
@@ -54,7 +54,7 @@ def swap_log_ratios(shown_scores: np.ndarray, log_dens: np.ndarray, out: np.ndar
     ``L_m``, the log-sum of exp-scores not placed before m (``L_k``: of the documents never shown)."""
     k = shown_scores.shape[0]
     C = np.empty((k, k))
-    _rest_sums(shown_scores, log_dens, C)
+    _rest_sums(shown_scores, log_dens, k, C)
     for a in range(k):
         for b in range(a + 1, k):
             out[a, b] = _swap_log_ratio(shown_scores, log_dens, C, a, b)
@@ -70,7 +70,8 @@ def pair_coefficients(shown_scores: np.ndarray, log_dens: np.ndarray, clicks: np
     after the last click. A pair's weight ``rho e^{s_w} e^{s_l} / (e^{s_w} + e^{s_l})^2``, with
     ``rho = sigmoid(log P(R*) - log P(R))`` (Eq. 6), is added to the preferred position w and
     subtracted from l: per position, the added weights summed in (w, l) order minus the
-    subtracted ones summed in the same order. A list without a pair gets zeros.
+    subtracted ones summed in the same order. A list without a pair gets zeros. A pair's positions
+    are at most one past the last click, so only those columns of ``_rest_sums`` are computed.
     """
     n, k = clicks.shape
     C = np.empty((k, k))
@@ -91,7 +92,7 @@ def pair_coefficients(shown_scores: np.ndarray, log_dens: np.ndarray, clicks: np
                 if clicks[i, lose] or not shown[i, lose]:
                     continue
                 if not computed:
-                    _rest_sums(shown_scores[i], log_dens[i], C)
+                    _rest_sums(shown_scores[i], log_dens[i], min(last + 2, k), C)
                     computed = True
                 a, b = min(w, lose), max(w, lose)
                 rho = _expit(_swap_log_ratio(shown_scores[i], log_dens[i], C, a, b))
@@ -136,3 +137,34 @@ def linear_gradients(X: np.ndarray, rows: np.ndarray, coef: np.ndarray, out: np.
                 x = X[rows[i, p]]
                 for f in range(out.shape[1]):
                     out[i, f] += c * float(x[f])
+
+
+@numba.njit(nogil=True, cache=True)
+def linear_steps(X: np.ndarray, shown: np.ndarray, shown_scores: np.ndarray, log_dens: np.ndarray,
+                 clicks: np.ndarray, lr: float, weights: np.ndarray) -> None:
+    """Every list's PDGD step for a linear ranker, ``weights[i] += lr * grad_i`` (Eq. 5-6):
+    ``pair_coefficients`` of list i, then ``grad_i = sum_p coef[i, p] X[shown[i, p]]`` as
+    ``linear_gradients`` sums it, then ``lr * grad_i`` added -- the bits of those steps one after
+    the other; a list without a preference pair is left as it is. ``shown`` (n, k): dataset rows,
+    -1 on empty slots (never read)."""
+    n, k = clicks.shape
+    coef = np.empty((1, k))
+    ok = np.empty((1, k), dtype=np.bool_)
+    grad = np.empty(weights.shape[1])
+    for i in range(n):
+        for p in range(k):
+            ok[0, p] = shown[i, p] >= 0
+        pair_coefficients(shown_scores[i:i + 1], log_dens[i:i + 1], clicks[i:i + 1], ok, coef)
+        used = False
+        for f in range(grad.shape[0]):
+            grad[f] = 0.0
+        for p in range(k):
+            c = coef[0, p]
+            if c != 0.0:
+                used = True
+                x = X[shown[i, p]]
+                for f in range(grad.shape[0]):
+                    grad[f] += c * float(x[f])
+        if used:
+            for f in range(grad.shape[0]):
+                weights[i, f] += lr * grad[f]
