@@ -16,6 +16,7 @@ or click. Part of the composition root: it may import ``attacks``, ``defenses`` 
 ``audit``                           ``audit(...)`` -> ``AuditResult``
 ``campaign run``                    ``audit_campaign(path_or_mapping)``
 ``audit-run``                       ``audit_whole_run(algorithm, ...)``
+``audit-unlearning``                ``audit_unlearning(algorithm, ...)``
 ``audit-defense``                   ``audit_defense(stack, ...)``
 ``attack``                          ``attack_recording(folder, ...)``
 ``train NAME``                      ``train(name, ...)``, ``train_foltr_es``, ``train_fedips``, ...
@@ -40,10 +41,12 @@ from fltr_audit.api.results import AuditResult
 from fltr_audit.api.train import train
 from fltr_audit.api.train_fedips import train_fedips, train_lambda_linear_baseline
 from fltr_audit.api.train_foltr_es import train_baselines, train_foltr_es
+from fltr_audit.api.unlearning import audit_unlearning
 from fltr_audit.api.whole_run import audit_whole_run
 from fltr_audit.spec.audit_options import AuditOptions
 
 __all__ = ["AlgorithmSpec", "AuditOptions", "AuditResult", "accountant", "algorithm_rows", "attack_recording",
-           "attack_rows", "audit", "audit_campaign", "audit_defaults", "audit_defense", "audit_whole_run", "compare",
+           "attack_rows", "audit", "audit_campaign", "audit_defaults", "audit_defense", "audit_unlearning",
+           "audit_whole_run", "compare",
            "defense_rows", "demo", "epsilon_table", "register_algorithm", "register_attack", "register_defense",
            "report", "train", "train_baselines", "train_fedips", "train_foltr_es", "train_lambda_linear_baseline"]

@@ -42,7 +42,8 @@ OPTIONS: dict[str, str] = {
         "runs", "confidence", "power", "min_effect", "format", "k", "lr", "sigma", "gamma", "propensity",
         "lr_local", "lr_global", "clicks_per_client", "em_rounds", "logging_fraction", "batch_queries",
         "length", "p", "levels", "by", "averaging", "runtime", "server_sees", "timeout", "eval_split", "max_pairs",
-        "profile", "repeats")},
+        "profile", "repeats", "method", "forget", "interval", "calibration", "unlearn_rounds", "scale",
+        "poison_check")},
 }
 """The CLI's one map from a parameter as the engine names it (``ParameterError.parameter``) to the
 option a command-line user typed; ``main`` renames every ParameterError by it, once."""

@@ -13,7 +13,7 @@ from typing import Any, Sequence
 import dp_accounting as dpa
 import numpy as np
 
-from attacks.fdp_one_run import fdp_one_run_bound
+from attacks.fdp_one_run import fdp_one_run_bound, fdp_pool
 from attacks.whole_run_bounds import multi_run_lower_bound, one_run_estimate, one_run_lower_bound, run_claim_verdict
 from defenses.accounting import ParticipationSchedule, RunAccountant, claim_component, privacy_spent
 from fltr_audit.spec.run import RunSpec
@@ -37,17 +37,6 @@ def claimed_mu(stack: Any, participations: int) -> float:
     else:
         return math.nan
     return math.sqrt(participations) * per_round
-
-
-def fdp_pool(participations: np.ndarray) -> tuple[np.ndarray, int]:
-    """The canaries the f-DP bound guesses among: those with the most frequent positive number of
-    participations (the smallest such number on a tie) -- a choice from the schedule alone, so that
-    one mu-GDP claim holds exactly for every canary of the pool; and that number (0: none took part)."""
-    counts = np.bincount(np.asarray(participations, dtype=np.int64))
-    if len(counts) < 2 or counts[1:].sum() == 0:
-        return np.zeros(len(participations), dtype=bool), 0
-    n = int(np.argmax(counts[1:])) + 1
-    return np.asarray(participations) == n, n
 
 
 def whole_run_figures(spec: RunSpec, options: Any, runs: Sequence[Any], audit_key: str) -> RunAudit:
