@@ -9,7 +9,8 @@ from typing import Any
 import pandas as pd
 
 from fltr_audit.api.keywords import check_keywords
-from fltr_audit.constraints import ParameterError
+from fltr_audit.constraints import Options, ParameterError, check
+from fltr_audit.engine.unlearning import METHODS
 from fltr_audit.runs.executors import Executor, environment
 from fltr_audit.runs.unlearning import check_audit, unlearning_audit, unlearning_config
 from fltr_audit.spec.run import AlgorithmSettings, AuditSettings, DataSettings, ProbeSettings, RunSpec, run_key
@@ -39,6 +40,7 @@ def unlearning_spec(algorithm: str, options: dict[str, Any]) -> tuple[RunSpec, U
     """The run spec and unlearning options of ``audit_unlearning``'s keywords (defaults filled in);
     ParameterError naming a setting that does not fit (the door renames it)."""
     o = {**UNLEARNING_DEFAULTS, **options}
+    check("method", o["method"], (Options(METHODS),))
     params = o["params"].items() if isinstance(o["params"], dict) else o["params"]
     unlearning = UnlearningOptions(method=o["method"], forget=o["forget"], canaries=o["canaries"],
                                    interval=o["interval"], calibration=o["calibration"],

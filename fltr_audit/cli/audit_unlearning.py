@@ -57,16 +57,17 @@ def audit_unlearning(
     one-run bound on the epsilon of forgetting (Steinke et al.; f-DP, Mahloujifar et al.) and
     verdict, what the before/after pair tells the server, click recovery from the difference,
     nDCG@10 and cost against retrain."""
-    from fltr_audit.api.unlearning import checked_spec, record_unlearning  # start-up: the engine loads here
+    from fltr_audit.api.unlearning import record_unlearning, unlearning_spec  # start-up: the engine loads here
     from fltr_audit.runs.executors import Executor
-    from fltr_audit.runs.unlearning import unlearning_audit
+    from fltr_audit.runs.unlearning import check_audit, unlearning_audit
 
-    spec, options = checked_spec(algorithm, dict(
+    spec, options = unlearning_spec(algorithm, dict(
         method=method, forget=forget, canaries=canaries, interval=interval, calibration=calibration,
         unlearn_rounds=unlearn_rounds, scale=scale, poison_check=poison_check, defense=defense, data=data,
         fold=fold, normalization=normalization, rounds=rounds, clients=clients, population=population,
         queries_per_client=queries_per_client, click_model=click_model, ranker=ranker, non_iid=non_iid, seed=seed,
         confidence=confidence))
+    check_audit(spec, options)
     with progress(1, f"audit-unlearning: {method}, {canaries} canaries", quiet or json_out) as bar:
         out = unlearning_audit(spec, options, Executor(workers=o.workers_of(workers), scheduler=scheduler))
         bar.advance()

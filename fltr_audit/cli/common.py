@@ -33,7 +33,9 @@ OPTIONS: dict[str, str] = {
     "attacks": "--attack", "C": "--svm-c", "epochs": "--rounds", "claim_verdict": "--claim-verdict",
     "nodes": "--supernodes", "algo": "ALGORITHM", "algorithm": "ALGORITHM", "audit.run_canaries": "--canaries",
     "audit.run_runs": "--runs", "algorithm.train_click_model": "--click-model", "cohort": "--probe-cohort",
-    "probe_cohort": "--probe-cohort", "min_shown": "--min-shown",
+    "probe_cohort": "--probe-cohort", "min_shown": "--min-shown", "audit.unlearning": "--method",
+    "audit.unlearning_forget": "--forget", "audit.unlearning_canaries": "--canaries",
+    "audit.unlearning_poison_check": "--poison-check",
     # the engine's keywords spelled as options
     **{name: "--" + name.replace("_", "-") for name in (
         "data", "fold", "queries", "normalization", "split", "clients", "rounds", "queries_per_client",

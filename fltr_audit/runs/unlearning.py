@@ -35,12 +35,12 @@ from fltr_audit.engine.schedule import RoundSchedule
 from fltr_audit.engine.training import TrainHooks, TrainSettings
 from fltr_audit.engine.unlearning.history import ServerHistory
 from fltr_audit.engine.unlearning.methods import Forgetting, Unlearned, kept_by, unlearn
-from fltr_audit.errors import FltrError
+from fltr_audit.constraints import ParameterError
 from fltr_audit.privacy import mechanisms as mech
 from fltr_audit.runs.epsilon_audits import hides_messages
 from fltr_audit.runs.executors import SERIAL, Executor, Task
 from fltr_audit.runs.models import splits_of
-from fltr_audit.runs.unlearning_leakage import DIFFERENCE, KEPT, ForgottenRounds, difference_batch, leakage_verdict
+from fltr_audit.runs.unlearning_leakage import DIFFERENCE, KEPT, ForgottenRounds, difference_batches, leakage_verdict
 from fltr_audit.spec.run import RunSpec, run_key
 from fltr_audit.spec.unlearning import UnlearningOptions, check_unlearning
 from fltr_audit.store.records import UnlearningAuditRecord
@@ -67,8 +67,8 @@ def check_audit(spec: RunSpec, options: UnlearningOptions) -> None:
     if options.method in ("federaser", "pga"):
         stack = spec.defense.build()
         if hides_messages(stack, 2) or isinstance(mech.declared(stack.aggregator), mech.Shuffle):
-            raise FltrError(f"method: {options.method} needs each client's update, linked to its sender; defense "
-                            f"{stack.name!r} hides them (choose retrain, finetune or none)")
+            raise ParameterError("method", f"{options.method} needs each client's update, linked to its sender; "
+                                           f"defense {stack.name!r} hides them (choose retrain, finetune or none)")
 
 
 @dataclass(frozen=True)
@@ -167,8 +167,8 @@ def unlearning_task(task: tuple[RunSpec, UnlearningOptions, str]) -> TaskResult:
         return TaskResult(before, done.params, done, peak, history.nbytes)
     stack = spec.defense.build()
     message_kind = algorithms.algorithm_spec(spec.algorithm.name).message_kind
-    batch = difference_batch(record, before, done.params, fed.algorithm, data, message_kind)
-    difference = leakage_verdict(spec, fed.algorithm, stack, [batch] if batch is not None else [], data, DIFFERENCE)
+    batches = difference_batches(record, before, done.params, fed.algorithm, data, message_kind)
+    difference = leakage_verdict(spec, fed.algorithm, stack, batches, data, DIFFERENCE)
     kept_leak = leakage_verdict(spec, fed.algorithm, stack, record.batches, data, KEPT)
     return TaskResult(before, done.params, done, peak, history.nbytes, difference, kept_leak)
 

@@ -70,31 +70,29 @@ def _rows_of(batch: RoundBatch, rows: np.ndarray) -> RoundBatch:
     return RoundBatch(sub, GroundTruth(clicks=truth.clicks[rows], client_ids=truth.client_ids[rows]))
 
 
-def difference_batch(record: ForgottenRounds, before: np.ndarray, after: np.ndarray, algorithm: Any, data: Any,
-                     kind: str) -> RoundBatch | None:
-    """The before/after difference as one message per forgotten user (module docstring); None when
-    no forgotten user took part."""
-    users = sorted(record.lists)
-    if not users:
-        return None
-    width = max(len(record.lists[u]) for u in users) * len(record.lists[users[0]][0][0])
-    k = record.lists[users[0]][0][1].shape[-1]
-    queries = np.full((len(users), width), -1, dtype=np.int64)
-    shown = np.full((len(users), width, k), -1, dtype=np.int64)
-    clicks = np.zeros((len(users), width, k), dtype=bool)
-    for i, user in enumerate(users):
-        q = np.concatenate([p[0] for p in record.lists[user]])
-        queries[i, :len(q)] = q
-        shown[i, :len(q)] = np.concatenate([p[1] for p in record.lists[user]])
-        clicks[i, :len(q)] = np.concatenate([p[2] for p in record.lists[user]])
-    vector = np.broadcast_to(before if kind == "weights" else before - after, (len(users), len(before))).copy()
-    messages = Messages(n_interactions=(queries >= 0).sum(1), vector=vector, vector_kind=kind)
-    ids = np.asarray(users, dtype=np.int64)
-    view = ServerView(round=0, threat_model="server", global_params=np.asarray(after, dtype=np.float64),
-                      ranker=algorithm.ranker, participants=ids, dropouts=np.empty(0, dtype=np.int64),
-                      messages=messages, aggregate=None, interactions=Interactions(queries=queries, shown=shown),
-                      documents=data, aggregate_kind=kind)
-    return RoundBatch(view, GroundTruth(clicks=clicks, client_ids=ids))
+def difference_batches(record: ForgottenRounds, before: np.ndarray, after: np.ndarray, algorithm: Any, data: Any,
+                       kind: str) -> list[RoundBatch]:
+    """The before/after difference as one message per forgotten user (module docstring), one batch per
+    number of participations (so no list is padded); empty when no forgotten user took part."""
+    by_count: dict[int, list[int]] = {}
+    for user in sorted(record.lists):
+        by_count.setdefault(len(record.lists[user]), []).append(user)
+    batches = []
+    for j, count in enumerate(sorted(by_count)):
+        users = by_count[count]
+        parts = [record.lists[u] for u in users]
+        queries = np.stack([np.concatenate([p[0] for p in part]) for part in parts])
+        shown = np.stack([np.concatenate([p[1] for p in part]) for part in parts])
+        clicks = np.stack([np.concatenate([p[2] for p in part]) for part in parts])
+        vector = np.broadcast_to(before if kind == "weights" else before - after, (len(users), len(before))).copy()
+        messages = Messages(n_interactions=np.full(len(users), queries.shape[1]), vector=vector, vector_kind=kind)
+        ids = np.asarray(users, dtype=np.int64)
+        view = ServerView(round=j, threat_model="server", global_params=np.asarray(after, dtype=np.float64),
+                          ranker=algorithm.ranker, participants=ids, dropouts=np.empty(0, dtype=np.int64),
+                          messages=messages, aggregate=None, interactions=Interactions(queries=queries, shown=shown),
+                          documents=data, aggregate_kind=kind)
+        batches.append(RoundBatch(view, GroundTruth(clicks=clicks, client_ids=ids)))
+    return batches
 
 
 def attack_rows(spec: RunSpec, algorithm: Any, stack: Any, batches: list[RoundBatch], data: Any,
