@@ -12,9 +12,9 @@ from fltr_audit.api.keywords import check_keywords
 from fltr_audit.constraints import Options, ParameterError, check
 from fltr_audit.engine.unlearning import METHODS
 from fltr_audit.runs.executors import Executor, environment
-from fltr_audit.runs.unlearning import check_audit, unlearning_audit, unlearning_config
+from fltr_audit.runs.unlearning import unlearning_audit, unlearning_config
 from fltr_audit.spec.run import AlgorithmSettings, AuditSettings, DataSettings, ProbeSettings, RunSpec, run_key
-from fltr_audit.spec.unlearning import DEFAULT_CANARIES, UnlearningOptions
+from fltr_audit.spec.unlearning import DEFAULT_CANARIES, UnlearningOptions, check_unlearning
 from fltr_audit.store.records import UnlearningAuditRecord
 from fltr_audit.store.results import ResultsStore
 
@@ -60,11 +60,11 @@ def unlearning_spec(algorithm: str, options: dict[str, Any]) -> tuple[RunSpec, U
 
 
 def checked_spec(algorithm: str, options: dict[str, Any]) -> tuple[RunSpec, UnlearningOptions]:
-    """``unlearning_spec`` with every bad input found before anything is loaded (``check_audit``),
+    """``unlearning_spec`` with every bad input found before anything is loaded (``check_unlearning``),
     named as the Python keyword."""
     try:
         spec, unlearning = unlearning_spec(algorithm, options)
-        check_audit(spec, unlearning)
+        check_unlearning(spec, unlearning)
     except ParameterError as exc:  # named as the engine calls it: say the keyword typed
         raise (exc if exc.door else exc.renamed(KEYWORDS)) from None
     return spec, unlearning

@@ -59,7 +59,8 @@ def audit_unlearning(
     nDCG@10 and cost against retrain."""
     from fltr_audit.api.unlearning import record_unlearning, unlearning_spec  # start-up: the engine loads here
     from fltr_audit.runs.executors import Executor
-    from fltr_audit.runs.unlearning import check_audit, unlearning_audit
+    from fltr_audit.runs.unlearning import unlearning_audit
+    from fltr_audit.spec.unlearning import check_unlearning
 
     spec, options = unlearning_spec(algorithm, dict(
         method=method, forget=forget, canaries=canaries, interval=interval, calibration=calibration,
@@ -67,7 +68,7 @@ def audit_unlearning(
         fold=fold, normalization=normalization, rounds=rounds, clients=clients, population=population,
         queries_per_client=queries_per_client, click_model=click_model, ranker=ranker, non_iid=non_iid, seed=seed,
         confidence=confidence))
-    check_audit(spec, options)
+    check_unlearning(spec, options)
     with progress(1, f"audit-unlearning: {method}, {canaries} canaries", quiet or json_out) as bar:
         out = unlearning_audit(spec, options, Executor(workers=o.workers_of(workers), scheduler=scheduler))
         bar.advance()

@@ -35,9 +35,6 @@ from fltr_audit.engine.schedule import RoundSchedule
 from fltr_audit.engine.training import TrainHooks, TrainSettings
 from fltr_audit.engine.unlearning.history import ServerHistory
 from fltr_audit.engine.unlearning.methods import Forgetting, Unlearned, kept_by, unlearn
-from fltr_audit.constraints import ParameterError
-from fltr_audit.privacy import mechanisms as mech
-from fltr_audit.runs.epsilon_audits import hides_messages
 from fltr_audit.runs.executors import SERIAL, Executor, Task
 from fltr_audit.runs.models import splits_of
 from fltr_audit.runs.unlearning_leakage import DIFFERENCE, KEPT, ForgottenRounds, difference_batches, leakage_verdict
@@ -58,17 +55,6 @@ def unlearning_config(spec: RunSpec, options: UnlearningOptions) -> dict:
             "click_model": algo.train_click_model, "seed": spec.seed, "ranker": algo.ranker,
             "params": [list(p) for p in algo.params], "non_iid": algo.non_iid,
             **({"queries": data.queries} if data.queries is not None else {})}
-
-
-def check_audit(spec: RunSpec, options: UnlearningOptions) -> None:
-    """Bad input before anything is loaded (``check_unlearning``), and a defense that hides what the
-    method needs: FedEraser and PGA read each client's update, linked to its sender."""
-    check_unlearning(spec, options)
-    if options.method in ("federaser", "pga"):
-        stack = spec.defense.build()
-        if hides_messages(stack, 2) or isinstance(mech.declared(stack.aggregator), mech.Shuffle):
-            raise ParameterError("method", f"{options.method} needs each client's update, linked to its sender; "
-                                           f"defense {stack.name!r} hides them (choose retrain, finetune or none)")
 
 
 @dataclass(frozen=True)
@@ -179,7 +165,7 @@ def unlearning_audit(spec: RunSpec, options: UnlearningOptions, executor: Execut
     figures on every executor."""
     from fltr_audit.runs.unlearning_figures import unlearning_figures
 
-    check_audit(spec, options)
+    check_unlearning(spec, options)
     kinds = ["retrain", "clean"] + (["poison"] if options.poison_check else [])
     results = executor.results(unlearning_task, [Task(k, (spec, options, k)) for k in kinds])
     fed = federation(spec, options)

@@ -73,6 +73,9 @@ _SETTINGS: dict[str, tuple[type, str]] = {
                                                   "lists", "rounds")},
     "audit.epsilon_audit": (AuditSettings, "epsilon_audit"), "audit.trials": (AuditSettings, "trials"),
     "audit_run.canaries": (AuditSettings, "run_canaries"), "audit_run.runs": (AuditSettings, "run_runs"),
+    "unlearning.method": (AuditSettings, "unlearning"), "unlearning.forget": (AuditSettings, "unlearning_forget"),
+    "unlearning.canaries": (AuditSettings, "unlearning_canaries"),
+    "unlearning.poison_check": (AuditSettings, "unlearning_poison_check"),
 }
 """Campaign keys checked by the run spec's own constraints (each value of a grid axis)."""
 
@@ -84,7 +87,7 @@ def _check_settings(spec: dict) -> None:
         table, _, field = key.rpartition(".")
         value = (spec[table] if table else spec).get(field)
         if value is None and key in ("data.queries", "algorithm.population", "probe.lists", "probe.rounds",
-                                     "audit_run.canaries"):
+                                     "audit_run.canaries", "unlearning.method"):
             continue
         for item in as_list(value):
             check_setting(section, name, item)
@@ -128,6 +131,7 @@ def check_values(spec: dict, source: str) -> None:
     _check_each(spec["audit"]["attacks"], make_attack, "attacks")
     _check_threat_models(spec, source)
     _check_audit_run(spec, source)
+    _check_unlearning(spec)
 
 
 def _check_threat_models(spec: dict, source: str) -> None:
@@ -158,6 +162,34 @@ def _check_audit_run(spec: dict, source: str) -> None:
             problem = canary_problem(name, DefenseSpec.parse(text).build())
             if problem:
                 raise FltrError(f"{source}: key 'audit_run.canaries': {problem}")
+
+
+def _check_unlearning(spec: dict) -> None:
+    """``[unlearning]``: every method fits every algorithm, defense and cohort of the grid
+    (``spec.unlearning.check_unlearning`` on each combination's run spec; a ParameterError naming the
+    engine's parameter, renamed to its key by the reader)."""
+    from fltr_audit.spec.unlearning import UnlearningOptions, check_unlearning
+
+    table = spec["unlearning"]
+    if table["method"] is None:
+        return
+    algo = spec["algorithm"]
+    for method in as_list(table["method"]):
+        options = UnlearningOptions(method=method, forget=table["forget"], canaries=table["canaries"],
+                                    poison_check=table["poison_check"])
+        for name in as_list(algo["name"]):
+            for clients in as_list(algo["clients"]):
+                run = RunSpec(data=DataSettings(spec="synthetic:mq2008", fold=1),
+                              algorithm=AlgorithmSettings(name=name, rounds=1, clients=clients, queries_per_client=1,
+                                                          population=algo.get("population"),
+                                                          non_iid=as_list(algo.get("non_iid", "iid"))[0]),
+                              probe=ProbeSettings(), defense="none", attacks=(), audit=AuditSettings(), seed=0)
+                for text in as_list(spec["audit"]["defenses"]):
+                    try:
+                        check_unlearning(run.replace(defense=text), options)
+                    except ParameterError as exc:  # the table's keys, not audit_run's canaries
+                        key = f"unlearning.{exc.parameter}" if exc.parameter in table else exc.parameter
+                        raise ParameterError(key, exc.problem) from None
 
 
 def _check_data_spec(data: str, queries: int | None, source: str) -> None:

@@ -6,12 +6,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from attacks.inverted_clicks import check_poisonable
 from fltr_audit.constraints import OPEN_UNIT, POSITIVE, Interval, Options, ParameterError, check
 from fltr_audit.engine.algorithms import registry as algorithms
+from fltr_audit.engine.messages import Messages
 from fltr_audit.engine.population import parse_non_iid
 from fltr_audit.engine.unlearning import METHODS
 from fltr_audit.spec.run import UNLEARNING_CANARIES as DEFAULT_CANARIES
+from fltr_audit.privacy import mechanisms as mech
+from fltr_audit.spec.defense import DefenseSpec
 from fltr_audit.spec.run import RunSpec
 
 VECTOR_KINDS = ("weights", "update")
@@ -79,3 +84,19 @@ def check_unlearning(spec: RunSpec, options: UnlearningOptions) -> None:
     check("confidence", o.confidence, OPEN_UNIT)
     if o.poison_check:
         check_poisonable(algo.name, spec_of.user_clicks, parse_non_iid(algo.non_iid))
+    check_method_fits(o.method, spec.defense)
+
+
+def check_method_fits(method: str, defense: DefenseSpec) -> None:
+    """ParameterError naming ``method`` when FedEraser or PGA, which read each client's update linked
+    to its sender, run under a defense that hides the updates (secure aggregation, a DP aggregator:
+    its aggregator hands the server no messages) or unlinks them (a shuffler)."""
+    if method not in ("federaser", "pga"):
+        return
+    stack = defense.build()
+    probe = Messages(n_interactions=np.ones(2, dtype=np.int64), vector=np.zeros((2, 2)))
+    extra = {"global_params": np.zeros(2)} if getattr(stack.aggregator, "reads_global_model", False) else {}
+    shown = stack.aggregator.aggregate(probe, np.arange(2), np.random.default_rng(0), **extra).messages is not None
+    if not shown or isinstance(mech.declared(stack.aggregator), mech.Shuffle):
+        raise ParameterError("method", f"{method} needs each client's update, linked to its sender; defense "
+                                       f"{stack.name!r} hides them (choose retrain, finetune or none)")
