@@ -13,6 +13,7 @@ import pandas as pd
 from reports.compare import CLAIM_CONTEXT, as_references
 from reports.claims import pooled_audits
 from reports.summary import verdict_sentences
+from reports.unlearning import NOTE as UNLEARNING_NOTE, unlearning_table
 from reports.tables import (HEADERS, audit_table, claims_headers, claims_table, epsilon_section,
                             leakage_pivot, ordered, runs_summary, strongest_per_metric, strongest_wide,
                             table_section)
@@ -163,6 +164,16 @@ def whole_run_section(r: Results) -> dict | None:
                          keep=tuple(frame.columns))
 
 
+def unlearning_section(r: Results) -> dict | None:
+    """``fltr-audit audit-unlearning`` rows: one per method (``reports.unlearning``)."""
+    rows = r.tables.get("unlearning_audits")
+    if rows is None or rows.empty:
+        return None
+    frame = unlearning_table(rows)
+    return table_section("Unlearning", frame, UNLEARNING_NOTE, keep=tuple(frame.columns),
+                         download=_csv("unlearning.csv", rows))
+
+
 def runs_sections(r: Results) -> list[dict]:
     counts, failed = runs_summary(r.tables.get("runs", pd.DataFrame()))
     return [table_section(title, frame, keep=tuple(frame.columns))
@@ -170,5 +181,5 @@ def runs_sections(r: Results) -> list[dict]:
 
 
 SECTIONS = (leakage_section, comparison_section, strongest_section, verdict_section, audit_section, claims_section,
-            whole_run_section, epsilon_table_section,
+            whole_run_section, unlearning_section, epsilon_table_section,
             runs_sections)
