@@ -96,3 +96,37 @@ def test_clicks_are_recovered_from_kept_updates_and_nothing_from_an_unchanged_mo
                                        population=60, data=DATA)
     assert none.difference_verdict != "leaks" and abs(none.difference_leakage) < 1e-12
     assert np.isnan(none.stored_leakage) and none.stored_verdict == "nothing to attack"
+
+
+def test_each_forgotten_users_difference_message_carries_exactly_its_training_lists():
+    """The difference views against a naive record of the same rounds: per user, every list it was
+    shown in training, in round order, its clicks, and the update before - after."""
+    from fltr_audit.engine.algorithms import registry as algorithms
+    from fltr_audit.engine.data.load import load_splits
+    from fltr_audit.engine.federation import train
+    from fltr_audit.engine.training import TrainHooks, TrainSettings
+    from fltr_audit.runs.unlearning_leakage import ForgottenRounds, difference_batches
+
+    splits = load_splits(DATA, 1)
+    alg = algorithms.build("fpdgd", splits, "perfect", {"seed": 0, "params": {}})
+    users = np.array([3, 7, 12, 19, 25])
+    record, naive = ForgottenRounds(users), {}
+
+    def remember(batch):
+        for i, u in enumerate(batch.truth.client_ids):
+            if u in users:
+                naive.setdefault(int(u), []).append((batch.view.interactions.shown[i], batch.truth.clicks[i]))
+
+    s = TrainSettings(clients=8, queries_per_client=2, rounds=9, seed=1, population=30)
+    before = train(alg, splits.train, s, hooks=TrainHooks(interceptors=(record, remember))).params
+    after = before * 0.5
+    batches = difference_batches(record, before, after, alg, splits.train, "weights")
+    seen = {}
+    for b in batches:
+        assert np.allclose(b.view.messages.updates(b.view.global_params), before - after)
+        for i, u in enumerate(b.truth.client_ids):
+            seen[int(u)] = (b.view.interactions.shown[i], b.truth.clicks[i])
+    assert sorted(seen) == sorted(naive)
+    for u, parts in naive.items():
+        assert np.array_equal(seen[u][0], np.concatenate([p[0] for p in parts]))
+        assert np.array_equal(seen[u][1], np.concatenate([p[1] for p in parts]))

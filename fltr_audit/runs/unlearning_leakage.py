@@ -39,11 +39,12 @@ COUNTERFACTUAL_DRAWS = 20
 @dataclass
 class ForgottenRounds:
     """The interceptor that keeps, for scoring, the forgotten users' rows of every training round
-    (their lists and clicks) and, of the ``kept`` rounds, the whole view restricted to them."""
+    (ids, queries, shown lists, clicks; one block per round) and, of the ``kept`` rounds, the whole
+    view restricted to them."""
 
     users: np.ndarray
     kept: frozenset = frozenset()
-    lists: dict = field(default_factory=dict)
+    blocks: list = field(default_factory=list)
     batches: list = field(default_factory=list)
 
     def __call__(self, batch: RoundBatch) -> None:
@@ -51,12 +52,15 @@ class ForgottenRounds:
         rows = np.flatnonzero(np.isin(truth.client_ids, self.users))
         if not len(rows) or view.interactions is None:
             return
-        for row in rows:
-            user = int(truth.client_ids[row])
-            self.lists.setdefault(user, []).append((view.interactions.queries[row], view.interactions.shown[row],
-                                                    truth.clicks[row]))
+        self.blocks.append((truth.client_ids[rows], view.interactions.queries[rows], view.interactions.shown[rows],
+                            truth.clicks[rows]))
         if view.round in self.kept and view.messages is not None:
             self.batches.append(_rows_of(batch, rows))
+
+    def lists(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Every kept participation, in round order: user ids (p,), queries (p, B), shown (p, B, k),
+        clicks (p, B, k)."""
+        return tuple(np.concatenate([b[i] for b in self.blocks]) for i in range(4))
 
 
 def _rows_of(batch: RoundBatch, rows: np.ndarray) -> RoundBatch:
@@ -74,24 +78,23 @@ def difference_batches(record: ForgottenRounds, before: np.ndarray, after: np.nd
                        kind: str) -> list[RoundBatch]:
     """The before/after difference as one message per forgotten user (module docstring), one batch per
     number of participations (so no list is padded); empty when no forgotten user took part."""
-    by_count: dict[int, list[int]] = {}
-    for user in sorted(record.lists):
-        by_count.setdefault(len(record.lists[user]), []).append(user)
+    if not record.blocks:
+        return []
+    ids, queries, shown, clicks = record.lists()
+    order = np.argsort(ids, kind="stable")  # each user's participations together, in round order
+    users, first, count = np.unique(ids[order], return_index=True, return_counts=True)
+    vector = before if kind == "weights" else before - after
     batches = []
-    for j, count in enumerate(sorted(by_count)):
-        users = by_count[count]
-        parts = [record.lists[u] for u in users]
-        queries = np.stack([np.concatenate([p[0] for p in part]) for part in parts])
-        shown = np.stack([np.concatenate([p[1] for p in part]) for part in parts])
-        clicks = np.stack([np.concatenate([p[2] for p in part]) for part in parts])
-        vector = np.broadcast_to(before if kind == "weights" else before - after, (len(users), len(before))).copy()
-        messages = Messages(n_interactions=np.full(len(users), queries.shape[1]), vector=vector, vector_kind=kind)
-        ids = np.asarray(users, dtype=np.int64)
+    for j, c in enumerate(np.unique(count)):
+        members = users[count == c]
+        rows = order[(first[count == c][:, None] + np.arange(c)[None, :]).ravel()]
+        n, b = len(members), c * queries.shape[1]
+        messages = Messages(n_interactions=np.full(n, b), vector=np.tile(vector, (n, 1)), vector_kind=kind)
+        inter = Interactions(queries=queries[rows].reshape(n, b), shown=shown[rows].reshape(n, b, -1))
         view = ServerView(round=j, threat_model="server", global_params=np.asarray(after, dtype=np.float64),
-                          ranker=algorithm.ranker, participants=ids, dropouts=np.empty(0, dtype=np.int64),
-                          messages=messages, aggregate=None, interactions=Interactions(queries=queries, shown=shown),
-                          documents=data, aggregate_kind=kind)
-        batches.append(RoundBatch(view, GroundTruth(clicks=clicks, client_ids=ids)))
+                          ranker=algorithm.ranker, participants=members, dropouts=np.empty(0, dtype=np.int64),
+                          messages=messages, aggregate=None, interactions=inter, documents=data, aggregate_kind=kind)
+        batches.append(RoundBatch(view, GroundTruth(clicks=clicks[rows].reshape(n, b, -1), client_ids=members)))
     return batches
 
 
