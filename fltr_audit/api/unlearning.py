@@ -10,6 +10,7 @@ import pandas as pd
 
 from fltr_audit.api.keywords import check_keywords
 from fltr_audit.constraints import Options, ParameterError, check
+from fltr_audit.engine.algorithms import registry as algorithms
 from fltr_audit.engine.unlearning import METHODS
 from fltr_audit.runs.executors import Executor, environment
 from fltr_audit.runs.unlearning import unlearning_audit, unlearning_config
@@ -22,7 +23,7 @@ UNLEARNING_DEFAULTS: dict[str, Any] = {
     "method": "federaser", "forget": 0, "canaries": DEFAULT_CANARIES, "interval": 5, "calibration": 0.5,
     "unlearn_rounds": None, "scale": 10.0, "poison_check": False, "defense": "none", "data": "synthetic:mq2008",
     "fold": 1, "normalization": "none", "rounds": 100, "clients": 100, "population": 1000, "queries_per_client": 4,
-    "click_model": "perfect", "seed": 0, "ranker": "linear", "params": (), "non_iid": "iid", "confidence": 0.95,
+    "click_model": None, "seed": 0, "ranker": "linear", "params": (), "non_iid": "iid", "confidence": 0.95,
     "workers": 1, "scheduler": None, "store": None,
 }
 """Every keyword of :func:`audit_unlearning` with its default (``fltr-audit audit-unlearning``'s options)."""
@@ -41,6 +42,7 @@ def unlearning_spec(algorithm: str, options: dict[str, Any]) -> tuple[RunSpec, U
     ParameterError naming a setting that does not fit (the door renames it)."""
     o = {**UNLEARNING_DEFAULTS, **options}
     check("method", o["method"], (Options(METHODS),))
+    click_model = o["click_model"] or algorithms.algorithm_spec(algorithm, auditable=True).train_click_model
     params = o["params"].items() if isinstance(o["params"], dict) else o["params"]
     unlearning = UnlearningOptions(method=o["method"], forget=o["forget"], canaries=o["canaries"],
                                    interval=o["interval"], calibration=o["calibration"],
@@ -50,7 +52,7 @@ def unlearning_spec(algorithm: str, options: dict[str, Any]) -> tuple[RunSpec, U
         data=DataSettings(spec=o["data"], fold=o["fold"], normalization=o["normalization"]),
         algorithm=AlgorithmSettings(name=algorithm, rounds=o["rounds"], clients=o["clients"],
                                     queries_per_client=o["queries_per_client"], ranker=o["ranker"],
-                                    train_click_model=o["click_model"], params=tuple(params),
+                                    train_click_model=click_model, params=tuple(params),
                                     population=o["population"], non_iid=o["non_iid"]),
         probe=ProbeSettings(), defense=o["defense"], attacks=(),
         audit=AuditSettings(epsilon_audit=False, unlearning=o["method"], unlearning_forget=o["forget"],
@@ -80,7 +82,8 @@ def audit_unlearning(algorithm: str, **options: Any) -> UnlearningAuditRecord:
     ``canaries``, ``interval`` and ``calibration`` (FedEraser), ``unlearn_rounds`` (finetune, pga),
     ``scale`` (a canary's step), ``poison_check``, ``defense``, ``data``, ``fold``,
     ``normalization``, ``rounds``, ``clients``, ``population``, ``queries_per_client``,
-    ``click_model``, ``seed``, ``ranker``, ``params``, ``non_iid``, ``confidence``, ``workers`` /
+    ``click_model`` (default: the algorithm's training one), ``seed``, ``ranker``, ``params``,
+    ``non_iid``, ``confidence``, ``workers`` /
     ``scheduler`` (where the audit's trainings run: the same figures on every executor), ``store``
     (also record the row there). Returns the ``unlearning_audits`` row
     (``fltr_audit.store.records.UnlearningAuditRecord``): its ``verdict`` is the observer's."""

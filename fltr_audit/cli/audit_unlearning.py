@@ -41,7 +41,7 @@ def audit_unlearning(
     clients: o.Clients = 100,
     population: o.Population = 1000,
     queries_per_client: o.QueriesPerClient = 4,
-    click_model: o.ClickModel = "perfect",
+    click_model: o.ClickModel = None,
     ranker: o.Ranker = "linear",
     non_iid: o.NonIID = "iid",
     seed: o.Seed = 0,

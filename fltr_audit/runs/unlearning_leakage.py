@@ -101,7 +101,8 @@ def difference_batches(record: ForgottenRounds, before: np.ndarray, after: np.nd
 def attack_rows(spec: RunSpec, algorithm: Any, stack: Any, batches: list[RoundBatch], data: Any,
                 threat: str) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Every default attack of the algorithm on ``batches``, scored against the real and the
-    counterfactual clicks: the ``attacks`` rows and the ``per_query`` rows, labelled ``threat``."""
+    counterfactual clicks on the lists the probe settings keep (full lists of the algorithm's length
+    at most): the ``attacks`` rows and the ``per_query`` rows, labelled ``threat``."""
     from fltr_audit.engine.algorithms.registry import algorithm_spec
 
     seed = spec.audit_seed(f"unlearning-{threat}") >> 1  # 63 bits: a valid seed
@@ -112,7 +113,7 @@ def attack_rows(spec: RunSpec, algorithm: Any, stack: Any, batches: list[RoundBa
     rows, lists = [], []
     for name in algorithm_spec(spec.algorithm.name).default_attacks:
         attack = make_attack(name, **attack_params(name, spec, algorithm, stack))
-        scored = [evaluate(attack.guess(b.view), b, counterfactual=c, min_shown=spec.probe.min_shown,
+        scored = [evaluate(attack.guess(b.view), b, counterfactual=c, min_shown=min(spec.probe.min_shown, algorithm.k),
                            require_click=spec.probe.require_click) for b, c in zip(batches, cf)]
         per_query = pd.concat([e.per_query for e in scored], ignore_index=True)
         slots = Slots.concat([e.slots for e in scored])
