@@ -1,5 +1,5 @@
 """`fltr-audit attack DIR`: run attacks on the rounds a training run or a Flower app recorded
-(``fltr_audit.api.attack_recording``)."""
+(``fltr_audit.api.recording_attacks``)."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ def attack(
     quiet: o.Quiet = False,
 ) -> None:
     """Guess the clicks behind every recorded round; one row per round and attack (macro average)."""
-    from fltr_audit.api.attack_recording import attack_recording  # start-up: the engine loads here
+    from fltr_audit.api.recording_attacks import attack_recording  # start-up: the engine loads here
 
     with progress(1, "attacking the recorded rounds", quiet or json_out) as bar:
         table = attack_recording(recording, attack, min_shown=min_shown, require_click=require_click, seed=seed)

@@ -150,7 +150,10 @@ def plan_probe_lists(options: AuditOptions, attacks: list[str], normalization: s
     if lists is None:
         check("power", options.power, OPEN_UNIT)
         informed = sum(not attack_spec(a).reference for a in attacks)
-        lists = planned_lists(min_effect, options.power, informed)
+        try:
+            lists = planned_lists(min_effect, options.power, informed)
+        except ValueError as exc:  # beyond any count: the minimum effect is too small to plan for
+            raise ParameterError("min_effect", str(exc).removeprefix("min_effect: ")) from None
         if lists > available:
             raise ParameterError("power", f"{options.power:g} at a minimum effect of {min_effect:g} needs "
                                  f"{lists:,} lists per click model, beyond the {available:,} available; lower it or "
