@@ -16,6 +16,8 @@ from defenses.dp_distributed import DistributedLaplace
 from defenses.dp_gaussian import Gaussian
 from defenses.dp_local import LocalLaplace
 from defenses.randomized_response import MAXRR_VALUES, RandomizedResponse
+from defenses.robust.aggregators import Krum, Median, MultiKrum, NormBound, TrimmedMean
+from defenses.robust.fltrust import FLTrust
 from defenses.secagg import IdealSecAgg
 from defenses.secagg_protocol import SecAggProtocol
 from defenses.shuffle import Shuffle
@@ -65,6 +67,11 @@ _unit_open = (Interval(float, 0.0, 1.0, closed="neither"),)
 _rate = (Interval(float, 0.0, 1.0, closed="left"),)
 _degree = (Satisfies(int, lambda v: v >= 0 and v % 2 == 0, "0 (complete graph) or an even number >= 2"),)
 _bits = (Interval(int, 16, 64),)
+_count = (Interval(int, 0, None),)
+_NO_CLAIM = "none (integrity: a robust rule, no DP claim)"
+_VIEW = Param("view", "choice", "updates", "what the server sees: each update, or only the released output "
+             "(the rule inside a secure robust-aggregation protocol)", choices=("updates", "output"))
+_F = Param("f", "int", 1, "Byzantine clients tolerated (needs a cohort n >= 2f + 3)", _count, key=True)
 
 
 _EPS = Param("eps", "float", 4.5, "privacy budget epsilon", _positive, key=True)
@@ -134,6 +141,28 @@ SPECS: dict[str, Spec] = {s.name: s for s in (
          "distributed discrete Gaussian (Kairouz, Liu, Steinke 2021): clip, rotate, scale, conditional "
          "randomized rounding, per-client discrete Gaussian shares, modular secure sum in Z_(2^bits)",
          "the paper's zCDP bound for the cohort n, as (epsilon, dp_delta) per round, scope aggregate"),
+    Spec("median", "aggregator", Median, (_VIEW,),
+         "coordinate-wise median of the updates (Yin et al. 2018); sees each update", _NO_CLAIM),
+    Spec("trimmed-mean", "aggregator", TrimmedMean,
+         (Param("beta", "float", 0.1, "share trimmed at each end, floor(beta n) values per coordinate",
+                (Interval(float, 0.0, 0.5, closed="left"),), key=True), _VIEW),
+         "coordinate-wise beta-trimmed mean (Yin et al. 2018); sees each update", _NO_CLAIM),
+    Spec("krum", "aggregator", Krum, (_F, _VIEW),
+         "the update of smallest Krum score (Blanchard et al. 2017); sees pairwise distances", _NO_CLAIM),
+    Spec("multi-krum", "aggregator", MultiKrum,
+         (_F, Param("m", "int", 0, "updates averaged, at most n - f (0: n - f)", _count), _VIEW),
+         "mean of the m updates of smallest Krum score; sees pairwise distances", _NO_CLAIM),
+    Spec("norm-bound", "aggregator", NormBound,
+         (Param("clip", "float", 1.0, "L2 bound of each update", _positive, key=True),
+          Param("sigma", "float", 0.0, "std of Gaussian noise on the mean (Sun et al.'s weak DP; 0: none)",
+                (Interval(float, 0.0, _LARGEST),)), _VIEW),
+         "updates clipped to L2 norm clip, then the mean (Sun et al. 2019); a proven bound needs only the sum, "
+         "so it composes with secagg", _NO_CLAIM),
+    Spec("fltrust", "aggregator", FLTrust,
+         (Param("queries", "int", 10, "labelled training queries of the server's root set", (Interval(int, 1, None),),
+                key=True), _VIEW),
+         "trust scores ReLU(cos(update, root update)) from the server's own root set (Cao et al. 2021); "
+         "sees each update", _NO_CLAIM),
     Spec("shuffle", "aggregator", Shuffle,
          (Param("n", "int", 1000, "cohort size the amplified claim assumes", (Interval(int, 2, None),)),
           Param("dp_delta", "float", 1e-6, "delta of the amplified (epsilon, delta) claim", _unit_open)),

@@ -22,6 +22,7 @@ from defenses.catalog import SPECS, Param, Spec
 from defenses.registration import plugin_spec
 from defenses.clipping import Clip
 from defenses.randomized_response import MAXRR_VALUES
+from defenses.robust.compose import aggregator_sees, compose, is_rule
 from fltr_audit.engine.aggregation import FedAvg, RoundDefenses
 from fltr_audit.constraints import describe, satisfied
 from fltr_audit.errors import FltrDeprecation, FltrError
@@ -164,9 +165,10 @@ def parse_components(text: str) -> tuple[Component, ...]:
     for raw in _split(text, "+"):
         if raw == "none":
             raise FltrError(f"{where}: 'none' cannot be combined with other defenses")
-        if components and components[-1].spec.role == "aggregator":
-            raise FltrError(f"{where}: {components[-1].token} must come last, and only one aggregator is allowed")
         spec, given, aliases = _component(raw, text)
+        aggregators = [c for c in components if c.spec.role == "aggregator"]
+        if aggregators and (spec.role != "aggregator" or len(aggregators) == 2):
+            raise FltrError(f"{where}: {components[-1].token} must come last, and only one aggregator is allowed")
         deprecated += [f"{spec.name} parameter {alias!r} is deprecated: write {name!r}" for alias, name in aliases]
         values, shown = {}, []
         for p in spec.params:
@@ -182,6 +184,9 @@ def parse_components(text: str) -> tuple[Component, ...]:
         check_declaration(obj, spec.role)  # an unknown or impossible declared mechanism, named
         components.append(component)
         last_clip = obj if isinstance(obj, Clip) else last_clip
+    if sum(c.spec.role == "aggregator" for c in components) == 2 and is_rule(components[-1].build()) \
+            and not is_rule(components[-2].build()):
+        components[-2:] = components[:-3:-1]  # canonical: a robust rule first, in either order written
     build_stack(tuple(components), where)  # the aggregator's checks against the client defenses
     if deprecated:  # warned from this one line, so Python's default filter shows each message once
         name = "+".join(c.token for c in components)
@@ -194,7 +199,8 @@ def build_stack(components: tuple[Component, ...], where: str = "defense") -> De
     if not components:
         return DefenseStack(client=(), aggregator=FedAvg(), name="none")
     client = [c.build() for c in components if c.spec.role != "aggregator"]
-    aggregator = next((c.build() for c in components if c.spec.role == "aggregator"), None)
+    aggregators = [c.build() for c in components if c.spec.role == "aggregator"]
+    aggregator = compose(*aggregators, where) if len(aggregators) == 2 else (aggregators or [None])[0]
     if hasattr(aggregator, "after"):  # an aggregator whose claim rests on the client defenses (shuffle)
         try:
             aggregator = aggregator.after(tuple(client))
@@ -209,7 +215,8 @@ def list_defenses() -> list[dict]:
     claim it makes with default parameters."""
     rows = []
     for spec in SPECS.values():
-        claim = spec.build(**{p.name: p.default for p in spec.params}, name=spec.name).claim
+        obj = spec.build(**{p.name: p.default for p in spec.params}, name=spec.name)
+        claim = obj.claim
         rows.append({
             "name": spec.name, "role": spec.role, "summary": spec.summary, "guarantee": spec.guarantee,
             "parameters": [{"name": p.name, "default": "maxrr" if p.default is MAXRR_VALUES else _fmt(p.default),
@@ -218,5 +225,6 @@ def list_defenses() -> list[dict]:
                             **({"inherits": "from a preceding clip"} if p.inherit else {}),
                             **({"deprecated_alias": p.alias} if p.alias else {})} for p in spec.params],
             "default_claim": {"epsilon": claim.epsilon, "delta": claim.delta, "scope": claim.scope},
+            "sees": aggregator_sees(obj) if spec.role == "aggregator" else "",
         })
     return rows

@@ -8,12 +8,9 @@ table, computed once by the caller) and returns PNG bytes, or None when there is
 from __future__ import annotations
 
 import base64
-import io
-import textwrap
 
 import numpy as np
 import pandas as pd
-from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import MaxNLocator
@@ -21,20 +18,15 @@ from matplotlib.ticker import MaxNLocator
 from fltr_audit.privacy.error_bounds import clopper_pearson_upper
 from reports.claims import HUGE, dp_tradeoff, gdp_tradeoff, pooled_audits
 from reports.compare import compare
+from reports.figure import label as _label, png as _png
 from reports.leakage import roc_rows
+from reports.robustness_plot import robustness_frontier
 
-DPI = 110
 
 
 def data_uri(png: bytes) -> str:
     """``data:image/png;base64,...`` for an ``<img src>``."""
     return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
-
-
-def _label(text, width: int = 24) -> str:
-    """Plain text for matplotlib (no mathtext), wrapped at defense-stack joints."""
-    text = str(text).replace("$", r"\$")
-    return "\n+".join(textwrap.fill(part, width, break_long_words=False) for part in text.split("+"))
 
 
 def _yerr(mean: pd.Series, low: pd.Series, high: pd.Series, floor: float = 0.0) -> np.ndarray:
@@ -44,13 +36,6 @@ def _yerr(mean: pd.Series, low: pd.Series, high: pd.Series, floor: float = 0.0) 
     lo = np.clip(low.to_numpy(dtype=np.float64), floor, 1.0)
     hi = np.clip(high.to_numpy(dtype=np.float64), floor, 1.0)
     return np.nan_to_num(np.vstack([np.maximum(m - lo, 0.0), np.maximum(hi - m, 0.0)]))
-
-
-def _png(fig: Figure) -> bytes:
-    FigureCanvasAgg(fig)
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=DPI, bbox_inches="tight", metadata={"Software": None})
-    return buf.getvalue()
 
 
 def _panels(n: int, height: float, margin: float) -> tuple[Figure, np.ndarray]:
@@ -257,6 +242,8 @@ def learning_curves(tables: dict[str, pd.DataFrame], table: pd.DataFrame | None 
     """Offline nDCG@10 (where evaluated) and nDCG@10 of the shown lists per round, mean
     over runs, one line per defense (line style too, so coinciding lines stay visible)."""
     curves = tables.get("curves")
+    if curves is not None and "poison" in curves.columns:  # curves under poisoning: integrity, not this plot
+        curves = curves[curves["poison"].isna()]
     if curves is None or curves.empty or "round" not in curves.columns:
         return None
     panels = [c for c in ("offline_ndcg10", "shown_ndcg") if c in curves and curves[c].notna().any()]
@@ -513,6 +500,12 @@ PLOTS = {  # name -> (title, caption: what to read from it, function)
                        "Φ(Φ^-1(1 - FPR) - μ) (dashed); logit axes (0 and 1 stretched apart), zero counts drawn at the axis edge. "
                        "Read: a hollow corner below a curve violates that claim; a point far above it means "
                        "the claim is loose or the test weak.", audit_tradeoff),
+    "robustness_frontier": ("Privacy, robustness and utility",
+                            "Per algorithm, one line per defense stack (colour): at the leakage of its strongest "
+                            "privacy attack, its ranker's nDCG@10 without attack (filled) and under the poisoning "
+                            "attack strongest against it at the reference fraction (hollow); the marker's shape is "
+                            "its claim verdict. Read: a short line high up and far left is robust, useful and "
+                            "private; an X is a DP claim the robust rule broke.", robustness_frontier),
     "whole_run": ("Privacy over the whole run: accounted against audited epsilon",
                   "Per defense (colour), against the run's rounds: the ε accounted over the run for the "
                   "canaries against the server (squares, solid) and against an observer of the released "

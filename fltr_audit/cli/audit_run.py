@@ -33,6 +33,7 @@ def audit_run(
     seed: int = typer.Option(0, "--seed", help="Seed of the first training (training i uses seed + i)."),
     confidence: o.Confidence = 0.95,
     claim_verdict: bool = typer.Option(False, "--claim-verdict", help="Require a claim (exit 2 for a defense without one)."),
+    poison: o.Poison = "none",
     workers: o.Workers = 1,
     scheduler: o.Scheduler = None,
     store: o.Store = None,
@@ -50,7 +51,7 @@ def audit_run(
     spec, options = whole_run_spec(algorithm, dict(
         defense=defense, canaries=canaries, runs=runs, data=data, fold=fold, rounds=rounds, clients=clients,
         population=population, queries_per_client=queries_per_client, click_model=click_model, seed=seed,
-        confidence=confidence, claim_verdict=claim_verdict))
+        confidence=confidence, claim_verdict=claim_verdict, poison=poison))
     check_canaries(spec, options)
     with progress(1, f"audit-run: {runs} training(s) with {canaries} canaries", quiet or json_out) as bar:
         out = whole_run_audit(spec, options, Executor(workers=o.workers_of(workers), scheduler=scheduler))

@@ -23,6 +23,11 @@ Role = Literal["client", "aggregator"]
 ROLES: tuple[str, ...] = get_args(Role)
 Privatizes = Literal["vector", "metric"]
 """Which part of a message a client defense transforms: the parameter vector or the metric values."""
+Sees = Literal["updates", "distances", "sum"]
+"""What an aggregator must see of a cohort's messages (its class declares ``sees``): each client's
+update (plain, order statistics, a trusted DP server), their pairwise distances and the updates they
+select (Krum), or only their sum (secure aggregation; a norm bound each client proves)."""
+SEES: tuple[str, ...] = get_args(Sees)
 
 
 @dataclass(frozen=True)
@@ -90,7 +95,8 @@ class Aggregator(Protocol):
     sets ``reads_global_model = True`` also gets ``global_params=`` (the model the cohort
     started from), e.g. to clip the updates ``vector - global_params`` of weight messages.
     One whose class sets ``min_cohort`` needs at least that many clients in a cohort (default 1);
-    it raises ``fltr_audit.errors.CohortLost`` when too few of them survive."""
+    it raises ``fltr_audit.errors.CohortLost`` when too few of them survive. Its class declares what
+    it must see of the messages as ``sees`` (``Sees``; undeclared: each update)."""
 
     name: str
     claim: PrivacyClaim

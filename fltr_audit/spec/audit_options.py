@@ -8,7 +8,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-LISTS = {"folds": int, "seeds": int, "defenses": str, "attacks": str, "click_models": str}
+LISTS = {"folds": int, "seeds": int, "defenses": str, "attacks": str, "click_models": str, "poison": str}
 """The list settings and their item type (a list, a tuple, one item, or comma-separated text)."""
 
 
@@ -41,6 +41,8 @@ class AuditOptions:
     counterfactual: int = 20
     population: int | None = None
     non_iid: str = "iid"
+    poison: tuple[str, ...] = ()
+    """Poisonings: every defense also trains under each of them (integrity), beside its clean run."""
     min_effect: float | None = None
     probe_lists: int | None = None
     power: float | None = None
