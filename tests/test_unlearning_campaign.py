@@ -23,7 +23,7 @@ queries_per_client = [2]
 population = 80
 [probe]
 click_models = ["perfect"]
-cohort = [10]
+probe_cohort = [10]
 [audit]
 defenses = ["none"]
 attacks = ["random3"]

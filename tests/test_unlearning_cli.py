@@ -36,8 +36,7 @@ BAD = [
     ("nothing-to-forget", ["--canaries", "0"], "--canaries", "nothing to forget"),
     ("nobody-left", ["--forget", "30"], "--forget", "leave none"),
     ("federaser-under-secagg", ["--defense", "secagg"], "--method", "hides them"),
-    ("poison-check-fedips-like", ["--poison-check", "--non-iid", "click-preference"], "--poison-check",
-     "share one click model"),
+    ("poison-check-fedips", ["--poison-check"], "--poison-check", "does not simulate per-user clicks"),
     ("interval-zero", ["--interval", "0"], "--interval", "must be an integer >= 1"),
     ("calibration-zero", ["--calibration", "0"], "--calibration", "must be"),
     ("scale-zero", ["--scale", "0"], "--scale", "must be"),
@@ -46,7 +45,7 @@ BAD = [
 
 @pytest.mark.parametrize("case,args,option,problem", BAD, ids=[b[0] for b in BAD])
 def test_bad_input_is_one_line_naming_the_option_and_nothing_is_written(tmp_path, case, args, option, problem):
-    algorithm = "foltr-es" if case == "method-unsupported" else "fpdgd"
+    algorithm = {"method-unsupported": "foltr-es", "poison-check-fedips": "fedips"}.get(case, "fpdgd")
     store = tmp_path / "s.sqlite"
     code, out, err = run(["audit-unlearning", algorithm, *SMALL, *args, "--store", str(store), "--quiet"])
     lines = err.strip().splitlines()

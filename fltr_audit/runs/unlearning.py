@@ -12,9 +12,10 @@ its cohorts and clicks from the run's seed. Three tasks, each from scratch in it
 * ``clean`` -- the federation with its canaries (the excluded ones absent), the server keeping what
   the method needs (``engine.unlearning.history``), then the method forgetting the ``forget`` users
   and the included canaries; click recovery from what unlearning showed (``runs.unlearning_leakage``);
-* ``poison`` (``poison_check``) -- the same with the ``forget`` users clicking on inverted labels
-  (``attacks.inverted_clicks``): the ECIR 2024 check that forgetting them removes their effect. Its
-  retrain is the clean one (the poisoners are among the forgotten).
+* ``poison`` (``poison_check``) -- the same with the ``forget`` users poisoning it by ``data-poison``
+  (inverted clicks, ``attacks.forgotten_poisoners``) whenever they take part, in the unlearning's
+  rounds too: the ECIR 2024 check that forgetting them removes their effect. Its retrain is the clean
+  one (the poisoners are among the forgotten).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from attacks.inverted_clicks import poisoned
+from attacks.forgotten_poisoners import ForgottenPoisoners
 from attacks.unlearning_canaries import UnlearningCanaries, canary_clients, design
 from fltr_audit.engine.algorithms import registry as algorithms
 from fltr_audit.engine.federation import train
@@ -141,14 +142,14 @@ def unlearning_task(task: tuple[RunSpec, UnlearningOptions, str]) -> TaskResult:
                                       ServerHistory(()), Forgetting("retrain", fed.forgetting.forgotten),
                                       spec.defense.build())
         return TaskResult(None, done.params, done, peak)
-    inner = poisoned(fed.algorithm, fed.others) if kind == "poison" else fed.algorithm
-    algorithm = canary_clients(inner, fed.plan)
+    poisoning = ForgottenPoisoners(fed.others, data.n_levels, seed=spec.seed) if kind == "poison" else None
+    algorithm = canary_clients(fed.algorithm, fed.plan)
     kept = kept_by(fed.forgetting, fed.settings.rounds)
     history, record = ServerHistory(kept), ForgottenRounds(fed.others, frozenset(kept))
-    before = train(algorithm, data, fed.settings, defenses=spec.defense.build(),
+    before = train(algorithm, data, fed.settings, defenses=spec.defense.build(), poisoning=poisoning,
                    hooks=TrainHooks(interceptors=(history, record) if kind == "clean" else (history,))).params
     done, peak = measured_unlearn(algorithm, data, fed.settings, before, history, fed.forgetting,
-                                  spec.defense.build())
+                                  spec.defense.build(), poisoning)
     if kind == "poison":
         return TaskResult(before, done.params, done, peak, history.nbytes)
     stack = spec.defense.build()

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from attacks.registry import make_attack
-from fltr_audit.constraints import ParameterError
+from fltr_audit.constraints import Options, ParameterError, check
 from fltr_audit.engine.algorithms.registry import algorithm_spec
 from fltr_audit.errors import FltrError
 from fltr_audit.spec.campaign_tables import DEFAULTS, SCHEMA, as_list
@@ -75,7 +75,7 @@ _SETTINGS: dict[str, tuple[type, str]] = {
                                                   "lists", "rounds")},
     "audit.epsilon_audit": (AuditSettings, "epsilon_audit"), "audit.trials": (AuditSettings, "trials"),
     "audit_run.canaries": (AuditSettings, "run_canaries"), "audit_run.runs": (AuditSettings, "run_runs"),
-    "unlearning.method": (AuditSettings, "unlearning"), "unlearning.forget": (AuditSettings, "unlearning_forget"),
+    "unlearning.forget": (AuditSettings, "unlearning_forget"),
     "unlearning.canaries": (AuditSettings, "unlearning_canaries"),
     "unlearning.poison_check": (AuditSettings, "unlearning_poison_check"),
 }
@@ -89,7 +89,7 @@ def _check_settings(spec: dict) -> None:
         table, _, field = key.rpartition(".")
         value = (spec[table] if table else spec).get(field)
         if value is None and key in ("data.queries", "algorithm.population", "probe.lists", "probe.rounds",
-                                     "audit_run.canaries", "unlearning.method"):
+                                     "audit_run.canaries"):
             continue
         for item in as_list(value):
             check_setting(section, name, item)
@@ -188,6 +188,7 @@ def _check_unlearning(spec: dict) -> None:
     """``[unlearning]``: every method fits every algorithm, defense and cohort of the grid
     (``spec.unlearning.check_unlearning`` on each combination's run spec; a ParameterError naming the
     engine's parameter, renamed to its key by the reader)."""
+    from fltr_audit.engine.unlearning import METHODS
     from fltr_audit.spec.unlearning import UnlearningOptions, check_unlearning
 
     table = spec["unlearning"]
@@ -195,6 +196,7 @@ def _check_unlearning(spec: dict) -> None:
         return
     algo = spec["algorithm"]
     for method in as_list(table["method"]):
+        check("unlearning.method", method, (Options(METHODS),))
         options = UnlearningOptions(method=method, forget=table["forget"], canaries=table["canaries"],
                                     poison_check=table["poison_check"])
         for name in as_list(algo["name"]):

@@ -8,11 +8,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from attacks.inverted_clicks import check_poisonable
+from attacks.forgotten_poisoners import check_poisonable
 from fltr_audit.constraints import OPEN_UNIT, POSITIVE, Interval, Options, ParameterError, check
 from fltr_audit.engine.algorithms import registry as algorithms
 from fltr_audit.engine.messages import Messages
-from fltr_audit.engine.population import parse_non_iid
 from fltr_audit.engine.unlearning import METHODS
 from fltr_audit.spec.run import UNLEARNING_CANARIES as DEFAULT_CANARIES
 from fltr_audit.privacy import mechanisms as mech
@@ -83,7 +82,7 @@ def check_unlearning(spec: RunSpec, options: UnlearningOptions) -> None:
     check("scale", o.scale, POSITIVE, "a canary's step in median update norms")
     check("confidence", o.confidence, OPEN_UNIT)
     if o.poison_check:
-        check_poisonable(algo.name, spec_of.user_clicks, parse_non_iid(algo.non_iid))
+        check_poisonable(algo.name, spec_of.message_kind, spec_of.user_clicks)
     check_method_fits(o.method, spec.defense)
 
 

@@ -74,10 +74,12 @@ class Unlearned:
 
 
 def unlearn(algorithm: Any, data: Dataset, settings: TrainSettings, before: np.ndarray, history: ServerHistory,
-            forgetting: Forgetting, defenses: RoundDefenses) -> Unlearned:
+            forgetting: Forgetting, defenses: RoundDefenses, poisoning: Any = None) -> Unlearned:
     """Forget ``forgetting.forgotten`` from the federation trained as ``settings`` say into
     ``before``, the server having kept ``history`` (``kept_by``). Unlearning rounds continue the
-    round count after training. ``defenses``: a fresh stack for the unlearning rounds."""
+    round count after training. ``defenses``: a fresh stack for the unlearning rounds; ``poisoning``
+    (``engine.poisoning``) the training's, whose malicious users keep their ways in every round they
+    take part in (FedEraser's calibration steps are the remaining users' only)."""
     start = time.perf_counter()
     forgotten = np.asarray(forgetting.forgotten, dtype=np.int64)
     absent = np.union1d(np.asarray(settings.absent, dtype=np.int64), forgotten)
@@ -85,7 +87,7 @@ def unlearn(algorithm: Any, data: Dataset, settings: TrainSettings, before: np.n
     if method == "retrain":
         counted = StepCounter()
         result = train(algorithm, data, dataclasses.replace(settings, absent=tuple(absent.tolist())),
-                       defenses=defenses, hooks=TrainHooks(interceptors=(counted,)))
+                       defenses=defenses, hooks=TrainHooks(interceptors=(counted,)), poisoning=poisoning)
         params, steps = result.params, counted.steps
     elif method == "none":
         params, steps = np.array(before, dtype=np.float64), 0
@@ -93,12 +95,12 @@ def unlearn(algorithm: Any, data: Dataset, settings: TrainSettings, before: np.n
         alg = with_population_clicks(algorithm, settings.non_iid, settings.seed)
         if method == "finetune":
             params, steps = continue_rounds(alg, before, data, settings, first=first, count=forgetting.rounds,
-                                            defenses=defenses, absent=absent)
+                                            defenses=defenses, absent=absent, poisoning=poisoning)
         elif method == "federaser":
             params, steps = federaser(alg, data, settings, history, forgotten, ratio=forgetting.ratio,
                                       defenses=defenses, first_round=first)
         else:
             last = history.ordered()[-1] if history.stored else None
             params, steps = pga(alg, data, settings, before, last, forgotten, rounds=forgetting.rounds,
-                                defenses=defenses, first_round=first, absent=absent)
+                                defenses=defenses, first_round=first, absent=absent, poisoning=poisoning)
     return Unlearned(np.asarray(params, dtype=np.float64), steps, time.perf_counter() - start)

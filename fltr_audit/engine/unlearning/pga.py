@@ -62,7 +62,8 @@ def project_to_ball(w: np.ndarray, center: np.ndarray, radius: float) -> np.ndar
 
 
 def ascent_rounds(algorithm: Any, start: np.ndarray, data: Dataset, settings: TrainSettings, forgotten: np.ndarray,
-                  *, rounds: int, radius: float, defenses: RoundDefenses, first_round: int) -> tuple[np.ndarray, int]:
+                  *, rounds: int, radius: float, defenses: RoundDefenses, first_round: int, poisoning: Any = None
+                  ) -> tuple[np.ndarray, int]:
     """``rounds`` ascent rounds from ``start`` (module docstring): each a cohort of at most
     ``settings.clients`` forgotten users (``stream(seed, "pga-cohort", r)``) on fresh queries, the
     aggregate projected onto B(start, radius). Returns the model and the client steps taken."""
@@ -74,23 +75,23 @@ def ascent_rounds(algorithm: Any, start: np.ndarray, data: Dataset, settings: Tr
         ids = np.sort(stream(settings.seed, "pga-cohort", r).choice(forgotten, size, replace=False))
         queries = fresh_queries(settings, data, ids, settings.rounds + j, settings.queries_per_client)
         w, state, _, _ = run_round(ascending, w, state, data, queries, ids, r, settings.seed, defenses=defenses,
-                                   threat_model=settings.threat_model)
+                                   threat_model=settings.threat_model, poisoning=poisoning)
         w = project_to_ball(w, start, radius)
         steps += size
     return w, steps
 
 
 def pga(algorithm: Any, data: Dataset, settings: TrainSettings, trained: np.ndarray, last: StoredRound | None,
-        forgotten: np.ndarray, *, rounds: int, defenses: RoundDefenses, first_round: int, absent: np.ndarray
-        ) -> tuple[np.ndarray, int]:
+        forgotten: np.ndarray, *, rounds: int, defenses: RoundDefenses, first_round: int, absent: np.ndarray,
+        poisoning: Any = None) -> tuple[np.ndarray, int]:
     """PGA unlearning of the ``forgotten`` users from the ``trained`` model, the server having kept
     the ``last`` round (module docstring): ascent rounds ``first_round`` .., then ``rounds`` recovery
     rounds of the users who are not ``absent`` (the forgotten and those who never took part).
-    Returns the model and the client steps taken."""
+    Returns the model and the client steps taken; the training's ``poisoning`` stays at work."""
     reference = reference_model(last, forgotten, trained)
     radius = ball_radius(algorithm, reference, settings.seed)
     w, ascent = ascent_rounds(algorithm, reference, data, settings, forgotten, rounds=rounds, radius=radius,
-                              defenses=defenses, first_round=first_round)
+                              defenses=defenses, first_round=first_round, poisoning=poisoning)
     w, recovery = continue_rounds(algorithm, w, data, settings, first=first_round + rounds, count=rounds,
-                                  defenses=defenses, absent=absent)
+                                  defenses=defenses, absent=absent, poisoning=poisoning)
     return w, ascent + recovery

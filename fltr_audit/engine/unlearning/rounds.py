@@ -45,10 +45,11 @@ def replayed_schedule(settings: TrainSettings, data: Dataset, first: int) -> Rou
 
 
 def continue_rounds(algorithm: Any, params: np.ndarray, data: Dataset, settings: TrainSettings, *, first: int,
-                    count: int, defenses: RoundDefenses, absent: np.ndarray) -> tuple[np.ndarray, int]:
+                    count: int, defenses: RoundDefenses, absent: np.ndarray, poisoning: Any = None
+                    ) -> tuple[np.ndarray, int]:
     """``count`` more rounds of the federation from ``params``, rounds ``first`` .. ``first + count - 1``
-    of the training's schedule, the ``absent`` users (sorted) dropped from every cohort; a fresh server
-    state. Returns the model and the client steps taken."""
+    of the training's schedule, the ``absent`` users (sorted) dropped from every cohort, the training's
+    ``poisoning`` (if any) still at work; a fresh server state. Returns the model and the client steps."""
     schedule = replayed_schedule(settings, data, first)
     state = algorithm.init_server_state(params)
     steps = 0
@@ -56,6 +57,7 @@ def continue_rounds(algorithm: Any, params: np.ndarray, data: Dataset, settings:
         ids, queries = present_members(*schedule.next_round(r), absent)
         if len(ids):
             params, state, _, _ = run_round(algorithm, params, state, data, queries, ids, r, settings.seed,
-                                            defenses=defenses, threat_model=settings.threat_model)
+                                            defenses=defenses, threat_model=settings.threat_model,
+                                            poisoning=poisoning)
             steps += len(ids)
     return params, steps
