@@ -229,3 +229,14 @@ def test_every_method_runs_for_the_mlp_and_fedips(splits, pbm_splits, method, na
     before = train(alg, data.train, s, hooks=TrainHooks(interceptors=(history,))).params
     done = unlearn(alg, data.train, s, before, history, Forgetting(method, (1, 3, 7), rounds=2), RoundDefenses())
     assert np.isfinite(done.params).all() and not np.array_equal(done.params, before) and done.client_steps > 0
+
+
+def test_the_spec_names_the_engines_methods_and_the_registry_declares_them():
+    from fltr_audit.engine.unlearning import METHODS
+    from fltr_audit.spec.run import UNLEARNING_METHODS
+
+    assert UNLEARNING_METHODS == METHODS
+    assert algorithms.algorithm_spec("fpdgd").unlearning == METHODS
+    assert algorithms.algorithm_spec("foltr-es").unlearning == ()
+    with pytest.raises(Exception, match="foltr-es does not support unlearning method 'pga'"):
+        algorithms.algorithm_spec("foltr-es").check_unlearning("pga")
