@@ -37,10 +37,6 @@ class StoredRound:
         return int(sum(a.nbytes for a in (self.global_params, self.participants, self.n_interactions,
                                           self.updates, self.norms)))
 
-    def rows_of(self, users: np.ndarray) -> np.ndarray:
-        """The rows of this round held by ``users`` (sorted ids), in participant order."""
-        return np.flatnonzero(np.isin(self.participants, users))
-
 
 def kept_rounds(rounds: int, interval: int) -> tuple[int, ...]:
     """Rounds 1, 1 + interval, 1 + 2 interval, ... (FedEraser's retained rounds t_j), up to ``rounds``."""
