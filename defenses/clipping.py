@@ -10,9 +10,6 @@ from fltr_audit.privacy import mechanisms as mech
 from fltr_audit.engine.interfaces import PrivacyClaim
 from fltr_audit.engine.messages import Messages
 
-NORMS = ("l1", "l2")
-TARGETS = ("weights", "update")
-
 
 MAX_NOISE_SCALE = 1e10
 """Largest noise scale (Laplace lambda, Gaussian std) a defense accepts: beyond it the noise

@@ -18,24 +18,15 @@ import warnings
 from dataclasses import dataclass
 from typing import Any
 
-from defenses.catalog import SPECS, Param, Spec
+from defenses.catalog import SPECS, Param, Spec, format_value
 from defenses.registration import plugin_spec
 from defenses.clipping import Clip
-from defenses.randomized_response import MAXRR_VALUES
-from defenses.robust.compose import aggregator_sees, compose, is_rule
+from defenses.robust.compose import compose, is_rule
 from fltr_audit.engine.aggregation import FedAvg, RoundDefenses
 from fltr_audit.constraints import describe, satisfied
 from fltr_audit.errors import FltrDeprecation, FltrError
 from fltr_audit.engine.interfaces import PrivacyClaim
 from fltr_audit.privacy.mechanisms import check_declaration
-
-
-def _fmt(value: Any) -> str:
-    if isinstance(value, tuple):
-        return "[" + ",".join(_fmt(v) for v in value) + "]"
-    if isinstance(value, float):
-        return format(value, ".12g")
-    return str(value)
 
 
 
@@ -175,7 +166,7 @@ def parse_components(text: str) -> tuple[Component, ...]:
             default = p.inherit(last_clip) if p.inherit and last_clip is not None else p.default
             values[p.name] = given.get(p.name, default)
             if p.key or values[p.name] != default:
-                shown.append(f"{p.name}={_fmt(values[p.name])}")
+                shown.append(f"{p.name}={format_value(values[p.name])}")
         component = Component(spec, tuple(values.items()), spec.name + (f"({','.join(shown)})" if shown else ""))
         try:
             obj = component.build()
@@ -208,23 +199,3 @@ def build_stack(components: tuple[Component, ...], where: str = "defense") -> De
             raise FltrError(f"{where}: {str(exc).removeprefix(aggregator.name + ': ')}") from None
     return DefenseStack(client=tuple(client), aggregator=aggregator or FedAvg(),
                         name="+".join(c.token for c in components))
-
-
-def list_defenses() -> list[dict]:
-    """Every defense with its role, parameters (defaults), summary, claimed guarantee and the
-    claim it makes with default parameters."""
-    rows = []
-    for spec in SPECS.values():
-        obj = spec.build(**{p.name: p.default for p in spec.params}, name=spec.name)
-        claim = obj.claim
-        rows.append({
-            "name": spec.name, "role": spec.role, "summary": spec.summary, "guarantee": spec.guarantee,
-            "parameters": [{"name": p.name, "default": "maxrr" if p.default is MAXRR_VALUES else _fmt(p.default),
-                            "help": p.help,
-                            **({"choices": list(p.choices)} if p.choices else {}),
-                            **({"inherits": "from a preceding clip"} if p.inherit else {}),
-                            **({"deprecated_alias": p.alias} if p.alias else {})} for p in spec.params],
-            "default_claim": {"epsilon": claim.epsilon, "delta": claim.delta, "scope": claim.scope},
-            "sees": aggregator_sees(obj) if spec.role == "aggregator" else "",
-        })
-    return rows

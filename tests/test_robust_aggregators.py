@@ -9,7 +9,8 @@ from defenses.robust import rules
 from defenses.robust.aggregators import Krum, Median, MultiKrum, NormBound, TrimmedMean
 from defenses.robust.compose import check_cohort
 from defenses.robust.fltrust import FLTrust, trust_mean
-from defenses.stack import list_defenses, parse_defense
+from defenses.listing import list_defenses
+from defenses.stack import parse_defense
 from fltr_audit.engine.aggregation import FedAvg
 from fltr_audit.engine.messages import Messages
 from fltr_audit.errors import FltrError
@@ -182,7 +183,7 @@ def foltr_round():
 
 def test_foltr_message_updates_average_to_the_es_gradient_and_robust_rules_combine_them():
     from defenses.robust.binding import bind_run
-    from fltr_audit.engine.algorithms.foltr_es import es_gradient
+    from fltr_audit.engine.algorithms.evolution_strategies import es_gradient
 
     algo, data, params, queries, run_round = foltr_round()
     _, _, batch, _ = run_round(algo, params, algo.init_server_state(params), data, queries, np.arange(12), 1, 0)

@@ -17,7 +17,6 @@ import numpy as np
 
 from attacks.poisoning.crafting import Crafting, Oracle, benign_moments
 
-DIRECTIONS = ("std", "unit", "sign")
 
 
 def direction(U: np.ndarray, bad: np.ndarray, kind: str) -> tuple[np.ndarray, np.ndarray]:

@@ -12,10 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from attacks.poisoning.adaptive import DIRECTIONS, Adaptive
-from attacks.poisoning.data import CLICKS, DataPoison
-from attacks.poisoning.model import ALL_KINDS, IPM, LIE, Noise, Scale, SignFlip
-from attacks.poisoning.selection import WHO
+from attacks.poisoning.domains import ALL_KINDS, CLICKS, DIRECTIONS, WHO
+from fltr_audit.base.lazy import lazy
 from fltr_audit.constraints import Interval, Options, Parameter, ParameterError, validate
 
 _VECTORS = ("weights", "update")
@@ -46,27 +44,27 @@ class PoisonAttack:
 
 
 POISONS: dict[str, PoisonAttack] = {a.name: a for a in (
-    PoisonAttack("data-poison", DataPoison,
+    PoisonAttack("data-poison", lazy("attacks.poisoning.data:DataPoison"),
                  (Parameter("click", "inverted", (Options(CLICKS),), "the malicious users' click model"),),
                  ALL_KINDS, True, "malicious users click by an inverted click model (no stopping)",
                  "Wang & Zuccon ICTIR 2023; Unlearning-for-FOLTR runs/train.py"),
-    PoisonAttack("sign-flip", SignFlip, (Parameter("scale", 1.0, _POSITIVE, "s: send -s times the own update"),),
+    PoisonAttack("sign-flip", lazy("attacks.poisoning.model:SignFlip"), (Parameter("scale", 1.0, _POSITIVE, "s: send -s times the own update"),),
                  ALL_KINDS, False, "the own update negated and scaled (FOLtR-ES: metric 1 - f)",
                  "e.g. Li et al. AAAI 2019 (RSA)"),
-    PoisonAttack("scale", Scale, (Parameter("factor", 10.0, _POSITIVE, "l: send l times the own update"),),
+    PoisonAttack("scale", lazy("attacks.poisoning.model:Scale"), (Parameter("factor", 10.0, _POSITIVE, "l: send l times the own update"),),
                  ALL_KINDS, False, "the own update boosted (FOLtR-ES: metric times l)",
                  "Bagdasaryan et al. AISTATS 2020"),
-    PoisonAttack("noise", Noise, (Parameter("std", 1.0, _POSITIVE, "std of the Gaussian noise added"),),
+    PoisonAttack("noise", lazy("attacks.poisoning.model:Noise"), (Parameter("std", 1.0, _POSITIVE, "std of the Gaussian noise added"),),
                  ALL_KINDS, False, "Gaussian noise added to the own update (FOLtR-ES: to the metric)",
                  "Wang et al. ECIR 2024"),
-    PoisonAttack("lie", LIE, (Parameter("z", None, (Interval(float, 0.0, 100.0), None),
+    PoisonAttack("lie", lazy("attacks.poisoning.model:LIE"), (Parameter("z", None, (Interval(float, 0.0, 100.0), None),
                                         "mu - z sigma; default Baruch et al.'s z_max for the cohort"),),
                  _VECTORS, False, "mean minus z standard deviations of the benign updates",
                  "Baruch et al. NeurIPS 2019"),
-    PoisonAttack("ipm", IPM, (Parameter("epsilon", 0.5, _POSITIVE, "send -epsilon times the benign mean"),),
+    PoisonAttack("ipm", lazy("attacks.poisoning.model:IPM"), (Parameter("epsilon", 0.5, _POSITIVE, "send -epsilon times the benign mean"),),
                  _VECTORS, False, "inner product manipulation: the benign mean negated and scaled",
                  "Xie et al. UAI 2019"),
-    PoisonAttack("adaptive", Adaptive,
+    PoisonAttack("adaptive", lazy("attacks.poisoning.adaptive:Adaptive"),
                  (Parameter("direction", "std", (Options(DIRECTIONS),), "perturbation direction"),
                   Parameter("max_gamma", 10.0, _POSITIVE, "largest perturbation searched"),
                   Parameter("steps", 20, (Interval(int, 1, 60),), "grid points max_gamma 2^-j")),

@@ -15,13 +15,13 @@ from typing import Any, Callable, ClassVar
 
 import numpy as np
 
+from attacks.poisoning.domains import VECTOR_KINDS
 from attacks.poisoning.selection import Malicious
 from fltr_audit.constraints import ParameterError
 from fltr_audit.engine.messages import Messages
 
 Oracle = Callable[[np.ndarray], np.ndarray]
 """The aggregator the attack faces, as a function of a cohort's updates (n, P) -> its update (P,)."""
-VECTOR_KINDS = ("weights", "update")
 
 
 def benign_moments(U: np.ndarray, bad: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -39,7 +39,7 @@ def aggregator_oracle(aggregator: Any, messages: Messages, global_params: np.nda
 
     def oracle(updates: np.ndarray) -> np.ndarray:
         agg = copy.copy(aggregator)
-        extra = {"global_params": g} if getattr(type(agg), "reads_global_model", False) else {}
+        extra = {"global_params": g} if agg.reads_global_model else {}
         out = agg.aggregate(messages.with_updates(updates, g), ids, rng, **extra).mean
         return out - g if messages.vector_kind == "weights" else out
 

@@ -26,7 +26,6 @@ from fltr_audit.engine.clicks import CCM_TABLES, PBM_NOISE, PBM_RELEVANT_FROM
 from fltr_audit.engine.messages import Messages
 from fltr_audit.engine.poisoning import PoisonClicks
 
-CLICKS = ("inverted", "navigational", "informational", "pbm")
 INVERTED = {3: (1.0, 0.5, 0.0), 5: (1.0, 0.8, 0.6, 0.2, 0.0)}
 """The Unlearning-for-FOLTR poison click probabilities by label (MQ2007; MSLR-WEB10K, Yahoo, istella)."""
 

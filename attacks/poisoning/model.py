@@ -24,9 +24,8 @@ from typing import ClassVar
 import numpy as np
 from scipy.stats import norm
 
-from attacks.poisoning.crafting import VECTOR_KINDS, Crafting, Oracle, benign_moments
-
-ALL_KINDS = VECTOR_KINDS + ("seed+metric",)
+from attacks.poisoning.crafting import Crafting, Oracle, benign_moments
+from attacks.poisoning.domains import ALL_KINDS
 
 
 class SignFlip(Crafting):

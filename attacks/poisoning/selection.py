@@ -15,7 +15,6 @@ import numpy as np
 
 from fltr_audit.engine.population import counter_uniform
 
-WHO = ("fixed", "round")
 _SALT = 0x6D616C6963696F75  # "malicious": keeps the ranks apart from every other per-user draw
 
 

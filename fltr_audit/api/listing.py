@@ -65,7 +65,7 @@ def algorithm_rows() -> list[dict]:
 def defense_rows() -> list[dict]:
     """Every defense with its role, parameters, defaults, summary, claimed guarantee and origin; a
     plug-in no command has used is listed unimported, its guarantee shown once it is used."""
-    from defenses.stack import list_defenses  # start-up: as above
+    from defenses.listing import list_defenses  # start-up: as above
 
     return with_origins(plugins.DEFENSES, list_defenses(), {"role": "", "guarantee": plugins.NOT_IMPORTED,
                                                              "parameters": [], "default_claim": None, "sees": ""})
