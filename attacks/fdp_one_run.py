@@ -147,6 +147,17 @@ def guess_counts(pool: int) -> list[int]:
     return sorted(k for k in counts if 2 * k <= pool)
 
 
+def fdp_pool(participations: np.ndarray) -> tuple[np.ndarray, int]:
+    """The canaries the f-DP bound guesses among: those with the most frequent positive number of
+    participations (the smallest such number on a tie) -- a choice from the schedule alone, so that
+    one mu-GDP claim holds exactly for every canary of the pool; and that number (0: none took part)."""
+    counts = np.bincount(np.asarray(participations, dtype=np.int64))
+    if len(counts) < 2 or counts[1:].sum() == 0:
+        return np.zeros(len(participations), dtype=bool), 0
+    n = int(np.argmax(counts[1:])) + 1
+    return np.asarray(participations) == n, n
+
+
 @dataclass(frozen=True)
 class FdpBound:
     """The f-DP one-run bounds over ``pool`` canaries: ``mu_lb`` (mu-GDP curve) with the guesses

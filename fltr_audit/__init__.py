@@ -14,7 +14,7 @@ The layers, top down (imports point down only; ``tests/test_layers.py`` holds th
 
 The Python API (``fltr_audit.api``, loaded on first use so that ``import fltr_audit`` stays
 light): a call for every command -- ``audit(...)``, ``audit_campaign(path_or_mapping)``,
-``audit_whole_run``, ``audit_defense``, ``train``, ``compare``, ``report``, ... -- and
+``audit_whole_run``, ``audit_unlearning``, ``audit_defense``, ``train``, ``compare``, ``report``, ... -- and
 ``register_attack``, ``register_defense``, ``register_algorithm``.
 """
 
@@ -25,7 +25,8 @@ import sys
 from fltr_audit._version import __version__
 
 _API = ("AlgorithmSpec", "AuditOptions", "AuditResult", "accountant", "algorithm_rows", "attack_recording",
-        "attack_rows", "audit", "audit_campaign", "audit_defaults", "audit_defense", "audit_whole_run", "compare",
+        "attack_rows", "audit", "audit_campaign", "audit_defaults", "audit_defense", "audit_unlearning",
+        "audit_whole_run", "compare",
         "defense_rows", "demo", "epsilon_table", "register_algorithm", "register_attack", "register_defense",
         "report", "train", "train_baselines", "train_fedips", "train_foltr_es", "train_lambda_linear_baseline")
 __all__ = ["__version__", *_API]

@@ -14,6 +14,7 @@ from reports.compare import CLAIM_CONTEXT, as_references, with_ci
 from reports.claims import pooled_audits
 from reports.robustness import frontier_rows, utility_by_attack, utility_grid
 from reports.summary import verdict_sentences
+from reports.unlearning import NOTE as UNLEARNING_NOTE, unlearning_table
 from reports.tables import (HEADERS, audit_table, claims_headers, claims_table, epsilon_section,
                             leakage_pivot, ordered, runs_summary, strongest_per_metric, strongest_wide,
                             table_section)
@@ -164,6 +165,16 @@ def whole_run_section(r: Results) -> dict | None:
                          keep=tuple(frame.columns))
 
 
+def unlearning_section(r: Results) -> dict | None:
+    """``fltr-audit audit-unlearning`` rows: one per method (``reports.unlearning``)."""
+    rows = r.tables.get("unlearning_audits")
+    if rows is None or rows.empty:
+        return None
+    frame = unlearning_table(rows)
+    return table_section("Unlearning", frame, UNLEARNING_NOTE, keep=tuple(frame.columns),
+                         download=_csv("unlearning.csv", rows))
+
+
 def poisoning_section(r: Results) -> dict | None:
     grid = utility_grid(utility_by_attack(r.tables.get("utility")))
     if grid.empty:
@@ -204,5 +215,5 @@ def runs_sections(r: Results) -> list[dict]:
 
 
 SECTIONS = (leakage_section, comparison_section, strongest_section, verdict_section, audit_section, claims_section,
-            whole_run_section, epsilon_table_section, robustness_section, poisoning_section,
+            whole_run_section, unlearning_section, epsilon_table_section, robustness_section, poisoning_section,
             runs_sections)

@@ -74,6 +74,10 @@ PINNED_KEYS = {
         "062898b0306d9e19", "700eea5e9c3f7731",
     ],
     "whole_run_canaries.toml": ["9d2add34eabd596c", "58ac43c3c208c0bd", "57a6f55d83cc60f9"],  # new with [audit_run]
+    "unlearning_mq2008.toml": [  # new with [unlearning] (issue 41): linear, then mlp; five methods each
+        "dcd4006761d38dab", "2d57c2c2ceec5ff7", "9055e450db3e7d8b", "ca1f49a5247df524", "0b52195973e57430",
+        "1ba86d558048486f", "d9f1140de1fa38e9", "c768e3e31eb3dfad", "7ad9ac0d3a300820", "91a2ab8c4578020e",
+    ],
 }
 
 

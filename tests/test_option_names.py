@@ -34,6 +34,9 @@ DIFFERENT_THINGS = {
         ("--queries", "--queries-per-client", "queries kept per split / B, a client's queries per round"),
         ("--record-rounds", "--rounds", "which rounds are recorded / how many are trained"),
         ("--round-clients", "--rounds", "bench defenses: the timed round's cohort / training rounds"),
+        ("--poison", "--poison-check", "a poisoning attack of a run / audit-unlearning's check that the forgotten "
+                                       "poisoners' effect goes"),
+        ("--rounds", "--unlearn-rounds", "training rounds / audit-unlearning's rounds of finetune and pga"),
     ]
 }
 """Name pairs the rules would flag that mean different things, each with the reason."""
@@ -119,8 +122,8 @@ def test_one_help_text_has_one_name():
     assert not clashes, clashes
 
 
-RUN_COMMANDS = ("train fpdgd", "train foltr-es", "train fedips", "audit", "audit-run", "audit-defense", "attack",
-                "compare", "demo", "epsilon", "campaign run")
+RUN_COMMANDS = ("train fpdgd", "train foltr-es", "train fedips", "audit", "audit-run", "audit-unlearning",
+                "audit-defense", "attack", "compare", "demo", "epsilon", "campaign run")
 
 
 @pytest.mark.parametrize("name", RUN_COMMANDS)
@@ -130,7 +133,7 @@ def test_every_command_that_runs_takes_json_and_quiet(name):
 
 
 @pytest.mark.parametrize("name", ("train fpdgd", "train foltr-es", "train fedips", "audit", "audit-run",
-                                  "audit-defense", "attack", "demo", "flower run"))
+                                  "audit-unlearning", "audit-defense", "attack", "demo", "flower run"))
 def test_every_command_that_draws_randomness_takes_seed(name):
     assert "--seed" in {s for s, _ in _visible(COMMANDS[name])}, name
 

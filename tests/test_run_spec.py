@@ -44,6 +44,12 @@ def _legacy_config(spec, run):
         config["audit_run_canaries"] = whole_run["canaries"]
     if whole_run.get("runs", 1) != 1:
         config["audit_run_runs"] = whole_run["runs"]
+    unlearning = spec.get("unlearning", {})  # i41: written only with the [unlearning] table's method
+    if run.audit.unlearning is not None:
+        config["unlearning"] = run.audit.unlearning
+        for key, default in (("forget", 0), ("canaries", 40), ("poison_check", False)):
+            if unlearning.get(key, default) != default:
+                config[f"unlearning_{key}"] = unlearning[key]
     if run.probe.threat_model != "server":
         config["threat_model"] = run.probe.threat_model
         if run.probe.threat_model == "server-malicious":

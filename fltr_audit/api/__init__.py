@@ -16,6 +16,7 @@ or click. Part of the composition root: it may import ``attacks``, ``defenses`` 
 ``audit``                           ``audit(...)`` -> ``AuditResult``
 ``campaign run``                    ``audit_campaign(path_or_mapping)``
 ``audit-run``                       ``audit_whole_run(algorithm, ...)``
+``audit-unlearning``                ``audit_unlearning(algorithm, ...)``
 ``audit-defense``                   ``audit_defense(stack, ...)``
 ``attack``                          ``attack_recording(folder, ...)``
 ``train NAME``                      ``train(name, ...)``, ``train_foltr_es``, ``train_fedips``, ...
@@ -40,6 +41,7 @@ NAMES = {
     "audit_campaign": ("fltr_audit.api.campaign", "audit_campaign"),
     "audit_defaults": ("fltr_audit.api.audits", "audit_defaults"),
     "audit_defense": ("fltr_audit.api.defense_audit", "audit_defense"),
+    "audit_unlearning": ("fltr_audit.api.unlearning", "audit_unlearning"),
     "audit_whole_run": ("fltr_audit.api.whole_run", "audit_whole_run"),
     "compare": ("fltr_audit.api.comparison", "compare"),
     "defense_rows": ("fltr_audit.api.listing", "defense_rows"),

@@ -52,13 +52,14 @@ def algorithm_rows() -> list[dict]:
     rows = [{"name": s.name, "summary": s.summary, "auditable": s.auditable, "message_kind": s.message_kind,
              "reveals": s.reveals, "click_models": s.click_models, "probe_click_models": list(s.probe_click_models()),
              "train_click_model": s.train_click_model, "default_normalization": s.default_normalization,
-             "default_attacks": list(s.default_attacks), "k": s.k,
+             "default_attacks": list(s.default_attacks), "k": s.k, "unlearning": list(s.unlearning),
              "params": None if s.params is None else [{"name": p.name, "default": p.default, "help": p.help}
                                                        for p in s.params]} for s in algorithm_specs()]
     return with_origins(plugins.ALGORITHMS, rows, {
         "auditable": False, "message_kind": "none", "reveals": plugins.NOT_IMPORTED, "click_models": "",
         "probe_click_models": [],
-        "train_click_model": "", "default_normalization": "", "default_attacks": [], "k": 0, "params": None})
+        "train_click_model": "", "default_normalization": "", "default_attacks": [], "k": 0, "unlearning": [],
+        "params": None})
 
 
 def defense_rows() -> list[dict]:

@@ -32,7 +32,9 @@ OPTIONS: dict[str, str] = {
     "attacks": "--attack", "C": "--svm-c", "epochs": "--rounds", "claim_verdict": "--claim-verdict",
     "nodes": "--supernodes", "algo": "ALGORITHM", "algorithm": "ALGORITHM", "audit.run_canaries": "--canaries",
     "audit.run_runs": "--runs", "algorithm.train_click_model": "--click-model", "cohort": "--probe-cohort",
-    "probe_cohort": "--probe-cohort", "min_shown": "--min-shown",
+    "probe_cohort": "--probe-cohort", "min_shown": "--min-shown", "audit.unlearning": "--method",
+    "audit.unlearning_forget": "--forget", "audit.unlearning_canaries": "--canaries",
+    "audit.unlearning_poison_check": "--poison-check",
     # the engine's keywords spelled as options
     **{name: "--" + name.replace("_", "-") for name in (
         "data", "fold", "queries", "normalization", "split", "clients", "rounds", "queries_per_client",
@@ -42,7 +44,8 @@ OPTIONS: dict[str, str] = {
         "lr_local", "lr_global", "clicks_per_client", "em_rounds", "logging_fraction", "batch_queries",
         "length", "p", "levels", "by", "averaging", "runtime", "server_sees", "timeout", "eval_split", "max_pairs",
         "profile", "repeats", "degree", "drop", "round_clients", "dim", "messages", "features", "noise", "lists",
-        "queries", "docs", "cohorts")},
+        "queries", "docs", "cohorts", "method", "forget", "interval", "calibration", "unlearn_rounds", "scale",
+        "poison_check")},
 }
 """The CLI's one map from a parameter as the engine names it (``ParameterError.parameter``) to the
 option a command-line user typed; ``main`` renames every ParameterError by it, once."""

@@ -41,6 +41,7 @@ def list_algorithms(json_out: o.Json = False) -> None:
                     "audit": "yes" if r["auditable"] else "train only",
                     "message": r["message_kind"], "reveals": r["reveals"], "click models": r["click_models"],
                     "defaults": f"normalization {r['default_normalization']}; "
-                                f"attacks {', '.join(r['default_attacks']) or '-'}",
+                                f"attacks {', '.join(r['default_attacks']) or '-'}; "
+                                f"unlearning {', '.join(r['unlearning']) or '-'}",
                     "params": "-" if not r["params"] else ", ".join(f"{p['name']}={p['default']}" for p in r["params"])},
          min_width=100)

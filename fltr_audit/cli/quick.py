@@ -9,7 +9,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-COMMAND_MODULES = ("attack", "audit", "audit_defense", "audit_run", "bench", "bench_attacks", "bench_core",
+COMMAND_MODULES = ("attack", "audit", "audit_defense", "audit_run", "audit_unlearning", "bench", "bench_attacks", "bench_core",
                    "campaign", "compare",
                    "data", "defenses", "demo", "epsilon", "flower", "lists", "report", "train", "train_fedips",
                    "train_foltr_es")

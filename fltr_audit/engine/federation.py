@@ -140,6 +140,14 @@ def run_round(algorithm: Any, params: np.ndarray, state: Any, data: Dataset, que
     return new_params, new_state, batch, out
 
 
+def present_members(client_ids: np.ndarray, queries: np.ndarray, absent: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The members of a drawn cohort (and their queries) who are not ``absent`` (sorted ids)."""
+    if not len(absent):
+        return client_ids, queries
+    keep = ~np.isin(client_ids, absent, assume_unique=True)
+    return client_ids[keep], queries[keep]
+
+
 def train(algorithm: Algorithm, train_data: Dataset, settings: TrainSettings, *,
           eval_data: Dataset | None = None, defenses: RoundDefenses | None = None,
           hooks: TrainHooks = NO_HOOKS, poisoning: Poisoning | None = None) -> TrainResult:
@@ -153,7 +161,9 @@ def train(algorithm: Algorithm, train_data: Dataset, settings: TrainSettings, *,
     background thread while the next rounds train (``engine.evaluation``).
 
     A ``non_iid`` setting (:mod:`fltr_audit.engine.population`; Wang & Zuccon SIGIR 2022) also shapes
-    how each user clicks (``document-preference``, ``click-preference``).
+    how each user clicks (``document-preference``, ``click-preference``). The ``absent`` users of the
+    settings are dropped from the cohorts they are drawn into (``present_members``); a round whose
+    whole cohort is absent leaves the model as it was.
 
     BLAS runs single-threaded during training: the per-client products are too small to
     gain from threads (``bench fpdgd``: 1.6x faster on 2 cores), and the sums then come out
@@ -172,25 +182,27 @@ def train(algorithm: Algorithm, train_data: Dataset, settings: TrainSettings, *,
     online, t_eval, n_interactions = 0.0, 0, 0
     offline = OfflineEvaluations(algorithm.ranker, eval_data, hooks.on_round)
 
+    absent = np.asarray(s.absent, dtype=np.int64)
     with threadpool_limits(limits=1, user_api="blas"):
         for r in range(1, s.rounds + 1):
-            client_ids, queries = schedule.next_round(r)
-            params, state, batch, out = run_round(algorithm, params, state, train_data, queries, client_ids, r, s.seed,
-                                                  defenses=defenses, threat_model=s.threat_model,
-                                                  observer=hooks.observer, poisoning=poisoning)
-            if not np.isfinite(params).all():
-                raise FltrError(f"round {r}: the global model became NaN or infinite under the defense "
-                                f"{defenses.name!r} (noise or clipping too large for float64)")
-            for interceptor in hooks.interceptors:
-                interceptor(batch)
-            seq = np.asarray(out.shown_ndcg, dtype=np.float64).ravel()
-            online += metrics.online_performance(seq, GAMMA) * GAMMA ** t_eval
-            t_eval += int((~np.isnan(seq)).sum())
-            n_interactions += int(out.messages.n_interactions.sum())
-            judged = seq[~np.isnan(seq)]
-            row = {"round": r, "offline_ndcg10": np.nan, "online_ndcg": online,
-                   "shown_ndcg": float(judged.mean()) if len(judged) else np.nan}
-            row.update({key: float(v) for key, v in out.round_metrics.items()})
+            client_ids, queries = present_members(*schedule.next_round(r), absent)
+            row = {"round": r, "offline_ndcg10": np.nan, "online_ndcg": online, "shown_ndcg": np.nan}
+            if len(client_ids):  # a cohort of absent users only: the round changes nothing
+                params, state, batch, out = run_round(algorithm, params, state, train_data, queries, client_ids, r,
+                                                      s.seed, defenses=defenses, threat_model=s.threat_model,
+                                                      observer=hooks.observer, poisoning=poisoning)
+                if not np.isfinite(params).all():
+                    raise FltrError(f"round {r}: the global model became NaN or infinite under the defense "
+                                    f"{defenses.name!r} (noise or clipping too large for float64)")
+                for interceptor in hooks.interceptors:
+                    interceptor(batch)
+                seq = np.asarray(out.shown_ndcg, dtype=np.float64).ravel()
+                online += metrics.online_performance(seq, GAMMA) * GAMMA ** t_eval
+                t_eval += int((~np.isnan(seq)).sum())
+                n_interactions += int(out.messages.n_interactions.sum())
+                judged = seq[~np.isnan(seq)]
+                row.update(online_ndcg=online, shown_ndcg=float(judged.mean()) if len(judged) else np.nan)
+                row.update({key: float(v) for key, v in out.round_metrics.items()})
             evaluate = r % s.eval_every == 0 or r == s.rounds
             for name, fn in hooks.evaluators.items():
                 row[name] = float(fn(params)) if evaluate else np.nan
@@ -204,6 +216,7 @@ def train(algorithm: Algorithm, train_data: Dataset, settings: TrainSettings, *,
         "eval_every": s.eval_every, "threat_model": s.threat_model, "replace": s.replace,
         "client_defenses": [d.name for d in defenses.client], "aggregator": defenses.aggregator.name,
         "online_gamma": GAMMA, **schedule.participation(),
+        **({"absent": len(s.absent)} if s.absent else {}),
         **({"poison": poisoning.name} if poisoning is not None else {}),
     }
     import pandas as pd

@@ -47,7 +47,9 @@ class TrainSettings:
     with one, each round's cohort is drawn from N persistent users (``engine.schedule``).
     ``replace`` draws a round's queries with replacement (needed when a round asks for more
     queries than the split has). Offline nDCG@10 is computed after rounds ``eval_every``,
-    ``2 eval_every``, ... and the last. Checked when built (ParameterError naming the setting)."""
+    ``2 eval_every``, ... and the last. ``absent`` users never take part: each is dropped from
+    every cohort it is drawn into, which then runs without it (unlearning's ``retrain``, and the
+    canaries an audit leaves out). Checked when built (ParameterError naming the setting)."""
 
     clients: int
     queries_per_client: int
@@ -58,11 +60,16 @@ class TrainSettings:
     non_iid: NonIID = field(default_factory=NonIID)
     replace: bool = False
     threat_model: str = "server"
+    absent: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         check_budget(self.clients, self.queries_per_client, self.rounds, self.eval_every)
         check_threat_model(self.threat_model)
         check_population(self.population, self.clients, self.non_iid)
+        object.__setattr__(self, "absent", tuple(sorted({int(u) for u in self.absent})))
+        if self.absent and not 0 <= self.absent[0] <= self.absent[-1] < self.users:
+            raise ParameterError("absent", f"user ids lie in 0 .. {self.users - 1}, got {self.absent[0]} .. "
+                                           f"{self.absent[-1]}")
 
     @property
     def users(self) -> int:

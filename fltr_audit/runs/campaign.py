@@ -14,7 +14,9 @@ import pandas as pd
 
 from fltr_audit.runs.audit import run_audit
 from fltr_audit.runs.executors import SERIAL, Executor, Task, describe, environment, single_threaded
+from fltr_audit.runs.unlearning import unlearning_audit
 from fltr_audit.runs.whole_run import whole_run_audit
+from fltr_audit.spec.unlearning import UnlearningOptions
 from fltr_audit.spec.whole_run import CanaryOptions
 from fltr_audit.spec.campaign import CampaignSpec
 from fltr_audit.spec.grid import MAX_RUNS, Run, expand
@@ -28,6 +30,9 @@ def execute_run(spec: RunSpec) -> dict:
     if spec.audit.run_canaries is not None:  # the campaign's [audit_run] section
         row = whole_run_audit(spec, CanaryOptions.of_run(spec))
         tables["run_audits"] = pd.DataFrame([row.as_dict()])
+    if spec.audit.unlearning is not None:  # the campaign's [unlearning] table
+        row = unlearning_audit(spec, UnlearningOptions.of_run(spec))
+        tables["unlearning_audits"] = pd.DataFrame([row.as_dict()])
     return {"tables": tables, "seconds": time.perf_counter() - start, "env": environment()}
 
 

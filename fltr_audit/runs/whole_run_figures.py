@@ -13,7 +13,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from attacks.canary_count import canaries_to_test
-from attacks.fdp_one_run import fdp_one_run_bound
+from attacks.fdp_one_run import fdp_one_run_bound, fdp_pool
 from attacks.float_channel import float_side_channel
 from attacks.whole_run_bounds import multi_run_lower_bound, one_run_estimate, one_run_lower_bound, run_claim_verdict
 from attacks.worst_case import claimed_mu
@@ -22,15 +22,6 @@ from fltr_audit.spec.run import RunSpec
 from fltr_audit.store.records import RunAuditRecord as RunAudit
 
 
-def fdp_pool(participations: np.ndarray) -> tuple[np.ndarray, int]:
-    """The canaries the f-DP bound guesses among: those with the most frequent positive number of
-    participations (the smallest such number on a tie) -- a choice from the schedule alone, so that
-    one mu-GDP claim holds exactly for every canary of the pool; and that number (0: none took part)."""
-    counts = np.bincount(np.asarray(participations, dtype=np.int64))
-    if len(counts) < 2 or counts[1:].sum() == 0:
-        return np.zeros(len(participations), dtype=bool), 0
-    n = int(np.argmax(counts[1:])) + 1
-    return np.asarray(participations) == n, n
 
 
 def whole_run_figures(spec: RunSpec, options: Any, runs: Sequence[Any], audit_key: str) -> RunAudit:

@@ -30,7 +30,7 @@ else:  # pragma: no cover
 MAX_CAMPAIGN_BYTES = 1 << 20
 """A campaign file is a few hundred bytes of settings; anything past 1 MiB is not one (read whole)."""
 
-TABLES = ("data", "algorithm", "probe", "audit", "audit_run")
+TABLES = ("data", "algorithm", "probe", "audit", "audit_run", "unlearning")
 
 
 @dataclass(frozen=True)
@@ -96,6 +96,16 @@ class CampaignWholeRun:
 
 
 @dataclass(frozen=True)
+class CampaignUnlearning:
+    """``[unlearning]``: each run's unlearning audit (off without ``method``; the methods a grid axis)."""
+
+    methods: tuple[str | None, ...]
+    forget: int
+    canaries: int
+    poison_check: bool
+
+
+@dataclass(frozen=True)
 class CampaignSpec:
     """A validated campaign: its name, seeds (a grid axis) and tables; ``table`` is the merged
     TOML-shaped mapping it was read from (what reports show as the campaign's settings)."""
@@ -107,6 +117,7 @@ class CampaignSpec:
     probe: CampaignProbe
     audit: CampaignAudit
     audit_run: CampaignWholeRun
+    unlearning: CampaignUnlearning
     table: Mapping[str, Any]
 
 
@@ -179,7 +190,7 @@ def _axis(value: Any) -> tuple:
 def _typed(spec: dict[str, Any]) -> CampaignSpec:
     """The typed value of a checked, merged campaign mapping."""
     t = _axis
-    data, algo, probe, audit, whole = (spec[name] for name in TABLES)
+    data, algo, probe, audit, whole, unlearning = (spec[name] for name in TABLES)
     return CampaignSpec(
         name=spec["name"], seeds=t(spec["seeds"]),
         data=CampaignData(t(data["spec"]), t(data["folds"]), data["normalization"], data.get("queries")),
@@ -195,4 +206,6 @@ def _typed(spec: dict[str, Any]) -> CampaignSpec:
         audit=CampaignAudit(tuple(DefenseSpec.parse(d) for d in as_list(audit["defenses"])), t(audit["attacks"]),
                             audit["epsilon_audit"], audit["trials"]),
         audit_run=CampaignWholeRun(whole.get("canaries"), whole.get("runs", 1)),
+        unlearning=CampaignUnlearning(t(unlearning["method"]), unlearning["forget"], unlearning["canaries"],
+                                      unlearning["poison_check"]),
         table=spec)

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from attacks.registry import make_attack
-from fltr_audit.constraints import ParameterError
+from fltr_audit.constraints import Options, ParameterError, check
 from fltr_audit.engine.algorithms.registry import algorithm_spec
 from fltr_audit.errors import FltrError
 from fltr_audit.spec.campaign_tables import DEFAULTS, SCHEMA, as_list
@@ -75,6 +75,9 @@ _SETTINGS: dict[str, tuple[type, str]] = {
                                                   "lists", "rounds")},
     "audit.epsilon_audit": (AuditSettings, "epsilon_audit"), "audit.trials": (AuditSettings, "trials"),
     "audit_run.canaries": (AuditSettings, "run_canaries"), "audit_run.runs": (AuditSettings, "run_runs"),
+    "unlearning.forget": (AuditSettings, "unlearning_forget"),
+    "unlearning.canaries": (AuditSettings, "unlearning_canaries"),
+    "unlearning.poison_check": (AuditSettings, "unlearning_poison_check"),
 }
 """Campaign keys checked by the run spec's own constraints (each value of a grid axis)."""
 
@@ -129,6 +132,7 @@ def check_values(spec: dict, source: str) -> None:
     _check_robustness(spec, defenses)
     _check_threat_models(spec, source)
     _check_audit_run(spec, source, defenses)
+    _check_unlearning(spec, defenses)
 
 
 MESSAGE_KINDS = {"vector": ("weights", "update"), "metric": ("seed+metric",)}
@@ -176,6 +180,36 @@ def _check_audit_run(spec: dict, source: str, defenses: list[DefenseSpec]) -> No
             problem = canary_problem(name, stack.build())
             if problem:
                 raise FltrError(f"{source}: key 'audit_run.canaries': {problem}")
+
+
+def _check_unlearning(spec: dict, defenses: list[DefenseSpec]) -> None:
+    """``[unlearning]``: every method fits every algorithm, defense and cohort of the grid
+    (``spec.unlearning.check_unlearning`` on each combination's run spec; a ParameterError naming the
+    engine's parameter, renamed to its key by the reader)."""
+    from fltr_audit.engine.unlearning import METHODS
+    from fltr_audit.spec.unlearning import UnlearningOptions, check_unlearning
+
+    table = spec["unlearning"]
+    if table["method"] is None:
+        return
+    algo = spec["algorithm"]
+    for method in as_list(table["method"]):
+        check("unlearning.method", method, (Options(METHODS),))
+        options = UnlearningOptions(method=method, forget=table["forget"], canaries=table["canaries"],
+                                    poison_check=table["poison_check"])
+        for name in as_list(algo["name"]):
+            for clients in as_list(algo["clients"]):
+                run = RunSpec(data=DataSettings(spec="synthetic:mq2008", fold=1),
+                              algorithm=AlgorithmSettings(name=name, rounds=1, clients=clients, queries_per_client=1,
+                                                          population=algo.get("population"),
+                                                          non_iid=as_list(algo.get("non_iid", "iid"))[0]),
+                              probe=ProbeSettings(), defense="none", attacks=(), audit=AuditSettings(), seed=0)
+                for defense in defenses:
+                    try:
+                        check_unlearning(run.replace(defense=defense), options)
+                    except ParameterError as exc:  # the table's keys, not audit_run's canaries
+                        key = f"unlearning.{exc.parameter}" if exc.parameter in table else exc.parameter
+                        raise ParameterError(key, exc.problem) from None
 
 
 def _check_data_spec(data: str, queries: int | None, source: str) -> None:

@@ -42,9 +42,15 @@ A campaign file has these tables (every key optional except ``name``)::
     canaries = 1000                      # (fltr-audit audit-run; table run_audits), at most the population
     runs = 1                             # independent canary runs (multi-run bound from 2 on)
 
+    [unlearning]                         # optional: each run also audits forgetting with canaries
+    method = ["retrain", "federaser"]    # (fltr-audit audit-unlearning; table unlearning_audits), a grid axis
+    forget = 100                         # population users forgotten besides the included canaries
+    canaries = 40                        # each included with probability 1/2, every included one forgotten
+    poison_check = true                  # the ECIR 2024 check: the forgotten users poison the run
+
 Grid axes: ``seeds``, ``data.spec``, ``data.folds``, every list of ``[algorithm]``
 (including inside ``params``), ``probe.split``, ``probe.probe_cohort``, ``probe.threat_model`` and
-``audit.defenses``.
+``audit.defenses`` and ``unlearning.method``.
 The click models and attacks of a run are evaluated inside it, on the same trained model
 and the same probe, so they are lists but not axes. Each grid point is one run whose key is
 the SHA-256 of its resolved configuration (canonical JSON), so the key is stable across
@@ -63,7 +69,7 @@ CLICK_MODELS = ("perfect", "navigational", "informational")
 
 SCHEMA: dict[str, dict[str, tuple[type, ...]]] = {
     "": {"name": (str,), "seeds": (int, list), "data": (dict,), "algorithm": (dict,), "probe": (dict,), "audit": (dict,),
-         "audit_run": (dict,)},
+         "audit_run": (dict,), "unlearning": (dict,)},
     "data": {"spec": (str, list), "folds": (int, list), "normalization": (str,), "queries": (int,)},
     "algorithm": {
         "name": (str, list),
@@ -92,6 +98,7 @@ SCHEMA: dict[str, dict[str, tuple[type, ...]]] = {
     },
     "audit": {"defenses": (str, list), "attacks": (str, list), "epsilon_audit": (bool,), "trials": (int, str)},
     "audit_run": {"canaries": (int,), "runs": (int,)},
+    "unlearning": {"method": (str, list), "forget": (int,), "canaries": (int,), "poison_check": (bool,)},
 }
 
 DEFAULTS: dict[str, Any] = {
@@ -129,6 +136,12 @@ DEFAULTS: dict[str, Any] = {
         "canaries": None,
         "runs": 1,
     },
+    "unlearning": {  # the unlearning audit of every run (unlearning_audits); off without a method
+        "method": None,
+        "forget": 0,
+        "canaries": 40,
+        "poison_check": False,
+    },
 }
 
 
@@ -137,6 +150,8 @@ CAMPAIGN_KEYS = {
     # the run spec's parameters (fltr_audit.spec.run) that a campaign file spells otherwise
     "data.fold": "data.folds", "seed": "seeds", "audit.run_canaries": "audit_run.canaries",
     "audit.run_runs": "audit_run.runs", "probe.cohort": "probe.probe_cohort",
+    "audit.unlearning": "unlearning.method", "audit.unlearning_forget": "unlearning.forget",
+    "audit.unlearning_canaries": "unlearning.canaries", "audit.unlearning_poison_check": "unlearning.poison_check",
     # the engine's parameters, as the key that sets them
     "data": "data.spec", "fold": "data.folds", "queries": "data.queries", "normalization": "data.normalization",
     "clients": "algorithm.clients", "rounds": "algorithm.rounds", "queries_per_client": "algorithm.queries_per_client",
@@ -144,7 +159,8 @@ CAMPAIGN_KEYS = {
     "poison": "algorithm.poison",
     "click_model": "probe.click_models", "split": "probe.split", "threat_model": "probe.threat_model",
     "manipulation": "probe.manipulation", "defense": "audit.defenses", "attacks": "audit.attacks",
-    "trials": "audit.trials", "canaries": "audit_run.canaries", "runs": "audit_run.runs",
+    "trials": "audit.trials", "canaries": "audit_run.canaries", "runs": "audit_run.runs", "method": "unlearning.method",
+    "forget": "unlearning.forget", "poison_check": "unlearning.poison_check",
 }
 """The engine's parameter names as campaign keys: the campaign reader's one map (``validate_spec``
 renames every ParameterError by it, once; a name not here is already the key)."""

@@ -37,7 +37,8 @@ def _axes(spec: CampaignSpec) -> list[tuple]:
     return [data.specs, data.folds, algo.names, algo.rounds, algo.clients, algo.queries_per_client, algo.rankers,
             tuple(itertools.product(*(values for _, values in algo.params))), probe.splits, probe.cohorts,
             spec.audit.defenses, spec.seeds, probe.threat_models,
-            tuple(parse_non_iid(s).name for s in algo.non_iid), algo.poison]  # poison last: (None,) keeps old keys
+            tuple(parse_non_iid(s).name for s in algo.non_iid), algo.poison,
+            spec.unlearning.methods]  # poison, then the unlearning method, last: (None,) keeps old keys
 
 
 def grid_size(spec: CampaignSpec) -> int:
@@ -53,10 +54,11 @@ def expand(spec: CampaignSpec, max_runs: int | None = MAX_RUNS) -> list[Run]:
         raise FltrError(f"campaign {spec.name!r}: the grid has {size:,} runs, more than the cap of {max_runs:,} "
                         "(--max-runs raises it)")
     data, algo, probe, audit, whole = spec.data, spec.algorithm, spec.probe, spec.audit, spec.audit_run
+    forget = spec.unlearning
     param_names = [name for name, _ in algo.params]
     runs = []
     for (dspec, fold, name, rounds, clients, qpc, ranker, params, split, cohort, defense, seed, threat,
-         non_iid, poison) in itertools.product(*_axes(spec)):
+         non_iid, poison, method) in itertools.product(*_axes(spec)):
         if algo.population is not None and algo.population < clients:
             raise FltrError(f"campaign {spec.name!r}: key 'algorithm.population' ({algo.population}) must be "
                             f"at least the cohort of {clients} clients drawn from it each round")
@@ -75,7 +77,9 @@ def expand(spec: CampaignSpec, max_runs: int | None = MAX_RUNS) -> list[Run]:
             defense=defense,
             attacks=audit.attacks,
             audit=AuditSettings(epsilon_audit=audit.epsilon_audit, trials=audit.trials,
-                                run_canaries=whole.canaries, run_runs=whole.runs),
+                                run_canaries=whole.canaries, run_runs=whole.runs, unlearning=method,
+                                **(dict(unlearning_forget=forget.forget, unlearning_canaries=forget.canaries,
+                                        unlearning_poison_check=forget.poison_check) if method else {})),
             seed=seed,
         )
         runs.append(Run(run.key(), run))

@@ -132,6 +132,10 @@ RANKERS = ("linear", "mlp")
 SPLITS = ("train", "vali", "test")
 THREAT_MODELS = ("server", "server-blind", "server-malicious")
 MANIPULATIONS = ("isolate", "inconsistent")
+UNLEARNING_METHODS = ("retrain", "federaser", "finetune", "pga", "none")
+UNLEARNING_CANARIES = 40
+"""Canaries of an unlearning audit by default: orthonormal directions in a model of at least 40
+parameters (MQ2008's linear ranker has 46)."""
 BUDGET = {"clients": 1_000_000, "queries_per_client": 10_000, "rounds": 1_000_000}
 _POSITIVE = (Interval(int, 1, None),)
 MAX_CANARIES = 100_000
@@ -243,6 +247,15 @@ class AuditSettings(_Section):
     """Canaries of the whole-run audit (``fltr-audit audit-run``; None: no ``run_audits`` row)."""
     run_runs: int = optional(1, key="audit_run_runs", constraints=(Interval(int, 1, MAX_CANARY_RUNS),))
     """Independent canary runs of the whole-run audit (its multi-run bound from 2 on)."""
+    unlearning: str | None = optional(None, constraints=(Options(UNLEARNING_METHODS), None))
+    """The unlearning method audited with canaries (``fltr-audit audit-unlearning``; None: no
+    ``unlearning_audits`` row)."""
+    unlearning_forget: int = optional(0, constraints=(Interval(int, 0, None),))
+    """Population users forgotten besides the included canaries."""
+    unlearning_canaries: int = optional(UNLEARNING_CANARIES, constraints=(Interval(int, 0, None),))
+    """Canaries of the unlearning audit, each included with probability 1/2."""
+    unlearning_poison_check: bool = optional(False, constraints=(InstanceOf(bool),))
+    """The ECIR 2024 poisoning check beside the unlearning audit."""
 
 
 SECTIONS = ("data", "algorithm", "probe", "audit")

@@ -271,10 +271,96 @@ class RunAuditRecord:
         return dataclasses.asdict(self)
 
 
+@dataclasses.dataclass(frozen=True)
+class UnlearningAuditRecord:
+    """Forgetting audited with canaries (``fltr-audit audit-unlearning``; table ``unlearning_audits``;
+    ``docs/concepts/unlearning.md``): one unlearning ``method`` forgetting ``forget`` users and the
+    ``included`` canaries (``forgotten`` in all) of ``canaries`` drawn from the population.
+
+    Observer of the unlearned model, over the ``eligible`` canaries: the one-run bound on the epsilon
+    of forgetting (Steinke et al.) with its guesses and canary-count limit, the f-DP bounds
+    (Mahloujifar et al.), TPR at low FPR, AUC, the ``verdict`` (forgotten / not forgotten /
+    untestable) with the audit's power (``detectable_residue``: the smallest share of the trained
+    model's offset the audit would catch) and the trained model's own bound (``before_epsilon_lb``).
+    Server that saw the model before: the pair's bound and AUC, the before model's alone, the
+    McNemar counts, p-value and ``server_verdict``. Click recovery from the before/after difference
+    (and from the kept updates) against the counterfactual: the deciding attack's leakage, its upper
+    bound and ``difference_verdict`` / ``stored_verdict``. Utility: nDCG@10 after, before and of
+    ``retrain``, the weight distance to ``retrain``; the poisoning check (ECIR 2024): nDCG@10 of the
+    poisoned model before and after forgetting its poisoners, the share of the poisoning's effect
+    removed and ``poison_verdict``. Cost against ``retrain``: seconds, client steps, bytes the
+    server keeps and the peak bytes allocated while unlearning."""
+
+    algorithm: str
+    ranker: str
+    method: str
+    defense: str
+    rounds: int
+    clients: int
+    population: int
+    forget: int
+    canaries: int
+    included: int
+    forgotten: int
+    scale: float
+    delta: float
+    eligible: int
+    epsilon_lb: float
+    guesses: int
+    correct: int
+    canary_limit: float
+    limited_by_canaries: bool
+    mu_lb: float
+    mu_limit: float
+    epsilon_lb_fdp: float
+    fdp_pool: int
+    fdp_participations: int
+    tpr_at_fpr_0_01: float
+    tpr_at_fpr_0_001: float
+    auc: float
+    verdict: str
+    detectable_residue: float
+    before_epsilon_lb: float
+    server_epsilon_lb: float
+    server_auc: float
+    before_alone_epsilon_lb: float
+    server_pair_only: int
+    server_before_only: int
+    server_p_value: float
+    server_verdict: str
+    difference_leakage: float
+    difference_leakage_ci_high: float
+    difference_attack: str
+    difference_verdict: str
+    stored_leakage: float
+    stored_verdict: str
+    ndcg10: float
+    ndcg10_before: float
+    ndcg10_retrain: float
+    ndcg10_delta: float
+    weight_distance: float
+    poison_ndcg10_before: float
+    poison_ndcg10_after: float
+    poison_effect_removed: float
+    poison_verdict: str
+    seconds: float
+    retrain_seconds: float
+    client_steps: int
+    retrain_client_steps: int
+    stored_bytes: int
+    peak_bytes: int
+    retrain_peak_bytes: int
+    audit_key: str = ""
+
+    def as_dict(self) -> dict:
+        """The record as a plain dict (a stored row, ``--json``)."""
+        return dataclasses.asdict(self)
+
 
 RECORDS: dict[str, type] = {
     "curves": CurveRecord, "attacks": AttackRecord, "per_query": PerQueryRecord,
     "audits": AuditRecord, "utility": UtilityRecord, "epsilon": EpsilonRecord, "run_audits": RunAuditRecord,
+    "unlearning_audits": UnlearningAuditRecord,
 }
 
 

@@ -52,6 +52,27 @@ Schema (``schema_version`` 1; every data table also has ``run_key`` and ``extra`
                fdp_correct INTEGER, fdp_pool INTEGER, fdp_participations INTEGER,
                verdict_by TEXT, ndcg10 REAL, seconds REAL, epsilon_estimate_reason TEXT,
                canaries_needed REAL, float_channel TEXT, float_channel_pvalue REAL, audit_key TEXT)
+    unlearning_audits(algorithm TEXT, ranker TEXT, method TEXT, defense TEXT,
+                      rounds INTEGER, clients INTEGER, population INTEGER, forget INTEGER,
+                      canaries INTEGER, included INTEGER, forgotten INTEGER, scale REAL,
+                      delta REAL, eligible INTEGER, epsilon_lb REAL, guesses INTEGER,
+                      correct INTEGER, canary_limit REAL, limited_by_canaries BOOLEAN,
+                      mu_lb REAL, mu_limit REAL, epsilon_lb_fdp REAL, fdp_pool INTEGER,
+                      fdp_participations INTEGER, tpr_at_fpr_0_01 REAL,
+                      tpr_at_fpr_0_001 REAL, auc REAL, verdict TEXT,
+                      detectable_residue REAL, before_epsilon_lb REAL,
+                      server_epsilon_lb REAL, server_auc REAL,
+                      before_alone_epsilon_lb REAL, server_pair_only INTEGER,
+                      server_before_only INTEGER, server_p_value REAL, server_verdict TEXT,
+                      difference_leakage REAL, difference_leakage_ci_high REAL,
+                      difference_attack TEXT, difference_verdict TEXT, stored_leakage REAL,
+                      stored_verdict TEXT, ndcg10 REAL, ndcg10_before REAL,
+                      ndcg10_retrain REAL, ndcg10_delta REAL, weight_distance REAL,
+                      poison_ndcg10_before REAL, poison_ndcg10_after REAL,
+                      poison_effect_removed REAL, poison_verdict TEXT, seconds REAL,
+                      retrain_seconds REAL, client_steps INTEGER,
+                      retrain_client_steps INTEGER, stored_bytes INTEGER,
+                      peak_bytes INTEGER, retrain_peak_bytes INTEGER, audit_key TEXT)
     meta(key TEXT PRIMARY KEY, value TEXT)
     claims(run_key TEXT PRIMARY KEY, host TEXT, pid INTEGER, expires REAL (Unix time))
                                           -- runs a process is computing now (see ResultsStore.claim)

@@ -41,6 +41,7 @@ trained beforehand (``propensity_em.FedRelevanceEM``).
 
 from __future__ import annotations
 
+import copy
 import time
 from typing import Any
 
@@ -182,6 +183,13 @@ class FedIPS:
     # -- Algorithm protocol -------------------------------------------------------------
     def init_params(self, rng: np.random.Generator) -> np.ndarray:
         return np.asarray(self.ranker.init_params(rng), dtype=np.float64)
+
+    def ascending(self) -> "FedIPS":
+        """A copy whose clients step up their IPS-weighted hinge loss (Eq. 4, 7) instead of down,
+        ``w <- w + eta_l / p grad h``: the local gradient ascent of PGA unlearning (Halimi et al. 2022)."""
+        out = copy.copy(self)
+        out.lr_local = -self.lr_local
+        return out
 
     def init_server_state(self, params: np.ndarray) -> Any:
         return None

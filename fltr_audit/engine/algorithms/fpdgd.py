@@ -24,6 +24,7 @@ DESIGN.md asks (padded numpy blocks moved far more memory than the arithmetic co
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import numpy as np
@@ -198,6 +199,13 @@ class FPDGD:
     def config(self) -> dict:
         return {"algorithm": self.name, "ranker": self.ranker.name, "click_model": self.click_model.name,
                 "lr": self.lr, "k": self.k}
+
+    def ascending(self) -> "FPDGD":
+        """A copy whose clients step against the PDGD gradient, ``theta <- theta - eta grad`` after
+        each query: the local gradient ascent of PGA unlearning (Halimi et al. 2022, Sec. 3)."""
+        out = copy.copy(self)
+        out.lr = -self.lr
+        return out
 
     def init_params(self, rng: np.random.Generator) -> np.ndarray:
         """Zeros for the linear ranker; the ranker's random initialization for the MLP."""

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Callable, Literal
 from fltr_audit import plugins
 from fltr_audit.constraints import InstanceOf, Interval, Options, Parameter, ParameterError, validate
 from fltr_audit.errors import FltrError
+from fltr_audit.engine import unlearning as unlearning_methods
 
 if TYPE_CHECKING:  # start-up: the command line lists the algorithms before numpy loads
     from fltr_audit.engine.interfaces import Algorithm
@@ -71,6 +72,10 @@ class AlgorithmSpec:
     user_clicks : bool
         Whether it simulates each user's own clicks (``--non-iid document-preference`` and
         ``click-preference``, :mod:`fltr_audit.engine.population`).
+    unlearning : tuple of str
+        The unlearning methods it supports (``fltr_audit.engine.unlearning.METHODS``): ``federaser``
+        needs a server step linear in the cohort's mean update, ``pga`` an algorithm whose
+        ``ascending()`` copy steps against its clients' gradient (``fltr-audit audit-unlearning``).
     """
 
     name: str
@@ -88,6 +93,7 @@ class AlgorithmSpec:
     distribution: str = ""
     server_manipulable: bool = False
     user_clicks: bool = False
+    unlearning: tuple[str, ...] = ()
 
     def probe_click_models(self) -> tuple[str, ...]:
         """The click models an audit probes by default: every one of the family."""
@@ -102,6 +108,13 @@ class AlgorithmSpec:
             raise ParameterError("click_model", f"{self.name}'s users click by a cascade model; choose "
                                  f"{', '.join(CASCADE_CLICK_MODELS)}, not 'pbm'")
 
+
+    def check_unlearning(self, method: str) -> None:
+        """ParameterError naming ``method`` unless this algorithm supports that unlearning method."""
+        if method not in self.unlearning:
+            supported = ", ".join(self.unlearning) if self.unlearning else "none of them"
+            raise ParameterError("method", f"{self.name} does not support unlearning method {method!r} "
+                                           f"(it supports {supported})")
 
     def check_params(self, params: dict, prefix: str = "") -> None:
         """ParameterError naming ``PREFIX + key`` for a key this algorithm does not declare or a
@@ -170,6 +183,8 @@ _VECTOR_ATTACKS = ("olsr", "score", "prob", "random3")
 # ``distance`` is left out: its score is the within-list rank of ``score``'s (attacks/heuristics.py),
 # so its per-list AUC and leakage are score's, and a verdict family would count one attack twice.
 
+_ALL_UNLEARNING = unlearning_methods.METHODS
+
 _REGISTRY: dict[str, AlgorithmSpec] = {}
 
 
@@ -188,7 +203,7 @@ for _spec in (
                   "weights", "the client's local weights after B PDGD steps: a linear combination of the "
                   "features of the shown documents, weighted by the clicks", "perfect",
                   summary="Federated PDGD (FPDGD Algorithm 2)", params=_PDGD_PARAMS, server_manipulable=True,
-                  user_clicks=True),
+                  user_clicks=True, unlearning=_ALL_UNLEARNING),
     AlgorithmSpec("pdgd", _cascade_builder("fltr_audit.engine.algorithms.pdgd:PDGD"), "cascade", "zscore", (), "none",
                   "nothing: centralized, the server holds the clicks", "perfect", auditable=False,
                   summary="Centralized PDGD with batch-accumulated updates (FPDGD paper, baselines)",
@@ -202,10 +217,11 @@ for _spec in (
                   "the update w_local - w_global: IPS-weighted hinge gradients over the shown lists, "
                   "one per click", "pbm", k=5,
                   summary="FedIPS: IPS-weighted federated counterfactual LTR (Li & Ouyang, Algorithm 1)",
-                  params=_FEDIPS_PARAMS),
+                  params=_FEDIPS_PARAMS, unlearning=_ALL_UNLEARNING),
     AlgorithmSpec("fedavg", _fedips_builder(None), "pbm", "query-minmax", _VECTOR_ATTACKS, "update",
                   "the update w_local - w_global: unweighted hinge gradients over the shown lists, one per click",
-                  "pbm", k=5, summary="FedAvg baseline of FedIPS: all propensities 1", params=_FEDAVG_PARAMS),
+                  "pbm", k=5, summary="FedAvg baseline of FedIPS: all propensities 1", params=_FEDAVG_PARAMS,
+                  unlearning=_ALL_UNLEARNING),
     AlgorithmSpec("lambda-linear", None, "pbm", "query-minmax", (), "none",
                   "nothing: centralized, trained on labels", "pbm", k=5, auditable=False,
                   summary="LambdaMART-style linear ranker on labels (FedIPS's upper bound); train only"),
