@@ -13,6 +13,7 @@ import pandas as pd
 from reports.compare import CLAIM_CONTEXT, as_references
 from reports.claims import pooled_audits
 from reports.summary import verdict_sentences
+from reports.sweeps import swept_in
 from reports.tables import (HEADERS, audit_table, claims_headers, claims_table, epsilon_section,
                             leakage_pivot, ordered, runs_summary, strongest_per_metric, strongest_wide,
                             table_section)
@@ -65,8 +66,11 @@ def verdict_section(r: Results) -> dict | None:
 
 
 def _claim_keys(audits: pd.DataFrame | None) -> list[str]:
-    """What an audit row is pooled by: the defense and the claim context columns it has."""
-    return ["defense"] + [k for k in CLAIM_CONTEXT if audits is not None and k in audits.columns]
+    """What an audit row is pooled by: the defense, the claim context columns it has and every
+    swept axis (pooled over seeds and folds only)."""
+    if audits is None:
+        return ["defense"]
+    return ["defense"] + [k for k in CLAIM_CONTEXT if k in audits.columns] + swept_in(audits)
 
 
 def audit_section(r: Results) -> dict | None:

@@ -77,7 +77,7 @@ def test_html_is_self_contained(report):
     assert not re.search(r"https?://", html)
     assert "<link" not in html and "<script" not in html.lower()
     srcs = re.findall(r'<img src="([^"]+)"', html)
-    assert len(srcs) == len(plots.PLOTS)
+    assert len(srcs) == len(plots.PLOTS) + 1  # and the one legend
     for src in srcs:
         assert src.startswith("data:image/png;base64,")
         assert base64.b64decode(src.split(",", 1)[1]).startswith(PNG_MAGIC)
@@ -86,7 +86,7 @@ def test_html_is_self_contained(report):
 def test_markdown_links_written_plot_files(report):
     path, _, md = report
     files = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", md)
-    assert len(files) == len(plots.PLOTS)
+    assert len(files) == len(plots.PLOTS) + 1  # and the one legend
     for f in files:
         assert (path.parent / f).read_bytes().startswith(PNG_MAGIC)
 
