@@ -96,6 +96,22 @@ def with_sweeps(tables: dict[str, pd.DataFrame], pool=()) -> tuple[dict[str, pd.
     return out, axes
 
 
+def with_swept_settings(status: pd.DataFrame, configs: pd.DataFrame) -> pd.DataFrame:
+    """``campaign status`` rows with a column per swept setting after ``defense`` (the seed is
+    already a column); ``.attrs["swept"]`` names them."""
+    settings = run_settings(configs)
+    axes = [c for c in settings.columns if c not in ("run_key", "data", "algo", "threat_model")
+            and settings[c].nunique(dropna=False) > 1]
+    if not axes or status.empty:
+        status.attrs["swept"] = []
+        return status
+    out = status.merge(settings[["run_key", *axes]], on="run_key", how="left")
+    at = list(out.columns).index("defense") + 1 if "defense" in out.columns else len(status.columns)
+    out = out[[*status.columns[:at], *axes, *status.columns[at:]]]
+    out.attrs["swept"] = axes
+    return out
+
+
 def swept_in(frame: pd.DataFrame) -> list[str]:
     """The swept-axis columns of a result table (those that vary in it)."""
     known = set(RUN_AXES) | {"fraction"}

@@ -76,12 +76,14 @@ def status(
     store: Path = typer.Option(..., "--store", help="SQLite results store."),
     json_out: bool = typer.Option(False, "--json", help="Print one record per run as JSON."),
 ) -> None:
-    """List the runs of a store: done, failed and pending."""
+    """List the runs of a store: done, failed and pending, with every setting the campaign sweeps."""
     from fltr_audit.store.results import ResultsStore
+    from reports.sweeps import axis_name, with_swept_settings
 
     if not store.is_file() and not store.is_symlink():
         raise FltrError(f"--store: {store} does not exist")
-    table = ResultsStore(store, readonly=True).status()
+    results = ResultsStore(store, readonly=True)
+    table = with_swept_settings(results.status(), results.configs())
     if json_out:
         emit_json(table.to_dict(orient="records"))
         return
@@ -90,6 +92,7 @@ def status(
         return
     counts = table["status"].value_counts().to_dict()
     shown = table.drop(columns=["finished_at"]).astype(object).where(table.drop(columns=["finished_at"]).notna(), "")
-    print_table(", ".join(f"{counts.get(s, 0)} {s}" for s in ("done", "failed", "pending")),
+    print_table(", ".join(f"{counts.get(s, 0)} {s}" for s in ("done", "failed", "pending"))
+                + (f"; swept: {', '.join(axis_name(a) for a in table.attrs['swept'])}" if table.attrs.get("swept") else ""),
                 [{k: (f"{v:.1f}" if k == "seconds" and v != "" else v) for k, v in row.items()}
                  for row in shown.to_dict(orient="records")], min_width=110)

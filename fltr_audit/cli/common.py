@@ -41,7 +41,7 @@ OPTIONS: dict[str, str] = {
         "record_rounds", "store", "workers", "scheduler", "trials", "neighbours", "test", "canaries",
         "runs", "confidence", "power", "min_effect", "format", "k", "lr", "sigma", "gamma", "propensity",
         "lr_local", "lr_global", "clicks_per_client", "em_rounds", "logging_fraction", "batch_queries",
-        "length", "p", "levels", "by", "averaging", "runtime", "server_sees", "timeout", "eval_split", "max_pairs",
+        "length", "p", "levels", "by", "pool", "averaging", "runtime", "server_sees", "timeout", "eval_split", "max_pairs",
         "profile", "repeats")},
 }
 """The CLI's one map from a parameter as the engine names it (``ParameterError.parameter``) to the

@@ -17,7 +17,7 @@ import typer
 
 from fltr_audit.errors import FltrError
 
-LIST_OPTIONS = ("--seed", "--fold", "--defense", "--attack", "--click-model", "--p", "--by")
+LIST_OPTIONS = ("--seed", "--fold", "--defense", "--attack", "--click-model", "--p", "--by", "--pool")
 """Options that take several values where a command declares them as lists (``typing.List``)."""
 
 DEPRECATED = {"--click-models": "--click-model", "--C": "--svm-c", "--train-rounds": "--rounds",
