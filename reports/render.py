@@ -22,6 +22,7 @@ from reports import plots, sections
 from reports.compare import check_min_effect, compare, verdicts
 from reports.leakage import MIN_EFFECT
 from reports.methods import configuration, methods as methods_items, versions
+from reports.glossary import TERMS, anchor, lookup
 from reports.style import legend_png
 from reports.summary import defense_summary, scope_line
 from reports.sweep_plot import sweep_plots
@@ -38,7 +39,14 @@ def _environment() -> jinja2.Environment:
         lstrip_blocks=True,
     )
     env.filters["md"] = _md
+    env.filters["term"] = _term_anchor
     return env
+
+
+def _term_anchor(label: str) -> str:
+    """The report's glossary anchor of the term a badge or header names ("" when none)."""
+    term = lookup(str(label).split(": ")[-1])
+    return f"g-{anchor(term.name)}" if term is not None else ""
 
 
 def _md(value) -> Markup:
@@ -119,6 +127,7 @@ def render_report(tables: dict[str, pd.DataFrame], *, title: str = "fltr-audit p
         "plots": shown_plots,
         "legend": _uri("image/png", files["plots/legend.png"]) if "plots/legend.png" in files else None,
         "methods": methods_items(tables, methods, min_effect),
+        "glossary": [(f"g-{anchor(t.name)}", t.name, t.text) for t in TERMS],
         "versions": versions(runs),
         "configuration": configuration(runs),
     }

@@ -22,6 +22,7 @@ or click. Part of the composition root: it may import ``attacks``, ``defenses`` 
 ``compare``, ``report``             ``compare(store, ...)``, ``report(store, out)``
 ``epsilon``                         ``epsilon_table(...)``
 ``demo``                            ``demo(...)``
+``explain``                         ``explain(term)``
 ``defenses|attacks|algorithms list``  ``defense_rows()``, ``attack_rows()``, ``algorithm_rows()``
 =================================  ===================================
 """
@@ -34,6 +35,7 @@ from fltr_audit.api.campaign import audit_campaign
 from fltr_audit.api.compare import compare, report
 from fltr_audit.api.demo import run_demo as demo
 from fltr_audit.api.epsilon import epsilon_table
+from fltr_audit.api.glossary import explain
 from fltr_audit.api.listing import algorithm_rows, attack_rows, defense_rows
 from fltr_audit.api.registration import AlgorithmSpec, register_algorithm, register_attack, register_defense
 from fltr_audit.api.results import AuditResult
@@ -45,5 +47,5 @@ from fltr_audit.spec.audit_options import AuditOptions
 
 __all__ = ["AlgorithmSpec", "AuditOptions", "AuditResult", "accountant", "algorithm_rows", "attack_recording",
            "attack_rows", "audit", "audit_campaign", "audit_defaults", "audit_defense", "audit_whole_run", "compare",
-           "defense_rows", "demo", "epsilon_table", "register_algorithm", "register_attack", "register_defense",
+           "defense_rows", "demo", "epsilon_table", "explain", "register_algorithm", "register_attack", "register_defense",
            "report", "train", "train_baselines", "train_fedips", "train_foltr_es", "train_lambda_linear_baseline"]

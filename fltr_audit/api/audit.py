@@ -85,8 +85,8 @@ def _campaign_table(opts: AuditOptions) -> dict[str, Any]:
     probe = {"split": opts.split, "click_models": list(_click_models(opts, algorithm)), "cohort": opts.probe_cohort,
              "queries_per_client": opts.probe_queries, "min_shown": algorithm.k if opts.min_shown is None
              else opts.min_shown, "require_click": opts.require_click, "counterfactual": opts.counterfactual,
-             "threat_model": opts.threat_model, "manipulation": opts.manipulation,
-             **({"lists": lists} if lists is not None else {})}
+             "threat_model": opts.threat_model, "manipulation": opts.manipulation, "lists": lists,
+             "min_effect": MIN_EFFECT if opts.min_effect is None else opts.min_effect, "power": opts.power}
     return {
         "name": "audit", "seeds": list(opts.seeds),
         "data": {"spec": [opts.data], "folds": list(opts.folds), "normalization": normalization},

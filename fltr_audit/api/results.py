@@ -104,7 +104,7 @@ class AuditResult:
 
     @property
     def min_effect(self) -> float:
-        """The smallest leak the leakage verdicts were asked to find (``min_effect``; default 0.02)."""
+        """The smallest leak the leakage verdicts were asked to find (``min_effect``; default 0.05)."""
         value = self.inputs.get("min_effect") if isinstance(self.inputs, Mapping) else None
         return MIN_EFFECT if value is None else float(value)
 

@@ -33,7 +33,7 @@ OPTIONS: dict[str, str] = {
     "attacks": "--attack", "C": "--svm-c", "epochs": "--rounds", "claim_verdict": "--claim-verdict",
     "nodes": "--supernodes", "algo": "ALGORITHM", "algorithm": "ALGORITHM", "audit.run_canaries": "--canaries",
     "audit.run_runs": "--runs", "algorithm.train_click_model": "--click-model", "cohort": "--probe-cohort",
-    "probe_cohort": "--probe-cohort", "min_shown": "--min-shown",
+    "probe_cohort": "--probe-cohort", "min_shown": "--min-shown", "term": "TERM",
     # the engine's keywords spelled as options
     **{name: "--" + name.replace("_", "-") for name in (
         "data", "fold", "queries", "normalization", "split", "clients", "rounds", "queries_per_client",
@@ -109,6 +109,16 @@ def print_table(title: str, rows: list[dict], *, min_width: int | None = None) -
     if min_width is not None and console.width < min_width:
         console = Console(width=min_width)
     console.print(table)
+
+
+GLOSSARY_URL = "docs/concepts/glossary.md"
+"""Where the words of the verdict tables are defined (the docs site's glossary page)."""
+
+
+def print_glossary_pointer() -> None:
+    """The one line, once per run, that says where the tables' words are defined."""
+    print("Words in these tables (±detect, lb/claim, limit of N trials, natural, outside scope, ...): "
+          f"fltr-audit explain TERM, or {GLOSSARY_URL}")
 
 
 def warm_up(run_one_round: Callable[[], Any]) -> float:

@@ -1,0 +1,99 @@
+"""The plan of an audit or a campaign: how many lists each click model is probed with so that the
+leakage verdict can come out either way (``leaks`` for a leak of ``min_effect``, ``no measurable
+leakage`` at zero leakage, each with probability ``power``), what that costs, and how to make it
+cheaper. ``audit`` and ``campaign run`` print it before the work starts."""
+
+from __future__ import annotations
+
+import textwrap
+from dataclasses import dataclass
+
+from fltr_audit.spec.audit_options import DEFAULT_MIN_EFFECT, DEFAULT_POWER
+
+__all__ = ["DEFAULT_MIN_EFFECT", "DEFAULT_POWER", "Plan", "informed_attacks", "planned_lists"]
+
+SECONDS_PER_RUN = 0.6
+"""Rough cost model of a run (measured on the 2-core reference machine under load, FPDGD on the
+synthetic MQ2008 profile, 2026-11): training and set-up ..."""
+SECONDS_PER_SCORED_LIST = 0.0003
+"""... each list scored by one attack under one click model ..."""
+SECONDS_PER_EPSILON_AUDIT = 1.5
+"""... and the epsilon audits of one defense (10,000 trials per input). Aggregate-only defenses
+(secure aggregation) probe several times slower: the figure is a guide, not a promise."""
+
+
+def informed_attacks(attacks) -> int:
+    """How many of ``attacks`` read the message (reference attacks never enter a verdict)."""
+    from attacks.registry import attack_spec
+
+    return sum(not attack_spec(a).reference for a in attacks)
+
+
+def planned_lists(min_effect: float, power: float, attacks) -> int:
+    """Lists per click model for ``power`` at ``min_effect`` over the informed ``attacks``
+    (``reports.leakage.planned_lists``)."""
+    from reports.leakage import planned_lists as lists_for
+
+    return lists_for(min_effect, power, informed_attacks(attacks))
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What an audit or a campaign will compute, before it starts."""
+
+    runs: int
+    lists: int | None
+    click_models: int
+    attacks: int
+    informed: int
+    min_effect: float
+    power: float | None
+    epsilon_audit: bool
+
+    @classmethod
+    def of(cls, spec, runs: int) -> "Plan":
+        """The plan of a validated ``CampaignSpec`` expanded into ``runs`` runs."""
+        attacks = spec.audit.attacks
+        return cls(runs=runs, lists=spec.probe.lists, click_models=len(spec.probe.click_models),
+                   attacks=len(attacks), informed=informed_attacks(attacks), min_effect=spec.probe.min_effect,
+                   power=spec.probe.power, epsilon_audit=spec.audit.epsilon_audit)
+
+    @property
+    def seconds(self) -> float:
+        """A rough estimate of the wall time on one core (``SECONDS_PER_*``)."""
+        lists = 60 if self.lists is None else self.lists
+        per_run = (SECONDS_PER_RUN + lists * self.click_models * self.attacks * SECONDS_PER_SCORED_LIST
+                   + (SECONDS_PER_EPSILON_AUDIT if self.epsilon_audit else 0.0))
+        return self.runs * per_run
+
+    def lines(self, workers: int = 1) -> list[str]:
+        """The plan in words, its expected time and how to make it cheaper."""
+        if self.lists is None:
+            what = "one pass over the probe split per click model (no plan: the verdicts may be inconclusive)"
+        elif self.power is None:
+            what = f"{self.lists:,} lists per click model (as given)"
+        else:
+            what = (f"{self.lists:,} lists per click model, planned so that a leak of {self.min_effect:g} AUC is "
+                    f"found and zero leakage shown with probability {self.power:g}")
+        seconds = self.seconds / max(workers, 1)
+        lines = [f"Plan: {self.runs} run{'s' if self.runs != 1 else ''} x {self.click_models} click model"
+                 f"{'s' if self.click_models != 1 else ''}, {what}; expected about {_duration(seconds)} "
+                 "(rough, on a 2-core machine)"]
+        if self.lists is not None and self.power is not None:
+            cheaper = planned_lists_of(self, 2 * self.min_effect)
+            lines.append(f"Cheaper: --min-effect {2 * self.min_effect:g} ({cheaper:,} lists: only larger leaks "
+                         "ruled out), --power 0.8, fewer --click-model or --attack, or --probe-lists N (fixed; "
+                         "the verdicts may then be inconclusive)")
+        return [textwrap.fill(line, 100, subsequent_indent="  ") for line in lines]
+
+
+def planned_lists_of(plan: Plan, min_effect: float) -> int:
+    """The lists ``plan`` would take at another ``min_effect`` (its power and attack count)."""
+    from reports.leakage import planned_lists as lists_for
+
+    return lists_for(min(min_effect, 0.99), plan.power, plan.informed)
+
+
+def _duration(seconds: float) -> str:
+    seconds = max(1, int(round(seconds)))
+    return f"{seconds} s" if seconds < 60 else f"{seconds // 60} min {seconds % 60} s"
