@@ -41,9 +41,7 @@ from scipy import stats
 
 from reports.stats import greater_than_zero_p, holm, mean_ci
 
-MIN_EFFECT = 0.05
-"""AUC: the smallest leak worth calling measurable, by default (``fltr_audit.spec.audit_options.
-DEFAULT_MIN_EFFECT``, which plans the lists to decide at it)."""
+MIN_EFFECT = 0.05  # AUC: the smallest leak worth calling "measurable" (audit_options.DEFAULT_MIN_EFFECT)
 ALPHA = 0.05
 PLANNING_SD = 0.3
 """Per-list sd of AUC real - counterfactual assumed by ``planned_lists``: measured 0.13-0.29 on

@@ -49,7 +49,7 @@ def test_local_deployment_records_and_is_attacked(tmp_path, capsys, monkeypatch)
     for folder, rows in ((out / "recording", 3), (out / "server-recording", 1)):
         assert main(["attack", str(folder), "--attack", "olsr", "--all-lists", "--min-shown", "0", "--json",
                      "--quiet"]) == 0
-        assert len(cli_result(capsys.readouterr().out)) == rows
+        assert len(cli_result(capsys.readouterr().out)["rounds"]) == rows
     assert sorted(p.name[-6:] for p in (out / "recording").iterdir()) == ["000000", "000001", "000002"]
 
 

@@ -86,7 +86,8 @@ def _campaign_table(opts: AuditOptions) -> dict[str, Any]:
              "queries_per_client": opts.probe_queries, "min_shown": algorithm.k if opts.min_shown is None
              else opts.min_shown, "require_click": opts.require_click, "counterfactual": opts.counterfactual,
              "threat_model": opts.threat_model, "manipulation": opts.manipulation, "lists": lists,
-             "min_effect": MIN_EFFECT if opts.min_effect is None else opts.min_effect, "power": opts.power}
+             "min_effect": MIN_EFFECT if opts.min_effect is None else opts.min_effect,
+             "power": opts.power if opts.probe_lists is None else None}  # given lists: no plan
     return {
         "name": "audit", "seeds": list(opts.seeds),
         "data": {"spec": [opts.data], "folds": list(opts.folds), "normalization": normalization},
@@ -138,9 +139,10 @@ def trials_value(value: int | str) -> int | str:
 
 def plan_probe_lists(options: AuditOptions, attacks: list[str], normalization: str) -> int | None:
     """The lists to score per click model: ``probe_lists`` as given, else planned from
-    ``min_effect`` and ``power`` (``reports.leakage.planned_lists`` over the informed attacks),
-    else None (one pass over the probe split). ParameterError naming ``probe.lists`` beyond the
-    available lists (the probe split's queries times ``MAX_PROBE_ROUNDS``) or ``power`` outside (0, 1)."""
+    ``min_effect`` and ``power`` (``reports.leakage.planned_lists`` over the informed attacks) and
+    capped at the lists the probe split offers (the plan printed says so), else None (one pass
+    over the probe split). ParameterError naming ``probe.lists`` beyond the available lists (the
+    probe split's queries times ``MAX_PROBE_ROUNDS``) or ``power`` outside (0, 1)."""
     if options.probe_lists is None and options.power is None:
         return None
     min_effect = MIN_EFFECT if options.min_effect is None else options.min_effect
@@ -150,11 +152,7 @@ def plan_probe_lists(options: AuditOptions, attacks: list[str], normalization: s
     if lists is None:
         check("power", options.power, OPEN_UNIT)
         informed = sum(not attack_spec(a).reference for a in attacks)
-        lists = planned_lists(min_effect, options.power, informed)
-        if lists > available:
-            raise ParameterError("power", f"{options.power:g} at a minimum effect of {min_effect:g} needs "
-                                 f"{lists:,} lists per click model, beyond the {available:,} available; lower it or "
-                                 "raise the minimum effect")
+        lists = min(planned_lists(min_effect, options.power, informed), available)
     check("probe.lists", lists, (Interval(int, 1, available),),
           f"the probe split's queries times {MAX_PROBE_ROUNDS} probe rounds")
     return lists

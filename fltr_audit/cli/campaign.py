@@ -38,7 +38,11 @@ def run(
     runs = expand(parsed, max_runs)
     total = len(runs)
     if not quiet and not json_out:
+        from fltr_audit.spec.plan import Plan
+
         typer.echo(f"campaign {parsed.name}: {total} runs in the grid")
+        for line in Plan.of(parsed, total).lines(workers=o.workers_of(workers) or 2):
+            typer.echo(line)
     if scheduler is not None:
         check_scheduler(scheduler)
     results = ResultsStore(store)

@@ -117,8 +117,7 @@ GLOSSARY_URL = "docs/concepts/glossary.md"
 
 def print_glossary_pointer() -> None:
     """The one line, once per run, that says where the tables' words are defined."""
-    print("Words in these tables (±detect, lb/claim, limit of N trials, natural, outside scope, ...): "
-          f"fltr-audit explain TERM, or {GLOSSARY_URL}")
+    print(f"Terms (±detect, lb/claim, ...): fltr-audit explain TERM, or {GLOSSARY_URL}")
 
 
 def warm_up(run_one_round: Callable[[], Any]) -> float:

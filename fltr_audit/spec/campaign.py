@@ -178,7 +178,7 @@ def _typed(spec: dict[str, Any]) -> CampaignSpec:
                             probe["queries_per_client"], probe["min_shown"], probe["require_click"],
                             probe["counterfactual"], t(probe.get("threat_model", "server")),
                             probe.get("manipulation", "isolate"), _lists(probe, audit), probe.get("rounds"),
-                            probe["min_effect"], probe.get("power")),
+                            probe["min_effect"], probe.get("power") if probe.get("lists") is None else None),
         audit=CampaignAudit(tuple(DefenseSpec.parse(d) for d in as_list(audit["defenses"])), t(audit["attacks"]),
                             audit["epsilon_audit"], audit["trials"]),
         audit_run=CampaignWholeRun(whole.get("canaries"), whole.get("runs", 1)),

@@ -73,8 +73,11 @@ class Plan:
         elif self.power is None:
             what = f"{self.lists:,} lists per click model (as given)"
         else:
+            wanted = planned_lists_of(self, self.min_effect)
             what = (f"{self.lists:,} lists per click model, planned so that a leak of {self.min_effect:g} AUC is "
                     f"found and zero leakage shown with probability {self.power:g}")
+            if self.lists < wanted:
+                what += f" (capped: the plan wants {wanted:,}, the probe split offers {self.lists:,})"
         seconds = self.seconds / max(workers, 1)
         lines = [f"Plan: {self.runs} run{'s' if self.runs != 1 else ''} x {self.click_models} click model"
                  f"{'s' if self.click_models != 1 else ''}, {what}; expected about {_duration(seconds)} "
