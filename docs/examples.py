@@ -181,3 +181,16 @@ def source(path: str, language: str = "python") -> None:
     cog.outl(f"```{language}")
     cog.outl((ROOT / path).read_text().rstrip("\n"))
     cog.outl("```")
+
+
+def snippet(path: str, name: str, language: str = "python") -> None:
+    """Write a fenced block holding the top-level class or function ``name`` of the file ``path``
+    (relative to the project root), as written there."""
+    import ast
+
+    text = (ROOT / path).read_text()
+    node = next(n for n in ast.parse(text).body if getattr(n, "name", None) == name)
+    lines = text.splitlines()[node.lineno - 1 - len(node.decorator_list):node.end_lineno]
+    cog.outl(f"```{language}")
+    cog.outl("\n".join(lines))
+    cog.outl("```")
