@@ -97,7 +97,8 @@ class AuditResult:
             text = "no verdicts: the runs have no attack rows"
         else:
             verdict_tables.print_verdicts(verdicts, self.min_effect,
-                                          console=Console(file=buffer, width=verdict_tables.WIDTH))
+                                          console=Console(file=buffer, width=verdict_tables.WIDTH, force_jupyter=False,
+                                                          color_system=None))
             text = buffer.getvalue().rstrip("\n")
         print(text, file=file or sys.stdout)
         return text
