@@ -27,6 +27,7 @@ import numpy as np
 from fltr_audit.engine.clicks import CascadeClickModel, cascade_model
 from fltr_audit.constraints import Interval, POSITIVE_INT, check
 from fltr_audit.engine.maxrr import maxrr_values, rr_epsilon
+from fltr_audit.base.resources import check_memory
 
 
 @dataclass(frozen=True)
@@ -109,6 +110,8 @@ def maxrr_epsilon(click_model: str | CascadeClickModel, p: float, length: int = 
         Relevance levels (3 or 5) when ``click_model`` is a name.
     """
     check("length", length, POSITIVE_INT)
+    check_memory("length", 16 * (int(length) + 1) * int(length), f"the worst-case placements of lists of length "
+                 f"{length:,} (two (L + 1) x L tables)")
     model = click_model if isinstance(click_model, CascadeClickModel) else cascade_model(click_model, int(levels))
     n_values = int(length) + 1
     check("p", p, (Interval(float, 1.0 / n_values, 1, "right"),), f"1/n < p <= 1 with n = {n_values} MaxRR values")

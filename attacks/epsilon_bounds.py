@@ -25,11 +25,11 @@ the sum of per-round log-likelihood ratios is the optimal test of the K-fold com
 * ``ceiling``: the bound with zero errors -- the largest these evaluation sizes can show;
   ``trial_limited``: an error count is zero, so the bound is set by the trial count, not measured.
 
-``claim_verdict`` compares the bound with the claim (PLAN.md, issue #11): ``no claim`` for an
-infinite claimed epsilon, ``outside scope`` when an aggregate-scope claim is audited on single
-messages, ``untestable`` when the claim is at or above the ceiling (no outcome of these trials
-could exceed it: ``fltr_audit.privacy.claim_trials.trials_to_test`` says how many would), else
-``violated`` / ``consistent``;
+The verdict (``fltr_audit.privacy.claim_decision.decide``): ``no claim`` for an infinite claimed
+epsilon, ``outside scope`` when an aggregate-scope claim is audited on single messages, else
+``violated`` when the deciding bound exceeds the claim (the mu-GDP bound for a declared Gaussian
+law whose held-out scores pass a normality test, else the epsilon bound), ``consistent`` when the
+audit had the power to catch twice the claim, ``untestable`` otherwise (``trials_needed``);
 ``tightness`` = epsilon_lb / claimed_epsilon. ``small_error`` records which error rate the
 held-out half chose to keep small (``fp``: the bound ``ln((1 - delta - FNR) / FPR)``), so that
 runs can be oriented alike before their counts are pooled (``reports.claims``).
@@ -49,7 +49,8 @@ import numpy as np
 from scipy import stats
 from scipy.special import ndtri
 
-from fltr_audit.privacy.claim_trials import trials_to_test
+from attacks.trial_sizing import AUTO_MARGIN, AUTO_TRIALS_CAP, auto_trials  # noqa: F401
+from fltr_audit.privacy.claim_decision import GOF_LEVEL, claim_verdict, decide, gaussian_shape_pvalue  # noqa: F401
 from fltr_audit.constraints import Interval, ParameterError, check
 from fltr_audit.errors import FltrError
 from fltr_audit.engine.interfaces import ClientDefense, PrivacyClaim
@@ -66,43 +67,10 @@ boolean decisions."""
 NEIGHBOURS = ("worst-case", "natural")
 SCOPES = ("message", "aggregate")
 CLAIM_VERDICTS = ("violated", "consistent", "untestable", "outside scope", "no claim")
-AUTO_TRIALS_CAP = 1_000_000
-"""``--trials auto`` never sizes an audit beyond this many trials per input (and says so)."""
-AUTO_MARGIN = 4
-"""``--trials auto`` runs this many times the trials whose ceiling just reaches the claim
-(the ceiling then lies about ln 4 above it)."""
 CHUNK_VALUES = 1 << 22
 """Output values (trials x coordinates) generated per call of the mechanism (32 MB of float64)."""
 CANDIDATES = 1024
 """Thresholds tried on the held-out half (quantiles of its scores)."""
-
-
-def claim_verdict(claimed_epsilon: float, claimed_scope: str, audited_scope: str, epsilon_lb: float,
-                  ceiling: float = math.inf) -> str:
-    """The claim verdict of one audit (issue #11): ``no claim`` when nothing finite is claimed;
-    ``outside scope`` when an ``aggregate`` claim was audited on single messages; ``untestable``
-    when the claim is at or above ``ceiling`` (the largest bound the trial count can show: the
-    audit could not come out ``violated``); else ``violated`` when the lower bound exceeds the
-    claim, ``consistent`` otherwise."""
-    if not math.isfinite(float(claimed_epsilon)):
-        return "no claim"
-    if claimed_scope == "aggregate" and audited_scope == "message":
-        return "outside scope"
-    if float(claimed_epsilon) >= float(ceiling):
-        return "untestable"
-    return "violated" if float(epsilon_lb) > float(claimed_epsilon) else "consistent"
-
-
-def auto_trials(claimed_epsilon: float, delta: float = 0.0, confidence: float = 0.95,
-                floor: int = 10_000) -> tuple[int, bool]:
-    """``--trials auto``: ``AUTO_MARGIN`` times the trials that can test the claim (at least
-    ``floor``), at most ``AUTO_TRIALS_CAP``; and whether the cap cut it (FltrError for a defense
-    that claims no epsilon: there is nothing to size the trials by)."""
-    if not math.isfinite(claimed_epsilon):
-        raise ParameterError("trials", "auto: the defense claims no epsilon, so there is nothing to size the trials "
-                                       "by; give a number of trials")
-    wanted = max(floor, AUTO_MARGIN * trials_to_test(claimed_epsilon, delta, confidence))
-    return min(wanted, AUTO_TRIALS_CAP), wanted > AUTO_TRIALS_CAP
 
 
 @dataclass(frozen=True)
@@ -259,63 +227,90 @@ def audit(
         The claimed Gaussian-DP mu (NaN: not a Gaussian mechanism, no ``mu_lb``).
     """
     check("n_trials", n_trials, (Interval(int, 4, None),))
+    check("rounds", rounds, (Interval(int, 1, None),))
+    rng = np.random.default_rng(seed)
+    s0 = scores_of(mechanism, statistic, rng, n_trials, 0, rounds, chunk)
+    s1 = scores_of(mechanism, statistic, rng, n_trials, 1, rounds, chunk)
+    h = n_trials // 2
+    return measure((s0[:h], s1[:h]), (s0[h:], s1[h:]), claim=claim, confidence=confidence, delta=delta,
+                   threat_model=threat_model, mechanism_name=mechanism_name, attack_name=attack_name,
+                   neighbours=neighbours, audited_scope=audited_scope, rounds=rounds, mu=mu)
+
+
+def audit_chosen(candidates: dict[str, tuple[Mechanism, Statistic]], *, claim: PrivacyClaim, n_trials: int = 2000,
+                 seed: int = 0, rounds: int = 1, mu: float = float("nan"), confidence: float = 0.95,
+                 chunk: int | None = None, **labels) -> AuditResult:
+    """The audit of the candidate (input pair) whose held-out half gives the strongest evidence
+    against the claim: every candidate draws a held-out half from a stream of its own
+    (``[seed, 37, i]``), the best is kept by its held-out bound relative to the claim (the mu bound
+    when its scores pass the normality test and ``mu`` is finite, else the epsilon bound), and only
+    it draws an evaluation half. The choice never sees the evaluation data, so the kept audit holds
+    at ``confidence`` with no correction for the candidates tried (``labels``: ``measure``'s)."""
+    check("n_trials", n_trials, (Interval(int, 4, None),))
+    check("rounds", rounds, (Interval(int, 1, None),))
+    delta, claimed, h = claim.delta, float(claim.epsilon), n_trials // 2
+    best, kept = -math.inf, None
+    for i, (name, (mechanism, statistic)) in enumerate(candidates.items()):
+        rng = np.random.default_rng([int(seed), 37, i])
+        held = tuple(scores_of(mechanism, statistic, rng, h, which, rounds, chunk) for which in (0, 1))
+        if math.isfinite(mu) and gaussian_shape_pvalue(*held) >= GOF_LEVEL:
+            value = _best_threshold(*held, lambda a, b: mu_lower_bound(a, b, h, h, confidence))[0] / mu
+        else:
+            value = _best_threshold(*held, lambda a, b: epsilon_lower_bound(a, b, h, h, delta, confidence))[0]
+            value = value / claimed if 0 < claimed < math.inf else value
+        if kept is None or value > best:
+            best, kept = value, (name, mechanism, statistic, rng, held)
+    name, mechanism, statistic, rng, held = kept
+    evaluation = tuple(scores_of(mechanism, statistic, rng, n_trials - h, which, rounds, chunk) for which in (0, 1))
+    return measure(held, evaluation, claim=claim, confidence=confidence, rounds=rounds, mu=mu, pair=name,
+                   pairs=len(candidates), **labels)
+
+
+def measure(held: tuple[np.ndarray, np.ndarray], evaluation: tuple[np.ndarray, np.ndarray], *, claim: PrivacyClaim,
+            confidence: float = 0.95, delta: float | None = None, threat_model: str = "server",
+            mechanism_name: str = "", attack_name: str = "", neighbours: str = "natural",
+            audited_scope: str | None = None, rounds: int = 1, mu: float = float("nan"), pair: str = "",
+            pairs: int = 1) -> AuditResult:
+    """The audit's figures from the scores of its held-out half (threshold, direction, the mu
+    test's threshold, the normality test) and of its evaluation half (error counts, bounds), and
+    its verdict (``fltr_audit.privacy.claim_decision.decide``); ``audit``'s parameters."""
     check("confidence", confidence, (Interval(float, 0.0, 1.0, closed="neither"),))
     if neighbours not in NEIGHBOURS:
         raise ParameterError("neighbours", f"unknown neighbour kind {neighbours!r} (choose {' or '.join(NEIGHBOURS)})")
     check("rounds", rounds, (Interval(int, 1, None),))
     audited_scope = audited_scope or ("aggregate" if "aggregate" in threat_model else "message")
     delta = claim.delta if delta is None else float(delta)
-    rng = np.random.default_rng(seed)
-    s0 = scores_of(mechanism, statistic, rng, n_trials, 0, rounds, chunk)
-    s1 = scores_of(mechanism, statistic, rng, n_trials, 1, rounds, chunk)
-    h = n_trials // 2
-    held0, eval0, held1, eval1 = s0[:h], s0[h:], s1[:h], s1[h:]
-    n0, n1 = len(eval0), len(eval1)
+    (held0, held1), (eval0, eval1) = held, evaluation
+    h, n0, n1 = len(held0), len(eval0), len(eval1)
     _, threshold, direction = _best_threshold(
         held0, held1, lambda fp, fn: epsilon_lower_bound(fp, fn, h, h, delta, confidence))
     sorted0, sorted1 = np.sort(direction * eval0), np.sort(direction * eval1)
     fp, fn = (int(v[0]) for v in _errors(sorted0, sorted1, np.array([threshold]), direction))
     fpr, fnr = fp / n0, fn / n1
     lb = float(epsilon_lower_bound(fp, fn, n0, n1, delta, confidence))
-    small_error = _small_error(held0, held1, threshold, direction, h, delta, confidence)
-    ceiling = float(epsilon_lower_bound(0, 0, n0, n1, delta, confidence))
-    mu_lb = float("nan")
+    mu_lb, mu_errors, gof = float("nan"), (0, 0), float("nan")
     if math.isfinite(mu):
         _, t_mu, d_mu = _best_threshold(held0, held1, lambda a, b: mu_lower_bound(a, b, h, h, confidence))
         e = _errors(np.sort(d_mu * eval0), np.sort(d_mu * eval1), np.array([t_mu]), d_mu)
-        mu_lb = float(mu_lower_bound(e[0][0], e[1][0], n0, n1, confidence))
+        mu_errors = (int(e[0][0]), int(e[1][0]))
+        mu_lb = float(mu_lower_bound(*mu_errors, n0, n1, confidence))
+        gof = gaussian_shape_pvalue(held0, held1)
     claimed = float(claim.epsilon)
+    decision = decide(claimed, delta, claim.scope, audited_scope, lb, mu, mu_lb, gof, n0, n1, confidence)
     return AuditResult(
-        mechanism=mechanism_name,
-        attack=attack_name,
-        threat_model=threat_model,
-        claimed_epsilon=claimed,
-        claimed_delta=float(claim.delta),
-        claimed_scope=claim.scope,
-        epsilon_point=float(epsilon_from_rates(fpr, fnr, delta)),
-        epsilon_lb=lb,
-        confidence=float(confidence),
-        n_trials=int(n_trials),
-        fpr=float(fpr),
-        fnr=float(fnr),
-        neighbours=neighbours,
-        audited_scope=audited_scope,
-        test=attack_name,
-        fp=fp,
-        fn=fn,
-        n0=n0,
-        n1=n1,
-        ceiling=ceiling,
-        trial_limited=bool(lb > 0 and (fp == 0 or fn == 0)),
-        mu=float(mu),
-        mu_lb=mu_lb,
-        rounds=int(rounds),
-        claim_verdict=claim_verdict(claimed, claim.scope, audited_scope, lb, ceiling),
+        mechanism=mechanism_name, attack=attack_name, threat_model=threat_model, claimed_epsilon=claimed,
+        claimed_delta=float(claim.delta), claimed_scope=claim.scope,
+        epsilon_point=float(epsilon_from_rates(fpr, fnr, delta)), epsilon_lb=lb, confidence=float(confidence),
+        n_trials=int(h + n0), fpr=float(fpr), fnr=float(fnr), neighbours=neighbours, audited_scope=audited_scope,
+        test=attack_name, fp=fp, fn=fn, n0=n0, n1=n1,
+        ceiling=float(epsilon_lower_bound(0, 0, n0, n1, delta, confidence)),
+        trial_limited=bool(lb > 0 and (fp == 0 or fn == 0)), mu=float(mu), mu_lb=mu_lb, rounds=int(rounds),
+        claim_verdict=decision.verdict,
         tightness=lb / claimed if math.isfinite(claimed) and claimed > 0 else float("nan"),
-        small_error=small_error,
-        threshold=threshold,
-        direction=direction,
-    )
+        small_error=_small_error(held0, held1, threshold, direction, h, delta, confidence),
+        verdict_by=decision.verdict_by, gof_pvalue=gof, power=decision.power, trials_needed=decision.trials_needed,
+        mu_fp=mu_errors[0], mu_fn=mu_errors[1], pair=pair, pairs=int(pairs), verdict_note="",
+        threshold=threshold, direction=direction)
 
 
 def _small_error(held0: np.ndarray, held1: np.ndarray, threshold: float, direction: int, h: int, delta: float,

@@ -40,7 +40,7 @@ from statistics import NormalDist
 
 import numpy as np
 
-from attacks.whole_run_bounds import CONFIDENCE, GUESS_FRACTIONS
+from attacks.whole_run_bounds import CONFIDENCE, GUESS_FRACTIONS, untied_order
 
 MU_MAX = 64.0
 EPS_MAX = 60.0
@@ -167,7 +167,7 @@ class FdpBound:
 
 
 def _guess_results(scores: np.ndarray, present: np.ndarray, counts: list[int]) -> list[tuple[int, int]]:
-    order = np.argsort(scores, kind="stable")
+    order = untied_order(scores)  # rounded, ties broken at random (attacks.whole_run_bounds)
     n = len(scores)
     return [(2 * k, int(present[order[n - k:]].sum() + (~present[order[:k]]).sum())) for k in counts]
 

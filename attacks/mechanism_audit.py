@@ -12,12 +12,13 @@ epsilon but declares no mechanism is audited black-box with the learned test.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any
 
 import numpy as np
 
-from attacks.epsilon_bounds import AuditResult, audit
+from attacks.epsilon_bounds import AuditResult, audit, audit_chosen
 from attacks.mechanism_tests import (
     LEARN_TRIALS,
     learned_statistic,
@@ -26,7 +27,7 @@ from attacks.mechanism_tests import (
     shuffle_statistic,
 )
 from attacks.stack_outputs import aggregate_mechanism, message_mechanism, noisy_aggregate_mechanism, shuffle_mechanism
-from attacks.worst_case import claimed_mu
+from attacks.worst_case import claimed_mu, sensitivity_note, worst_case_pairs
 from fltr_audit.privacy import mechanisms as mech
 from fltr_audit.constraints import Interval, Options, check
 from fltr_audit.errors import FltrError
@@ -58,29 +59,49 @@ def audit_stack(stack: Any, *, claim: PrivacyClaim, inputs: tuple[np.ndarray, np
     sent as ``kind``) at ``scope`` (``message``: one client's defended message; ``aggregate``: the
     cohort mean, the other members drawn from ``others`` or zero) with the declared mechanism's
     test, or the learned one (``test='learned'``, or when no single noise is declared). ``claim``
-    is what the result is judged against (the per-round claim composed over ``rounds``)."""
+    is what the result is judged against (the per-round claim composed over ``rounds``).
+    Worst-case ``inputs`` are the declared-norm pair: the pairs that do not trust the declaration
+    are audited beside it and the strongest on the held-out half is kept
+    (``attacks.worst_case.worst_case_pairs``, ``attacks.epsilon_bounds.audit_chosen``)."""
     check("test", test, (Options(TESTS),))
     check("trials", trials, (Interval(int, min_trials, None),), "trials per input")
-    common = dict(claim=claim, n_trials=trials, seed=seed, confidence=confidence, mechanism_name=stack.name,
-                  neighbours=neighbours, rounds=rounds, mu=claimed_mu(stack, rounds))
+    pairs = {"": inputs}
+    if neighbours == "worst-case":
+        pairs = {"declared-norm": inputs, **{k: v for k, v in worst_case_pairs(stack, len(inputs[0])).items()
+                                             if k != "declared-norm"}}
+    built = {name: _setup(stack, pair, neighbours, scope, trials, rounds, cohort, seed, test, others, g, kind)
+             for name, pair in pairs.items()}
+    name, (output, statistic, attack_name, audited, threat) = next(iter(built.items()))
+    labels = dict(mechanism_name=stack.name, neighbours=neighbours, attack_name=attack_name, audited_scope=audited,
+                  threat_model=threat_model or threat)
+    mu = claimed_mu(stack, rounds)
+    if len(built) == 1:
+        result = audit(output, statistic, claim=claim, n_trials=trials, seed=seed, confidence=confidence,
+                       rounds=rounds, mu=mu, **labels)
+        result = dataclasses.replace(result, pair=name)
+    else:
+        result = audit_chosen({k: v[:2] for k, v in built.items()}, claim=claim, n_trials=trials, seed=seed,
+                              rounds=rounds, mu=mu, confidence=confidence, **labels)
+    return dataclasses.replace(result, verdict_note=sensitivity_note(stack))
+
+
+def _setup(stack: Any, inputs: tuple[np.ndarray, np.ndarray], neighbours: str, scope: str, trials: int, rounds: int,
+           cohort: int, seed: int, test: str, others: np.ndarray | None, g: np.ndarray | None,
+           kind: str) -> tuple[Any, Any, str, str, str]:
+    """(mechanism, statistic, test name, audited scope, threat model) of one input pair: what is
+    audited follows the stack's declarations (module docstring)."""
     protection = protected_by_aggregator(stack)
     if protection == "shuffle":
-        return _audit_shuffle(stack, inputs, trials, rounds, cohort, seed, test, g, kind, threat_model, common)
+        return _shuffle_setup(stack, inputs, trials, rounds, cohort, seed, test, g, kind)
     if protection == "noise":
-        return _audit_noisy_aggregator(stack, inputs, neighbours, trials, rounds, cohort, seed, test, threat_model,
-                                       common)
+        return _noisy_aggregator_setup(stack, inputs, neighbours, trials, rounds, cohort, seed, test)
     if scope == "aggregate":
         output = aggregate_mechanism(stack, inputs, cohort, others, g, kind)
     else:
         output = message_mechanism(stack, inputs, cohort, g, kind)
     found = None if test == "learned" else mechanism_statistic(stack, inputs, scope, cohort, g, kind)
-    if found is None:
-        statistic, name = _learned(output, seed, trials, rounds)
-    else:
-        statistic, name = found
-    return audit(output, statistic, attack_name=name, audited_scope=scope,
-                 threat_model=threat_model or ("server (aggregate only)" if scope == "aggregate" else "server"),
-                 **common)
+    statistic, name = _learned(output, seed, trials, rounds) if found is None else found
+    return output, statistic, name, scope, "server (aggregate only)" if scope == "aggregate" else "server"
 
 
 def _learned(output: Any, seed: int, trials: int, rounds: int) -> tuple[Any, str]:
@@ -89,9 +110,8 @@ def _learned(output: Any, seed: int, trials: int, rounds: int) -> tuple[Any, str
         "learned-logistic"
 
 
-def _audit_shuffle(stack: Any, inputs: tuple[np.ndarray, np.ndarray], trials: int, rounds: int, cohort: int,
-                   seed: int, test: str, g: np.ndarray | None, kind: str, threat_model: str | None,
-                   common: dict) -> AuditResult:
+def _shuffle_setup(stack: Any, inputs: tuple[np.ndarray, np.ndarray], trials: int, rounds: int, cohort: int,
+                   seed: int, test: str, g: np.ndarray | None, kind: str) -> tuple[Any, Any, str, str, str]:
     """A shuffled cohort (test ``shuffle-llr``: the exact likelihood ratio of the multiset), at a
     cohort of at least the shuffler's n when its claim is the amplified one; replace-one
     neighbours (the target's input 0 or 1, the others all holding input 0)."""
@@ -105,13 +125,11 @@ def _audit_shuffle(stack: Any, inputs: tuple[np.ndarray, np.ndarray], trials: in
     output = shuffle_mechanism(stack, inputs, cohort, found[0], g, kind)
     statistic, name = (shuffle_statistic, "shuffle-llr") if test != "learned" else _learned(output, seed, trials,
                                                                                                rounds)
-    return audit(output, statistic, attack_name=name, audited_scope="aggregate",
-                 threat_model=threat_model or "server (shuffled)", **common)
+    return output, statistic, name, "aggregate", "server (shuffled)"
 
 
-def _audit_noisy_aggregator(stack: Any, inputs: tuple[np.ndarray, np.ndarray], neighbours: str, trials: int,
-                            rounds: int, cohort: int, seed: int, test: str, threat_model: str | None,
-                            common: dict) -> AuditResult:
+def _noisy_aggregator_setup(stack: Any, inputs: tuple[np.ndarray, np.ndarray], neighbours: str, trials: int,
+                            rounds: int, cohort: int, seed: int, test: str) -> tuple[Any, Any, str, str, str]:
     """The released mean of a noisy aggregator (test ``projection`` on the declared Gaussian sum;
     the learned test for an aggregator that declares nothing). Add/remove-one-user neighbours:
     natural ones are the larger of the two real updates against no update (two real updates
@@ -125,5 +143,4 @@ def _audit_noisy_aggregator(stack: Any, inputs: tuple[np.ndarray, np.ndarray], n
         statistic, name = _learned(output, seed, trials, rounds)
     else:
         statistic, name = noisy_aggregate_statistic(declared, inputs, cohort), "projection"
-    return audit(output, statistic, attack_name=name, audited_scope="aggregate",
-                 threat_model=threat_model or "server (aggregate only)", **common)
+    return output, statistic, name, "aggregate", "server (aggregate only)"

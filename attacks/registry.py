@@ -14,6 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
+import numpy as np
+
 from attacks.bayes import Bayes
 from attacks.bayes_fedips import BayesFedIPS
 from attacks.foltr_decode import FoltrDecode, SeedReplay
@@ -24,6 +26,9 @@ from attacks.reference import GuessAll, Prior
 from fltr_audit.constraints import ParameterError
 from fltr_audit.errors import FltrError
 from fltr_audit.engine.interfaces import Attack
+from fltr_audit.engine.messages import Guess, ServerView
+from fltr_audit import plugins
+from fltr_audit.plugins import call_plugin, returned
 
 NEEDS = ("seed", "algorithm", "k", "noise")
 
@@ -114,6 +119,27 @@ def register_attack(name: str, factory: Callable[..., Attack], *, reference: boo
     _PLUGINS.add(name)
 
 
+class PluginAttack:
+    """A plug-in's attack behind the project's boundary: its ``guess`` runs through
+    ``fltr_audit.plugins.call_plugin`` and must return a ``Guess`` of the view's shown lists."""
+
+    def __init__(self, name: str, attack: Any) -> None:
+        self.name, self._attack = name, attack
+
+    def guess(self, view: ServerView) -> Guess:
+        """The plug-in's guess, checked: FltrError naming the plug-in for anything but a ``Guess``
+        whose score and decision are arrays of the shown lists' shape."""
+        what = f"attack plug-in {self.name!r}: guess()"
+        guess = returned(what, call_plugin(f"attack plug-in {self.name!r} failed in guess()", self._attack.guess, view),
+                         Guess)
+        shape = view.interactions.shown.shape if view.interactions is not None else None
+        for field, value in (("score", guess.score), ("decision", guess.decision)):
+            if not isinstance(value, np.ndarray) or shape is not None and value.shape != shape:
+                raise FltrError(f"{what} returned a Guess whose {field} is {type(value).__name__} of shape "
+                                f"{np.shape(value)}, not an array of the shown lists' shape {shape}")
+        return guess
+
+
 def attack_names() -> tuple[str, ...]:
     """Every registered attack: built-ins, then plug-ins in registration order."""
     return tuple(ATTACK_SPECS)
@@ -132,8 +158,6 @@ def is_reference(name: str) -> bool:
 def attack_spec(name: str) -> AttackSpec:
     """The spec of ``name``; FltrError naming ``--attack`` for an unknown name."""
     if name not in ATTACK_SPECS:  # an installed plug-in of that name, loaded on first use
-        from fltr_audit import plugins
-
         factory = plugins.load(plugins.ATTACKS, name)
         if factory is None:
             raise ParameterError("attacks", f"unknown attack {name!r} (choose from {', '.join(ATTACK_SPECS)})")
@@ -160,14 +184,11 @@ def make_attack(name: str, **params: Any) -> Attack:
     """
     factory = attack_spec(name).factory
     if name in _PLUGINS:
-        try:
-            attack = factory(**params)
-        except Exception as exc:  # a third-party factory's failure, named
-            raise FltrError(f"attack plug-in {name!r} failed: {type(exc).__name__}: {exc}") from None
+        attack = call_plugin(f"attack plug-in {name!r} failed", factory, **params)
         if not callable(getattr(attack, "guess", None)):
             raise FltrError(f"attack plug-in {name!r} failed: its factory returned {type(attack).__name__}, "
                             "which has no guess(view) method")
-        return attack
+        return PluginAttack(name, attack)
     try:
         return factory(**params)
     except ParameterError as exc:  # a keyword of the attack, or (``attacks``) the attack itself refused

@@ -30,7 +30,15 @@ over all rounds without amplification (an upper bound). ``delta`` = 0 with pure-
 (Laplace, randomized response): the PLD accountant answers inf there (it truncates the loss
 tails), so the exact pure composition is used -- ``rounds * epsilon`` at full participation,
 ``rounds * log(1 + q (e^epsilon - 1))`` under Poisson sampling (Balle et al. 2018, Thm. 9) --
-and the accountant says so.
+and the accountant says so. At delta > 0 a pure event's figure is the smaller of the PLD
+accountant's and the pure composition, so that it never grows as delta grows.
+
+Unit: a defense that privatizes each metric value of a FOLtR-ES message (``privatizes ==
+"metric"``, randomized response) claims epsilon per transmitted value, and a message carries B
+of them (one per interaction, ``queries_per_client``): a participation is B events, so the
+user-level figure ``epsilon_server`` composes ``B x`` participations events and
+``epsilon_server_per_value`` the participations alone (FOLtR-ES §3.3, assumption (a): one value
+per message). A defense of the whole vector claims per message: B does not enter.
 """
 
 from __future__ import annotations
@@ -88,9 +96,24 @@ def _pure_epsilon(event: Any) -> float | None:
     return None
 
 
-def compose_epsilon(event: Any, rounds: int, sampling_rate: float, delta: float) -> tuple[float, str]:
-    """Epsilon at ``delta`` of ``event`` over ``rounds`` rounds, each user taking part with
-    probability ``sampling_rate`` (Poisson), and the accountant that gave it."""
+def compose_epsilon(event: Any, rounds: int, sampling_rate: float, delta: float,
+                    per_round: int = 1) -> tuple[float, str]:
+    """Epsilon at ``delta`` of ``per_round`` copies of ``event`` in each of ``rounds`` rounds, each
+    user taking part with probability ``sampling_rate`` (Poisson), and the accountant that gave
+    it; for a pure event the smaller of the PLD figure and the pure composition (monotone in delta)."""
+    check("per_round", per_round, (Interval(int, 1, None),))
+    pure = _pure_epsilon(event)
+    if delta > 0.0 and pure is not None:
+        composed, accountant = _compose(event, rounds, sampling_rate, delta, per_round)
+        exact, exact_name = _compose(event, rounds, sampling_rate, 0.0, per_round)
+        return (exact, exact_name) if exact <= composed else (composed, accountant)
+    return _compose(event, rounds, sampling_rate, delta, per_round)
+
+
+def _compose(event: Any, rounds: int, sampling_rate: float, delta: float, per_round: int) -> tuple[float, str]:
+    """``compose_epsilon`` by one accountant: RDP for zCDP, the exact pure composition at delta
+    0, PLD otherwise (a participation of ``per_round`` events that dp-accounting cannot sample is
+    composed over every round without amplification, an upper bound)."""
     import dp_accounting as dpa
     from dp_accounting import pld
 
@@ -100,7 +123,7 @@ def compose_epsilon(event: Any, rounds: int, sampling_rate: float, delta: float)
         if delta == 0.0:
             return math.inf, "rdp (delta 0: no finite epsilon for a zCDP event)"
         accountant = rdp.RdpAccountant()
-        accountant.compose(event, rounds)  # RDP has no Poisson amplification of zCDP: an upper bound for q < 1
+        accountant.compose(event, rounds * per_round)  # RDP has no Poisson amplification of zCDP: an upper bound for q < 1
         return float(accountant.get_epsilon(delta)), "rdp" + (", no sampling amplification" if sampling_rate < 1 else "")
     pure = _pure_epsilon(event)
     rr = isinstance(event, dpa.RandomizedResponseDpEvent)
@@ -108,14 +131,18 @@ def compose_epsilon(event: Any, rounds: int, sampling_rate: float, delta: float)
         if pure is None:
             return math.inf, "pld (delta 0: no finite epsilon for an approximate-DP event)"
         if sampling_rate < 1.0 and not rr:
-            return rounds * math.log1p(sampling_rate * math.expm1(pure)), "pure composition, poisson sampling"
-        return rounds * pure, "pure composition"
+            return rounds * math.log1p(sampling_rate * math.expm1(per_round * pure)), \
+                "pure composition, poisson sampling"
+        return rounds * per_round * pure, "pure composition"
     if rr:
         accountant = pld.PLDAccountant(dpa.NeighboringRelation.REPLACE_ONE, DISCRETIZATION)
-        for _ in range(rounds):
+        for _ in range(rounds * per_round):
             accountant.compose(event)
         return float(accountant.get_epsilon(delta)), "pld (replace-one, no sampling amplification)"
     accountant = pld.PLDAccountant(value_discretization_interval=DISCRETIZATION)
+    if per_round > 1:  # dp-accounting's PLD cannot Poisson-sample a composed event
+        accountant.compose(event, rounds * per_round)
+        return float(accountant.get_epsilon(delta)), "pld" + (", no sampling amplification" if sampling_rate < 1 else "")
     if sampling_rate < 1.0:
         accountant.compose(dpa.PoissonSampledDpEvent(sampling_rate, event), rounds)
         return float(accountant.get_epsilon(delta)), "pld, poisson sampling"
@@ -124,10 +151,20 @@ def compose_epsilon(event: Any, rounds: int, sampling_rate: float, delta: float)
 
 
 @lru_cache(maxsize=256)
-def _composed(event: Any, count: int, rate: float, delta: float) -> tuple[float, str]:
+def _composed(event: Any, count: int, rate: float, delta: float, per_round: int) -> tuple[float, str]:
     """``compose_epsilon``, cached: the figures of one run ask for a few (count, rate) pairs, and
     runs of one stack repeat them (dp-accounting's events are frozen, hashable values)."""
-    return compose_epsilon(event, count, rate, delta)
+    return compose_epsilon(event, count, rate, delta, per_round)
+
+
+QUERIES_PER_CLIENT = 4
+"""B, the interactions (metric values) of one FOLtR-ES message by default (the engine's default)."""
+
+
+def claims_per_value(stack: Any, part: Any) -> bool:
+    """Whether the claim of ``part`` is per transmitted metric value: a client defense that
+    privatizes each metric value (``privatizes == "metric"``), not the whole message."""
+    return any(d is part and d.privatizes == "metric" for d in stack.client)
 
 
 QUANTILE = 0.99
@@ -180,6 +217,10 @@ class PrivacySpent:
       (``PoissonSampledDpEvent``; Balle, Barthe, Gaboardi 2018); the server's figure where that is
       smaller (a pure claim at delta 0 over many rounds), since the observer sees less than the
       server. Equal to the server's at rate 1.
+    * ``values_per_participation`` B: the events one participation costs (B metric values of a
+      FOLtR-ES message under a per-value claim, else 1); ``epsilon_server`` and the observer's
+      figure are user-level (B values per participation), ``epsilon_server_per_value`` the worst
+      user's figure at one value per participation; ``*_unit`` says each figure's unit.
     """
 
     epsilon_per_round: float
@@ -194,6 +235,10 @@ class PrivacySpent:
     epsilon_observer: float
     accountant: str
     accountant_observer: str
+    values_per_participation: int = 1
+    epsilon_server_per_value: float = math.nan
+    epsilon_server_unit: str = ""
+    epsilon_server_per_value_unit: str = ""
 
     def as_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -204,10 +249,13 @@ class RunAccountant:
     Opacus' and Flower's accountants: ``get_epsilon(delta)`` against the server (worst user, or a
     quantile) or against an observer; ``spent(delta)`` gives every figure (``privacy_spent``)."""
 
-    def __init__(self, stack: Any, schedule: ParticipationSchedule) -> None:
+    def __init__(self, stack: Any, schedule: ParticipationSchedule, queries_per_client: int = QUERIES_PER_CLIENT) -> None:
+        check("queries_per_client", queries_per_client, (Interval(int, 1, None),))
         self.stack, self.schedule = stack, schedule
         self.part = claim_component(stack)
         self.event_delta = float(getattr(self.part, "dp_event_delta", 0.0)) if self.part is not None else 0.0
+        self.per_value = claims_per_value(stack, self.part)
+        self.per_participation = int(queries_per_client) if self.per_value else 1
 
     def default_delta(self) -> float:
         """The claim's delta; for a claim whose event pays its delta once per round (the shuffler's),
@@ -219,10 +267,11 @@ class RunAccountant:
     def get_epsilon(self, delta: float, scope: str = "server", quantile: float | None = None) -> float:
         """Epsilon at ``delta`` over the run: ``scope`` "server" charges the worst user's realized
         participations (``quantile``: that quantile of the users instead), "observer" the
-        Poisson-sampled event over every round."""
+        Poisson-sampled event over every round; user level (``values_per_participation`` events
+        per participation)."""
         return self._epsilon(delta, scope, quantile)[0]
 
-    def _epsilon(self, delta: float, scope: str, quantile: float | None) -> tuple[float, str]:
+    def _epsilon(self, delta: float, scope: str, quantile: float | None, per_value: bool = False) -> tuple[float, str]:
         if scope not in ("server", "observer"):
             raise FltrError(f"scope: 'server' or 'observer', got {scope!r}")
         check("delta", delta, (Interval(float, 0.0, 1.0, closed="left"),))
@@ -241,7 +290,8 @@ class RunAccountant:
             if rest <= 0.0:
                 return math.inf, f"none (delta {delta:g} <= {count} x the per-round delta {self.event_delta:g})"
             note = f", delta - {count} x {self.event_delta:g}"
-        epsilon, accountant = _composed(self.part.dp_event(), int(count), float(rate), rest)
+        per_round = 1 if per_value else self.per_participation
+        epsilon, accountant = _composed(self.part.dp_event(), int(count), float(rate), rest, per_round)
         return epsilon, accountant + note
 
     def spent(self, delta: float | None = None) -> PrivacySpent:
@@ -252,17 +302,25 @@ class RunAccountant:
         observer, accountant_observer = self._epsilon(delta, "observer", None)
         if server < observer:  # the observer sees less than the server: the server's figure bounds it too
             observer, accountant_observer = server, f"{accountant} (the server's figure, below {observer:.4g})"
+        per_value, _ = self._epsilon(delta, "server", None, per_value=True)
+        b = self.per_participation
         claim = self.stack.claim
         return PrivacySpent(
             epsilon_per_round=float(claim.epsilon), delta=float(claim.delta), rounds=self.schedule.rounds,
             sampling_rate=float(self.schedule.sampling_rate), delta_total=delta,
             participations_max=self.schedule.worst, participations_q99=self.schedule.quantile(QUANTILE),
             epsilon_server=server, epsilon_server_q99=q99, epsilon_observer=observer,
-            accountant=accountant, accountant_observer=accountant_observer)
+            accountant=accountant, accountant_observer=accountant_observer, values_per_participation=b,
+            epsilon_server_per_value=per_value,
+            epsilon_server_unit=f"user ({b} values per participation)" if self.per_value
+            else "user (one message per participation)",
+            epsilon_server_per_value_unit="one value per participation (one interaction per message)"
+            if self.per_value else "user (one message per participation)")
 
 
-def privacy_spent(stack: Any, schedule: ParticipationSchedule, delta: float | None = None) -> PrivacySpent:
+def privacy_spent(stack: Any, schedule: ParticipationSchedule, delta: float | None = None,
+                  queries_per_client: int = QUERIES_PER_CLIENT) -> PrivacySpent:
     """The privacy a user spends over the run ``schedule`` describes under ``stack``, at ``delta``
-    (default: the claim's; see ``RunAccountant.default_delta``): ``RunAccountant(stack,
-    schedule).spent(delta)``."""
-    return RunAccountant(stack, schedule).spent(delta)
+    (default: the claim's; see ``RunAccountant.default_delta``), B = ``queries_per_client`` values
+    per participation for a per-value claim: ``RunAccountant(stack, schedule, B).spent(delta)``."""
+    return RunAccountant(stack, schedule, queries_per_client).spent(delta)

@@ -4,12 +4,18 @@ defense-string grammar, canonical names and ``defenses list`` treat it like a bu
 
 from __future__ import annotations
 
+import copy
 import inspect
 from typing import Any, Callable
 
+import numpy as np
+
 from defenses.catalog import SPECS, Param, Spec
+from fltr_audit import plugins
 from fltr_audit.errors import FltrError
-from fltr_audit.engine.interfaces import ROLES, PrivacyClaim
+from fltr_audit.engine.interfaces import ROLES, Aggregate, PrivacyClaim
+from fltr_audit.engine.messages import Messages
+from fltr_audit.plugins import call_plugin, returned
 
 _KINDS = {bool: "choice", int: "int", float: "float", str: "str"}
 
@@ -27,6 +33,51 @@ def _params(factory: Callable[..., Any], name: str) -> tuple[Param, ...]:
         params.append(Param(p.name, kind, str(p.default) if choices else p.default, p.name, choices=choices,
                             key=not params))
     return tuple(params)
+
+
+class _PluginDefense:
+    """A plug-in's defense behind the project's boundary: its transform runs through
+    ``fltr_audit.plugins.call_plugin`` and the type of its result is checked; every other attribute
+    (its claim, declared mechanism, ...) is the plug-in object's own. A copy copies the plug-in
+    object (a stateful aggregator copied per trial stays apart)."""
+
+    def __init__(self, defense: Any, name: str, plugin: str) -> None:
+        self.__dict__.update(wrapped=defense, name=name, _plugin=plugin)
+
+    wrapped: Any
+    """The plug-in's own defense object."""
+
+    def __getattr__(self, attr: str) -> Any:
+        if "wrapped" not in self.__dict__:  # half-built (copying, unpickling)
+            raise AttributeError(attr)
+        return getattr(self.__dict__["wrapped"], attr)
+
+    def __copy__(self) -> "_PluginDefense":
+        return type(self)(copy.copy(self.wrapped), self.name, self._plugin)
+
+    def __deepcopy__(self, memo: dict) -> "_PluginDefense":
+        return type(self)(copy.deepcopy(self.wrapped, memo), self.name, self._plugin)
+
+
+class PluginClientDefense(_PluginDefense):
+    """A client-side plug-in defense: ``apply`` must return ``Messages``."""
+
+    def apply(self, messages: Messages, global_params: np.ndarray, rng: np.random.Generator) -> Messages:
+        """The plug-in's ``apply``; FltrError naming it for anything but ``Messages``."""
+        out = call_plugin(f"defense plug-in {self._plugin!r} failed in apply()", self.wrapped.apply, messages,
+                          global_params, rng)
+        return returned(f"defense plug-in {self._plugin!r}: apply()", out, Messages)
+
+
+class PluginAggregator(_PluginDefense):
+    """A plug-in aggregator: ``aggregate`` must return an ``Aggregate``."""
+
+    def aggregate(self, messages: Messages, participants: np.ndarray, rng: np.random.Generator,
+                  **extra: Any) -> Aggregate:
+        """The plug-in's ``aggregate``; FltrError naming it for anything but an ``Aggregate``."""
+        out = call_plugin(f"defense plug-in {self._plugin!r} failed in aggregate()", self.wrapped.aggregate, messages,
+                          participants, rng, **extra)
+        return returned(f"defense plug-in {self._plugin!r}: aggregate()", out, Aggregate)
 
 
 def register_defense(name: str, factory: Callable[..., Any], role: str = "client", *, guarantee: str = "",
@@ -49,17 +100,12 @@ def register_defense(name: str, factory: Callable[..., Any], role: str = "client
 
     def build(name: str = name, **values: Any) -> Any:
         values = {k: (v == "True" if isinstance(v, str) and v in ("True", "False") else v) for k, v in values.items()}
-        try:
-            obj = factory(**values)
-        except FltrError:
-            raise
-        except Exception as exc:  # a third-party factory's failure, named
-            raise FltrError(f"defense plug-in {spec.name!r} failed: {type(exc).__name__}: {exc}") from None
+        obj = call_plugin(f"defense plug-in {spec.name!r} failed", factory, **values)
         if not callable(getattr(obj, method, None)) or not isinstance(getattr(obj, "claim", None), PrivacyClaim):
             raise FltrError(f"defense plug-in {spec.name!r} failed: its factory returned {type(obj).__name__}, "
                             f"which needs a {method}() method and a PrivacyClaim 'claim'")
         obj.name = name  # the canonical component name, as built-in defenses carry it
-        return obj
+        return (PluginClientDefense if role == "client" else PluginAggregator)(obj, name, spec.name)
 
     spec = Spec(name, role, build, _params(factory, name), summary or (inspect.getdoc(factory) or "").split("\n")[0],
                 guarantee or "as the plug-in states")
@@ -71,8 +117,6 @@ def plugin_spec(name: str) -> Spec | None:
     """The spec of an installed ``fltr_audit.defenses`` plug-in called ``name`` (registered on
     first use), or None. The entry point names a factory; its optional attributes ``role``,
     ``guarantee`` and ``summary`` declare the rest."""
-    from fltr_audit import plugins
-
     factory = plugins.load(plugins.DEFENSES, name)
     if factory is None:
         return None

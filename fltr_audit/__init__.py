@@ -9,7 +9,8 @@ The layers, top down (imports point down only; ``tests/test_layers.py`` holds th
 * ``store/`` -- the results store, its records, the recording format;
 * ``privacy/`` -- declared mechanisms and claim trials;
 * ``engine/`` -- data, click models, rankers, algorithms, the federation loop, kernels;
-* ``errors``, ``constraints``, ``atomic``, ``plugins`` -- the vocabulary every layer uses.
+* ``errors``, ``constraints``, ``plugins``, ``base/`` (atomic writes, memory budgets, untrusted files)
+  -- the vocabulary every layer uses.
 
 The Python API (``fltr_audit.api``, loaded on first use so that ``import fltr_audit`` stays
 light): a call for every command -- ``audit(...)``, ``audit_campaign(path_or_mapping)``,
@@ -18,8 +19,7 @@ light): a call for every command -- ``audit(...)``, ``audit_campaign(path_or_map
 """
 
 import importlib
-import importlib.abc
-import importlib.util
+import importlib.machinery
 import sys
 
 from fltr_audit._version import __version__
@@ -33,7 +33,8 @@ __all__ = ["__version__", *_API]
 
 def __getattr__(name: str):
     if name in _API:
-        return getattr(importlib.import_module("fltr_audit.api"), name)
+        module, attribute = importlib.import_module("fltr_audit.api").NAMES[name]
+        return getattr(importlib.import_module(module), attribute)
     raise AttributeError(f"module 'fltr_audit' has no attribute {name!r}")
 
 
@@ -70,6 +71,7 @@ MOVED = {
     "fltr_audit.executors": "fltr_audit.runs.executors",
     "fltr_audit.interrupts": "fltr_audit.runs.interrupts",
     "fltr_audit.records": "fltr_audit.store.records",
+    "fltr_audit.atomic": "fltr_audit.base.atomic",
     "fltr_audit.recording": "fltr_audit.store.recording",
 }
 """Import paths of modules before they moved into the layer folders -> where they are now. Plug-ins
@@ -77,8 +79,9 @@ written against the documented paths (``fltr_audit.mechanisms``, ``fltr_audit.me
 them unedited: the old name is the same module object, submodules included."""
 
 
-class _MovedModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """Resolves an old import path (``MOVED``, or a submodule of a moved package) to its module."""
+class _MovedModules:
+    """Resolves an old import path (``MOVED``, or a submodule of a moved package) to its module: a
+    meta path finder and its loader (``importlib.abc.MetaPathFinder`` and ``Loader``'s methods)."""
 
     @staticmethod
     def _target(name: str) -> str | None:
@@ -89,13 +92,20 @@ class _MovedModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
     def find_spec(self, name, path=None, target=None):
         new = self._target(name)
-        return None if new is None else importlib.util.spec_from_loader(name, self)
+        return None if new is None else importlib.machinery.ModuleSpec(name, self)
+
+    def __init__(self) -> None:
+        self.own_specs: dict = {}
 
     def create_module(self, spec):
-        return importlib.import_module(self._target(spec.name))  # the module itself, not a copy
+        module = importlib.import_module(self._target(spec.name))  # the module itself, not a copy
+        self.own_specs[module.__name__] = module.__spec__
+        return module
 
     def exec_module(self, module) -> None:
-        pass
+        """Nothing to run: the module already ran; give it back its own spec, which the import
+        system replaced with the old name's."""
+        module.__spec__ = self.own_specs[module.__name__]
 
 
 sys.meta_path.insert(0, _MovedModules())

@@ -43,6 +43,8 @@ from reports.stats import greater_than_zero_p, holm, mean_ci
 
 MIN_EFFECT = 0.05  # AUC: the smallest leak worth calling "measurable" (audit_options.DEFAULT_MIN_EFFECT)
 ALPHA = 0.05
+MAX_PLANNED = 2.0**62
+"""The largest number of lists ``planned_lists`` counts (beyond: a ValueError naming min_effect)."""
 PLANNING_SD = 0.3
 """Per-list sd of AUC real - counterfactual assumed by ``planned_lists``: measured 0.13-0.29 on
 the demo's synthetic MQ2008 over attacks, click models and defenses (seed 0)."""
@@ -170,7 +172,11 @@ def planned_lists(min_effect: float, power: float, attacks: int, *, alpha: float
         raise ValueError(f"min_effect: must lie in (0, 1), got {min_effect}")
     m = max(int(attacks), 1)
     z = stats.norm.ppf(1.0 - alpha / m) + stats.norm.ppf(power ** (1.0 / m))
-    return int(math.ceil((z * sd / min_effect) ** 2))
+    ratio = z * sd / min_effect  # a tiny min_effect makes it huge (or inf): never squared past MAX_PLANNED
+    if not ratio * ratio <= MAX_PLANNED:
+        raise ValueError(f"min_effect: {min_effect:g} at power {power:g} needs more than {MAX_PLANNED:.1e} lists "
+                         "per click model; raise it")
+    return int(math.ceil(ratio * ratio))
 
 
 def leakage_verdicts(table: pd.DataFrame, keys: list[str], *, min_effect: float = MIN_EFFECT,

@@ -1,4 +1,4 @@
-"""fltr_audit.atomic: exclusive temporary names in the target folder, links never followed,
+"""fltr_audit.base.atomic: exclusive temporary names in the target folder, links never followed,
 nothing left behind on failure, stale temporaries of killed writers swept."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fltr_audit.atomic import temporary_dir, write_file, write_files, write_with
+from fltr_audit.base.atomic import temporary_dir, write_file, write_files, write_with
 from fltr_audit.errors import FltrError
 
 

@@ -3,6 +3,8 @@ and the report's whole-run section, the same numbers in each."""
 
 from types import SimpleNamespace
 
+import pytest
+
 from fltr_audit.cli import main
 from fltr_audit.store.results import load
 from reports.sections import whole_run_section
@@ -23,7 +25,8 @@ def test_f_dp_figures_in_the_table_json_store_and_report(tmp_path, capsys):
     for key in ("mu_lb", "mu_limit", "mu_claimed", "epsilon_lb_fdp", "fdp_guesses", "fdp_correct", "fdp_pool",
                 "fdp_participations", "verdict_by"):
         assert row[key] == printed[key], key
-    assert printed["mu_claimed"] == 0.5 and printed["verdict_by"] == "f-DP mu"  # 1 / z, one participation
+    # 1 / z, one participation: the mu the claim's (eps, delta) asserts, inverted to 1e-12
+    assert printed["mu_claimed"] == pytest.approx(0.5, abs=1e-12) and printed["verdict_by"] == "f-DP mu"
     section = whole_run_section(SimpleNamespace(tables={"run_audits": load(store)["run_audits"]}))
     text = str(section)
     assert "claim as μ-GDP" in text and "f-DP one-run lower bound μ (95 %)" in text and "Mahloujifar" in text

@@ -7,10 +7,12 @@ from __future__ import annotations
 import json
 import os
 import random
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
@@ -128,3 +130,82 @@ def test_bomb_is_refused_in_one_line_within_500_mb(tmp_path, kind):
         pytest.skip("no /proc/self/status VmHWM on this system")
     print(f"{kind}: peak RSS {figures['peak_rss_mb']:.0f} MB; {lines[0]}")
     assert figures["peak_rss_mb"] < BOMB_RSS_LIMIT_MB
+
+
+# --- round 3 (issue 39): every bomb of the new families in one fresh process, peak RSS each -----
+
+RUN_BOMBS = """
+import contextlib, io, json, sys
+sys.path.insert(0, {repo!r})
+from fltr_audit.cli import main
+main(["epsilon", "--length", "3", "--p", "0.9"])  # imports done: what follows measures the bombs
+results = []
+for name, argv in {bombs!r}:
+    open("/proc/self/clear_refs", "w").write("5")  # resets VmHWM to the current RSS
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        code = main(argv)
+    hwm = [line for line in open("/proc/self/status") if line.startswith("VmHWM:")]
+    results.append({{"name": name, "code": code, "stderr": err.getvalue(),
+                    "peak_rss_mb": int(hwm[0].split()[1]) / 1024}})
+print(json.dumps(results))
+"""
+
+
+def _round3_bombs(folder: Path) -> list[tuple[str, list[str], str]]:
+    """(name, command line, culprit) of every round-3 bomb, their files made in ``folder``."""
+    from fltr_audit.cli import main
+    from tests import test_bad_inputs_recordings as recordings
+
+    run = folder / "run"
+    assert main(["train", "fpdgd", "--data", "synthetic:mq2008?queries=50", "--out", str(run), "--rounds", "2",
+                 "--clients", "4", "--queries-per-client", "2", "--record-rounds", "every:1", "--quiet"]) == 0
+    bombs = []
+    for name, make in recordings.MEMORY_BOMBS.items():
+        rec = Path(shutil.copytree(run / "recording", folder / name))
+        bombs.append((f"recording-{name}", ["attack", str(rec), "--attack", "olsr", "--quiet"], make(rec)))
+    rec = Path(shutil.copytree(run / "recording", folder / "nan"))
+    recordings.rewrite_arrays(rec / "batch-000001.npz", global_params=np.full(46, np.nan))
+    bombs.append(("recording-nan-global-params", ["attack", str(rec), "--quiet"], "'global_params'"))
+    rec = Path(shutil.copytree(run / "recording", folder / "rounds-5000"))
+    manifest = json.loads((rec / "manifest.json").read_text())
+    manifest["rounds"] = [{**manifest["rounds"][0], "round": r} for r in range(1, 5001)]
+    (rec / "manifest.json").write_text(json.dumps(manifest))
+    bombs.append(("recording-one-batch-5000-rounds", ["attack", str(rec), "--quiet"], "rounds[1].file"))
+    small = ["--data", "synthetic:mq2008?queries=60", "--quiet"]
+    audit = ["audit", *small, "--rounds", "1", "--clients", "10", "--queries-per-client", "2",
+             "--click-model", "perfect", "--probe-cohort", "5", "--attack", "olsr", "--no-epsilon-audit"]
+    return bombs + [
+        ("audit-population-1e15", [*audit, "--population", str(10**15)], "--population"),
+        ("audit-run-population-1e15", ["audit-run", "fpdgd", "--data", "synthetic:mq2008?queries=60", "--rounds", "1",
+                                       "--clients", "20", "--canaries", "10", "--population", str(10**15)],
+         "--population"),
+        ("train-population-1e15", ["train", "fpdgd", *small, "--out", str(folder / "o"), "--rounds", "1",
+                                   "--population", str(10**15)], "--population"),
+        ("epsilon-length-1e9", ["epsilon", "--length", str(10**9)], "--length"),
+        ("audit-counterfactual-1e9", [*audit, "--counterfactual", str(10**9)], "--counterfactual"),
+        ("audit-power-min-effect-1e-300", ["audit", "--power", "0.9", "--min-effect", "1e-300", "--quiet"],
+         "--min-effect"),
+    ]
+
+
+def test_round3_bombs_are_refused_in_one_line_within_500_mb(tmp_path):
+    if not Path("/proc/self/clear_refs").exists():
+        pytest.skip("no /proc/self/clear_refs to reset the peak RSS between bombs")
+    bombs = _round3_bombs(tmp_path)
+    script = RUN_BOMBS.format(repo=str(REPO), bombs=[(name, argv) for name, argv, _ in bombs])
+    env = {**os.environ, "FLTR_AUDIT_CACHE": str(tmp_path / "cache")}
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=900, cwd=tmp_path,
+                         env=env)
+    assert out.returncode == 0, out.stderr[-3000:]
+    results = {r["name"]: r for r in json.loads(out.stdout.strip().splitlines()[-1])}
+    for name, _, culprit in bombs:
+        r = results[name]
+        lines = [line for line in r["stderr"].splitlines() if line.strip()]
+        assert r["code"] == 2 and len(lines) == 1 and culprit in lines[0], (name, r)
+        assert "Traceback" not in r["stderr"] and "internal error" not in lines[0], (name, r)
+    ranked = sorted(results.values(), key=lambda r: -r["peak_rss_mb"])
+    for r in ranked:
+        print(f"{r['name']}: peak RSS {r['peak_rss_mb']:.0f} MB")
+    largest = ranked[0]
+    assert largest["peak_rss_mb"] < BOMB_RSS_LIMIT_MB, f"largest: {largest['name']} {largest['peak_rss_mb']:.0f} MB"

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from reports.claims import claim_summary, claim_text, claim_verdict, pooled_audits
+from reports.claims import claim_summary, claim_text, finish_bounds, pooled_audits
 
 
 def _bound(fp, fn, n0, n1, level=0.975, delta=0.0):
@@ -25,11 +25,13 @@ def _audit(**kw):
 
 
 def test_the_plan_rule():
-    assert claim_verdict(math.inf, "message", "message", 9.0) == "no claim"
-    assert claim_verdict(1e308, "message", "message", 9.0) == "no claim"  # the store's "unbounded"
-    assert claim_verdict(4.5, "aggregate", "message", 9.0) == "outside scope"
-    assert claim_verdict(4.5, "aggregate", "aggregate", 9.0) == "violated"
-    assert claim_verdict(4.5, "message", "message", 4.5) == "consistent"
+    """The pooled rows' verdicts: no claim (inf, or the store's "unbounded": 1e300 and above), outside scope,
+    violated, consistent (a bound below a claim the trials had the power to test)."""
+    rows = pd.DataFrame([_audit(claimed_epsilon=math.inf), _audit(claimed_epsilon=1e300),
+                         _audit(claimed_epsilon=1.0, claimed_scope="aggregate"),
+                         _audit(claimed_epsilon=1.0, fp=10, fn=10), _audit(claimed_epsilon=4.5)])
+    got = finish_bounds(rows.assign(runs=1))["claim_verdict"].tolist()
+    assert got == ["no claim", "no claim", "outside scope", "violated", "consistent"]
 
 
 def test_runs_are_pooled_by_summing_counts():

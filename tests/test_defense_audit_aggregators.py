@@ -14,7 +14,7 @@ from attacks.mechanism_audit import audit_stack
 from attacks.worst_case import worst_case_inputs
 from defenses.accounting import ParticipationSchedule, privacy_spent
 from defenses.stack import parse_defense
-from fltr_audit.api.audit_defense import run_audit_defense
+from fltr_audit.api.defense_audit import run_audit_defense
 
 
 def test_audit_defense_dp_fedavg_reaches_mu_at_cohort_one():

@@ -74,9 +74,11 @@ def test_randomized_response_event_matches_the_claim_and_composes_per_round():
     accountant = pld.PLDAccountant(dpa.NeighboringRelation.REPLACE_ONE)
     accountant.compose(stack.client[0].dp_event())
     assert accountant.get_epsilon(1e-9) == pytest.approx(stack.claim.epsilon, abs=1e-3)
-    assert privacy_spent(stack, ParticipationSchedule.full(5)).epsilon_server == pytest.approx(5 * stack.claim.epsilon)
+    # one value per message (B = 1); B values per participation: tests/test_accounting_per_value.py
+    assert privacy_spent(stack, ParticipationSchedule.full(5), queries_per_client=1).epsilon_server == \
+        pytest.approx(5 * stack.claim.epsilon)
     # composed round by round (dp-accounting 0.6 drops the count of compose(rr_event, 5))
-    near = privacy_spent(stack, ParticipationSchedule.full(5), 1e-9).epsilon_server
+    near = privacy_spent(stack, ParticipationSchedule.full(5), 1e-9, queries_per_client=1).epsilon_server
     assert near == pytest.approx(5 * stack.claim.epsilon, rel=1e-3)
 
 

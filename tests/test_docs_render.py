@@ -37,7 +37,7 @@ def test_the_commands_page_lists_every_top_level_command_once():
 
 
 def test_getting_started_counts_the_demos_defenses():
-    from fltr_audit.api.demo import VECTOR_DEFENSES
+    from fltr_audit.api.demo_run import VECTOR_DEFENSES
 
     assert f"{['no', 'one', 'two', 'three', 'four', 'five', 'six'][len(VECTOR_DEFENSES)]} defenses" in \
         (ROOT / "docs" / "getting-started.md").read_text()

@@ -112,8 +112,8 @@ def test_registered_as_defense_strings():
     register()
     from defenses.stack import parse_defense
     stack = parse_defense("flwr-localdp(clip=1,epsilon=5)")
-    assert isinstance(stack.client[0], FlowerLocalDp) and stack.claim.epsilon == 5.0
-    assert isinstance(parse_defense("flwr-dp(noise_multiplier=1,side=server)").aggregator, FlowerCentralDp)
+    assert isinstance(stack.client[0].wrapped, FlowerLocalDp) and stack.claim.epsilon == 5.0
+    assert isinstance(parse_defense("flwr-dp(noise_multiplier=1,side=server)").aggregator.wrapped, FlowerCentralDp)
     assert parse_defense("flwr-secaggplus").claim.scope == "none"
 
 
@@ -135,7 +135,7 @@ def test_local_dp_declares_its_real_noise_and_the_accountant_charges_the_2c_spre
     register()
     stack = parse_defense("flwr-localdp(clip=1,sensitivity=1,epsilon=5,delta=1e-5)")
     std = 1.0 * np.sqrt(2 * np.log(1.25e5)) / 5.0
-    assert stack.client[0].mechanism == mech.Gaussian(std=pytest.approx(std, rel=1e-12), clip=1.0)
+    assert stack.client[0].mechanism == mech.Gaussian(std=pytest.approx(std, rel=1e-12), clip=1.0, sensitivity=1.0)
     true_eps = gaussian_epsilon(1e-5, 2.0, std)
     assert true_eps == pytest.approx(10.4, abs=0.05) and stack.claim.epsilon == 5.0
     assert _epsilon(dp_event_of(stack), 1e-5) == pytest.approx(true_eps, rel=0.02)

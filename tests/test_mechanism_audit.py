@@ -104,8 +104,10 @@ def test_worst_case_audit_of_randomized_response_is_tight():
 
 
 def test_worst_case_gaussian_mu_bound_is_tight():
-    r = worst("dp-gaussian(sigma=1,clip=1)")
-    assert r.mu == pytest.approx(2.0) and r.mu_lb >= 0.9 * 2.0   # a single bound may exceed mu (5 %): see below
+    # the median of three seeds: one bound's threshold may fall in a tail, where it is loose
+    runs = [worst("dp-gaussian(sigma=1,clip=1)", trials=100_000, seed=s) for s in range(3)]
+    r = runs[0]
+    assert r.mu == pytest.approx(2.0) and np.median([x.mu_lb for x in runs]) >= 0.9 * 2.0  # one may exceed mu (5 %)
     assert r.epsilon_lb <= r.claimed_epsilon and np.isnan(worst("dp-local-laplace(eps=1)", trials=200).mu_lb)
 
 

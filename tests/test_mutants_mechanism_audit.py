@@ -23,6 +23,7 @@ from attacks.stack_outputs import aggregate_mechanism, centre, clipped, message_
 from attacks.worst_case import OVERSHOOT, UNDECLARED, claimed_mu, worst_case_inputs
 from defenses.stack import parse_defense
 from fltr_audit.privacy import mechanisms as mech
+from fltr_audit.privacy.claim_decision import gdp_mu
 from fltr_audit.errors import FltrError
 from fltr_audit.engine.interfaces import PrivacyClaim
 
@@ -53,13 +54,15 @@ def test_a_stack_without_noise_gets_undeclared_on_one_coordinate_in_any_dimensio
 
 
 def test_claimed_mu_is_the_gaussian_dp_closed_form():
-    """Gaussian std sigma C on sensitivity 2C: mu = 2/sigma per round; aggregator noise z on
-    sensitivity C: mu = 1/z; rho-zCDP: mu = sqrt(2 rho); sqrt(K) over K rounds."""
+    """The mu the claim asserts: Gaussian std sigma C on sensitivity 2C: mu = 2/sigma per round;
+    aggregator noise z on sensitivity C: mu = 1/z; sqrt(K) over K rounds."""
     assert claimed_mu(parse_defense("dp-gaussian(sigma=2,clip=0.5)"), 4) == pytest.approx(2 / 2 * 2)
     assert claimed_mu(parse_defense("dp-fedavg(noise_multiplier=2,clip=1)"), 9) == pytest.approx(3 / 2)
     dd = parse_defense("ddgauss")
     rho = mech.declared(dd.aggregator).rho
-    assert claimed_mu(dd, 3) == pytest.approx(math.sqrt(2 * rho * 3))
+    # the claim's mu: its (eps, delta) from the zCDP conversion asserts no less than sqrt(2 rho)
+    assert claimed_mu(dd, 3) == pytest.approx(gdp_mu(dd.claim.epsilon, dd.claim.delta) * math.sqrt(3))
+    assert claimed_mu(dd, 3) >= math.sqrt(2 * rho * 3)
     for text in ("dp-local-laplace(eps=1)", "dp-gaussian(sigma=1)+dp-gaussian(sigma=2)", "clip"):
         assert math.isnan(claimed_mu(parse_defense(text)))
 
@@ -265,10 +268,20 @@ def test_an_aggregate_scope_audit_audits_the_cohort_mean(monkeypatch):
     scope test dropped)."""
     import attacks.mechanism_audit as mechanism_audit
     seen = []
-    monkeypatch.setattr(mechanism_audit, "audit", lambda output, statistic, **kw: seen.append(output))
+
+    class Seen(Exception):
+        pass
+
+    def spy(output):
+        seen.append(output)
+        raise Seen
+
+    monkeypatch.setattr(mechanism_audit, "audit", lambda output, statistic, **kw: spy(output))
+    monkeypatch.setattr(mechanism_audit, "audit_chosen", lambda candidates, **kw: spy(candidates["declared-norm"][0]))
     stack, u = parse_defense("clip(sensitivity=2)"), np.array([0.1, -0.2, 0.05])
-    audit_stack(stack, claim=stack.claim, inputs=(np.zeros(3), u), neighbours="worst-case", scope="aggregate",
-                cohort=4, trials=100)
+    with pytest.raises(Seen):
+        audit_stack(stack, claim=stack.claim, inputs=(np.zeros(3), u), neighbours="worst-case", scope="aggregate",
+                    cohort=4, trials=100)
     np.testing.assert_allclose(seen[0](np.random.default_rng(0), 2, 1), np.tile(u / 4, (2, 1)), atol=1e-15)
 
 

@@ -18,8 +18,8 @@ from reports.claims import (
     finish_bounds,
     gdp_tradeoff,
     pooled_audits,
-    trials_to_test,
 )
+from fltr_audit.privacy.claim_trials import trials_to_test
 from fltr_audit.privacy.error_bounds import clopper_pearson_upper, epsilon_lower_bound
 from reports.leakage import ALPHA, MIN_EFFECT, leakage_table, leakage_verdicts, planned_lists
 

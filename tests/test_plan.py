@@ -4,7 +4,7 @@ say how to make it cheaper; a fixed --probe-lists pins the count (as the test su
 
 import pytest
 
-from fltr_audit.api.audit import audit_campaign_of, audit_options
+from fltr_audit.api.audits import audit_campaign_of, audit_options
 from fltr_audit.cli import main
 from fltr_audit.spec.audit_options import DEFAULT_MIN_EFFECT, DEFAULT_POWER, DEFAULTS
 from fltr_audit.spec.campaign import validate_spec

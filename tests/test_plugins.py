@@ -121,17 +121,20 @@ def test_unknown_names_list_the_choices(site):
     assert out.stderr.strip().count("\n") == 0 and "ALGORITHM" in out.stderr and "fedips" in out.stderr
 
 
-def test_lists_show_installed_plug_ins_with_their_distribution(site):
+def test_lists_show_installed_plug_ins_with_their_distribution_unimported(site):
+    """Listing reads the packages' metadata only: a plug-in is a row naming its distribution, version
+    and entry point, imported by no listing (a broken one lists like any other)."""
     attacks = {r["name"]: r for r in cli_result(_cli(site, "attacks", "list", "--json").stdout)}
-    assert attacks["first-slot"]["distribution"] == "myplug" and attacks["first-slot"]["reference"]
+    assert attacks["first-slot"]["distribution"] == "myplug" and attacks["first-slot"]["version"] == "1.0"
+    assert attacks["first-slot"]["entry_point"] == "myplug:first_slot"
+    assert "not imported" in attacks["first-slot"]["summary"]
     assert attacks["olsr"]["distribution"] == "" and attacks["olsr"]["summary"]          # descriptions listed
-    assert "does not load" in attacks["broken-attack"]["summary"]
+    assert "not imported" in attacks["broken-attack"]["summary"]
     algorithms = {r["name"]: r for r in cli_result(_cli(site, "algorithms", "list", "--json").stdout)}
-    assert algorithms["my-pbm"]["distribution"] == "myplug" and algorithms["my-pbm"]["click_models"] == "pbm"
-    assert [p["name"] for p in algorithms["my-pbm"]["params"]] == ["gamma"]
-    assert "does not load" in algorithms["broken-algo"]["summary"]
+    assert algorithms["my-pbm"]["distribution"] == "myplug" and algorithms["my-pbm"]["entry_point"] == "myplug:PBM_SPEC"
+    assert "not imported" in algorithms["broken-algo"]["summary"]
     defenses = {r["name"]: r for r in cli_result(_cli(site, "defenses", "list", "--json").stdout)}
-    assert defenses["halve"]["distribution"] == "myplug"
+    assert defenses["halve"]["distribution"] == "myplug" and "not imported" in defenses["halve"]["guarantee"]
     assert "my-pbm" in _cli(site, "train", "--help").stdout
 
 

@@ -278,7 +278,7 @@ def privacy_spent(stack, rounds: int, sampling_rate: float = 1.0, delta: float |
     round): ``epsilon_total`` is the figure against the server at q = 1 and against an observer of
     the released models (Poisson-sampled at q) below it."""
     schedule = ParticipationSchedule(int(rounds), float(sampling_rate), np.array([int(rounds)], dtype=np.int64))
-    spent = run_privacy_spent(stack, schedule, delta)
+    spent = run_privacy_spent(stack, schedule, delta, queries_per_client=1)  # one value per message
     epsilon = spent.epsilon_server if sampling_rate == 1.0 else spent.epsilon_observer
     accountant = spent.accountant if sampling_rate == 1.0 else spent.accountant_observer
     return {"epsilon_total": epsilon, "delta_total": spent.delta_total, "accountant": accountant}

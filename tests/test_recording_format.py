@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from fltr_audit.cli import main
-from fltr_audit.store.recording import MAX_ARRAY_BYTES, read_recording
+from fltr_audit.store.recording import MAX_FILE_BYTES, read_recording
 from tests.cli_json import cli_result
 
 REPO = Path(__file__).resolve().parents[1]
@@ -186,7 +186,7 @@ def test_declared_shape_of_a_trillion_is_refused_unread(recording, tmp_path):
 
 def test_declared_size_above_the_cap_is_refused_before_decompressing(recording, tmp_path):
     rec = _copy(recording, tmp_path)
-    n = MAX_ARRAY_BYTES // 8 + 1
+    n = MAX_FILE_BYTES // 8 + 1
     _write_member(rec / "documents-0.npz", "features.npy",
                   {"descr": "<f4", "fortran_order": False, "shape": (n, 2)}, bytes(1000))
     assert "'features'" in _assert_refused_lean(rec, "documents-0.npz")

@@ -8,7 +8,7 @@ import pytest
 
 from fltr_audit.cli import main
 from fltr_audit.store.results import ResultsStore
-from fltr_audit.atomic import write_files
+from fltr_audit.base.atomic import write_files
 from reports import plots
 from reports.render import render_report
 

@@ -71,9 +71,12 @@ def test_one_run_estimate_covers_the_gaussian_truth():
     rng = np.random.default_rng(3)
     present = rng.random(4000) < 0.5
     scores = rng.normal(np.where(present, 2.0, 0.0), 1.0)
-    est = one_run_estimate(scores, present, 1e-5, boot=50)
+    est, reason = one_run_estimate(scores, present, 1e-5, boot=50)
     truth = gaussian_pair_epsilon(0.0, 1.0, 2.0, 1.0, 1e-5)
-    assert est.low <= truth <= est.high and est.high - est.low < 2.5
+    assert est.low <= truth <= est.high and est.high - est.low < 2.5 and reason == ""
+    # message scope (bounded likelihood ratios): no fit, a reason (catches the fit left on them)
+    none, reason = one_run_estimate(scores, present, 1e-5, boot=50, scope="message")
+    assert np.isnan(none.epsilon) and np.isnan(none.low) and "aggregate-scope cosines" in reason
 
 
 def test_multi_run_bound_on_randomized_response():

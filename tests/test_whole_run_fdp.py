@@ -12,7 +12,9 @@ from scipy import stats
 from attacks.fdp_one_run import (ApproxDPCurve, GaussianCurve, epsilon_lower_bound, fdp_one_run_bound,
                                  mu_lower_bound, rejects, tail_bound)
 from defenses.stack import parse_defense
-from fltr_audit.runs.whole_run_figures import claimed_mu, fdp_pool
+from attacks.worst_case import claimed_mu
+from fltr_audit.privacy.claim_decision import gdp_mu
+from fltr_audit.runs.whole_run_figures import fdp_pool
 
 
 def binomial_tail(k, c, q):
@@ -116,12 +118,15 @@ def test_pool_is_the_most_frequent_positive_participation_count():
     assert fdp_pool(np.zeros(4, dtype=int))[1] == 0
 
 
-def test_claimed_mu_from_the_declared_mechanisms():
-    """Closed forms from the parameters: dp-fedavg N(0, (zC)^2) on a sum of sensitivity C: 1/z per
-    participation; dp-gaussian sigma C on a replace-one difference 2C: 2/sigma; ddgauss: sqrt(2 rho);
-    composed as sqrt(n) mu; a Laplace claim has no Gaussian curve."""
+def test_claimed_mu_is_the_claims_mu_for_declared_gaussian_laws():
+    """Closed forms from the parameters where the claim is the declared law's: dp-fedavg N(0, (zC)^2)
+    on a sum of sensitivity C: 1/z per participation; dp-gaussian sigma C on a replace-one difference
+    2C: 2/sigma; composed as sqrt(n) mu. ddgauss claims (eps, delta) through zCDP, a looser curve:
+    its mu is at least sqrt(2 rho). A Laplace claim has no Gaussian curve. flwr-localdp's noise is
+    calibrated on half the sensitivity: the claim's mu, not the declared law's 2 clip / std, is tested."""
     assert claimed_mu(parse_defense("dp-fedavg(noise_multiplier=2,clip=1)"), 3) == pytest.approx(math.sqrt(3) / 2)
     assert claimed_mu(parse_defense("dp-gaussian(sigma=4)"), 1) == pytest.approx(0.5)
     ddg = parse_defense("ddgauss")
-    assert claimed_mu(ddg, 4) == pytest.approx(2 * math.sqrt(2 * ddg.aggregator.mechanism.rho))
+    assert claimed_mu(ddg, 4) >= 2 * math.sqrt(2 * ddg.aggregator.mechanism.rho)
+    assert claimed_mu(ddg, 4) == pytest.approx(2 * gdp_mu(ddg.claim.epsilon, ddg.claim.delta))
     assert math.isnan(claimed_mu(parse_defense("dp-local-laplace(eps=1)"), 1))

@@ -32,25 +32,44 @@ fltr_audit.explain("±detect")    # what a printed word means
 | `defenses list`, `attacks list`, `algorithms list` | `defense_rows()`, `attack_rows()`, `algorithm_rows()` |
 """
 
-from fltr_audit.api.accounting import accountant
-from fltr_audit.api.attack_recording import attack_recording
-from fltr_audit.api.audit import audit, audit_defaults
-from fltr_audit.api.audit_defense import audit_defense
-from fltr_audit.api.campaign import audit_campaign
-from fltr_audit.api.compare import compare, report
-from fltr_audit.api.demo import run_demo as demo
-from fltr_audit.api.epsilon import epsilon_table
-from fltr_audit.api.glossary import explain
-from fltr_audit.api.listing import algorithm_rows, attack_rows, defense_rows
-from fltr_audit.api.registration import AlgorithmSpec, register_algorithm, register_attack, register_defense
-from fltr_audit.api.results import AuditResult
-from fltr_audit.api.train import train
-from fltr_audit.api.train_fedips import train_fedips, train_lambda_linear_baseline
-from fltr_audit.api.train_foltr_es import train_baselines, train_foltr_es
-from fltr_audit.api.whole_run import audit_whole_run
-from fltr_audit.spec.audit_options import AuditOptions
+import importlib
 
-__all__ = ["AlgorithmSpec", "AuditOptions", "AuditResult", "accountant", "algorithm_rows", "attack_recording",
-           "attack_rows", "audit", "audit_campaign", "audit_defaults", "audit_defense", "audit_whole_run", "compare",
-           "defense_rows", "demo", "epsilon_table", "explain", "register_algorithm", "register_attack", "register_defense",
-           "report", "train", "train_baselines", "train_fedips", "train_foltr_es", "train_lambda_linear_baseline"]
+NAMES = {
+    "AlgorithmSpec": ("fltr_audit.api.registration", "AlgorithmSpec"),
+    "AuditOptions": ("fltr_audit.spec.audit_options", "AuditOptions"),
+    "AuditResult": ("fltr_audit.api.results", "AuditResult"),
+    "accountant": ("fltr_audit.api.accounting", "accountant"),
+    "algorithm_rows": ("fltr_audit.api.listing", "algorithm_rows"),
+    "attack_recording": ("fltr_audit.api.recording_attacks", "attack_recording"),
+    "attack_rows": ("fltr_audit.api.listing", "attack_rows"),
+    "audit": ("fltr_audit.api.audits", "audit"),
+    "audit_campaign": ("fltr_audit.api.campaign", "audit_campaign"),
+    "audit_defaults": ("fltr_audit.api.audits", "audit_defaults"),
+    "audit_defense": ("fltr_audit.api.defense_audit", "audit_defense"),
+    "audit_whole_run": ("fltr_audit.api.whole_run", "audit_whole_run"),
+    "compare": ("fltr_audit.api.comparison", "compare"),
+    "defense_rows": ("fltr_audit.api.listing", "defense_rows"),
+    "demo": ("fltr_audit.api.demo_run", "run_demo"),
+    "epsilon_table": ("fltr_audit.api.epsilon", "epsilon_table"),
+    "explain": ("fltr_audit.api.glossary", "explain"),
+    "register_algorithm": ("fltr_audit.api.registration", "register_algorithm"),
+    "register_attack": ("fltr_audit.api.registration", "register_attack"),
+    "register_defense": ("fltr_audit.api.registration", "register_defense"),
+    "report": ("fltr_audit.api.comparison", "report"),
+    "train": ("fltr_audit.api.training", "train"),
+    "train_baselines": ("fltr_audit.api.train_foltr_es", "train_baselines"),
+    "train_fedips": ("fltr_audit.api.train_fedips", "train_fedips"),
+    "train_foltr_es": ("fltr_audit.api.train_foltr_es", "train_foltr_es"),
+    "train_lambda_linear_baseline": ("fltr_audit.api.train_fedips", "train_lambda_linear_baseline"),
+}
+"""Every public name -> (its module, its name there), imported on first use: the command line
+loads only the module of the command it runs (start-up time), a notebook the ones it calls."""
+
+__all__ = sorted(NAMES)
+
+
+def __getattr__(name: str):
+    if name in NAMES:
+        module, attribute = NAMES[name]
+        return getattr(importlib.import_module(module), attribute)
+    raise AttributeError(f"module 'fltr_audit.api' has no attribute {name!r}")

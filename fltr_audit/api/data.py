@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional
 
-from fltr_audit.atomic import write_file
+from fltr_audit.base.atomic import write_file
 from fltr_audit.constraints import Interval, check
 from fltr_audit.engine.data.letor import format_letor
 from fltr_audit.engine.data.load import data_info

@@ -1,67 +1,65 @@
 """What can be used by name: every attack, algorithm and defense -- built-in, registered in this
-process, and installed plug-ins (with their distribution) -- as rows (``fltr-audit attacks list``,
-``algorithms list``, ``defenses list``). A broken plug-in is a row saying so, not a failure."""
+process, and installed plug-ins (with their distribution, version and entry point) -- as rows
+(``fltr-audit attacks list``, ``algorithms list``, ``defenses list``). An installed plug-in no
+command of this process has used is listed from its package's metadata, never imported
+(``fltr_audit.plugins.installed_plugins``)."""
 
 from __future__ import annotations
 
-from attacks.registry import attack_names, attack_spec
-from defenses.catalog import SPECS
-from defenses.registration import plugin_spec
-from defenses.stack import list_defenses
 from fltr_audit import plugins
-from fltr_audit.engine.algorithms.registry import algorithm_spec, algorithm_specs
-from fltr_audit.errors import FltrError
+
+
+def origins(group: str) -> dict[str, dict]:
+    """The installed plug-ins of ``group`` by name: the distribution that declares each, its version
+    and the entry point's ``module:attr`` (``plugins.installed_plugins``: metadata only)."""
+    return {p.name: {"distribution": p.distribution, "version": p.version, "entry_point": p.target}
+            for p in plugins.installed_plugins(group)}
+
+
+def with_origins(group: str, rows: list[dict], blank: dict) -> list[dict]:
+    """``rows`` (registered entries) with their origin columns ("" for built-ins), then a row per
+    installed plug-in no command of this process has used: listed, never imported (the other
+    columns ``blank``)."""
+    found = origins(group)
+    none = {"distribution": "", "version": "", "entry_point": ""}
+    known = {row["name"] for row in rows}
+    return ([{**row, **found.get(row["name"], none), "imported": True} for row in rows]
+            + [{"name": name, **blank, "summary": plugins.NOT_IMPORTED, **origin, "imported": False}
+               for name, origin in found.items() if name not in known])
 
 
 def attack_rows() -> list[dict]:
-    """Every attack, built-in, registered and installed (plug-ins with their distribution): what
-    it does, whether it is a reference baseline, and what it needs."""
-    installed = plugins.installed(plugins.ATTACKS)
-    names = list(attack_names()) + [n for n in installed if n not in attack_names()]
-    rows = []
-    for name in names:
-        try:
-            spec = attack_spec(name)  # loads an installed plug-in
-        except FltrError as exc:  # a broken plug-in is a row saying so, not a failed command
-            rows.append({"name": name, "summary": str(exc), "reference": False, "needs": [],
-                         "distribution": installed.get(name, "")})
-            continue
-        rows.append({"name": name, "summary": spec.summary, "reference": spec.reference, "needs": list(spec.needs),
-                     "distribution": installed.get(name, "")})
-    return rows
+    """Every attack, built-in, registered and installed (plug-ins with their distribution; those no
+    command has used are listed unimported): what it does, whether it is a reference baseline, and
+    what it needs."""
+    from attacks.registry import attack_names, attack_spec  # start-up: each listing loads only its registry
+
+    rows = [{"name": name, "summary": attack_spec(name).summary, "reference": attack_spec(name).reference,
+             "needs": list(attack_spec(name).needs)} for name in attack_names()]
+    return with_origins(plugins.ATTACKS, rows, {"reference": False, "needs": []})
 
 
 def algorithm_rows() -> list[dict]:
-    """Every algorithm, built-in, registered and installed (plug-ins with their distribution),
-    with its declared capabilities and parameters."""
-    broken = []
-    for name, distribution in plugins.installed(plugins.ALGORITHMS).items():
-        try:
-            algorithm_spec(name)  # loads and registers it
-        except FltrError as exc:  # a broken plug-in is a row saying so, not a failed command
-            broken.append({"name": name, "summary": str(exc), "auditable": False, "message_kind": "none",
-                           "reveals": "", "click_models": "", "probe_click_models": [], "train_click_model": "",
-                           "default_normalization": "", "default_attacks": [], "k": 0, "params": None,
-                           "distribution": distribution})
-    return [{"name": s.name, "summary": s.summary, "auditable": s.auditable, "message_kind": s.message_kind,
+    """Every algorithm, built-in, registered and installed (plug-ins with their distribution; those
+    no command has used are listed unimported), with its declared capabilities and parameters."""
+    from fltr_audit.engine.algorithms.registry import algorithm_specs  # start-up: as above
+
+    rows = [{"name": s.name, "summary": s.summary, "auditable": s.auditable, "message_kind": s.message_kind,
              "reveals": s.reveals, "click_models": s.click_models, "probe_click_models": list(s.probe_click_models()),
              "train_click_model": s.train_click_model, "default_normalization": s.default_normalization,
              "default_attacks": list(s.default_attacks), "k": s.k,
              "params": None if s.params is None else [{"name": p.name, "default": p.default, "help": p.help}
-                                                       for p in s.params],
-             "distribution": s.distribution} for s in algorithm_specs()] + broken
+                                                       for p in s.params]} for s in algorithm_specs()]
+    return with_origins(plugins.ALGORITHMS, rows, {
+        "auditable": False, "message_kind": "none", "reveals": plugins.NOT_IMPORTED, "click_models": "",
+        "probe_click_models": [],
+        "train_click_model": "", "default_normalization": "", "default_attacks": [], "k": 0, "params": None})
 
 
 def defense_rows() -> list[dict]:
-    """Every defense with its role, parameters, defaults, summary, claimed guarantee and distribution."""
-    installed = plugins.installed(plugins.DEFENSES)
-    broken = []
-    for name in installed:
-        if name not in SPECS:
-            try:
-                plugin_spec(name)  # loads and registers it
-            except FltrError as exc:  # a broken plug-in is a row saying so, not a failed command
-                broken.append({"name": name, "role": "", "summary": str(exc), "guarantee": str(exc), "parameters": [],
-                               "default_claim": None})
-    rows = [{**row, "distribution": installed.get(row["name"], "")} for row in list_defenses() + broken]
-    return rows
+    """Every defense with its role, parameters, defaults, summary, claimed guarantee and origin; a
+    plug-in no command has used is listed unimported, its guarantee shown once it is used."""
+    from defenses.stack import list_defenses  # start-up: as above
+
+    return with_origins(plugins.DEFENSES, list_defenses(), {"role": "", "guarantee": plugins.NOT_IMPORTED,
+                                                             "parameters": [], "default_claim": None})

@@ -14,7 +14,7 @@ import pandas as pd
 from rich.console import Console
 
 from fltr_audit.api import verdict_tables
-from fltr_audit.atomic import write_files
+from fltr_audit.base.atomic import write_files
 from fltr_audit.spec.campaign import CampaignSpec
 from reports.attack_tables import attack_table, manipulation_table
 from reports.compare import MIN_EFFECT, verdicts

@@ -82,7 +82,8 @@ def train_foltr_es(*, data: str, out: str | Path, fold: int = 1, click_model: st
             "final_offline_ndcg10": float(last["offline_ndcg10"]), "n_interactions": res.n_interactions,
             "seconds": res.seconds,
             "interactions_per_second": res.n_interactions / res.seconds if res.seconds > 0 else float("nan"),
-            "privacy": privacy_spent(stack, ParticipationSchedule.of_run(seed, rounds, clients, population)).as_dict()}
+            "privacy": privacy_spent(stack, ParticipationSchedule.of_run(seed, rounds, clients, population),
+                                    queries_per_client=queries_per_client).as_dict()}
 
 
 def train_baselines(*, data: str, fold: int = 1, click_models: Sequence[str] = CCM_NAMES, svm_c: float = 1000.0,

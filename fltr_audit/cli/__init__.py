@@ -58,12 +58,13 @@ def main(argv: list[str] | None = None) -> int:
     quick_code = quick(sys.argv[1:] if argv is None else list(argv))
     if quick_code is not None:  # --help, --version: no command module imported
         return _exit(quick_code, argv)
-    register_commands()
-    if argv is None:
-        signal.signal(signal.SIGTERM, raise_terminated)
     last_raised()  # forget interruptions of an earlier in-process call
     try:
+        if argv is None:  # the installed command: from here on, the handling below says it in one line
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+            signal.signal(signal.SIGTERM, raise_terminated)
         with _deprecations_as_lines(), _quiet_floating_point():
+            register_commands()  # inside: Ctrl-C while the command modules load is one line too
             root = typer.main.get_command(app)
             args = normalize(root, sys.argv[1:] if argv is None else list(argv))
             RUNNING_COMMAND.set(command_names(root, args))
@@ -129,15 +130,15 @@ def _deprecations_as_lines():
 
 @contextmanager
 def _quiet_floating_point():
-    """No numpy floating-point RuntimeWarnings (overflow, invalid value) on stderr: the engine
-    checks what it computes and fails with one line naming the cause (``FLTR_AUDIT_DEBUG=1``
-    shows them)."""
-    import numpy as np
-
+    """No numpy floating-point RuntimeWarnings (overflow, invalid value, divide by zero: "... encountered
+    in ...") on stderr: the engine checks what it computes and fails with one line naming the cause
+    (``FLTR_AUDIT_DEBUG=1`` shows them). A warnings filter, so that numpy loads only when a command
+    needs it."""
     if os.environ.get("FLTR_AUDIT_DEBUG"):
         yield
         return
-    with np.errstate(all="ignore"):
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r".* encountered in ", category=RuntimeWarning)
         yield
 
 
@@ -160,6 +161,13 @@ def _fail(message: str, code: int, argv: list[str] | None) -> int:
 
 
 def _exit(code: int, argv: list[str] | None) -> int:
+    """The installed command exits with ``code``; after an interruption (130, 143) at once, its
+    output flushed and its temporary files already removed, so that a worker thread the
+    interpreter would wait for at shutdown cannot turn the exit into death by the signal."""
     if argv is None:
+        if code in (130, 143):
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
         sys.exit(code)
     return code

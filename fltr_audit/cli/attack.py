@@ -1,5 +1,5 @@
 """`fltr-audit attack DIR`: run attacks on the rounds a training run or a Flower app recorded, and
-read them as `audit` reads a probe (``fltr_audit.api.attack_recording``)."""
+read them as `audit` reads a probe (``fltr_audit.api.recording_attacks``)."""
 
 from __future__ import annotations
 
@@ -36,8 +36,8 @@ def attack(
 ) -> None:
     """Attack every recorded round: per attack the AUC against the real and the counterfactual clicks,
     the leakage and the leakage verdict (the users' click model: --click-model, or the run's)."""
-    from fltr_audit.api.attack_recording import attack_recording  # start-up: the engine loads here
-    from fltr_audit.api.compare import min_effect_of
+    from fltr_audit.api.comparison import min_effect_of
+    from fltr_audit.api.recording_attacks import attack_recording  # start-up: the engine loads here
 
     effect = min_effect_of(min_effect)
     with progress(1, "attacking the recorded rounds", quiet or json_out) as bar:

@@ -1,5 +1,5 @@
 """``fltr-audit audit``: pre-train, probe every click model under every defense, attack, score, audit
-the claims (``fltr_audit.api.audit``; this module reads the options and prints the tables)."""
+the claims (``fltr_audit.api.audits``; this module reads the options and prints the tables)."""
 
 from __future__ import annotations
 
@@ -56,7 +56,7 @@ def audit(
     quiet: o.Quiet = False,
 ) -> None:
     """Audit a federated ranker: which clicks can the server guess from client messages?"""
-    from fltr_audit.api.audit import audit_campaign_of  # start-up: the engine loads when the command runs
+    from fltr_audit.api.audits import audit_campaign_of  # start-up: the engine loads when the command runs
     from fltr_audit.api.results import AuditResult
     from fltr_audit.api.run_tables import campaign_tables
     from fltr_audit.runs.executors import Executor

@@ -1,5 +1,5 @@
 """``fltr-audit audit-defense STACK``: a defense stack audited as a mechanism on two neighbouring
-inputs (``fltr_audit.api.audit_defense``; this module reads the options and prints the rows)."""
+inputs (``fltr_audit.api.defense_audit``; this module reads the options and prints the rows)."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ def audit_defense(
     """Audit a defense stack as a mechanism: an empirical lower bound on epsilon (and on Gaussian-DP
     mu) from the error rates of the noise family's likelihood-ratio test on worst-case or
     natural neighbours, beside the claim per round composed over --rounds."""
-    from fltr_audit.api.audit_defense import audit_defense as run  # start-up: the engine loads here
+    from fltr_audit.api.defense_audit import audit_defense as run  # start-up: the engine loads here
 
     with progress(1, f"audit-defense {stack}", quiet or json_out) as bar:
         result = run(stack, dim=dim, trials=trials, neighbours=neighbours, rounds=rounds, probe_cohort=probe_cohort,

@@ -4,14 +4,13 @@
 from __future__ import annotations
 
 import json
+import math
+import numbers
 import sys
 import time
 from typing import Any, Callable
 
-import numpy as np
-
 from fltr_audit.cli.app import RUNNING_COMMAND
-from fltr_audit.store.run_folder import jsonable
 from fltr_audit.constraints import ParameterError
 from fltr_audit.errors import FltrError
 
@@ -41,8 +40,9 @@ OPTIONS: dict[str, str] = {
         "record_rounds", "store", "workers", "scheduler", "trials", "neighbours", "test", "canaries",
         "runs", "confidence", "power", "min_effect", "format", "k", "lr", "sigma", "gamma", "propensity",
         "lr_local", "lr_global", "clicks_per_client", "em_rounds", "logging_fraction", "batch_queries",
-        "length", "p", "levels", "by", "pool", "averaging", "runtime", "server_sees", "timeout", "eval_split", "max_pairs",
-        "profile", "repeats")},
+        "length", "p", "levels", "by", "pool", "averaging", "runtime", "server_sees", "timeout", "eval_split",
+        "max_pairs", "profile", "repeats", "degree", "drop", "round_clients", "dim", "messages", "features", "noise",
+        "lists", "queries", "docs", "cohorts")},
 }
 """The CLI's one map from a parameter as the engine names it (``ParameterError.parameter``) to the
 option a command-line user typed; ``main`` renames every ParameterError by it, once."""
@@ -68,6 +68,7 @@ def emit_json(result: Any) -> None:
     command's payload, numpy types converted, NaN (no value) as null and an infinite value (the
     epsilon of a defense without a DP claim) as the string "inf" or "-inf", never null."""
     from fltr_audit._version import __version__
+    from fltr_audit.store.run_folder import jsonable  # start-up: numpy loads when a command prints JSON
 
     envelope = {"fltr_audit": __version__, "schema": JSON_SCHEMA, "command": command_path(), "result": result}
     sys.stdout.write(json.dumps(jsonable(envelope), indent=2, allow_nan=False) + "\n")
@@ -80,9 +81,9 @@ def command_path() -> str:
 
 def format_cell(value: Any) -> str:
     """A table cell: floats with 4 decimals, ints with thousands separators, the rest as str."""
-    if isinstance(value, (float, np.floating)):
+    if isinstance(value, numbers.Real) and not isinstance(value, numbers.Integral):
         return f"{value:,.4f}"
-    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
         return f"{value:,}"
     return str(value)
 
@@ -98,7 +99,7 @@ def print_table(title: str, rows: list[dict], *, min_width: int | None = None) -
     from rich.table import Table
 
     def numeric(value: Any) -> bool:
-        return isinstance(value, (int, float, np.number)) and not isinstance(value, bool)
+        return isinstance(value, numbers.Number) and not isinstance(value, bool)
 
     table = Table(title=title)
     for key in rows[0]:
@@ -142,7 +143,7 @@ def round_reporter(bar: Any, label: str, total: int, column: str, name: str) -> 
     is NaN, between evaluations)."""
     def report(r: int, row: dict) -> None:
         value = row[column]
-        shown = "" if np.isnan(value) else f" {name} {value:.4f}"
+        shown = "" if math.isnan(value) else f" {name} {value:.4f}"
         bar.advance(description=f"{label} {r}/{total}{shown}")
 
     return report

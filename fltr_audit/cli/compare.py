@@ -1,5 +1,5 @@
 """``fltr-audit compare``: the privacy-utility table of a results store, with both verdicts
-(``fltr_audit.api.compare``)."""
+(``fltr_audit.api.comparison``)."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ def compare_command(
     """Per defense and attack: AUC against real and counterfactual clicks, leakage with a 95 % CI
     over lists, the leakage verdict and the claim verdict (epsilon audits pooled over runs),
     precision/recall/F1, and the nDCG@10 change against no defense."""
-    from fltr_audit.api.compare import compare  # start-up: the engine loads when the command runs
+    from fltr_audit.api.comparison import compare  # start-up: the engine loads when the command runs
     from fltr_audit.constraints import Options, check
     from reports.compare import FORMATS, format_table
 

@@ -1,5 +1,5 @@
 """`fltr-audit demo`: the whole audit on the embedded synthetic default, in about a minute
-(``fltr_audit.api.demo``; this module reads the options and prints the verdicts)."""
+(``fltr_audit.api.demo_run``; this module reads the options and prints the verdicts)."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ def demo(
     quiet: o.Quiet = False,
 ) -> None:
     """Train FPDGD, attack it under five defenses (one a pure-noise control), compute the FOLtR-ES epsilon table, write the report."""
-    from fltr_audit.api.demo import run_demo  # start-up: the engine loads when the command runs
+    from fltr_audit.api.demo_run import run_demo  # start-up: the engine loads when the command runs
     from fltr_audit.api.verdict_tables import print_verdicts
     from fltr_audit.runs.executors import Executor
 

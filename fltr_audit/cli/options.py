@@ -17,7 +17,8 @@ import typer
 
 from fltr_audit.errors import FltrError
 
-LIST_OPTIONS = ("--seed", "--fold", "--defense", "--attack", "--click-model", "--p", "--by", "--pool")
+LIST_OPTIONS = ("--seed", "--fold", "--defense", "--attack", "--click-model", "--p", "--by", "--cohorts", "--k",
+                "--pool")
 """Options that take several values where a command declares them as lists (``typing.List``)."""
 
 DEPRECATED = {"--click-models": "--click-model", "--C": "--svm-c", "--train-rounds": "--rounds",

@@ -44,9 +44,9 @@ def quick(args: list[str], prog: str | None = None) -> int | None:
         return None
     import typer
 
-    from fltr_audit.cli.app import PLAIN, app
+    from fltr_audit.cli.app import Typer, app
 
-    shown = typer.Typer(**PLAIN, name=app.info.name, help=app.info.help, add_completion=False)
+    shown = Typer(name=app.info.name, help=app.info.help, add_completion=False)
     for group in app.registered_groups:
         shown.add_typer(group.typer_instance, name=group.name)
     for name, doc in top_level_commands():

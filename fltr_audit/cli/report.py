@@ -1,4 +1,4 @@
-"""``fltr-audit report``: the audit report (HTML + Markdown) of a results store (``fltr_audit.api.compare.report``)."""
+"""``fltr-audit report``: the audit report (HTML + Markdown) of a results store (``fltr_audit.api.comparison.report``)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ def report_command(
     quiet: o.Quiet = False,
 ) -> None:
     """Write report.html (self-contained) and report.md; print the HTML report's path."""
-    from fltr_audit.api.compare import report  # start-up: the engine loads when the command runs
+    from fltr_audit.api.comparison import report  # start-up: the engine loads when the command runs
 
     html = report(store, out, title=title, min_effect=min_effect, force=force)
     if json_out:

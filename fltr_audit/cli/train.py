@@ -1,5 +1,5 @@
 """``fltr-audit train NAME`` for every registered algorithm without a command of its own (fpdgd, pdgd,
-plug-ins) (``fltr_audit.api.train``)."""
+plug-ins) (``fltr_audit.api.training``)."""
 
 from __future__ import annotations
 
@@ -51,7 +51,7 @@ def _train_command(algorithm: str):
         json_out: o.Json = False,
         quiet: o.Quiet = False,
     ) -> None:
-        from fltr_audit.api.train import parse_params, train  # start-up: the engine loads when the command runs
+        from fltr_audit.api.training import parse_params, train  # start-up: the engine loads when the command runs
 
         params = parse_params(list(param), algorithm, lr)
         with progress(rounds, f"{algorithm} round", quiet or json_out, per_tenth=True) as bar:

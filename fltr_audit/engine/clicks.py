@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from fltr_audit.constraints import ParameterError
+from fltr_audit.engine.footprint import check_counterfactual_memory
 
 CCM_TABLES = {
     ("perfect", 3): (np.array([0.0, 0.5, 1.0]), np.array([0.0, 0.0, 0.0])),
@@ -136,6 +137,7 @@ def shown_labels(labels: np.ndarray, shown: np.ndarray) -> np.ndarray:
 def redraw_cascade(click_model, labels_shown: np.ndarray, draws: int, rng: np.random.Generator) -> np.ndarray:
     """``draws`` independent click vectors of ``click_model`` on the same lists, bool
     ``(draws, ...) + labels_shown.shape`` (the counterfactual baseline of ``attacks.scoring``)."""
+    check_counterfactual_memory(draws, np.size(labels_shown))
     labels = np.broadcast_to(np.asarray(labels_shown), (int(draws),) + np.shape(labels_shown))
     return np.asarray(click_model.simulate(labels, rng), dtype=bool) & (labels >= 0)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from fltr_audit.engine.footprint import check_population_memory
 from fltr_audit.engine.randomness import stream
 
 
@@ -23,6 +24,7 @@ def participation_counts(seed: int, rounds: int, clients: int, population: int |
     without a population the same ``clients`` users take part in every round (all counts ``rounds``)."""
     if population is None:
         return np.full(clients, rounds, dtype=np.int64)
+    check_population_memory(population)
     counts = np.zeros(population, dtype=np.int64)
     for r in range(1, rounds + 1):
         counts[cohort(seed, r, clients, population)] += 1

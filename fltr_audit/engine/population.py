@@ -77,8 +77,10 @@ LIMITS = {"intents": Interval(int, 1, 1000), "share": Interval(float, 0, 1), "se
 
 
 def parse_non_iid(spec: str | None) -> NonIID:
-    """``non_iid`` (``--non-iid SPEC``): a setting name with optional ``(key=value, ...)``;
-    ParameterError naming ``non_iid``."""
+    """``non_iid`` (``--non-iid SPEC``): a setting name with optional ``(key=value, ...)`` (None:
+    iid); ParameterError naming ``non_iid``, also for an empty or blank SPEC."""
+    if spec is not None and not spec.strip():
+        raise ParameterError("non_iid", f"empty ({spec!r}); write iid for the default, or one of {', '.join(SETTINGS)}")
     spec = (spec or "iid").strip()
     m = re.fullmatch(r"([a-z-]+)\s*(?:\((.*)\))?", spec)
     if not m or m.group(1) not in SETTINGS:

@@ -10,6 +10,7 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 
 from fltr_audit.constraints import Interval, ParameterError, check
+from fltr_audit.engine.footprint import check_population_memory
 from fltr_audit.engine.interfaces import Interceptor
 from fltr_audit.engine.messages import THREAT_MODELS
 from fltr_audit.engine.population import NonIID
@@ -25,9 +26,11 @@ def check_threat_model(threat_model: str) -> None:
                                              f"(choose from {', '.join(THREAT_MODELS)})")
 
 
-def check_population(population: int | None, clients: int) -> None:
+def check_population(population: int | None, clients: int, non_iid: NonIID | None = None) -> None:
+    """ParameterError naming ``population`` below the cohort, or beyond this machine's memory."""
     check("population", population, (Interval(int, clients, None), None),
           f"the cohort of {clients} clients is sampled from it each round")
+    check_population_memory(population, non_iid.setting if non_iid is not None else "iid")
 
 
 def check_budget(clients: int, queries_per_client: int, rounds: int, eval_every: int) -> None:
@@ -59,7 +62,7 @@ class TrainSettings:
     def __post_init__(self) -> None:
         check_budget(self.clients, self.queries_per_client, self.rounds, self.eval_every)
         check_threat_model(self.threat_model)
-        check_population(self.population, self.clients)
+        check_population(self.population, self.clients, self.non_iid)
 
     @property
     def users(self) -> int:

@@ -95,8 +95,9 @@ class FlowerLocalDp:
 
     @property
     def mechanism(self) -> mech.Gaussian:
-        """Declared: N(0, std^2) on the update clipped to L2 norm ``clip`` (sensitivity 2 clip)."""
-        return mech.Gaussian(self.std, self.clip)
+        """Declared: N(0, std^2) on the update clipped to L2 norm ``clip`` (sensitivity 2 clip), and
+        the ``sensitivity`` Flower calibrated the std on (not tied to the clip)."""
+        return mech.Gaussian(self.std, self.clip, self.sensitivity)
 
     def dp_event(self):
         """One round, from the declaration: ``GaussianDpEvent(std / (2 clip))``."""

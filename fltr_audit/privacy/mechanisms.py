@@ -9,7 +9,8 @@ accountant read that declaration -- never the defense's attribute names.
   at most ``bound``.
 * ``Laplace(scale, sensitivity, norm, of)``: clip to norm ``sensitivity / 2`` (L1 or L2), add
   i.i.d. Laplace(``scale``) per coordinate.
-* ``Gaussian(std, clip)``: clip the update to L2 norm ``clip``, add N(0, ``std``^2) per coordinate.
+* ``Gaussian(std, clip, sensitivity)``: clip the update to L2 norm ``clip``, add N(0, ``std``^2) per
+  coordinate (``sensitivity``: what the noise was calibrated on, when not tied to the clip).
 * ``GammaShares(scale, sensitivity)``: clip the weights to L2 norm ``sensitivity / 2``, add one
   share ``Gamma(1/n, scale) - Gamma(1/n, scale)`` per coordinate (n = the cohort; the n shares
   of a cohort sum to Laplace(``scale``)).
@@ -67,10 +68,12 @@ class Laplace:
 @dataclass(frozen=True)
 class Gaussian:
     """Clip the update to L2 norm ``clip`` (sensitivity 2 clip between two messages), add
-    N(0, ``std``^2) per coordinate."""
+    N(0, ``std``^2) per coordinate. ``sensitivity``: the L2 sensitivity the defense calibrated its
+    noise on when it takes one apart from the clip (Flower's ``LocalDpMod``), else None."""
 
     std: float
     clip: float
+    sensitivity: float | None = None
     kind = "gaussian"
 
 

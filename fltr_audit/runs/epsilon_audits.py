@@ -170,5 +170,5 @@ def _run_privacy(config: RunSpec, stack: DefenseStack) -> dict:
     (against the server: worst and 99th percentile user; against an observer: Poisson-sampled)."""
     algo = config.algorithm
     schedule = ParticipationSchedule.of_run(config.seed, algo.rounds, algo.clients, algo.population)
-    spent = privacy_spent(stack, schedule)
+    spent = privacy_spent(stack, schedule, queries_per_client=algo.queries_per_client)
     return {f.name: getattr(spent, f.name) for f in dataclasses.fields(RunPrivacy)}

@@ -10,33 +10,16 @@ from __future__ import annotations
 import math
 from typing import Any, Sequence
 
-import dp_accounting as dpa
 import numpy as np
 
+from attacks.canary_count import canaries_to_test
 from attacks.fdp_one_run import fdp_one_run_bound
+from attacks.float_channel import float_side_channel
 from attacks.whole_run_bounds import multi_run_lower_bound, one_run_estimate, one_run_lower_bound, run_claim_verdict
-from defenses.accounting import ParticipationSchedule, RunAccountant, claim_component, privacy_spent
+from attacks.worst_case import claimed_mu
+from defenses.accounting import ParticipationSchedule, RunAccountant, privacy_spent
 from fltr_audit.spec.run import RunSpec
 from fltr_audit.store.records import RunAuditRecord as RunAudit
-
-
-def claimed_mu(stack: Any, participations: int) -> float:
-    """The claim as mu-GDP over ``participations`` participations (nan when the declared mechanism
-    is not Gaussian): one participation's mu from the declared event -- ``GaussianDpEvent(s)``:
-    1 / s (sensitivity over noise std); ``ZCDpEvent(rho, 0)`` (ddgauss): sqrt(2 rho), the Gaussian
-    with that zCDP, an approximation for the discrete Gaussian sum -- composed as
-    sqrt(participations) mu (Dong, Roth, Su 2022, Cor. 3.3)."""
-
-
-    part = claim_component(stack)
-    event = part.dp_event() if part is not None else None
-    if isinstance(event, dpa.GaussianDpEvent) and event.noise_multiplier > 0:
-        per_round = 1.0 / event.noise_multiplier
-    elif isinstance(event, dpa.ZCDpEvent) and event.xi == 0.0:
-        per_round = math.sqrt(2.0 * event.rho)
-    else:
-        return math.nan
-    return math.sqrt(participations) * per_round
 
 
 def fdp_pool(participations: np.ndarray) -> tuple[np.ndarray, int]:
@@ -58,17 +41,18 @@ def whole_run_figures(spec: RunSpec, options: Any, runs: Sequence[Any], audit_ke
     first = runs[0]
     rate = algo.clients / (algo.population or algo.clients)
     canary_schedule = ParticipationSchedule(algo.rounds, rate, first.participations)
-    accountant = RunAccountant(stack, canary_schedule)
+    accountant = RunAccountant(stack, canary_schedule, algo.queries_per_client)
     delta = accountant.default_delta()
     spent = privacy_spent(stack, ParticipationSchedule.of_run(spec.seed, algo.rounds, algo.clients,
-                                                              algo.population), delta)
+                                                              algo.population), delta, algo.queries_per_client)
     bound = one_run_lower_bound(first.scores, first.present, delta, options.confidence,
                                 eligible=first.participations > 0)
     pool, pool_participations = fdp_pool(first.participations)
     fdp = fdp_one_run_bound(first.scores, first.present, delta, options.confidence, pool=pool)
     mu_claim = claimed_mu(stack, pool_participations)
     took_part = first.participations > 0  # a canary that never took part has score 0 either way
-    estimate = one_run_estimate(first.scores[took_part], first.present[took_part], delta, seed=spec.seed)
+    estimate, reason = one_run_estimate(first.scores[took_part], first.present[took_part], delta, seed=spec.seed,
+                                        scope=first.scope)
     if len(runs) > 1:
         picks = [int(np.flatnonzero(r.participations > 0)[0]) if (r.participations > 0).any() else 0 for r in runs]
         multi = multi_run_lower_bound(np.array([r.scores[i] for r, i in zip(runs, picks)]),
@@ -104,4 +88,21 @@ def whole_run_figures(spec: RunSpec, options: Any, runs: Sequence[Any], audit_ke
         epsilon_lb_fdp=fdp.epsilon_lb, fdp_guesses=fdp.guesses, fdp_correct=fdp.correct, fdp_pool=fdp.pool,
         fdp_participations=pool_participations, verdict_by="f-DP mu" if math.isfinite(mu_claim) else "Steinke eps",
         ndcg10=first.ndcg10,
-        seconds=float(sum(r.seconds for r in runs)), audit_key=audit_key)
+        seconds=float(sum(r.seconds for r in runs)), audit_key=audit_key, epsilon_estimate_reason=reason,
+        **_findings(first, options, delta, verdict, mu_claim, accounted, fdp.pool))
+
+
+def _findings(first: Any, options: Any, delta: float, verdict: str, mu_claim: float, accounted: float,
+              pool: int) -> dict:
+    """The floating-point check of the first run's canaries (``attacks.float_channel``), and for an
+    ``untestable`` verdict the canaries that would test the claim (``attacks.canary_count``): its mu
+    with the f-DP pool's share of the canaries when it is Gaussian, else the accounted epsilon with
+    the share that took part."""
+    took_part = first.participations > 0
+    floating = float_side_channel(first.scores, first.present, took_part)
+    needed = float("nan")
+    if verdict == "untestable":
+        gdp = math.isfinite(mu_claim)
+        needed = float(canaries_to_test(mu_claim if gdp else accounted, options.canaries, delta, options.confidence,
+                                        pool / options.canaries if gdp else float(took_part.mean()), gdp=gdp))
+    return dict(float_channel=floating.finding, float_channel_pvalue=floating.pvalue, canaries_needed=needed)

@@ -10,6 +10,7 @@ from typing import Any, Callable
 from attacks.registry import make_attack
 from fltr_audit.constraints import OPEN_UNIT, ParameterError, check
 from fltr_audit.engine.algorithms.registry import algorithm_spec
+from fltr_audit.engine.footprint import check_population_memory
 from fltr_audit.errors import FltrError
 from fltr_audit.spec.campaign_tables import DEFAULTS, SCHEMA, as_list
 from fltr_audit.spec.defense import DefenseSpec
@@ -101,8 +102,9 @@ def check_values(spec: dict, source: str) -> None:
     for key in ("min_effect", "power"):
         if spec["probe"].get(key) is not None:
             check(f"probe.{key}", spec["probe"][key], OPEN_UNIT)
+    population = spec["algorithm"].get("population")
     for non_iid in as_list(spec["algorithm"].get("non_iid", "iid")):
-        parse_non_iid(non_iid)
+        check_population_memory(population, parse_non_iid(non_iid).setting)
     known_models = sorted({name for name, _ in CCM_TABLES}) + ["pbm"]
     queries = spec["data"].get("queries")
     for data in as_list(spec["data"]["spec"]):
@@ -129,9 +131,27 @@ def check_values(spec: dict, source: str) -> None:
                 raise FltrError(f"{source}: key 'audit.trials' = \"auto\": defense {stack.name!r} claims no epsilon, "
                                 "so there is nothing to size its trials by; give a number of trials")
     _check_each(spec["audit"]["defenses"], DefenseSpec.parse, "defense")
+    _check_messages(spec, source)
     _check_each(spec["audit"]["attacks"], make_attack, "attacks")
     _check_threat_models(spec, source)
     _check_audit_run(spec, source)
+
+
+MESSAGE_KINDS = {"vector": ("weights", "update"), "metric": ("seed+metric",)}
+"""What a client defense transforms (its declared ``privatizes``) -> the message kinds that carry it."""
+
+
+def _check_messages(spec: dict, source: str) -> None:
+    """Every client defense transforms what every algorithm's messages carry (read from the
+    defense's declared ``privatizes`` and the algorithm's declared ``message_kind``)."""
+    for name in as_list(spec["algorithm"]["name"]):
+        kind = algorithm_spec(name, auditable=True).message_kind
+        for text in as_list(spec["audit"]["defenses"]):
+            for defense in DefenseSpec.parse(text).build().client:
+                if kind not in MESSAGE_KINDS[defense.privatizes]:
+                    raise ParameterError("defense", f"{defense.name} transforms "
+                                    f"{'FOLtR-ES metric values' if defense.privatizes == 'metric' else 'vector messages'}"
+                                    f"; algorithm {name!r} sends {kind} messages")
 
 
 def _check_threat_models(spec: dict, source: str) -> None:

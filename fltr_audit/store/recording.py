@@ -10,50 +10,52 @@ A recording is a folder::
 
 Any producer may write it (this engine's ``train --record-rounds``, the Flower recording mod
 and strategy wrapper in ``fltr_audit.flower``, or a program of its own); ``read_recording``
-reads it back as ``RoundBatch`` objects. Reading never trusts the files: every ``.npy`` header
-is read first and its dtype and shape are checked against the format and against
-``MAX_ARRAY_BYTES`` before a byte of data is decompressed, and the data is then read from the
-decompressing stream up to exactly the declared size (a deflate bomb stops at the cap).
+reads it back as ``RoundBatch`` objects. Reading never trusts the files
+(``fltr_audit.base.untrusted_npz``): every ``.npy`` header of a file is read first, its dtypes and
+shapes checked against the format, and the file's arrays, as held after widening, against
+``MAX_FILE_BYTES`` and the machine's available memory, before a byte of data is decompressed;
+float arrays holding NaN or infinite values are refused, and a file serves one round only.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
 import numpy as np
 
-from fltr_audit.atomic import write_file, write_with
+from fltr_audit.base.atomic import write_file, write_with
 from fltr_audit.constraints import ParameterError
 from fltr_audit.engine.data.dataset import Dataset
 from fltr_audit.errors import FltrError
 from fltr_audit.engine.messages import THREAT_MODELS, GroundTruth, Interactions, Messages, RoundBatch, ServerView
 from fltr_audit.engine.rankers import LinearRanker, MLPRanker
+from fltr_audit.base.untrusted_npz import Rule, read_npz
 
 FORMAT = "fltr-audit-recording"
 VERSION = 1
 MANIFEST = "manifest.json"
-MAX_ARRAY_BYTES = 256 * 2**20
-"""Largest array (decompressed) a recording may hold; larger declarations are refused unread."""
+MAX_FILE_BYTES = 256 * 2**20
+"""Largest total of the arrays of one file as held in memory (after widening: int8 declared,
+int64 held costs 8 bytes an element); larger declarations are refused unread."""
 MAX_MANIFEST_BYTES = 16 * 2**20
 MESSAGE_KINDS = ("weights", "update", "seed+metric", "none")
 
-# name -> (dtype kinds accepted, dtype stored as, number of dimensions)
+# name -> (dtype kinds accepted, dtype held as, number of dimensions)
 _ROUND_ARRAYS = {
-    "global_params": ("f", np.float64, 1), "participants": ("iu", np.int64, 1), "dropouts": ("iu", np.int64, 1),
-    "served_params": ("f", np.float64, 2), "n_interactions": ("iu", np.int64, 1), "vector": ("f", np.float64, 2),
-    "seed": ("iu", np.uint64, 1), "metric": ("f", np.float64, 2), "aggregate": ("f", np.float64, 1),
-    "queries": ("iu", np.int64, 2), "shown": ("iu", np.int64, 3),
+    "global_params": Rule("f", np.float64, 1), "participants": Rule("iu", np.int64, 1),
+    "dropouts": Rule("iu", np.int64, 1), "served_params": Rule("f", np.float64, 2),
+    "n_interactions": Rule("iu", np.int64, 1), "vector": Rule("f", np.float64, 2), "seed": Rule("iu", np.uint64, 1),
+    "metric": Rule("f", np.float64, 2), "aggregate": Rule("f", np.float64, 1), "queries": Rule("iu", np.int64, 2),
+    "shown": Rule("iu", np.int64, 3),
 }
-_TRUTH_ARRAYS = {"clicks": ("bui", np.bool_, 3), "client_ids": ("iu", np.int64, 1)}
-_DOCUMENT_ARRAYS = {"features": ("f", np.float32, 2), "labels": ("iu", np.int8, 1), "query_ptr": ("iu", np.int64, 1),
-                    "qids": ("iu", np.int64, 1)}
-_PRIVATE = ("fbiu", None, None)  # truth "private_*": any numeric array
-
+_TRUTH_ARRAYS = {"clicks": Rule("bui", np.bool_, 3), "client_ids": Rule("iu", np.int64, 1)}
+_DOCUMENT_ARRAYS = {"features": Rule("f", np.float32, 2), "labels": Rule("iu", np.int8, 1),
+                    "query_ptr": Rule("iu", np.int64, 1), "qids": Rule("iu", np.int64, 1)}
+_PRIVATE = {"private_": Rule("fbiu", None, None)}  # truth "private_*": any numeric array
 
 # ----------------------------------------------------------------------------------------- writing
 
@@ -136,64 +138,6 @@ class RecordingWriter:
 
 # ----------------------------------------------------------------------------------------- reading
 
-def _array_from_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, where: str, kinds: str) -> np.ndarray:
-    """One ``.npy`` member, its header checked before any data is read (module docstring)."""
-    with zf.open(info) as fh:
-        try:
-            version = np.lib.format.read_magic(fh)
-            if version == (1, 0):
-                shape, fortran, dtype = np.lib.format.read_array_header_1_0(fh, max_header_size=10_000)
-            elif version in ((2, 0), (3, 0)):
-                shape, fortran, dtype = np.lib.format.read_array_header_2_0(fh, max_header_size=10_000)
-            else:
-                raise ValueError(f"unknown .npy version {version}")
-        except ValueError as exc:
-            raise FltrError(f"{where}: not a plain .npy array ({' '.join(str(exc).split())[:100]})") from None
-        if dtype.hasobject or dtype.kind not in kinds or dtype.fields is not None or dtype.subdtype is not None:
-            raise FltrError(f"{where}: dtype {dtype.str} is not allowed here (expected "
-                            f"{'/'.join({'f': 'float', 'i': 'int', 'u': 'uint', 'b': 'bool'}[k] for k in kinds)})")
-        count = int(np.prod(shape, dtype=object))
-        nbytes = count * dtype.itemsize
-        if nbytes > MAX_ARRAY_BYTES:
-            raise FltrError(f"{where}: declares shape {tuple(shape)} ({nbytes:,} bytes), above the limit of "
-                            f"{MAX_ARRAY_BYTES:,} bytes")
-        data = fh.read(nbytes)
-        if len(data) != nbytes:
-            raise FltrError(f"{where}: truncated (declares {nbytes:,} bytes of data, holds {len(data):,})")
-    array = np.frombuffer(data, dtype=dtype, count=count)
-    return array.reshape(shape, order="F" if fortran else "C")
-
-
-def read_arrays(path: Path, spec: dict[str, tuple], required: tuple[str, ...], prefix_spec: dict | None = None
-                ) -> dict[str, np.ndarray]:
-    """The arrays of the ``.npz`` at ``path`` named in ``spec`` (name -> (kinds, dtype, ndim)) or
-    starting with a key of ``prefix_spec``, each checked and cast; FltrError naming the file and
-    array on anything else: unknown member, missing ``required`` array, bad dtype or shape."""
-    if not path.is_file():
-        raise FltrError(f"{path}: missing from the recording")
-    out: dict[str, np.ndarray] = {}
-    try:
-        with zipfile.ZipFile(path) as zf:
-            for info in zf.infolist():
-                name = info.filename[:-4] if info.filename.endswith(".npy") else info.filename
-                where = f"{path}: array {name!r}"
-                rule = spec.get(name) or next((r for p, r in (prefix_spec or {}).items() if name.startswith(p)), None)
-                if rule is None:
-                    raise FltrError(f"{where}: not part of the recording format")
-                kinds, dtype, ndim = rule
-                array = _array_from_member(zf, info, where, kinds)
-                if ndim is not None and array.ndim != ndim:
-                    raise FltrError(f"{where}: shape {array.shape} has {array.ndim} dimensions, expected {ndim}")
-                out[name] = array.astype(dtype) if dtype is not None else array.copy()
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, NotImplementedError) as exc:
-        reason = " ".join(str(exc).split()) or type(exc).__name__
-        raise FltrError(f"{path}: not a readable .npz ({reason[:120]})") from None
-    missing = [key for key in required if key not in out]
-    if missing:
-        raise FltrError(f"{path}: missing array {missing[0]!r}")
-    return out
-
-
 @dataclass(frozen=True)
 class Manifest:
     """A recording's ``manifest.json``, checked (docs/recording.schema.json)."""
@@ -246,16 +190,17 @@ def read_manifest(root: Path) -> Manifest:
         if not 0 <= _field(ranker, key, int, "ranker.", source) <= 100_000:
             raise FltrError(f"{source}: field ranker.{key} out of range")
     documents = _field(doc, "documents", list, "", source)
+    named: dict[str, str] = {}  # each file serves one purpose: the work is bounded by the files there are
     for i, entry in enumerate(documents):
-        _check_file(_field(entry, "file", str, f"documents[{i}].", source), f"documents[{i}].file", source)
+        _check_file(_field(entry, "file", str, f"documents[{i}].", source), f"documents[{i}].file", source, named)
         _field(entry, "name", str, f"documents[{i}].", source)
         _field(entry, "n_levels", int, f"documents[{i}].", source)
     rounds = _field(doc, "rounds", list, "", source)
     for i, entry in enumerate(rounds):
         at = f"rounds[{i}]."
         _field(entry, "round", int, at, source)
-        _check_file(_field(entry, "file", str, at, source), at + "file", source)
-        _check_file(_field(entry, "truth", str, at, source), at + "truth", source)
+        _check_file(_field(entry, "file", str, at, source), at + "file", source, named)
+        _check_file(_field(entry, "truth", str, at, source), at + "truth", source, named)
         if _field(entry, "threat_model", str, at, source) not in THREAT_MODELS:
             raise FltrError(f"{source}: field {at}threat_model is {entry['threat_model']!r}, not one of "
                             f"{', '.join(THREAT_MODELS)}")
@@ -271,11 +216,17 @@ def read_manifest(root: Path) -> Manifest:
                     defense=_field(doc, "defense", str, "", source), ranker=ranker, documents=documents, rounds=rounds)
 
 
-def _check_file(name: str, field_name: str, source: Path) -> None:
-    """A file named in the manifest stays inside the recording folder."""
+def _check_file(name: str, field_name: str, source: Path, named: dict[str, str]) -> None:
+    """A file named in the manifest stays inside the recording folder and is named once (``named``:
+    the files named so far, by real path, with the field that named each)."""
     parts = Path(name).parts
     if not name or Path(name).is_absolute() or ".." in parts:
         raise FltrError(f"{source}: field {field_name} = {name!r} is not a file inside the recording")
+    real = os.path.realpath(source.parent / name)
+    if real in named:
+        raise FltrError(f"{source}: field {field_name} = {name!r} names the file of {named[real]} again "
+                        "(a file serves one round, or one documents entry)")
+    named[real] = field_name
 
 
 def _shape_error(file: Path, name: str, shape: tuple, expected: str) -> FltrError:
@@ -285,8 +236,8 @@ def _shape_error(file: Path, name: str, shape: tuple, expected: str) -> FltrErro
 def _round_batch(root: Path, entry: dict, ranker: Any, documents: Dataset | None) -> RoundBatch:
     """One round, every shape checked against the others and the ranker."""
     file, truth_file = root / entry["file"], root / entry["truth"]
-    a = read_arrays(file, _ROUND_ARRAYS, ("global_params", "participants", "dropouts"))
-    t = read_arrays(truth_file, _TRUTH_ARRAYS, ("clicks", "client_ids"), {"private_": _PRIVATE})
+    a = read_npz(file, _ROUND_ARRAYS, ("global_params", "participants", "dropouts"), budget=MAX_FILE_BYTES)
+    t = read_npz(truth_file, _TRUTH_ARRAYS, ("clicks", "client_ids"), _PRIVATE, budget=MAX_FILE_BYTES)
     P = ranker.n_params
     if a["global_params"].shape != (P,):
         raise _shape_error(file, "global_params", a["global_params"].shape, f"({P},), the ranker's parameters")
@@ -337,7 +288,7 @@ def _round_batch(root: Path, entry: dict, ranker: Any, documents: Dataset | None
 
 def _documents(root: Path, entry: dict, n_features: int) -> Dataset:
     file = root / entry["file"]
-    d = read_arrays(file, _DOCUMENT_ARRAYS, tuple(_DOCUMENT_ARRAYS))
+    d = read_npz(file, _DOCUMENT_ARRAYS, tuple(_DOCUMENT_ARRAYS), budget=MAX_FILE_BYTES)
     features, ptr = d["features"], d["query_ptr"]
     if features.shape[1] != n_features:
         raise _shape_error(file, "features", features.shape, f"(n_docs, {n_features}) as manifest ranker.n_features")

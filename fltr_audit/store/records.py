@@ -10,6 +10,7 @@ field's SQL type follows its annotation (``str`` TEXT, ``int`` INTEGER, ``float`
 from __future__ import annotations
 
 import dataclasses
+import math
 import typing
 
 SQL_TYPES: dict[type, str] = {str: "TEXT", int: "INTEGER", float: "REAL", bool: "BOOLEAN"}
@@ -121,6 +122,22 @@ class AuditMeasurement:
     small_error: str
     """``fp`` or ``fn``: the error rate the test chosen on the held-out half keeps small
     (``reports.claims`` orients runs by it before pooling their counts)."""
+    verdict_by: str
+    """The test the claim verdict rests on (``fltr_audit.privacy.claim_decision``): ``mu-GDP`` for a declared
+    Gaussian law whose noise passed the normality test (``gof_pvalue``), else ``epsilon``."""
+    gof_pvalue: float
+    power: float
+    """P(``violated``) for a mechanism at twice the claim at these trials (``consistent`` needs 0.9)."""
+    trials_needed: float
+    """Trials per input that would give the power 0.9 (an ``untestable`` verdict), else NaN."""
+    mu_fp: int
+    mu_fn: int
+    """The mu test's error counts (its own held-out threshold), pooled like ``fp`` and ``fn``."""
+    pair: str
+    """The worst-case input pair chosen on the held-out half (``attacks.worst_case.worst_case_pairs``)."""
+    pairs: int
+    verdict_note: str
+    """A cause the verdict names (e.g. a noise calibrated on a sensitivity below twice the clip)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -192,7 +209,8 @@ class RunAuditRecord:
     curve); ``mu_claimed``: the claim as mu-GDP over those participations (nan unless the declared
     mechanism is Gaussian). ``verdict_by``: "f-DP mu" (mu_lb against mu_claimed; tightness
     mu_lb / mu_claimed) for a Gaussian claim, else "Steinke eps" (epsilon_lb against the accounted
-    epsilon)."""
+    epsilon). The bounds rank scores rounded, ties broken at random; ``float_channel`` reports what
+    the rounding hides."""
 
     algorithm: str
     defense: str
@@ -234,6 +252,16 @@ class RunAuditRecord:
     verdict_by: str
     ndcg10: float
     seconds: float
+    epsilon_estimate_reason: str = ""
+    """Why ``epsilon_estimate`` is NaN (null in ``--json``): Andrew et al.'s Gaussian fit holds only
+    for aggregate-scope cosines; empty when it was fitted."""
+    canaries_needed: float = math.nan
+    """For an ``untestable`` verdict: the canaries whose count limit would exceed the claim (same
+    participation rate), else NaN."""
+    float_channel: str = ""
+    """``flagged`` or ``cleared``: the floating-point side channel below the scores' rounding
+    (``attacks.float_channel``), a finding of its own beside the claim verdict."""
+    float_channel_pvalue: float = math.nan
     audit_key: str = ""
     """The key of the whole-run audit (the spec parts it depends on), equal only for bit-identical
     audits, so that pooling counts distinct audits."""

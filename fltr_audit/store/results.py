@@ -31,7 +31,8 @@ Schema (``schema_version`` 1; every data table also has ``run_key`` and ``extra`
            fpr REAL, fnr REAL, neighbours TEXT, audited_scope TEXT, test TEXT, fp INTEGER,
            fn INTEGER, n0 INTEGER, n1 INTEGER, ceiling REAL, trial_limited BOOLEAN, mu REAL,
            mu_lb REAL, rounds INTEGER, claim_verdict TEXT, tightness REAL, small_error TEXT,
-           epsilon_server REAL,
+           verdict_by TEXT, gof_pvalue REAL, power REAL, trials_needed REAL, mu_fp INTEGER,
+           mu_fn INTEGER, pair TEXT, pairs INTEGER, verdict_note TEXT, epsilon_server REAL,
            epsilon_server_q99 REAL, epsilon_observer REAL, delta_total REAL,
            participations_max INTEGER, participations_q99 INTEGER, audit_key TEXT)
     utility(algo TEXT, data TEXT, fold INTEGER, seed INTEGER, click_model TEXT,
@@ -49,7 +50,8 @@ Schema (``schema_version`` 1; every data table also has ``run_key`` and ``extra`
                claimed_scope TEXT, claim_verdict TEXT, tightness REAL, mu_lb REAL,
                mu_limit REAL, mu_claimed REAL, epsilon_lb_fdp REAL, fdp_guesses INTEGER,
                fdp_correct INTEGER, fdp_pool INTEGER, fdp_participations INTEGER,
-               verdict_by TEXT, ndcg10 REAL, seconds REAL, audit_key TEXT)
+               verdict_by TEXT, ndcg10 REAL, seconds REAL, epsilon_estimate_reason TEXT,
+               canaries_needed REAL, float_channel TEXT, float_channel_pvalue REAL, audit_key TEXT)
     meta(key TEXT PRIMARY KEY, value TEXT)
     claims(run_key TEXT PRIMARY KEY, host TEXT, pid INTEGER, expires REAL (Unix time))
                                           -- runs a process is computing now (see ResultsStore.claim)
@@ -94,6 +96,7 @@ import pandas as pd
 
 from fltr_audit.constraints import ParameterError
 from fltr_audit.store.defense_spelling import current_spelling
+from fltr_audit.store.read_only import read_only_fs, read_only_mode
 from fltr_audit.errors import FltrError
 from fltr_audit.store.records import RECORDS, columns
 
@@ -175,9 +178,8 @@ def _connect(path: Path, *, readonly: bool = False, init: bool = False) -> sqlit
     conn = None
     try:
         if readonly:
-            mode = "immutable=1" if _read_only_fs(path) else "mode=ro"  # no -shm can be made there
-            conn = sqlite3.connect(f"{path.resolve().as_uri()}?{mode}", uri=True, isolation_level=None,
-                                   timeout=BUSY_TIMEOUT_MS / 1000)
+            conn = sqlite3.connect(f"{path.resolve().as_uri()}?{read_only_mode(path)}", uri=True,
+                                   isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
         else:
             conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
@@ -224,20 +226,13 @@ def _check_ours(path: Path, tables: set[str], version: Any, readonly: bool) -> N
         raise ParameterError("store", f"{path}: not a fltr-audit results store (tables missing)")
 
 
-def _read_only_fs(path: Path) -> bool:
-    try:
-        return bool(os.statvfs(path.parent).f_flag & os.ST_RDONLY)
-    except OSError:
-        return False
-
-
 def _unusable(path: Path, exc: sqlite3.DatabaseError, doing: str) -> FltrError:
     """The one-line error of an SQLite failure on the store: corrupt, not SQLite, or not
     openable / writable (saying when its file system is read-only)."""
     text = str(exc)
     if "malformed" in text or "not a database" in text:
         return ParameterError("store", f"{path}: corrupt, or not an SQLite file ({text})")
-    if _read_only_fs(path):
+    if read_only_fs(path):
         text += "; its file system is read-only"
     return ParameterError("store", f"{path}: cannot {doing} ({text})")
 

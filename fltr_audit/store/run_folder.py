@@ -12,7 +12,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from fltr_audit.atomic import CannotWrite, temporary_dir, write_file, write_with
+from fltr_audit.base.atomic import CannotWrite, temporary_dir, write_file, write_with
 from fltr_audit.errors import FltrError
 
 
@@ -44,7 +44,7 @@ def check_out_dir(out: Path) -> None:
 
 @contextmanager
 def atomic_out_dir(out: Path) -> Iterator[Path]:
-    """Yield a fresh temporary folder beside ``out`` (:func:`fltr_audit.atomic.temporary_dir`);
+    """Yield a fresh temporary folder beside ``out`` (:func:`fltr_audit.base.atomic.temporary_dir`);
     when the block succeeds it is renamed onto ``out`` (with the permissions of a folder made
     under the umask), otherwise removed, so that ``out`` is either complete or absent."""
     out = Path(out)

@@ -52,6 +52,7 @@ from fltr_audit.engine.algorithms.logging_policy import LoggingPolicy
 from fltr_audit.engine.algorithms.propensity_em import estimate_examination, relevance_of_rows, to_propensities
 from fltr_audit.constraints import Interval, Options, POSITIVE, POSITIVE_INT, ParameterError, check
 from fltr_audit.engine.data.dataset import Dataset, Splits
+from fltr_audit.engine.footprint import check_counterfactual_memory
 from fltr_audit.engine.interfaces import ClientOutput
 from fltr_audit.engine.kernels import kernel_array
 from fltr_audit.engine.kernels.fedips import linear_click_steps, linear_passes
@@ -204,6 +205,7 @@ class FedIPS:
         """Counterfactual clicks of the same users (gamma_u of their ids) on the same f_0 lists:
         Eq. 11 sessions until m clicks again, the slots clicked among them, (draws, n, B, K)."""
         shown = np.asarray(interactions.shown)
+        check_counterfactual_memory(draws, shown.size)
         valid = shown >= 0
         labels = np.where(valid, data.labels[np.where(valid, shown, 0)], -1)
         prob = np.where(valid, self.click_model.click_prob(labels, self.users.gammas(truth.client_ids)), 0.0)

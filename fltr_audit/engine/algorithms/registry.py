@@ -12,18 +12,20 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any, Callable, Literal
+from typing import TYPE_CHECKING, Any, Callable, Literal
 
 from fltr_audit import plugins
 from fltr_audit.constraints import InstanceOf, Interval, Options, Parameter, ParameterError, validate
 from fltr_audit.errors import FltrError
-from fltr_audit.engine.interfaces import Algorithm
-from fltr_audit.engine.messages import MessageKind
+
+if TYPE_CHECKING:  # start-up: the command line lists the algorithms before numpy loads
+    from fltr_audit.engine.interfaces import Algorithm
+    from fltr_audit.engine.messages import MessageKind
 
 ClickFamily = Literal["cascade", "pbm"]
 CASCADE_CLICK_MODELS = ("perfect", "navigational", "informational")
 
-Builder = Callable[[Any, str, dict], Algorithm]
+Builder = Callable[[Any, str, dict], "Algorithm"]
 """``build(splits, click_model, settings) -> Algorithm``; ``settings`` holds ``ranker``,
 ``seed``, ``clients``, ``queries_per_client`` and ``params`` (the algorithm's own keywords)."""
 
@@ -213,6 +215,15 @@ for _spec in (
     register_algorithm(_spec)
 
 
+def _guarded_build(name: str, build: Builder) -> Builder:
+    """A plug-in's builder behind the project's boundary (``plugins.call_plugin``)."""
+    def guarded(splits: Any, click_model: str, settings: dict) -> Algorithm:
+        return plugins.call_plugin(f"algorithm plug-in {name!r} failed in its builder", build, splits, click_model,
+                                   settings)
+
+    return guarded
+
+
 def algorithm_spec(name: str, auditable: bool = False) -> AlgorithmSpec:
     """The spec called ``name``, from the registry or an installed plug-in.
 
@@ -224,16 +235,13 @@ def algorithm_spec(name: str, auditable: bool = False) -> AlgorithmSpec:
         loaded = plugins.load(plugins.ALGORITHMS, name)
         if loaded is not None:
             if callable(loaded) and not isinstance(loaded, AlgorithmSpec):
-                try:
-                    loaded = loaded()
-                except Exception as exc:  # third-party code: its failure is the plug-in's
-                    raise plugins.describe_failure("algorithm", name, exc) from None
+                loaded = plugins.call_plugin(f"algorithm plug-in {name!r} failed", loaded)
             if not isinstance(loaded, AlgorithmSpec):
                 raise ParameterError("algorithm.name", f"{name}: algorithm plug-in {name!r} ({plugins.ALGORITHMS}) "
                                      f"gives a {type(loaded).__name__}, not an AlgorithmSpec")
-            if not loaded.distribution:
-                loaded = dataclasses.replace(loaded, distribution=plugins.installed(plugins.ALGORITHMS).get(name, ""))
-            spec = register_algorithm(loaded)
+            spec = register_algorithm(dataclasses.replace(
+                loaded, distribution=loaded.distribution or plugins.installed(plugins.ALGORITHMS).get(name, ""),
+                build=_guarded_build(name, loaded.build) if loaded.build is not None else None))
     choices = [s.name for s in _REGISTRY.values() if s.auditable or not auditable]
     if spec is None or spec.name not in choices:
         raise ParameterError("algorithm.name", f"unknown algorithm {name!r} (choose from {', '.join(choices)})")

@@ -28,9 +28,10 @@ from typing import Any, Callable
 
 import numpy as np
 
-from fltr_audit.atomic import write_with
+from fltr_audit.base.atomic import write_with
 from fltr_audit.engine.data.dataset import Dataset
 from fltr_audit.errors import FltrError
+from fltr_audit.base.untrusted_npz import Rule, read_npz
 
 _FORMAT = "1"
 SYNTHETIC_MIN_BYTES = 64 << 20
@@ -90,18 +91,24 @@ def cached_synthetic(name: str, queries: int | None, seed: int, generate: Callab
     return ds
 
 
+_ENTRY_ARRAYS = {"features": Rule("f", np.float32, 2), "labels": Rule("iu", np.int8, 1),
+                 "query_ptr": Rule("iu", np.int64, 1), "qids": Rule("iu", np.int64, 1),
+                 "n_levels": Rule("iu", np.int64, 0), "doc_ids": Rule("U", None, 1)}
+
+
 def _load(entry: Path, name: str) -> Dataset:
-    with np.load(entry, allow_pickle=False) as z:
-        doc_ids = z["doc_ids"] if "doc_ids" in z.files else None
-        return Dataset(
-            features=_mapped(entry, "features") if "features.npy" in z.zip.namelist() else z["features"],
-            labels=z["labels"],
-            query_ptr=z["query_ptr"],
-            qids=z["qids"],
-            n_levels=int(z["n_levels"]),
-            name=name,
-            doc_ids=doc_ids,
-        )
+    """The data set of a cache entry: every header checked and the arrays held in memory (all but
+    the mapped features) within the machine's memory before any is read (``untrusted_npz``);
+    FltrError (a ValueError: the entry is rebuilt) when they do not fit together."""
+    z = read_npz(entry, _ENTRY_ARRAYS, ("features", "labels", "query_ptr", "qids", "n_levels"), budget=None,
+                 skip=("features",))
+    features, ptr = _mapped(entry, "features"), z["query_ptr"]
+    n_docs = features.shape[0]
+    if (len(z["labels"]) != n_docs or len(ptr) != len(z["qids"]) + 1 or not len(ptr) or ptr[0] != 0
+            or ptr[-1] != n_docs or "doc_ids" in z and len(z["doc_ids"]) != n_docs):
+        raise FltrError(f"{entry}: arrays that do not fit together")
+    return Dataset(features=features, labels=z["labels"], query_ptr=ptr, qids=z["qids"], n_levels=int(z["n_levels"]),
+                   name=name, doc_ids=z.get("doc_ids"))
 
 
 def _mapped(entry: Path, member: str) -> np.ndarray:

@@ -36,7 +36,7 @@ from typing import Iterator, NoReturn
 
 import numpy as np
 
-from fltr_audit.atomic import write_with
+from fltr_audit.base.atomic import write_with
 from fltr_audit.engine.data.dataset import Dataset
 from fltr_audit.errors import FltrError
 

@@ -47,7 +47,8 @@ MAX_COHORT_VALUES = 10_000_000
 NATURAL_DATA = {46: "synthetic:mq2008", 136: "synthetic:mslr10k"}
 COLUMNS = ("mechanism", "neighbours", "audited_scope", "threat_model", "test", "claimed_epsilon", "claimed_delta",
            "claimed_scope", "epsilon_point", "epsilon_lb", "ceiling", "trial_limited", "tightness", "mu", "mu_lb",
-           "fpr", "fnr", "fp", "fn", "n0", "n1", "n_trials", "rounds", "confidence", "claim_verdict")
+           "fpr", "fnr", "fp", "fn", "n0", "n1", "n_trials", "rounds", "confidence", "claim_verdict", "verdict_by",
+           "gof_pvalue", "power", "trials_needed", "pair", "pairs", "verdict_note")
 
 
 def composed_claim(stack: Any, rounds: int) -> PrivacyClaim:

@@ -12,8 +12,8 @@ from typing import Any
 import pandas as pd
 
 from attacks.epsilon import epsilon_rows
-from fltr_audit.api.audit import audit_campaign_of
-from fltr_audit.atomic import write_files
+from fltr_audit.api.audits import audit_campaign_of
+from fltr_audit.base.atomic import write_files
 from fltr_audit.engine.algorithms.registry import algorithm_spec
 from fltr_audit.errors import FltrError
 from fltr_audit.runs.campaign import run_campaign

@@ -152,7 +152,10 @@ def plan_probe_lists(options: AuditOptions, attacks: list[str], normalization: s
     if lists is None:
         check("power", options.power, OPEN_UNIT)
         informed = sum(not attack_spec(a).reference for a in attacks)
-        lists = min(planned_lists(min_effect, options.power, informed), available)
+        try:
+            lists = min(planned_lists(min_effect, options.power, informed), available)
+        except ValueError as exc:  # beyond any count: the minimum effect is too small to plan for
+            raise ParameterError("min_effect", str(exc).removeprefix("min_effect: ")) from None
     check("probe.lists", lists, (Interval(int, 1, available),),
           f"the probe split's queries times {MAX_PROBE_ROUNDS} probe rounds")
     return lists

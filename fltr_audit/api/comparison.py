@@ -8,7 +8,7 @@ from typing import Sequence
 
 import pandas as pd
 
-from fltr_audit.atomic import write_files
+from fltr_audit.base.atomic import write_files
 from fltr_audit.constraints import OPEN_UNIT, Options, ParameterError, check
 from fltr_audit.errors import FltrError
 from fltr_audit.store.results import load

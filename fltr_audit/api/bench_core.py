@@ -1,0 +1,91 @@
+"""Speed of the hot paths (``fltr-audit bench core``: CCM click simulation, nDCG@k over many
+queries) and of FPDGD's round against cohort size and list length (``bench scaling``). Measured,
+never asserted."""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Sequence
+
+import numpy as np
+
+from fltr_audit.api.bench_attacks import best_seconds
+from fltr_audit.constraints import POSITIVE_INT, Options, check
+from fltr_audit.engine.algorithms.fpdgd import FPDGD
+from fltr_audit.engine.clicks import CCM_NAMES, cascade_model
+from fltr_audit.engine.data.dataset import Dataset
+from fltr_audit.engine.data.load import load_splits
+from fltr_audit.engine.federation import run_round
+from fltr_audit.engine.metrics import ndcg_at_k
+from fltr_audit.engine.randomness import stream
+from fltr_audit.engine.rankers import make_ranker
+from fltr_audit.engine.schedule import sample_queries
+
+TARGETS = {"ccm_clicks": 1.0, "ndcg10": 0.5}
+
+
+def _queries(n_queries: int, mean_docs: int, n_levels: int, rng: np.random.Generator) -> Dataset:
+    """Random labels (skewed to 0) for queries of 1..2*mean_docs-1 documents; one dummy feature."""
+    counts = rng.integers(1, 2 * mean_docs, n_queries)
+    n_docs = int(counts.sum())
+    p = np.r_[0.6, np.full(n_levels - 1, 0.4 / (n_levels - 1))]
+    return Dataset(
+        features=np.zeros((n_docs, 1), np.float32),
+        labels=rng.choice(n_levels, n_docs, p=p).astype(np.int8),
+        query_ptr=np.concatenate([[0], np.cumsum(counts)]).astype(np.int64),
+        qids=np.arange(n_queries, dtype=np.int64),
+        n_levels=n_levels,
+        name="bench",
+    )
+
+
+def bench_core(lists: int = 1_000_000, k: int = 10, queries: int = 100_000, docs: int = 40,
+               click_model: str = "informational", levels: int = 5, repeats: int = 3, seed: int = 0) -> dict[str, Any]:
+    """CCM click simulation and nDCG@k over many queries, best of ``repeats``."""
+    for name, value in (("lists", lists), ("k", k), ("queries", queries), ("docs", docs), ("repeats", repeats)):
+        check(name, value, POSITIVE_INT)
+    check("click_model", click_model, (Options(CCM_NAMES),))
+    model = cascade_model(click_model, levels)
+    rng = np.random.default_rng(seed)
+    labels = rng.integers(0, levels, (lists, k)).astype(np.int8)
+    clicks_s = best_seconds(lambda: model.simulate(labels, rng), repeats)
+    data = _queries(queries, docs, levels, rng)
+    scores = rng.normal(size=data.n_docs)
+    _ = data.padded_rows  # the padded layout is built once per data set and cached
+    ndcg_s = best_seconds(lambda: ndcg_at_k(scores, data, k), repeats)
+    rows = [
+        {"task": "ccm_clicks", "what": f"{click_model} CCM, {lists:,} lists of {k}", "seconds": clicks_s,
+         "target_seconds": TARGETS["ccm_clicks"] if (lists, k) == (1_000_000, 10) else None},
+        {"task": "ndcg10" if k == 10 else f"ndcg{k}", "what": f"nDCG@{k}, {queries:,} queries, {data.n_docs:,} docs",
+         "seconds": ndcg_s, "target_seconds": TARGETS["ndcg10"] if (queries, k) == (100_000, 10) else None},
+    ]
+    return {"repeats": repeats, "seed": seed, "results": rows}
+
+
+def bench_scaling(data: str = "synthetic:mslr10k?queries=10000", cohorts: Sequence[int] = (250, 500, 1000, 2000),
+                  lists: Sequence[int] = (5, 10, 20), rounds: int = 5, seed: int = 0) -> dict[str, Any]:
+    """FPDGD round cost against cohort size and list length (CPU seconds per round and per
+    interaction, B = 2): linear scaling shows as a flat cost per interaction along each axis."""
+    sizes, ks = list(cohorts), list(lists)
+    check("rounds", rounds, POSITIVE_INT)
+    for name, values in (("cohorts", sizes), ("lists", ks)):
+        for value in values:
+            check(name, value, POSITIVE_INT)
+    splits = load_splits(data, 1)
+    train = splits.train
+    rows = []
+    for k in ks:
+        for clients in sizes:
+            alg = FPDGD(make_ranker("linear", train.n_features), cascade_model("perfect", train.n_levels), k=k)
+            params = alg.init_params(stream(seed, "init"))
+            cpu = 0.0
+            for r in range(rounds + 1):
+                queries = sample_queries(train.n_queries, clients, 2, stream(seed, "queries", r), replace=True)
+                t = time.process_time()
+                params, _, _, _ = run_round(alg, params, None, train, queries, np.arange(clients), r, seed)
+                if r:
+                    cpu += time.process_time() - t
+            per_round = cpu / rounds
+            rows.append({"k": k, "clients": clients, "cpu_seconds_per_round": per_round,
+                         "cpu_microseconds_per_interaction": 1e6 * per_round / (2 * clients)})
+    return {"data": data, "rounds": rounds, "results": rows}

@@ -1,0 +1,3 @@
+"""Vocabulary below the engine that is not a parameter's: atomic writes (``atomic``), the machine's
+memory budget for one input (``resources``) and reading a ``.npz`` file nobody vouches for
+(``untrusted_npz``)."""

@@ -1,0 +1,51 @@
+"""The power of a claim audit (``fltr_audit.privacy.claim_decision``) against independent computations:
+the exact sums against Monte Carlo draws of the reference mechanism's error counts through the
+audit's own bounds, the GDP conversion against dp-gaussian's Balle-Wang formula, and the trials
+search against brute force. Each test says which planted bug it catches."""
+
+import math
+
+import numpy as np
+import pytest
+from scipy.special import ndtr
+
+from attacks.epsilon_bounds import epsilon_lower_bound, mu_lower_bound
+from defenses.dp_gaussian import gaussian_delta
+from fltr_audit.privacy.claim_decision import epsilon_power, gdp_delta, gdp_mu, mu_power, trials_for_power
+
+
+@pytest.mark.parametrize("eps,m,delta", [(0.1, 2000, 0.0), (0.05, 5000, 0.0), (1.0, 60, 0.0), (0.3, 800, 1e-3),
+                                         (4.5, 5000, 0.0), (8.0, 5000, 0.0)])
+def test_epsilon_power_is_the_simulated_rejection_rate(eps, m, delta):
+    """20,000 draws of Binomial(m, (1 - delta) / (1 + e^(2 eps))) counts through the audit's bound
+    (catches a wrong reference rate, a one-sided limit, a shifted count, or the zero count left out
+    where errors are rare: at eps 4.5 most draws make none)."""
+    rate = (1 - delta) / (1 + math.exp(2 * eps))
+    rng = np.random.default_rng(1)
+    fp, fn = rng.binomial(m, rate, 20_000), rng.binomial(m, rate, 20_000)
+    simulated = float((epsilon_lower_bound(fp, fn, m, m, delta) > eps).mean())
+    assert epsilon_power(m, m, eps, delta) == pytest.approx(simulated, abs=0.015)
+
+
+@pytest.mark.parametrize("eps,m", [(0.5, 1000), (1.0, 300), (2.0, 100)])
+def test_mu_power_is_the_simulated_rejection_rate(eps, m):
+    """The Gaussian at twice the claim tested at its midpoint, through the audit's mu bound."""
+    delta = 1e-5
+    rate = float(ndtr(-gdp_mu(2 * eps, delta) / 2))
+    rng = np.random.default_rng(2)
+    fp, fn = rng.binomial(m, rate, 20_000), rng.binomial(m, rate, 20_000)
+    simulated = float((mu_lower_bound(fp, fn, m, m) > gdp_mu(eps, delta)).mean())
+    assert mu_power(m, m, eps, delta) == pytest.approx(simulated, abs=0.015)
+
+
+def test_gdp_conversion_matches_the_analytic_gaussian_mechanism():
+    for eps, mu in ((0.5, 0.4), (2.0, 1.5), (8.0, 3.0)):
+        assert gdp_delta(eps, mu) == pytest.approx(gaussian_delta(eps, mu, 1.0), rel=1e-10, abs=1e-15)
+        assert gdp_mu(eps, gdp_delta(eps, mu)) == pytest.approx(mu, rel=1e-8)
+    assert gdp_mu(1.0, 0.0) == 0.0
+
+
+def test_trials_for_power_is_the_fewest_by_brute_force():
+    power = lambda a, b: epsilon_power(a, b, 0.5)  # noqa: E731
+    n = trials_for_power(power)
+    assert power(n - n // 2, n - n // 2) >= 0.9 > power((n - 1) - (n - 1) // 2, (n - 1) - (n - 1) // 2)
