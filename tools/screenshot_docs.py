@@ -28,10 +28,17 @@ ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = ("chromium", "chromium-browser", "google-chrome")
 FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync", "--hide-scrollbars")
-WIDEST = 110
+WIDEST = 104
 """The widest console-table line (box drawing) a code block may hold and still show whole in the
-content column at 1280 pixels (``docs/stylesheets/extra.css`` sizes code for it; the CLI prints its
-tables 100 columns wide). Other long lines (a Markdown table printed by ``compare``) scroll."""
+content column at 1280 pixels, beside the page's table of contents (``docs/stylesheets/extra.css``
+sizes code for it; the CLI prints its tables 100 columns wide). Other long lines (a Markdown table
+printed by ``compare``) scroll."""
+WIDE_TABLES = {
+    "commands/defenses.md": "defenses list prints 120 columns (min_width: each defense's parameters on one line)",
+    "commands/audit-defense.md": "audit-defense prints 190 columns (min_width: one row per audit and its figures)",
+    "flower-audit.md": "tools/flower_verdicts.py prints its audit table at 190 columns",
+}
+"""Pages whose console tables are knowingly wider than ``WIDEST``: they scroll, reported, not failed."""
 TABLE = re.compile("[│┃┏┗┡└]")
 
 
@@ -111,8 +118,10 @@ def main(argv: list[str] | None = None) -> int:
             png = args.out / (page.removesuffix(".md").replace("/", "__") + ".png")
             screenshot(browser, built.as_uri(), png, args.width, args.height)
             wide = wide_blocks(built.read_text(encoding="utf-8"))
-            problems += [f"{page}: console table wider than {WIDEST} characters: {line}" for line in wide]
-            print(f"{page} -> {png}" + (f" ({len(wide)} wide lines)" if wide else ""))
+            if page not in WIDE_TABLES:
+                problems += [f"{page}: console table wider than {WIDEST} characters: {line}" for line in wide]
+            known = f"; known: {WIDE_TABLES[page]}" if page in WIDE_TABLES and wide else ""
+            print(f"{page} -> {png}" + (f" ({len(wide)} lines wider than {WIDEST}, they scroll{known})" if wide else ""))
     for problem in problems:
         print(f"problem: {problem}", file=sys.stderr)
     return 1 if problems else 0
