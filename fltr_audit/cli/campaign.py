@@ -41,7 +41,7 @@ def run(
         from fltr_audit.spec.plan import Plan
 
         typer.echo(f"campaign {parsed.name}: {total} runs in the grid")
-        for line in Plan.of(parsed, total).lines(workers=o.workers_of(workers) or 2):
+        for line in Plan.of(parsed, total).lines(workers=o.workers_of(workers) or 2, campaign=True):
             typer.echo(line)
     if scheduler is not None:
         check_scheduler(scheduler)

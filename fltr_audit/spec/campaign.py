@@ -142,6 +142,8 @@ def validate_spec(raw: Mapping[str, Any] | CampaignSpec, source: str = "campaign
         check_table(raw.get(table, {}), table, source)
         spec[table] = {**DEFAULTS[table], **raw.get(table, {})}
     family_defaults(spec, raw)
+    if raw.get("probe", {}).get("lists") is not None and "power" not in raw.get("probe", {}):
+        spec["probe"]["power"] = None  # lists given, no plan asked for: no plan
     try:
         check_values(spec, source)
     except ParameterError as exc:
@@ -178,7 +180,7 @@ def _typed(spec: dict[str, Any]) -> CampaignSpec:
                             probe["queries_per_client"], probe["min_shown"], probe["require_click"],
                             probe["counterfactual"], t(probe.get("threat_model", "server")),
                             probe.get("manipulation", "isolate"), _lists(probe, audit), probe.get("rounds"),
-                            probe["min_effect"], probe.get("power") if probe.get("lists") is None else None),
+                            probe["min_effect"], probe.get("power")),
         audit=CampaignAudit(tuple(DefenseSpec.parse(d) for d in as_list(audit["defenses"])), t(audit["attacks"]),
                             audit["epsilon_audit"], audit["trials"]),
         audit_run=CampaignWholeRun(whole.get("canaries"), whole.get("runs", 1)),

@@ -18,8 +18,10 @@ synthetic MQ2008 profile, 2026-11): training and set-up ..."""
 SECONDS_PER_SCORED_LIST = 0.0003
 """... each list scored by one attack under one click model ..."""
 SECONDS_PER_EPSILON_AUDIT = 1.5
-"""... and the epsilon audits of one defense (10,000 trials per input). Aggregate-only defenses
-(secure aggregation) probe several times slower: the figure is a guide, not a promise."""
+"""... the epsilon audits of one defense (10,000 trials per input) ..."""
+SECONDS_PER_AGGREGATE_FIT = 0.2
+"""... and, behind secure aggregation (an aggregator that declares ``min_cohort`` > 1), each informed
+attack's fit on one cohort's aggregate (lists / cohort of them per click model). A guide, not a promise."""
 
 
 def informed_attacks(attacks) -> int:
@@ -49,25 +51,34 @@ class Plan:
     min_effect: float
     power: float | None
     epsilon_audit: bool
+    aggregate_share: float = 0.0
+    """The share of the runs behind secure aggregation (their attacks read cohort aggregates)."""
+    inverse_cohort: float = 0.01
+    """The mean of 1 / probe cohort over the grid's cohorts."""
 
     @classmethod
     def of(cls, spec, runs: int) -> "Plan":
         """The plan of a validated ``CampaignSpec`` expanded into ``runs`` runs."""
-        attacks = spec.audit.attacks
+        attacks, defenses = spec.audit.attacks, spec.audit.defenses
+        secure = sum(getattr(d.build().aggregator, "min_cohort", 1) > 1 for d in defenses)
         return cls(runs=runs, lists=spec.probe.lists, click_models=len(spec.probe.click_models),
                    attacks=len(attacks), informed=informed_attacks(attacks), min_effect=spec.probe.min_effect,
-                   power=spec.probe.power, epsilon_audit=spec.audit.epsilon_audit)
+                   power=spec.probe.power, epsilon_audit=spec.audit.epsilon_audit,
+                   aggregate_share=secure / max(len(defenses), 1),
+                   inverse_cohort=sum(1 / c for c in spec.probe.cohorts) / len(spec.probe.cohorts))
 
     @property
     def seconds(self) -> float:
         """A rough estimate of the wall time on one core (``SECONDS_PER_*``)."""
         lists = 60 if self.lists is None else self.lists
+        fits = lists * self.inverse_cohort * self.click_models * self.informed * SECONDS_PER_AGGREGATE_FIT
         per_run = (SECONDS_PER_RUN + lists * self.click_models * self.attacks * SECONDS_PER_SCORED_LIST
-                   + (SECONDS_PER_EPSILON_AUDIT if self.epsilon_audit else 0.0))
+                   + self.aggregate_share * fits + (SECONDS_PER_EPSILON_AUDIT if self.epsilon_audit else 0.0))
         return self.runs * per_run
 
-    def lines(self, workers: int = 1) -> list[str]:
-        """The plan in words, its expected time and how to make it cheaper."""
+    def lines(self, workers: int = 1, campaign: bool = False) -> list[str]:
+        """The plan in words, its expected time and how to make it cheaper (``campaign``: named by the
+        campaign file's keys rather than the command's options)."""
         if self.lists is None:
             what = "one pass over the probe split per click model (no plan: the verdicts may be inconclusive)"
         elif self.power is None:
@@ -84,9 +95,11 @@ class Plan:
                  "(rough, on a 2-core machine)"]
         if self.lists is not None and self.power is not None:
             cheaper = planned_lists_of(self, 2 * self.min_effect)
-            lines.append(f"Cheaper: --min-effect {2 * self.min_effect:g} ({cheaper:,} lists: only larger leaks "
-                         "ruled out), --power 0.8, fewer --click-model or --attack, or --probe-lists N (fixed; "
-                         "the verdicts may then be inconclusive)")
+            names = (("probe.min_effect = ", "probe.power = ", "probe.click_models or audit.attacks", "probe.lists = N")
+                     if campaign else ("--min-effect ", "--power ", "--click-model or --attack", "--probe-lists N"))
+            lines.append(f"Cheaper: {names[0]}{2 * self.min_effect:g} ({cheaper:,} lists: only larger leaks ruled "
+                         f"out), {names[1]}0.8, fewer {names[2]}, or {names[3]} (fixed; the verdicts may then be "
+                         "inconclusive)")
         return [textwrap.fill(line, 100, subsequent_indent="  ") for line in lines]
 
 
