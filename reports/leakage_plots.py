@@ -71,7 +71,7 @@ def _roc_panel(ax, roc, table, best, clicks, code, has_roc: bool) -> None:
     ax.set_ylim(1e-3, 1.05)
     ax.set_title(label(f"{best['defense']} ({best['attack']})", 40), fontsize=9, color=colour)
     ax.grid(alpha=0.3)
-    ax.text(0.0, -0.2, textwrap.fill(ROC_NOTE, 62), transform=ax.transAxes, fontsize=6.5, va="top", color="0.3")
+    ax.text(0.0, -0.17, textwrap.fill(ROC_NOTE, 62), transform=ax.transAxes, fontsize=6.5, va="top", color="0.3")
 
 
 def roc_curves(tables: dict[str, pd.DataFrame], table: pd.DataFrame | None = None) -> bytes | None:
@@ -105,10 +105,11 @@ def roc_curves(tables: dict[str, pd.DataFrame], table: pd.DataFrame | None = Non
     if has_roc:
         handles += [Line2D([], [], color="0.3", linestyle="--", label="counterfactual clicks")]
     handles += [Line2D([], [], color="0.6", linestyle=":", label="chance")]
-    fig.legend(handles=handles, fontsize=8, loc="lower center", ncol=len(handles), bbox_to_anchor=(0.5, 0.0),
-               frameon=False)
-    fig.suptitle("ROC of each defense's strongest attack (mean over runs)", y=1.0)
-    fig.subplots_adjust(bottom=0.1 + 0.35 / fig.get_figheight(), top=1 - 0.75 / fig.get_figheight(), hspace=0.75)
+    height = fig.get_figheight()
+    fig.subplots_adjust(bottom=0.9 / height, top=1 - 1.0 / height, hspace=0.75)
+    fig.legend(handles=handles, fontsize=8, loc="lower center", ncol=len(handles), frameon=False,
+               bbox_to_anchor=(0.5, 1 - 0.75 / height))  # above the panels: the notes go below each
+    fig.suptitle("ROC of each defense's strongest attack (mean over runs)", y=1 - 0.1 / height)
     return png(fig)
 
 
