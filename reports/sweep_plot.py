@@ -56,7 +56,8 @@ def sweep_sentence(lines: list[tuple[str, str, pd.DataFrame]], name: str) -> str
         if at.empty or at["leakage"].isna().all():
             continue
         first, last = at.iloc[0], at.iloc[-1]
-        trend = "falls" if last["leakage"] < first["leakage"] else "rises" if last["leakage"] > first["leakage"] else "stays"
+        trend = ("falls" if last["leakage"] < first["leakage"] else
+                 "rises" if last["leakage"] > first["leakage"] else "stays")
         where = "; ".join(f"{verdict} at {name} {_points(at.loc[at['verdict'] == verdict, 'x'])}"
                           for verdict in dict.fromkeys(at["verdict"]))
         parts.append(f"{title}'s leakage {trend} from {first['leakage']:+.3f} at {name} {first['x']:g} to "
@@ -65,9 +66,10 @@ def sweep_sentence(lines: list[tuple[str, str, pd.DataFrame]], name: str) -> str
 
 
 def _draw(ax, column: str, lines, code, claimed: bool) -> bool:
+    """One panel: per line and click model (marker) the statistic against x, each point with its
+    interval in its defense's colour (a family of defense strings: a grey line through its members)."""
     drawn = False
-    for title, colour_key, sel in lines:
-        colour = code.colour(colour_key)
+    for _, colour_key, sel in lines:
         for click, part in sel.groupby("click_model", sort=False) if "click_model" in sel else [(None, sel)]:
             part = part.dropna(subset=["x", column]).sort_values("x")
             part = part[np.isfinite(part[column].to_numpy(dtype=np.float64))]
@@ -75,17 +77,23 @@ def _draw(ax, column: str, lines, code, claimed: bool) -> bool:
                 part = part.drop_duplicates("x")
             if part.empty:
                 continue
-            low, high = part.get(f"{column}_ci_low"), part.get(f"{column}_ci_high")
-            err = None if low is None or high is None else np.nan_to_num(np.vstack(
-                [part[column] - low, high - part[column]]).astype(np.float64))
-            ax.errorbar(part["x"], part[column], yerr=err, color=colour, marker=code.marker(click),
-                        capsize=3, linewidth=1.2, markersize=6, lolims=column == "epsilon_lb",
-                        label=label(title, 30))
+            colours = [code.colour(d) for d in part["defense"]]
+            if len(set(colours)) > 1:
+                ax.plot(part["x"], part[column], color="0.6", linewidth=1.0, zorder=1)
+            for (_, r), colour in zip(part.iterrows(), colours):
+                low, high = r.get(f"{column}_ci_low"), r.get(f"{column}_ci_high")
+                err = None if low is None or pd.isna(low) else [[max(r[column] - low, 0)], [max(high - r[column], 0)]]
+                ax.errorbar([r["x"]], [r[column]], yerr=err, color=colour, marker=code.marker(click), capsize=3,
+                            markersize=6, lolims=column == "epsilon_lb", zorder=2)
+            if len(set(colours)) == 1:
+                ax.plot(part["x"], part[column], color=colours[0], linewidth=1.2, zorder=1)
             drawn = True
     if column == "leakage":
         ax.axhline(0.0, color="0.3", linewidth=0.8)
     if claimed and column == "epsilon_lb":
-        ax.plot(ax.get_xlim(), ax.get_xlim(), color="0.5", linestyle="--", linewidth=0.8)
+        xs = pd.concat([sel["x"] for _, _, sel in lines]).dropna()
+        grid = np.geomspace(max(xs.min(), 1e-6), xs.max(), 50)
+        ax.plot(grid, grid, color="0.5", linestyle="--", linewidth=0.8)  # bound = claim
     return drawn
 
 
@@ -120,18 +128,16 @@ def sweep_plots(tables: dict[str, pd.DataFrame], v: pd.DataFrame,
         return []
     code = visual_code(tables)
     axes = [(a, axis_name(a)) for a in swept_in(v) if a in NUMERIC or a.startswith("param_")]
-    out = []
-    for axis, name in axes:
-        out.append((name, _lines(v, axis), False))
+    out = [(name, name, _lines(v, axis), False) for axis, name in axes]
     for family, (parameter, _, _) in defense_axes(v["defense"]).items():
         lines = [line for line in _lines(v, None) if line[0] == family]
-        out.append((f"{axis_name(parameter)} of {family}", lines, parameter == "eps"))
+        out.append((f"{axis_name(parameter)} of {family}", axis_name(parameter), lines, parameter == "eps"))
     figures = []
-    for name, lines, claimed in out:
+    for name, short, lines, claimed in out:
         picture = _figure(lines, name, claimed, code, min_effect)
         if picture is None:
             continue
-        sentence = sweep_sentence(lines, name)
+        sentence = sweep_sentence(lines, short)
         figures.append({"title": f"Sweep: {name}", "png": picture, "sentence": sentence,
                         "caption": f"{sentence} Each point is one setting (seeds and folds pooled) with its "
                                    "interval: leakage with its simultaneous 95 % CI (dotted: the minimum effect), "

@@ -63,8 +63,8 @@ def print_compare(table, keys: list[str]) -> None:
     for _, r in text.iterrows():
         row = {axis_name(k): (wrap_name(r[k], 18) if k == "defense" else str(r[k])) for k in keys if k in r}
         row["attack"] = str(r["attack"])
-        for column, label in (("auc", "AUC"), ("leakage", "leakage [95 % CI]"), ("leakage_verdict", "leakage verdict"),
-                              ("claim_verdict", "claim verdict"), ("epsilon_lb", "ε audited"),
+        for column, label in (("auc", "AUC"), ("leakage", "leakage\n[95 % CI]"), ("leakage_verdict", "leakage verdict"),
+                              ("claim_verdict", "claim\nverdict"), ("epsilon_lb", "ε audited"),
                               ("ndcg10_delta", "ΔnDCG@10")):
             if column in r:
                 row[label] = str(r[column]).replace(" [", "\n[")
@@ -72,4 +72,4 @@ def print_compare(table, keys: list[str]) -> None:
     if rows:
         print_rows("Compare: per group and attack (reference rows are baselines, not tests; every column: "
                    "--format csv|json)", rows, right=("AUC", "ε audited", "ΔnDCG@10"),
-                   whole=("defense", "leakage [95 % CI]", "leakage verdict"))
+                   whole=("defense", "attack", "leakage\n[95 % CI]", "leakage verdict", "AUC", "ΔnDCG@10"))
