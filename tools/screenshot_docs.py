@@ -121,7 +121,8 @@ def main(argv: list[str] | None = None) -> int:
             if page not in WIDE_TABLES:
                 problems += [f"{page}: console table wider than {WIDEST} characters: {line}" for line in wide]
             known = f"; known: {WIDE_TABLES[page]}" if page in WIDE_TABLES and wide else ""
-            print(f"{page} -> {png}" + (f" ({len(wide)} lines wider than {WIDEST}, they scroll{known})" if wide else ""))
+            scroll = f" ({len(wide)} lines wider than {WIDEST}, they scroll{known})" if wide else ""
+            print(f"{page} -> {png}{scroll}")
     for problem in problems:
         print(f"problem: {problem}", file=sys.stderr)
     return 1 if problems else 0

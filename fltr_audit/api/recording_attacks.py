@@ -31,7 +31,8 @@ from fltr_audit.store.recording import read_manifest, read_recording, recording_
 from reports.leakage import MIN_EFFECT, leakage_table, leakage_verdicts
 
 DEFAULT_ATTACKS = ("olsr", "score", "prob", "distance", "random3")
-UNSCORABLE = "{n} of {total} recorded rounds cannot be scored: {why}; guesses need shown lists and clicks (docs/flower-app.md)"
+UNSCORABLE = ("{n} of {total} recorded rounds cannot be scored: {why}; guesses need shown lists and clicks "
+              "(docs/flower-app.md)")
 NO_CLICK_MODEL = ("no counterfactual: the users' click model is not known (give --click-model), so the leakage "
                   "(AUC real - counterfactual) and its verdict cannot be computed; AUC against the real clicks only")
 

@@ -96,7 +96,8 @@ def status(
         return
     counts = table["status"].value_counts().to_dict()
     shown = table.drop(columns=["finished_at"]).astype(object).where(table.drop(columns=["finished_at"]).notna(), "")
+    swept = table.attrs.get("swept") or []
     print_table(", ".join(f"{counts.get(s, 0)} {s}" for s in ("done", "failed", "pending"))
-                + (f"; swept: {', '.join(axis_name(a) for a in table.attrs['swept'])}" if table.attrs.get("swept") else ""),
+                + (f"; swept: {', '.join(axis_name(a) for a in swept)}" if swept else ""),
                 [{k: (f"{v:.1f}" if k == "seconds" and v != "" else v) for k, v in row.items()}
                  for row in shown.to_dict(orient="records")], min_width=110)
