@@ -10,7 +10,7 @@ import typer
 
 from fltr_audit.cli import options as o
 from fltr_audit.cli.app import app
-from fltr_audit.cli.common import emit_json
+from fltr_audit.cli.common import emit_json, print_glossary_pointer
 
 SHOWN = ("attack", "auc", "leakage", "leakage_verdict", "claim_verdict", "epsilon_lb", "ndcg10_delta")
 
@@ -45,6 +45,7 @@ def compare_command(
         from reports.sweeps import swept_in
 
         print_compare(table, [*by, *(a for a in swept_in(table) if a not in by)])
+        print_glossary_pointer()
     else:
         typer.echo(format_table(table, fmt), nl=False)
 
