@@ -95,9 +95,12 @@ def status(
         typer.echo("no runs recorded")
         return
     counts = table["status"].value_counts().to_dict()
-    shown = table.drop(columns=["finished_at"]).astype(object).where(table.drop(columns=["finished_at"]).notna(), "")
     swept = table.attrs.get("swept") or []
-    print_table(", ".join(f"{counts.get(s, 0)} {s}" for s in ("done", "failed", "pending"))
+    one = table["campaign"].nunique(dropna=False) == 1  # one campaign: named in the title, not in every row
+    dropped = ["finished_at", *(["campaign"] if one else [])]
+    shown = table.drop(columns=dropped).astype(object).where(table.drop(columns=dropped).notna(), "")
+    print_table((f"campaign {table['campaign'].iloc[0]}: " if one else "")
+                + ", ".join(f"{counts.get(s, 0)} {s}" for s in ("done", "failed", "pending"))
                 + (f"; swept: {', '.join(axis_name(a) for a in swept)}" if swept else ""),
                 [{k: (f"{v:.1f}" if k == "seconds" and v != "" else v) for k, v in row.items()}
                  for row in shown.to_dict(orient="records")], min_width=110)
