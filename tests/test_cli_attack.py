@@ -78,7 +78,7 @@ def test_a_server_blind_recording_says_in_one_line_what_cannot_be_scored(tmp_pat
     capsys.readouterr()
     assert main(["attack", str(out), "--attack", "olsr", "--quiet"]) == 0
     printed = capsys.readouterr().out.splitlines()
-    assert "1 of 1 recorded rounds cannot be scored: server-blind (no shown lists)" in printed[0]
+    assert printed[0] == "1 of 1 recorded rounds cannot be scored: server-blind, no shown lists (docs/flower-app.md)"
     assert not any("nan" in line for line in printed)
 
 

@@ -31,8 +31,7 @@ from fltr_audit.store.recording import read_manifest, read_recording, recording_
 from reports.leakage import MIN_EFFECT, leakage_table, leakage_verdicts
 
 DEFAULT_ATTACKS = ("olsr", "score", "prob", "distance", "random3")
-UNSCORABLE = ("{n} of {total} recorded rounds cannot be scored: {why}; guesses need shown lists and clicks "
-              "(docs/flower-app.md)")
+UNSCORABLE = "{n} of {total} recorded rounds cannot be scored: {why} (docs/flower-app.md)"
 NO_CLICK_MODEL = ("no counterfactual: the users' click model is not known (give --click-model), so the leakage "
                   "(AUC real - counterfactual) and its verdict cannot be computed; AUC against the real clicks only")
 
@@ -105,7 +104,7 @@ def attack_recording(recording: str | Path, attacks: Sequence[str] = DEFAULT_ATT
     lists, rounds, blind = [], [], {}
     for batch in batches:
         if batch.view.interactions is None or batch.truth.clicks.size == 0:
-            why = "server-blind (no shown lists)" if batch.view.interactions is None else "no ground-truth clicks"
+            why = "server-blind, no shown lists" if batch.view.interactions is None else "no ground-truth clicks"
             blind[why] = blind.get(why, 0) + 1
             progress.advance()
             continue
