@@ -109,3 +109,9 @@ class Heuristic:
         else:
             decision = score > self.threshold
         return Guess(attack=self.name, score=np.where(mask, score, np.nan), decision=decision & mask)
+
+
+def distance_heuristic(k: int = 10, threshold: int | None = None, as_published: bool = False) -> Heuristic:
+    """Pham's distance count with threshold ``k // 2`` (5 for a 10-document list; FedIPS shows
+    K = 5) unless ``threshold`` is given."""
+    return Heuristic("distance", threshold=k // 2 if threshold is None else threshold, as_published=as_published)

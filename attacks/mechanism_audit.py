@@ -26,6 +26,7 @@ from attacks.mechanism_tests import (
     noisy_aggregate_statistic,
     shuffle_statistic,
 )
+from attacks.robust_neighbours import worst_case_others
 from attacks.stack_outputs import aggregate_mechanism, message_mechanism, noisy_aggregate_mechanism, shuffle_mechanism
 from attacks.worst_case import claimed_mu, sensitivity_note, worst_case_pairs
 from fltr_audit.privacy import mechanisms as mech
@@ -133,11 +134,14 @@ def _noisy_aggregator_setup(stack: Any, inputs: tuple[np.ndarray, np.ndarray], n
     """The released mean of a noisy aggregator (test ``projection`` on the declared Gaussian sum;
     the learned test for an aggregator that declares nothing). Add/remove-one-user neighbours:
     natural ones are the larger of the two real updates against no update (two real updates
-    would be a replace-one pair, twice the sensitivity the claim covers)."""
+    would be a replace-one pair, twice the sensitivity the claim covers). Worst-case neighbours of
+    an aggregator that combines by a robust rule put the others in two clusters
+    (``attacks.robust_neighbours``): the rule's worst case, not the mean's."""
     if neighbours == "natural":
         u = max(inputs, key=lambda v: float(np.linalg.norm(v)))
         inputs = (np.zeros(len(u)), np.asarray(u, dtype=np.float64))
-    output = noisy_aggregate_mechanism(stack, inputs, cohort)
+    others = worst_case_others(stack, inputs, cohort) if neighbours == "worst-case" else None
+    output = noisy_aggregate_mechanism(stack, inputs, cohort, others)
     declared = mech.declared(stack.aggregator)
     if test == "learned" or declared is None:
         statistic, name = _learned(output, seed, trials, rounds)

@@ -12,23 +12,16 @@ stack's noise model).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
-import numpy as np
-
-from attacks.bayes import Bayes
-from attacks.bayes_fedips import BayesFedIPS
-from attacks.foltr_decode import FoltrDecode, SeedReplay
-from attacks.heuristics import Heuristic
-from attacks.olsr import OLSR
-from attacks.random_k import RandomK
-from attacks.reference import GuessAll, Prior
+from fltr_audit import plugins
+from fltr_audit.base.lazy import lazy
 from fltr_audit.constraints import ParameterError
 from fltr_audit.errors import FltrError
-from fltr_audit.engine.interfaces import Attack
-from fltr_audit.engine.messages import Guess, ServerView
-from fltr_audit import plugins
-from fltr_audit.plugins import call_plugin, returned
+from fltr_audit.plugins import call_plugin
+
+if TYPE_CHECKING:
+    from fltr_audit.engine.interfaces import Attack
 
 NEEDS = ("seed", "algorithm", "k", "noise")
 
@@ -48,6 +41,8 @@ def bayes_attack(algorithm: Any = None, noise: Any = None, prior: str = "click-m
     """The Bayes attack for the algorithm's messages: ``BayesFedIPS`` for the update of an SGD
     pass over IPS-weighted hinge gradients (FedIPS, FedAvg), else ``Bayes`` (FPDGD weights,
     FOLtR-ES metric values)."""
+    from attacks.bayes import Bayes  # start-up: the catalog imports no attack
+    from attacks.bayes_fedips import BayesFedIPS
     from fltr_audit.engine.algorithms.fedips import FedIPS
 
     if isinstance(algorithm, FedIPS):
@@ -55,46 +50,41 @@ def bayes_attack(algorithm: Any = None, noise: Any = None, prior: str = "click-m
     return Bayes(algorithm, noise, prior=prior)
 
 
-def _distance(as_published: bool) -> Callable[..., Attack]:
-    # Pham's threshold 5 is half of a 10-document list; FedIPS shows K = 5
-    def build(k: int = 10, threshold: int | None = None, **p: Any) -> Attack:
-        return Heuristic("distance", threshold=k // 2 if threshold is None else threshold, as_published=as_published,
-                         **p)
-    return build
-
+_OLSR, _HEURISTIC = "attacks.olsr:OLSR", "attacks.heuristics:Heuristic"
+_BAYES, _DISTANCE = "attacks.registry:bayes_attack", "attacks.heuristics:distance_heuristic"
 
 SPECS: tuple[AttackSpec, ...] = (
-    AttackSpec("olsr", lambda **p: OLSR(**p), False, (), "least-squares regression of the update on the shown "
+    AttackSpec("olsr", lazy(_OLSR), False, (), "least-squares regression of the update on the shown "
                "documents' gradients (Pham)"),
-    AttackSpec("olsr-t", lambda alpha=0.05, **p: OLSR(alpha=alpha, **p), False, (),
+    AttackSpec("olsr-t", lazy(_OLSR, alpha=0.05), False, (),
                "olsr guessing only coefficients with a significant one-sided t-test"),
-    AttackSpec("olsr-l1", lambda **p: OLSR(loss="l1", **p), False, (), "olsr with least absolute deviations"),
-    AttackSpec("bayes", lambda algorithm=None, noise=None, **p: bayes_attack(algorithm, noise, **p), False,
+    AttackSpec("olsr-l1", lazy(_OLSR, loss="l1"), False, (), "olsr with least absolute deviations"),
+    AttackSpec("bayes", lazy(_BAYES), False,
                ("algorithm", "noise"), "Bayes posterior of the clicks: replays the local step for every "
                "click vector (FedIPS: every count matrix), weighs it by the defense's noise density; "
                "reported as bayes-approx where it searches (B k > 14) or replays in a canonical order (FedIPS)"),
     AttackSpec("bayes-uniform",
-               lambda algorithm=None, noise=None, **p: bayes_attack(algorithm, noise, prior="uniform", **p),
+               lazy(_BAYES, prior="uniform"),
                False, ("algorithm", "noise"), "bayes with a uniform prior over the click vectors: what the message "
                "alone tells (no labels, no click-model rates)"),
-    AttackSpec("score", lambda **p: Heuristic("score", **p), False, (), "score change f'(d) - f(d) (Pham)"),
-    AttackSpec("prob", lambda **p: Heuristic("prob", **p), False, (), "softmax probability change (Pham)"),
-    AttackSpec("distance", _distance(False), False, ("k",), "pairwise score-distance count (Pham)"),
-    AttackSpec("random3", lambda seed=0, **p: RandomK(3, seed=seed, **p), True, ("seed",),
+    AttackSpec("score", lazy(_HEURISTIC, kind="score"), False, (), "score change f'(d) - f(d) (Pham)"),
+    AttackSpec("prob", lazy(_HEURISTIC, kind="prob"), False, (), "softmax probability change (Pham)"),
+    AttackSpec("distance", lazy(_DISTANCE), False, ("k",), "pairwise score-distance count (Pham)"),
+    AttackSpec("random3", lazy("attacks.random_k:RandomK", k=3), True, ("seed",),
                "3 shown documents at random (Pham's baseline)"),
-    AttackSpec("random4", lambda seed=0, **p: RandomK(4, seed=seed, **p), True, ("seed",),
+    AttackSpec("random4", lazy("attacks.random_k:RandomK", k=4), True, ("seed",),
                "4 shown documents at random (Pham's baseline)"),
-    AttackSpec("guess-all", lambda **p: GuessAll(**p), True, (), "every shown document, one constant score"),
-    AttackSpec("prior", lambda **p: Prior(**p), True, (),
+    AttackSpec("guess-all", lazy("attacks.reference:GuessAll"), True, (), "every shown document, one constant score"),
+    AttackSpec("prior", lazy("attacks.reference:Prior"), True, (),
                "global model's score and list position only, no message (imputation baseline)"),
-    AttackSpec("score-as-published", lambda **p: Heuristic("score", as_published=True, **p), False, (),
+    AttackSpec("score-as-published", lazy(_HEURISTIC, kind="score", as_published=True), False, (),
                "score as in the published code (misaligned)"),
-    AttackSpec("prob-as-published", lambda **p: Heuristic("prob", as_published=True, **p), False, (),
+    AttackSpec("prob-as-published", lazy(_HEURISTIC, kind="prob", as_published=True), False, (),
                "prob as in the published code (misaligned)"),
-    AttackSpec("distance-as-published", _distance(True), False, ("k",), "distance as in the published code"),
-    AttackSpec("foltr-decode", lambda k=10, **p: FoltrDecode(k=k, **p), False, ("k",),
+    AttackSpec("distance-as-published", lazy(_DISTANCE, as_published=True), False, ("k",), "distance as in the published code"),
+    AttackSpec("foltr-decode", lazy("attacks.foltr_decode:FoltrDecode"), False, ("k",),
                "FOLtR-ES: the first click a MaxRR value names"),
-    AttackSpec("seed-replay", lambda algorithm=None, **p: SeedReplay(algorithm, **p), False, ("algorithm",),
+    AttackSpec("seed-replay", lazy("attacks.foltr_decode:SeedReplay", algorithm=None), False, ("algorithm",),
                "FOLtR-ES flawed seeding: replay the client's generator"),
 )
 ATTACK_SPECS: dict[str, AttackSpec] = {spec.name: spec for spec in SPECS}
@@ -117,27 +107,6 @@ def register_attack(name: str, factory: Callable[..., Attack], *, reference: boo
         raise FltrError(f"register_attack {name!r}: unknown needs {unknown} (choose from {', '.join(NEEDS)})")
     ATTACK_SPECS[name] = AttackSpec(name, factory, bool(reference), tuple(needs), summary)
     _PLUGINS.add(name)
-
-
-class PluginAttack:
-    """A plug-in's attack behind the project's boundary: its ``guess`` runs through
-    ``fltr_audit.plugins.call_plugin`` and must return a ``Guess`` of the view's shown lists."""
-
-    def __init__(self, name: str, attack: Any) -> None:
-        self.name, self._attack = name, attack
-
-    def guess(self, view: ServerView) -> Guess:
-        """The plug-in's guess, checked: FltrError naming the plug-in for anything but a ``Guess``
-        whose score and decision are arrays of the shown lists' shape."""
-        what = f"attack plug-in {self.name!r}: guess()"
-        guess = returned(what, call_plugin(f"attack plug-in {self.name!r} failed in guess()", self._attack.guess, view),
-                         Guess)
-        shape = view.interactions.shown.shape if view.interactions is not None else None
-        for field, value in (("score", guess.score), ("decision", guess.decision)):
-            if not isinstance(value, np.ndarray) or shape is not None and value.shape != shape:
-                raise FltrError(f"{what} returned a Guess whose {field} is {type(value).__name__} of shape "
-                                f"{np.shape(value)}, not an array of the shown lists' shape {shape}")
-        return guess
 
 
 def attack_names() -> tuple[str, ...]:
@@ -188,6 +157,8 @@ def make_attack(name: str, **params: Any) -> Attack:
         if not callable(getattr(attack, "guess", None)):
             raise FltrError(f"attack plug-in {name!r} failed: its factory returned {type(attack).__name__}, "
                             "which has no guess(view) method")
+        from attacks.plugin_attack import PluginAttack  # start-up: its checks import numpy
+
         return PluginAttack(name, attack)
     try:
         return factory(**params)

@@ -150,7 +150,7 @@ def require_scores(guess: Guess, mask: np.ndarray) -> None:
 
 
 def evaluate(guess: Guess, batch: RoundBatch, *, counterfactual: np.ndarray | None = None, min_shown: int = 0,
-             require_click: bool = False) -> Evaluation:
+             require_click: bool = False, score_malicious: bool = False) -> Evaluation:
     """Score one round's guess: per-list rows and the kept slots.
 
     Parameters
@@ -160,6 +160,10 @@ def evaluate(guess: Guess, batch: RoundBatch, *, counterfactual: np.ndarray | No
     min_shown, require_click
         Keep lists with at least ``min_shown`` shown documents (and a real click when
         ``require_click``; Pham's evaluation keeps lists of 10 with a click).
+    score_malicious
+        Also score the lists of clients the round's ground truth marks malicious
+        (``private["malicious"]``, poisoning; ``fltr_audit.engine.poisoning``): left out by default,
+        they are no victims of the privacy attacks.
 
     The per-list columns: client, query, n_shown, n_clicked, n_guessed, tp, fp, tn, fn,
     accuracy, precision, recall, f1, auc, advantage, auc_counterfactual, advantage_counterfactual.
@@ -217,6 +221,9 @@ def evaluate(guess: Guess, batch: RoundBatch, *, counterfactual: np.ndarray | No
         }
     )
     keep = ((frame["n_shown"] >= max(min_shown, 1)) & ((frame["n_clicked"] > 0) | (not require_click))).to_numpy()
+    malicious = batch.truth.private.get("malicious")
+    if malicious is not None and not score_malicious:
+        keep = keep & np.repeat(~np.asarray(malicious, dtype=bool), B)
     slot_keep = flat_mask & keep[:, None]
     slots = Slots(score=score[slot_keep], click=c.reshape(R, k)[slot_keep], decision=flat_d[slot_keep],
                   counterfactual=cf_flat[:, slot_keep])

@@ -128,15 +128,19 @@ def aggregate_mechanism(stack: Any, inputs: tuple[np.ndarray, np.ndarray], cohor
     return mechanism
 
 
-def noisy_aggregate_mechanism(stack: Any, inputs: tuple[np.ndarray, np.ndarray], cohort: int) -> Mechanism:
+def noisy_aggregate_mechanism(stack: Any, inputs: tuple[np.ndarray, np.ndarray], cohort: int,
+                              others: np.ndarray | None = None) -> Mechanism:
     """The mean a noisy aggregator releases for a fixed cohort of ``cohort``: the target holding
     update ``inputs[which]``, the ``cohort - 1`` others zero updates (fixed and known: the worst
-    case), every member still adding its noise share; one aggregation per trial, each by a fresh
-    copy of the aggregator (adaptive clipping's clip starts where the stack's does)."""
+    case of the mean) or the rows of ``others`` (a robust rule's worst case,
+    ``attacks.robust_neighbours``), every member still adding its noise share; one aggregation per
+    trial, each by a fresh copy of the aggregator (adaptive clipping's clip starts where the stack's does)."""
 
     def mechanism(rng: np.random.Generator, n: int, which: int) -> np.ndarray:
         rows = np.zeros((cohort, len(inputs[which])))
         rows[0] = inputs[which]
+        if others is not None:
+            rows[1:] = others
         msgs = Messages(vector=rows, vector_kind="update", n_interactions=np.ones(cohort, dtype=np.int64))
         ids = np.arange(cohort)
         return np.stack([copy.copy(stack.aggregator).aggregate(msgs, ids, rng).mean for _ in range(n)])

@@ -9,9 +9,7 @@ from fltr_audit.errors import FltrError
 from fltr_audit.privacy import mechanisms as mech
 from fltr_audit.engine.interfaces import PrivacyClaim
 from fltr_audit.engine.messages import Messages
-
-NORMS = ("l1", "l2")
-TARGETS = ("weights", "update")
+from defenses.parameter_domains import NORMS, TARGETS
 
 
 MAX_NOISE_SCALE = 1e10

@@ -3,6 +3,7 @@ adaptive clipping (Andrew et al., NeurIPS 2021)."""
 
 from __future__ import annotations
 
+import copy
 import math
 
 import numpy as np
@@ -57,6 +58,8 @@ class DPFedAvg:
     """
 
     reads_global_model = True  # the engine passes ``global_params`` (updates are clipped)
+    accepts_rule = True  # a robust rule may replace the mean (``with_rule``, defenses.robust.compose)
+    rule = None
 
     def __init__(self, noise_multiplier: float = 1.0, clip: float = 1.0, dp_delta: float = 1e-5,
                  quantile: float = 0.0, lr: float = 0.2, count_std: float = 50.0, name: str = "dp-fedavg"):
@@ -87,7 +90,16 @@ class DPFedAvg:
     @property
     def mechanism(self) -> mech.AggregatorGaussian:
         """Declared: N(0, (z_D C)^2) on the sum of updates clipped to C (the initial C when adaptive)."""
-        return mech.AggregatorGaussian(self.noise_multiplier, self.update_multiplier, self.initial_clip, self.adaptive)
+        return mech.AggregatorGaussian(self.noise_multiplier, self.update_multiplier, self.initial_clip, self.adaptive,
+                                       "mean" if self.rule is None else self.rule.name)
+
+    def with_rule(self, rule) -> "DPFedAvg":
+        """A copy combining the clipped updates by the robust ``rule`` instead of their mean, under the
+        same noise and the same claim, which were calibrated for the mean (``m`` times the rule's
+        output takes the sum's place)."""
+        out = copy.copy(self)
+        out.rule, out.name = rule, f"{rule.name}+{self.name}"
+        return out
 
     def dp_event(self):
         """One round for one participating user, from the declaration: ``GaussianDpEvent(z)``."""
@@ -103,7 +115,11 @@ class DPFedAvg:
         m = messages.n_clients
         clip = self.clip
         norms = np.linalg.norm(updates, axis=1)
-        total = clip_updates(updates, clip).sum(axis=0)
+        if self.rule is None:
+            total = clip_updates(updates, clip).sum(axis=0)
+        else:
+            self.rule.prepare(g, rng)
+            total = m * self.rule.combine(clip_updates(updates, clip), np.ones(m))
         noisy_mean = (total + rng.normal(0.0, self.update_multiplier * clip, size=total.shape)) / m
         stats = {"clip": clip, "clipped_fraction": float((norms > clip).mean()), "noise_std_of_mean":
                  self.update_multiplier * clip / m}

@@ -8,11 +8,9 @@ from fltr_audit.errors import FltrError
 from defenses.mechanism_events import dp_event
 from fltr_audit.privacy import mechanisms as mech
 from fltr_audit.engine.interfaces import PrivacyClaim
-from fltr_audit.engine.maxrr import maxrr_values, rr_epsilon  # noqa: F401 (rr_epsilon: Eq. 10, re-exported)
+from fltr_audit.engine.maxrr import rr_epsilon  # noqa: F401 (rr_epsilon: Eq. 10, re-exported)
 from fltr_audit.engine.messages import Messages
-
-MAXRR_VALUES = tuple(float(v) for v in maxrr_values(10))
-"""The values MaxRR takes on a top-10 list: 1/r, r = 1..10, and 0 (no click) (n = 11)."""
+from defenses.parameter_domains import MAXRR_VALUES
 
 
 def randomize(codes: np.ndarray, n: int, p: float, rng: np.random.Generator) -> np.ndarray:

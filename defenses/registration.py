@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import inspect
+import typing
 from typing import Any, Callable
 
 import numpy as np
@@ -13,9 +14,11 @@ import numpy as np
 from defenses.catalog import SPECS, Param, Spec
 from fltr_audit import plugins
 from fltr_audit.errors import FltrError
-from fltr_audit.engine.interfaces import ROLES, Aggregate, PrivacyClaim
+from fltr_audit.engine.interfaces import ROLES, Aggregate, PrivacyClaim, Privatizes
 from fltr_audit.engine.messages import Messages
 from fltr_audit.plugins import call_plugin, returned
+
+PRIVATIZES = typing.get_args(Privatizes)
 
 _KINDS = {bool: "choice", int: "int", float: "float", str: "str"}
 
@@ -60,7 +63,16 @@ class _PluginDefense:
 
 
 class PluginClientDefense(_PluginDefense):
-    """A client-side plug-in defense: ``apply`` must return ``Messages``."""
+    """A client-side plug-in defense: ``apply`` must return ``Messages``. ``privatizes`` is the
+    plug-in's declaration, ``"vector"`` when it declares none (checked when it is built)."""
+
+    def __init__(self, defense: Any, name: str, plugin: str) -> None:
+        super().__init__(defense, name, plugin)
+        privatizes = getattr(defense, "privatizes", "vector")
+        if privatizes not in PRIVATIZES:
+            raise FltrError(f"defense plug-in {plugin!r} failed: privatizes = {privatizes!r}, "
+                            f"expected one of {', '.join(PRIVATIZES)}")
+        self.__dict__["privatizes"] = privatizes
 
     def apply(self, messages: Messages, global_params: np.ndarray, rng: np.random.Generator) -> Messages:
         """The plug-in's ``apply``; FltrError naming it for anything but ``Messages``."""

@@ -32,6 +32,8 @@ class IdealSecAgg:
     claim = SECAGG_CLAIM
     min_cohort = 2
     """An aggregate of one client is that client's message."""
+    sees = "sum"
+    """The server sees only the sum (a robust rule that needs more cannot join it)."""
 
     def __init__(self, drop: float = 0.0, name: str = "secagg"):
         self.drop, self.name = float(drop), name

@@ -342,6 +342,8 @@ class SecAggProtocol:
     claim = SECAGG_CLAIM
     min_cohort = 2
     """An aggregate of one client is that client's message."""
+    sees = "sum"
+    """The server sees only the sum (a robust rule that needs more cannot join it)."""
 
     def __init__(self, drop: float = 0.0, k: int = 0, threshold: float = 0.5, bits: int = 64,
                  range: float = 64.0, name: str = "secagg-protocol"):

@@ -18,23 +18,15 @@ import warnings
 from dataclasses import dataclass
 from typing import Any
 
-from defenses.catalog import SPECS, Param, Spec
+from defenses.catalog import SPECS, Param, Spec, format_value
 from defenses.registration import plugin_spec
 from defenses.clipping import Clip
-from defenses.randomized_response import MAXRR_VALUES
+from defenses.robust.compose import compose, is_rule
 from fltr_audit.engine.aggregation import FedAvg, RoundDefenses
 from fltr_audit.constraints import describe, satisfied
 from fltr_audit.errors import FltrDeprecation, FltrError
 from fltr_audit.engine.interfaces import PrivacyClaim
 from fltr_audit.privacy.mechanisms import check_declaration
-
-
-def _fmt(value: Any) -> str:
-    if isinstance(value, tuple):
-        return "[" + ",".join(_fmt(v) for v in value) + "]"
-    if isinstance(value, float):
-        return format(value, ".12g")
-    return str(value)
 
 
 
@@ -164,16 +156,17 @@ def parse_components(text: str) -> tuple[Component, ...]:
     for raw in _split(text, "+"):
         if raw == "none":
             raise FltrError(f"{where}: 'none' cannot be combined with other defenses")
-        if components and components[-1].spec.role == "aggregator":
-            raise FltrError(f"{where}: {components[-1].token} must come last, and only one aggregator is allowed")
         spec, given, aliases = _component(raw, text)
+        aggregators = [c for c in components if c.spec.role == "aggregator"]
+        if aggregators and (spec.role != "aggregator" or len(aggregators) == 2):
+            raise FltrError(f"{where}: {components[-1].token} must come last, and only one aggregator is allowed")
         deprecated += [f"{spec.name} parameter {alias!r} is deprecated: write {name!r}" for alias, name in aliases]
         values, shown = {}, []
         for p in spec.params:
             default = p.inherit(last_clip) if p.inherit and last_clip is not None else p.default
             values[p.name] = given.get(p.name, default)
             if p.key or values[p.name] != default:
-                shown.append(f"{p.name}={_fmt(values[p.name])}")
+                shown.append(f"{p.name}={format_value(values[p.name])}")
         component = Component(spec, tuple(values.items()), spec.name + (f"({','.join(shown)})" if shown else ""))
         try:
             obj = component.build()
@@ -182,6 +175,9 @@ def parse_components(text: str) -> tuple[Component, ...]:
         check_declaration(obj, spec.role)  # an unknown or impossible declared mechanism, named
         components.append(component)
         last_clip = obj if isinstance(obj, Clip) else last_clip
+    if sum(c.spec.role == "aggregator" for c in components) == 2 and is_rule(components[-1].build()) \
+            and not is_rule(components[-2].build()):
+        components[-2:] = components[:-3:-1]  # canonical: a robust rule first, in either order written
     build_stack(tuple(components), where)  # the aggregator's checks against the client defenses
     if deprecated:  # warned from this one line, so Python's default filter shows each message once
         name = "+".join(c.token for c in components)
@@ -194,7 +190,8 @@ def build_stack(components: tuple[Component, ...], where: str = "defense") -> De
     if not components:
         return DefenseStack(client=(), aggregator=FedAvg(), name="none")
     client = [c.build() for c in components if c.spec.role != "aggregator"]
-    aggregator = next((c.build() for c in components if c.spec.role == "aggregator"), None)
+    aggregators = [c.build() for c in components if c.spec.role == "aggregator"]
+    aggregator = compose(*aggregators, where) if len(aggregators) == 2 else (aggregators or [None])[0]
     if hasattr(aggregator, "after"):  # an aggregator whose claim rests on the client defenses (shuffle)
         try:
             aggregator = aggregator.after(tuple(client))
@@ -202,21 +199,3 @@ def build_stack(components: tuple[Component, ...], where: str = "defense") -> De
             raise FltrError(f"{where}: {str(exc).removeprefix(aggregator.name + ': ')}") from None
     return DefenseStack(client=tuple(client), aggregator=aggregator or FedAvg(),
                         name="+".join(c.token for c in components))
-
-
-def list_defenses() -> list[dict]:
-    """Every defense with its role, parameters (defaults), summary, claimed guarantee and the
-    claim it makes with default parameters."""
-    rows = []
-    for spec in SPECS.values():
-        claim = spec.build(**{p.name: p.default for p in spec.params}, name=spec.name).claim
-        rows.append({
-            "name": spec.name, "role": spec.role, "summary": spec.summary, "guarantee": spec.guarantee,
-            "parameters": [{"name": p.name, "default": "maxrr" if p.default is MAXRR_VALUES else _fmt(p.default),
-                            "help": p.help,
-                            **({"choices": list(p.choices)} if p.choices else {}),
-                            **({"inherits": "from a preceding clip"} if p.inherit else {}),
-                            **({"deprecated_alias": p.alias} if p.alias else {})} for p in spec.params],
-            "default_claim": {"epsilon": claim.epsilon, "delta": claim.delta, "scope": claim.scope},
-        })
-    return rows

@@ -21,6 +21,7 @@ import pandas as pd
 
 from reports.claims import HUGE, bound_text, claim_summary, claim_text, pooled_audits
 from reports.leakage import ALPHA, MIN_EFFECT, leakage_table, leakage_verdicts
+from reports.robustness import clean_utility
 from reports.stats import adjust, mean_ci, welch_p
 from reports.sweeps import with_sweeps
 
@@ -239,6 +240,7 @@ def _join_utility(out: pd.DataFrame, utility: pd.DataFrame | None, keys: list[st
     training click model rather than the probe's: rows whose click model has no utility
     row get the mean over all of that defense's utility rows."""
     cols = ["ndcg10", "ndcg10_delta", "ndcg10_delta_ci_low", "ndcg10_delta_ci_high"]
+    utility = clean_utility(utility)  # rankers trained under poisoning are integrity results (reports.robustness)
     on = [k for k in keys if utility is not None and k in utility.columns and k != "threat_model"]
     if utility is None or utility.empty or "defense" not in on or "ndcg10" not in utility.columns:
         return out.assign(**{c: math.nan for c in cols})

@@ -21,6 +21,7 @@ from reports.compare import compare
 from reports.figure import label as _label, png as _png
 from reports.leakage_plots import leakage_forest, roc_curves
 from reports.panels import panels as _panels, series_label, strongest as _strongest, yerr as _yerr
+from reports.robustness_plot import robustness_frontier
 from reports.style import visual_code
 from reports.sweeps import swept_in
 
@@ -65,6 +66,8 @@ def learning_curves(tables: dict[str, pd.DataFrame], table: pd.DataFrame | None 
     """Offline nDCG@10 (where evaluated) and nDCG@10 of the shown lists per round, mean
     over runs, one line per defense (line style too, so coinciding lines stay visible)."""
     curves = tables.get("curves")
+    if curves is not None and "poison" in curves.columns:  # curves under poisoning: integrity, not this plot
+        curves = curves[curves["poison"].isna()]
     if curves is None or curves.empty or "round" not in curves.columns:
         return None
     panels = [c for c in ("offline_ndcg10", "shown_ndcg") if c in curves and curves[c].notna().any()]
@@ -326,6 +329,12 @@ PLOTS = {  # name -> (title, caption: what to read from it, function)
                        "Φ(Φ^-1(1 - FPR) - μ) (dashed); logit axes (0 and 1 stretched apart), zero counts drawn at the axis edge. "
                        "Read: a hollow corner below a curve violates that claim; a point far above it means "
                        "the claim is loose or the test weak.", audit_tradeoff),
+    "robustness_frontier": ("Privacy, robustness and utility",
+                            "Per algorithm, one line per defense stack (colour): at the leakage of its strongest "
+                            "privacy attack, its ranker's nDCG@10 without attack (filled) and under the poisoning "
+                            "attack strongest against it at the reference fraction (hollow); the marker's shape is "
+                            "its claim verdict. Read: a short line high up and far left is robust, useful and "
+                            "private; an X is a DP claim the robust rule broke.", robustness_frontier),
     "whole_run": ("Privacy over the whole run: accounted against audited epsilon",
                   "Per defense (colour), against the run's rounds: the ε accounted over the run for the "
                   "canaries against the server (squares, solid) and against an observer of the released "

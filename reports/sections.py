@@ -10,8 +10,9 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from reports.compare import CLAIM_CONTEXT, as_references
+from reports.compare import CLAIM_CONTEXT, as_references, with_ci
 from reports.claims import pooled_audits
+from reports.robustness import frontier_rows, utility_by_attack, utility_grid
 from reports.summary import verdict_sentences
 from reports.sweeps import swept_in
 from reports.tables import (HEADERS, audit_table, claims_headers, claims_table, epsilon_section,
@@ -167,6 +168,39 @@ def whole_run_section(r: Results) -> dict | None:
                          keep=tuple(frame.columns))
 
 
+def poisoning_section(r: Results) -> dict | None:
+    grid = utility_grid(utility_by_attack(r.tables.get("utility")))
+    if grid.empty:
+        return None
+    return table_section("Utility under poisoning", grid,
+                         "Offline nDCG@10 of the trained ranker, mean [95 % t interval] over runs, per poisoning "
+                         "attack and fraction of malicious clients per cohort (rows; none: no attack) and defense "
+                         "(columns; none: the plain mean). Integrity only: these rankers never enter the privacy "
+                         "tables, whose rankers are trained without attack.", keep=tuple(grid.columns))
+
+
+def robustness_section(r: Results) -> dict | None:
+    frame = frontier_rows(r.tables, r.verdicts)
+    if frame.empty:
+        return None
+    text = with_ci(frame)
+    shown = text[[c for c in ROBUSTNESS_COLUMNS if c in text.columns]].rename(columns=ROBUSTNESS_COLUMNS)
+    return table_section("Privacy, robustness and utility per defense", shown,
+                         "Per defense: nDCG@10 without attack and its cost against the plain mean; under the "
+                         "attack that lowers its own nDCG@10 most at the reference fraction; the share of the "
+                         "plain mean's loss it keeps away under the attack strongest against the mean; the "
+                         "leakage of its strongest privacy attack (AUC real - counterfactual) with the leakage "
+                         "verdict, and the claim verdict (worst over click and threat models).",
+                         keep=tuple(shown.columns), download=_csv("robustness.csv", frame))
+
+
+ROBUSTNESS_COLUMNS = {"algo": "algorithm", "defense": "defense", "clean_ndcg10": "nDCG@10, no attack",
+                      "clean_cost": "clean cost vs none", "fraction": "fraction", "strongest_attack": "its strongest attack",
+                      "attacked_ndcg10": "nDCG@10 under it",
+                      "mean_strongest": "strongest against the mean", "loss_kept_away": "share of the mean's loss kept away",
+                      "leakage": "leakage (AUC)", "leakage_verdict": "leakage verdict", "claim_verdict": "claim verdict"}
+
+
 def runs_sections(r: Results) -> list[dict]:
     counts, failed = runs_summary(r.tables.get("runs", pd.DataFrame()))
     return [table_section(title, frame, keep=tuple(frame.columns))
@@ -174,5 +208,5 @@ def runs_sections(r: Results) -> list[dict]:
 
 
 SECTIONS = (leakage_section, comparison_section, strongest_section, verdict_section, audit_section, claims_section,
-            whole_run_section, epsilon_table_section,
+            whole_run_section, epsilon_table_section, robustness_section, poisoning_section,
             runs_sections)

@@ -121,6 +121,9 @@ def synthetic_runs(rounds: int = 4, doc_id: str = "q1-d7") -> list[dict]:
                 none_ndcg = utility.loc[utility["defense"] == "none", "ndcg10"].iloc[0]
                 utility.insert(utility.columns.get_loc("ndcg10") + 1, "ndcg10_delta",
                                utility["ndcg10"] - none_ndcg)
+                attacked = utility.assign(poison="lie(fraction=0.2)", ndcg10=utility["ndcg10"] - 0.2)  # integrity runs
+                utility = pd.concat([utility, attacked.assign(ndcg10_delta=attacked["ndcg10"] - none_ndcg)],
+                                    ignore_index=True)
                 tables = {"attacks": pd.DataFrame(attacks), "utility": utility,
                           "curves": pd.DataFrame(curves), "per_query": pd.concat(per_query, ignore_index=True),
                           "audits": pd.DataFrame(audits)}

@@ -148,7 +148,7 @@ def test_failing_factories_name_the_plugin():
 def test_campaign_from_a_dict_returns_the_same_result_object(tmp_path):
     spec = {"name": "api", "data": {"spec": "synthetic:mq2008?queries=150"},
             "algorithm": {"rounds": 2, "clients": 40, "queries_per_client": 2},
-            "probe": {"click_models": ["perfect"], "cohort": 20, "min_shown": 5},
+            "probe": {"click_models": ["perfect"], "probe_cohort": 20, "min_shown": 5},
             "audit": {"attacks": ["olsr"], "epsilon_audit": False}}
     memory = fltr_audit.audit_campaign(spec)
     stored = fltr_audit.audit_campaign(spec, store=tmp_path / "runs.sqlite")

@@ -156,7 +156,7 @@ def test_report_command_does_not_follow_a_planted_link(tmp_path, monkeypatch):
 
     spec = validate_spec({"name": "r", "data": {"spec": "synthetic:mq2008?queries=40"},
                           "algorithm": {"rounds": 1, "clients": 5, "queries_per_client": 2},
-                          "probe": {"click_models": ["perfect"], "cohort": 4, "min_shown": 5},
+                          "probe": {"click_models": ["perfect"], "probe_cohort": 4, "min_shown": 5},
                           "audit": {"attacks": ["olsr", "random3"], "trials": 100}})
     store = tmp_path / "s.sqlite"
     run_campaign(spec, ResultsStore(store), executor=Executor(workers=1))

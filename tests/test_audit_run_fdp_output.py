@@ -30,3 +30,19 @@ def test_f_dp_figures_in_the_table_json_store_and_report(tmp_path, capsys):
     section = whole_run_section(SimpleNamespace(tables={"run_audits": load(store)["run_audits"]}))
     text = str(section)
     assert "claim as μ-GDP" in text and "f-DP one-run lower bound μ (95 %)" in text and "Mahloujifar" in text
+
+
+def test_the_table_says_why_there_is_no_estimate_what_would_test_the_claim_and_the_float_finding(capsys):
+    """A message-scope local Laplace run with few canaries: no Andrew et al. estimate (and why), an
+    untestable claim with the canaries that would test it, and the floating-point finding -- the
+    same figures as --json."""
+    args = ["audit-run", "fpdgd", "--defense", "dp-local-laplace(eps=4.5)", "--canaries", "40", "--rounds", "3",
+            "--clients", "40", "--data", "synthetic:mq2008?queries=200"]
+    assert main([*args, "--json"]) == 0
+    printed = cli_result(capsys.readouterr().out)
+    assert printed["claim_verdict"] == "untestable" and printed["epsilon_estimate"] is None
+    assert main(args) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "n/a (message-scope" in text
+    assert f"about {printed['canaries_needed']:,.0f} canaries" in text
+    assert f"floating-point side channel below the scores' rounding: {printed['float_channel'].upper()}" in text

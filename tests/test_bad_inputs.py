@@ -196,7 +196,7 @@ rounds = [1]
 clients = [5]
 [probe]
 click_models = ["perfect"]
-cohort = [4]
+probe_cohort = [4]
 [audit]
 defenses = ["none"]
 attacks = ["random3"]
@@ -217,7 +217,7 @@ CAMPAIGN_CASES = [
     ("bad-normalization", _campaign("[algorithm]", 'normalization = "l2"\n[algorithm]'), "data.normalization"),
     ("unknown-ranker", _campaign("clients = [5]", 'clients = [5]\nranker = ["forest"]'), "algorithm.ranker"),
     ("queries-zero", _campaign("[algorithm]", "queries = 0\n[algorithm]"), "data.queries"),
-    ("min-shown-negative", _campaign("cohort = [4]", "cohort = [4]\nmin_shown = -3"), "probe.min_shown"),
+    ("min-shown-negative", _campaign("probe_cohort = [4]", "probe_cohort = [4]\nmin_shown = -3"), "probe.min_shown"),
     ("table-as-parameter", _campaign("clients = [5]", "clients = [5]\nparams = { lr = { a = 1 } }"), "params.lr"),
     ("bad-synthetic-query", _campaign("queries=30", "queries=lots"), "data.spec"),
     ("unknown-profile", _campaign("synthetic:mq2008?queries=30", "synthetic:msn"), "data.spec"),
@@ -229,7 +229,7 @@ CAMPAIGN_CASES = [
     ("unknown-attack", _campaign('attacks = ["random3"]', 'attacks = ["telepathy"]'), "audit.attacks"),
     ("unknown-click-model", _campaign('click_models = ["perfect"]', 'click_models = ["psychic"]'), "click model"),
     ("trials-two", _campaign("trials = 100", "trials = 2"), "audit.trials"),
-    ("cohort-zero", _campaign("cohort = [4]", "cohort = [0]"), "probe.cohort"),
+    ("cohort-zero", _campaign("probe_cohort = [4]", "probe_cohort = [0]"), "probe.probe_cohort"),
     ("rounds-float", _campaign("rounds = [1]", "rounds = [1e20]"), "algorithm.rounds"),
     ("rounds-huge", _campaign("rounds = [1]", f"rounds = [{10**12}]"), "algorithm.rounds"),
     ("clients-huge", _campaign("clients = [5]", f"clients = [{10**9}]"), "algorithm.clients"),
@@ -238,7 +238,7 @@ CAMPAIGN_CASES = [
                                      '"clip(sensitivity=2)", "clip(sensitivity=3)"]'), "grid"),
     ("missing-data-path", _campaign("synthetic:mq2008?queries=30", "no/such/folder"), "data.spec"),
     ("bad-defense", _campaign('defenses = ["none"]', 'defenses = ["dp-gaussian(sigma=0)"]'), "audit.defenses"),
-    ("bad-split", _campaign("cohort = [4]", 'cohort = [4]\nsplit = ["holdout"]'), "probe.split"),
+    ("bad-split", _campaign("probe_cohort = [4]", 'probe_cohort = [4]\nsplit = ["holdout"]'), "probe.split"),
     ("invalid-toml", "name = \n", "TOML"),
     # round 2
     ("nested-5000-deep", 'name = "deep"\nseeds = ' + "[" * 5000 + "]" * 5000 + "\n", "nested too deeply"),
@@ -700,7 +700,7 @@ rounds = [10]
 clients = [100]
 [probe]
 click_models = ["perfect"]
-cohort = [10]
+probe_cohort = [10]
 [audit]
 defenses = ["none"]
 attacks = ["score"]

@@ -35,7 +35,7 @@ population = 100
 
 [probe]
 click_models = ["perfect"]
-cohort = [8]
+probe_cohort = [8]
 min_shown = 5
 
 [audit]

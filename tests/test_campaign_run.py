@@ -35,7 +35,7 @@ queries_per_client = [2]
 
 [probe]
 click_models = ["perfect"]
-cohort = [8]
+probe_cohort = [8]
 min_shown = 5
 
 [audit]
@@ -151,7 +151,9 @@ def test_same_results_on_a_dask_scheduler_and_workers_started_on_localhost(tmp_p
     import json
     import shutil
 
-    if shutil.which("dask") is None:
+    # beside the interpreter first: a venv's python run without activation has no dask on its PATH
+    dask = shutil.which("dask", path=os.path.dirname(sys.executable)) or shutil.which("dask")
+    if dask is None:
         pytest.skip("the dask command is not installed")
     path = tmp_path / "tiny.toml"
     path.write_text(textwrap.dedent(TINY))
@@ -159,7 +161,7 @@ def test_same_results_on_a_dask_scheduler_and_workers_started_on_localhost(tmp_p
     run_campaign(spec, ResultsStore(tmp_path / "serial.sqlite"), executor=Executor(workers=1))
     scheduler_file = tmp_path / "scheduler.json"
     quiet = dict(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    procs = [subprocess.Popen(["dask", "scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
+    procs = [subprocess.Popen([dask, "scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
                                "--scheduler-file", str(scheduler_file)], **quiet)]
     try:
         deadline = time.monotonic() + 120
@@ -167,7 +169,7 @@ def test_same_results_on_a_dask_scheduler_and_workers_started_on_localhost(tmp_p
             time.sleep(0.1)
         address = json.loads(scheduler_file.read_text())["address"]
         assert address.startswith("tcp://127.0.0.1:")
-        procs.append(subprocess.Popen(["dask", "worker", "--scheduler-file", str(scheduler_file), "--nworkers", "2",
+        procs.append(subprocess.Popen([dask, "worker", "--scheduler-file", str(scheduler_file), "--nworkers", "2",
                                        "--nthreads", "1", "--no-dashboard", "--host", "127.0.0.1"], **quiet))
         with distributed.Client(address, timeout=120) as client:
             client.wait_for_workers(2, timeout=120)

@@ -13,7 +13,8 @@ from defenses.dp_local import LocalLaplace
 from defenses.randomized_response import RandomizedResponse
 from defenses.secagg import IdealSecAgg
 from defenses.secagg_protocol import SecAggProtocol
-from defenses.stack import list_defenses, parse_defense
+from defenses.listing import list_defenses
+from defenses.stack import parse_defense
 from fltr_audit.engine.aggregation import FedAvg
 from fltr_audit.cli import main
 from fltr_audit.errors import FltrDeprecation, FltrError

@@ -31,7 +31,7 @@ queries_per_client = [2]
 
 [probe]
 click_models = ["perfect"]
-cohort = [10]
+probe_cohort = [10]
 min_shown = 5
 
 [audit]

@@ -191,8 +191,9 @@ def test_summary_has_one_bullet_per_defense_with_independent_numbers(report):
     assert "Claimed ε 4.50 (scope: per round, per client message): consistent" in text[DP]
     assert "leaks above" not in text[DP]  # a defense that leaks: nothing to rule out
     assert "leaks above" in text["secagg"] and "ruled out" in text["secagg"]
-    util = t["utility"].groupby("defense")["ndcg10_delta"]
-    assert f"{util.get_group(DP).groupby(t['utility']['click_model']).mean().min():+.3f}" in text[DP]
+    clean = t["utility"][t["utility"]["poison"].isna()]  # rankers trained under poisoning stay out
+    util = clean.groupby("defense")["ndcg10_delta"]
+    assert f"{util.get_group(DP).groupby(clean['click_model']).mean().min():+.3f}" in text[DP]
     # the Markdown summary says the same, one bullet per defense
     md_bullets = re.findall(r"^- \*\*([^*]+)\*\* · \*\*([^*]+)\*\* · \*\*([^*]+)\*\* — (.*)$", md, flags=re.M)
     assert [b[:3] for b in md_bullets] == [("LEAKS", "CLAIM: NO CLAIM", "none"), ("LEAKS", "CLAIM (NATURAL NEIGHBOURS): CONSISTENT", DP),
@@ -308,7 +309,7 @@ def test_unbounded_estimates_print_as_inf(tmp_path, monkeypatch):
 def test_csv_downloads_are_embedded_and_written(report):
     path, html, md = report
     links = dict((name, uri) for uri, name in re.findall(r'<a download="[^"]+" href="([^"]+)">([^<]+)</a>', html))
-    assert set(links) == {"compare.csv", "verdicts.csv"}
+    assert set(links) == {"compare.csv", "verdicts.csv", "robustness.csv"}
     for name, uri in links.items():
         assert uri.startswith("data:text/csv;charset=utf-8;base64,")
         assert base64.b64decode(uri.split(",", 1)[1]) == (path.parent / name).read_bytes()

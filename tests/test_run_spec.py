@@ -39,6 +39,8 @@ def _legacy_config(spec, run):
         config["population"] = algo["population"]
     if run.algorithm.non_iid != "iid":  # i27: written only for non-IID users
         config["non_iid"] = run.algorithm.non_iid
+    if run.algorithm.poison is not None:  # i40: written only for poisoned training
+        config["poison"] = run.algorithm.poison.text
     whole_run = spec.get("audit_run", {})  # i25: written only with the [audit_run] section
     if whole_run.get("canaries") is not None:
         config["audit_run_canaries"] = whole_run["canaries"]
@@ -53,6 +55,8 @@ def _legacy_config(spec, run):
 
 @pytest.mark.parametrize("path", CAMPAIGNS, ids=lambda p: p.name)
 def test_to_json_is_the_legacy_run_config_and_round_trips(path):
+    if '"../shared/data/' in path.read_text() and not Path("../shared/data/letor/MQ2008").is_dir():
+        pytest.skip("the campaign names ../shared/data/letor/MQ2008, absent beside this checkout")
     spec = load_spec(path)
     for run in expand(spec, max_runs=None):
         assert run.config == _legacy_config(spec.table, run.spec)
@@ -148,8 +152,8 @@ def test_engine_errors_name_the_parameter_and_each_door_names_what_its_user_type
 
     with pytest.raises(FltrError, match=r"^data\.fold: must be an integer in \[1, 5\], got 9$"):
         DataSettings(spec="synthetic:mq2008", fold=9)
-    with pytest.raises(FltrError, match=r"^campaign: key 'probe\.cohort': must be an integer >= 1, got 0$"):
-        validate_spec({"name": "x", "probe": {"cohort": [0]}})
+    with pytest.raises(FltrError, match=r"^campaign: key 'probe\.probe_cohort': must be an integer >= 1, got 0$"):
+        validate_spec({"name": "x", "probe": {"probe_cohort": [0]}})
     with pytest.raises(FltrError, match=r"^c\.toml: key 'data\.folds': must be an integer in \[1, 5\], got 6$"):
         validate_spec({"name": "x", "data": {"folds": [1, 6]}}, source="c.toml")
     assert main(["audit", "--probe-cohort", "0", "--quiet"]) == 2

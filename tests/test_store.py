@@ -73,7 +73,7 @@ def test_failure_mid_write_leaves_nothing_of_the_run(tmp_path):
     # earlier tables are already inserted when it fails
     bad_utility = bad["utility"].copy()
     bad_utility["ndcg10"] = bad_utility["ndcg10"].astype(object)
-    bad_utility.loc[1, "ndcg10"] = [1, 2]
+    bad_utility.at[1, "ndcg10"] = [1, 2]  # .at: pandas 2.0 reads a list given to .loc as one value per row
     bad = {**bad, "utility": bad_utility}
     assert list(bad).index("utility") > 0  # "attacks" goes in first
     with pytest.raises(sqlite3.Error):

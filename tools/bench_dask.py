@@ -129,7 +129,7 @@ def _local_cluster(spec: dict, store_path: Path, workers: int) -> float:
 def _scheduler_processes(spec: dict, store_path: Path, workers: int, tmp: Path) -> float:
     import distributed
 
-    dask = shutil.which("dask")
+    dask = shutil.which("dask", path=os.path.dirname(sys.executable)) or shutil.which("dask")
     if dask is None:
         raise SystemExit("bench_dask: the dask command is not installed (pip install 'fltr-audit[dask]')")
     scheduler_file = tmp / "scheduler.json"

@@ -33,8 +33,20 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from fltr_audit.errors import FltrError  # noqa: E402
-from fltr_audit.flower.deployment import process_stats  # noqa: E402
-from fltr_audit.engine.training import TrainSettings
+from fltr_audit.engine.training import TrainSettings  # noqa: E402
+
+
+def process_stats() -> list[tuple[int, list[str]]]:
+    """(pid, the fields of /proc/PID/stat after the command name) of every live process: field 1
+    is the parent pid, 21 the resident pages (proc(5))."""
+    out = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                out.append((int(entry.name), (entry / "stat").read_text().rsplit(")", 1)[1].split()))
+            except (OSError, IndexError):
+                continue
+    return out
 
 
 def tree_rss_mb(root: int) -> float:

@@ -37,7 +37,8 @@ KEYWORDS = {
     "data.spec": "data", "data.fold": "folds", "fold": "folds", "data.normalization": "normalization",
     "algo": "algorithm", "algorithm.name": "algorithm", "algorithm.rounds": "rounds", "algorithm.clients": "clients",
     "algorithm.queries_per_client": "queries_per_client", "algorithm.ranker": "ranker",
-    "algorithm.population": "population", "algorithm.non_iid": "non_iid", "probe.split": "split",
+    "algorithm.population": "population", "algorithm.non_iid": "non_iid", "algorithm.poison": "poison",
+    "probe.split": "split",
     "probe.click_models": "click_models", "click_model": "click_models", "probe.cohort": "probe_cohort",
     "probe.queries_per_client": "probe_queries", "probe.min_shown": "min_shown",
     "probe.require_click": "require_click", "probe.counterfactual": "counterfactual",
@@ -82,7 +83,7 @@ def _campaign_table(opts: AuditOptions) -> dict[str, Any]:
     attacks = list(opts.attacks or algorithm.default_attacks)
     normalization = algorithm.default_normalization if opts.normalization == "auto" else opts.normalization
     lists = plan_probe_lists(opts, attacks, normalization)
-    probe = {"split": opts.split, "click_models": list(_click_models(opts, algorithm)), "cohort": opts.probe_cohort,
+    probe = {"split": opts.split, "click_models": list(_click_models(opts, algorithm)), "probe_cohort": opts.probe_cohort,
              "queries_per_client": opts.probe_queries, "min_shown": algorithm.k if opts.min_shown is None
              else opts.min_shown, "require_click": opts.require_click, "counterfactual": opts.counterfactual,
              "threat_model": opts.threat_model, "manipulation": opts.manipulation, "lists": lists,
@@ -95,7 +96,8 @@ def _campaign_table(opts: AuditOptions) -> dict[str, Any]:
                       "queries_per_client": opts.queries_per_client, "ranker": opts.ranker,
                       "train_click_model": algorithm.train_click_model,
                       **({"population": opts.population} if opts.population is not None else {}),
-                      **({"non_iid": users.name} if users.name != "iid" else {})},
+                      **({"non_iid": users.name} if users.name != "iid" else {}),
+                      **({"poison": ["none", *[p for p in opts.poison if p != "none"]]} if opts.poison else {})},
         "probe": probe,
         "audit": {"defenses": list(opts.defenses), "attacks": attacks, "epsilon_audit": opts.epsilon_audit,
                   "trials": trials_value(opts.trials)},

@@ -31,12 +31,17 @@ def with_origins(group: str, rows: list[dict], blank: dict) -> list[dict]:
 def attack_rows() -> list[dict]:
     """Every attack, built-in, registered and installed (plug-ins with their distribution; those no
     command has used are listed unimported): what it does, whether it is a reference baseline, and
-    what it needs."""
+    what it needs (kind ``privacy``); then the poisoning attacks (kind ``poisoning``: the message kinds
+    they can be written in, their parameters)."""
+    from attacks.poisoning.catalog import list_poisonings
     from attacks.registry import attack_names, attack_spec  # start-up: each listing loads only its registry
 
-    rows = [{"name": name, "summary": attack_spec(name).summary, "reference": attack_spec(name).reference,
-             "needs": list(attack_spec(name).needs)} for name in attack_names()]
-    return with_origins(plugins.ATTACKS, rows, {"reference": False, "needs": []})
+    rows = [{"name": name, "kind": "privacy", "summary": attack_spec(name).summary,
+             "reference": attack_spec(name).reference, "needs": list(attack_spec(name).needs)}
+            for name in attack_names()]
+    poisoning = [{**row, "reference": False, "needs": [], "distribution": "", "version": "", "entry_point": "",
+                  "imported": True} for row in list_poisonings()]
+    return with_origins(plugins.ATTACKS, rows, {"kind": "privacy", "reference": False, "needs": []}) + poisoning
 
 
 def algorithm_rows() -> list[dict]:
@@ -59,7 +64,7 @@ def algorithm_rows() -> list[dict]:
 def defense_rows() -> list[dict]:
     """Every defense with its role, parameters, defaults, summary, claimed guarantee and origin; a
     plug-in no command has used is listed unimported, its guarantee shown once it is used."""
-    from defenses.stack import list_defenses  # start-up: as above
+    from defenses.listing import list_defenses  # start-up: as above
 
     return with_origins(plugins.DEFENSES, list_defenses(), {"role": "", "guarantee": plugins.NOT_IMPORTED,
-                                                             "parameters": [], "default_claim": None})
+                                                             "parameters": [], "default_claim": None, "sees": ""})

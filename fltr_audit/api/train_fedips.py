@@ -25,6 +25,7 @@ from fltr_audit.engine.population import check_per_user_clicks, parse_non_iid
 from fltr_audit.engine.rankers import LinearRanker
 from fltr_audit.engine.training import TrainHooks, TrainSettings, check_population
 from fltr_audit.errors import FltrError
+from fltr_audit.runs.robustness import check_robustness, prepared
 from fltr_audit.spec.defense import DefenseSpec
 from fltr_audit.store.interceptors import RecordingInterceptor, parse_rounds
 from fltr_audit.store.run_folder import atomic_out_dir, write_run
@@ -50,12 +51,14 @@ def train_fedips(algorithm: str = "fedips", *, data: str, out: str | Path, fold:
                  clicks_per_client: int = 10, lr_local: float = 0.001, lr_global: float = 1.0, propensity: str = "true",
                  defense: str = "none", seed: int = 0, logging_fraction: float = 0.01, em_rounds: int = 20,
                  queries: Optional[int] = None, eval_every: int = 1, record_rounds: Optional[str] = None,
-                 population: Optional[int] = None, non_iid: str = "iid", on_round: OnRound | None = None) -> dict:
+                 population: Optional[int] = None, non_iid: str = "iid", poison: str = "none",
+                 on_round: OnRound | None = None) -> dict:
     """Train FedIPS or its FedAvg baseline (``algorithm``); write ``curves.csv``, ``model.npy``,
     ``config.json`` (and a recording) into ``out``."""
     if algorithm == "fedavg" and propensity != "true":
         raise FltrError("--propensity: fedavg uses no propensities (all 1); drop the option")
     stack = DefenseSpec.parse(defense).build()
+    poison_spec = check_robustness(poison, algorithm, stack, clients)
     out = Path(out)
     check_population(population, clients)
     users = parse_non_iid(non_iid)
@@ -72,6 +75,7 @@ def train_fedips(algorithm: str = "fedips", *, data: str, out: str | Path, fold:
     evaluators = ndcg_evaluators(splits.test)
     f0_ndcg5 = evaluators["ndcg5"](alg.policy.params)
     replace = clients * queries_per_client > splits.train.n_queries
+    poisoning, stack = prepared(poison_spec, stack, alg, splits.train, queries_per_client, seed)
     with atomic_out_dir(out) as tmp:
         interceptors = [RecordingInterceptor(tmp / "recording", record_rounds, algorithm=algorithm,
                                                    defense=stack.name)] if record_rounds else []
@@ -79,7 +83,8 @@ def train_fedips(algorithm: str = "fedips", *, data: str, out: str | Path, fold:
                     TrainSettings(clients=clients, queries_per_client=queries_per_client, rounds=rounds, seed=seed,
                                   eval_every=eval_every, replace=replace, population=population, non_iid=users),
                     eval_data=splits.test, defenses=stack,
-                    hooks=TrainHooks(evaluators=evaluators, interceptors=interceptors, on_round=on_round))
+                    hooks=TrainHooks(evaluators=evaluators, interceptors=interceptors, on_round=on_round),
+                    poisoning=poisoning)
         config = {**res.config, "data": data, "fold": fold, "normalization": "query-minmax",
                   "drop_single_label": True, "defense": stack.name, "queries": queries,
                   "n_features": splits.train.n_features, "n_levels": splits.train.n_levels,
@@ -88,7 +93,8 @@ def train_fedips(algorithm: str = "fedips", *, data: str, out: str | Path, fold:
         write_run(tmp, res.curves, res.params, config)
     last = res.curves.iloc[-1]
     return {"out": str(out), "algorithm": algorithm, "propensity": alg.propensity, "gamma": gamma,
-            "defense": stack.name, "final_ndcg5": float(last["ndcg5"]),
+            "defense": stack.name, **({"poison": poison_spec.text} if poison_spec is not None else {}),
+            "final_ndcg5": float(last["ndcg5"]),
             "final_offline_ndcg10": float(last["offline_ndcg10"]), "logging_policy_ndcg5": f0_ndcg5,
             "clicks_per_client": float(res.curves["clicks_per_client"].mean()),
             "n_interactions": res.n_interactions, "seconds": res.seconds,

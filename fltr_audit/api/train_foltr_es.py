@@ -22,6 +22,7 @@ from fltr_audit.engine.population import check_per_user_clicks, parse_non_iid
 from fltr_audit.engine.randomness import check_seed
 from fltr_audit.engine.rankers import LinearRanker, make_ranker
 from fltr_audit.engine.training import TrainHooks, TrainSettings, check_population, check_threat_model
+from fltr_audit.runs.robustness import check_robustness, prepared
 from fltr_audit.runs.progress import NO_PROGRESS, Progress
 from fltr_audit.spec.defense import DefenseSpec
 from fltr_audit.store.interceptors import RecordingInterceptor, parse_rounds
@@ -35,7 +36,8 @@ def train_foltr_es(*, data: str, out: str | Path, fold: int = 1, click_model: st
                    antithetic: bool = True, ranker: str = "linear", defense: str = "none", seed: int = 0,
                    eval_every: int = 1, eval_split: str = "test", normalization: str = "none", replace: bool = True,
                    flawed_seeding: bool = False, record_rounds: Optional[str] = None, threat_model: str = "server",
-                   population: Optional[int] = None, non_iid: str = "iid", on_round: OnRound | None = None) -> dict:
+                   population: Optional[int] = None, non_iid: str = "iid", poison: str = "none",
+                   on_round: OnRound | None = None) -> dict:
     """Train FOLtR-ES; write ``curves.csv``, ``model.npy``, ``config.json`` (and a recording) into ``out``.
 
     The curves hold, per round, the mean batch MaxRR users experienced (non-privatized), and
@@ -43,6 +45,7 @@ def train_foltr_es(*, data: str, out: str | Path, fold: int = 1, click_model: st
     splits (§6.3) and its offline nDCG@10 on the evaluation split.
     """
     stack = DefenseSpec.parse(defense).build()
+    poison_spec = check_robustness(poison, "foltr-es", stack, clients)
     out = Path(out)
     check_threat_model(threat_model)
     check_seed(seed)
@@ -60,6 +63,7 @@ def train_foltr_es(*, data: str, out: str | Path, fold: int = 1, click_model: st
         "expected_maxrr_train": lambda p: mean_expected_maxrr(model, p, splits.train, clicks),
         f"expected_maxrr_{eval_split}": lambda p: mean_expected_maxrr(model, p, eval_data, clicks),
     }
+    poisoning, stack = prepared(poison_spec, stack, alg, splits.train, queries_per_client, seed)
     with atomic_out_dir(out) as tmp:
         interceptors = [RecordingInterceptor(tmp / "recording", record_rounds, algorithm="foltr-es",
                                                    defense=stack.name)] if keep else []
@@ -68,14 +72,16 @@ def train_foltr_es(*, data: str, out: str | Path, fold: int = 1, click_model: st
                                   eval_every=eval_every, threat_model=threat_model, replace=replace,
                                   population=population, non_iid=users),
                     eval_data=eval_data, defenses=stack,
-                    hooks=TrainHooks(evaluators=evaluators, interceptors=interceptors, on_round=on_round))
+                    hooks=TrainHooks(evaluators=evaluators, interceptors=interceptors, on_round=on_round),
+                    poisoning=poisoning)
         config = {**res.config, "data": data, "fold": fold, "normalization": normalization, "eval_split": eval_split,
                   "defense": stack.name, "record_rounds": record_rounds, "n_features": splits.train.n_features,
                   "n_levels": splits.train.n_levels}
         write_run(tmp, res.curves, res.params, config)
     last = res.curves.iloc[-1]
     return {"out": str(out), "algorithm": "foltr-es", "ranker": ranker, "click_model": click_model,
-            "defense": stack.name, "first_batch_maxrr": float(res.curves["batch_maxrr"].iloc[0]),
+            "defense": stack.name, **({"poison": poison_spec.text} if poison_spec is not None else {}),
+            "first_batch_maxrr": float(res.curves["batch_maxrr"].iloc[0]),
             "final_batch_maxrr": float(last["batch_maxrr"]),
             "expected_maxrr_train": float(last["expected_maxrr_train"]),
             f"expected_maxrr_{eval_split}": float(last[f"expected_maxrr_{eval_split}"]),

@@ -16,6 +16,7 @@ from fltr_audit.engine.population import check_buildable, parse_non_iid
 from fltr_audit.engine.randomness import check_seed
 from fltr_audit.engine.training import TrainHooks, TrainSettings, check_budget, check_population, check_threat_model
 from fltr_audit.errors import FltrError
+from fltr_audit.runs.robustness import check_robustness, prepared
 from fltr_audit.spec.defense import DefenseSpec
 from fltr_audit.store.interceptors import RecordingInterceptor, parse_rounds
 from fltr_audit.store.run_folder import atomic_out_dir, write_run
@@ -85,11 +86,13 @@ def train(algorithm: str, *, data: str, out: str | Path, fold: int = 1, click_mo
           ranker: str = "linear", seed: int = 0, defense: str = "none", record_rounds: Optional[str] = None,
           eval_every: int = 1, eval_split: str = "test", normalization: str = "auto", threat_model: str = "server",
           replace: Optional[bool] = None, population: Optional[int] = None, non_iid: str = "iid",
-          on_round: OnRound | None = None, note: Note = quiet_note) -> dict:
+          poison: str = "none", on_round: OnRound | None = None, note: Note = quiet_note) -> dict:
     """Train ``algorithm`` (``fltr-audit train NAME``: FPDGD, PDGD, plug-ins): load, train, write
     ``curves.csv``, ``model.npy``, ``config.json`` (and a recording) into ``out``; return the result
-    (final offline nDCG@10, throughput, the privacy spent over the run)."""
+    (final offline nDCG@10, throughput, the privacy spent over the run). ``poison`` makes a fraction of
+    every cohort malicious (``fltr_audit.spec.poison``)."""
     stack = DefenseSpec.parse(defense).build()
+    poison_spec = check_robustness(poison, algorithm, stack, clients)
     params = dict(params or {})
     out = Path(out)
     spec = algorithms.algorithm_spec(algorithm)
@@ -110,6 +113,7 @@ def train(algorithm: str, *, data: str, out: str | Path, fold: int = 1, click_mo
     alg = algorithms.build(algorithm, splits, click_model, {"ranker": ranker, "seed": seed, "clients": clients,
                                                              "queries_per_client": queries_per_client,
                                                              "params": params})
+    poisoning, stack = prepared(poison_spec, stack, alg, splits.train, queries_per_client, seed)
     with atomic_out_dir(out) as tmp:
         interceptors = [] if record_rounds is None else [
             RecordingInterceptor(tmp / "recording", record_rounds, algorithm=algorithm, defense=stack.name)]
@@ -118,13 +122,14 @@ def train(algorithm: str, *, data: str, out: str | Path, fold: int = 1, click_mo
                                             seed=seed, eval_every=eval_every, threat_model=threat_model, replace=replace,
                                             population=population, non_iid=users),
                               eval_data=eval_data, defenses=stack,
-                              hooks=TrainHooks(interceptors=interceptors, on_round=on_round))
+                              hooks=TrainHooks(interceptors=interceptors, on_round=on_round), poisoning=poisoning)
         config = {**res.config, "data": data, "fold": fold, "normalization": normalization, "eval_split": eval_split,
                   "defense": stack.name, "record_rounds": record_rounds, "n_features": splits.train.n_features,
                   "n_levels": splits.train.n_levels}
         write_run(tmp, res.curves, res.params, config)
     last = res.curves.iloc[-1]
     return {"out": str(out), "algorithm": algorithm, "defense": stack.name,
+            **({"poison": poison_spec.text} if poison_spec is not None else {}),
             "final_offline_ndcg10": float(last["offline_ndcg10"]), "online_ndcg": float(last["online_ndcg"]),
             "n_interactions": res.n_interactions, "seconds": res.seconds,
             "interactions_per_second": res.n_interactions / res.seconds if res.seconds > 0 else float("nan"),

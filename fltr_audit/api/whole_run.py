@@ -19,8 +19,8 @@ from fltr_audit.store.results import ResultsStore
 WHOLE_RUN_DEFAULTS: dict[str, Any] = {
     "defense": "none", "canaries": 200, "runs": 1, "data": "synthetic:mq2008", "fold": 1, "rounds": 100,
     "clients": 1000, "population": None, "queries_per_client": 4, "click_model": "perfect", "seed": 0,
-    "ranker": "linear", "params": (), "non_iid": "iid", "confidence": 0.95, "claim_verdict": False,
-    "workers": 1, "scheduler": None, "store": None,
+    "ranker": "linear", "params": (), "non_iid": "iid", "poison": "none", "confidence": 0.95,
+    "claim_verdict": False, "workers": 1, "scheduler": None, "store": None,
 }
 """Every keyword of :func:`audit_whole_run` with its default (``fltr-audit audit-run``'s options)."""
 
@@ -28,7 +28,8 @@ WHOLE_RUN_DEFAULTS: dict[str, Any] = {
 KEYWORDS = {"data.spec": "data", "data.fold": "fold", "algorithm.name": "algorithm", "algorithm.rounds": "rounds",
             "algorithm.clients": "clients", "algorithm.queries_per_client": "queries_per_client",
             "algorithm.ranker": "ranker", "algorithm.train_click_model": "click_model",
-            "algorithm.population": "population", "algorithm.non_iid": "non_iid", "defense": "defense",
+            "algorithm.population": "population", "algorithm.non_iid": "non_iid", "algorithm.poison": "poison",
+            "defense": "defense",
             "audit.run_canaries": "canaries", "audit.run_runs": "runs"}
 """The engine's parameter names as :func:`audit_whole_run`'s keywords."""
 
@@ -43,7 +44,7 @@ def whole_run_spec(algorithm: str, options: dict[str, Any]) -> tuple[RunSpec, Ca
         algorithm=AlgorithmSettings(name=algorithm, rounds=o["rounds"], clients=o["clients"],
                                     queries_per_client=o["queries_per_client"], ranker=o["ranker"],
                                     train_click_model=o["click_model"], params=tuple(params),
-                                    population=o["population"], non_iid=o["non_iid"]),
+                                    population=o["population"], non_iid=o["non_iid"], poison=o["poison"]),
         probe=ProbeSettings(), defense=o["defense"], attacks=(),
         audit=AuditSettings(run_canaries=o["canaries"], run_runs=o["runs"]), seed=o["seed"])
     canaries = CanaryOptions(canaries=o["canaries"], runs=o["runs"], confidence=o["confidence"],
@@ -56,7 +57,8 @@ def audit_whole_run(algorithm: str, **options: Any) -> RunAuditRecord:
 
     Keywords (``WHOLE_RUN_DEFAULTS`` lists them with their defaults): ``defense``, ``canaries``,
     ``runs``, ``data``, ``fold``, ``rounds``, ``clients``, ``population``, ``queries_per_client``,
-    ``click_model``, ``seed``, ``ranker``, ``params``, ``non_iid``, ``confidence``,
+    ``click_model``, ``seed``, ``ranker``, ``params``, ``non_iid``, ``poison`` (malicious clients of
+    every cohort: the canaries' privacy in a federation under attack), ``confidence``,
     ``claim_verdict`` (require a claim), ``workers`` / ``scheduler`` (where the ``runs`` trainings
     run: the same figures on every executor), ``store`` (also record the row there). Returns the
     ``run_audits`` row (``fltr_audit.store.records.RunAuditRecord``)."""

@@ -11,6 +11,7 @@ import importlib
 import os
 import signal
 import sys
+import threading
 import warnings
 from contextlib import contextmanager
 
@@ -34,6 +35,9 @@ from fltr_audit.errors import FltrDeprecation, FltrError, RunsFailed
 from fltr_audit.runs.interrupts import Interrupted, Terminated, last_raised, raise_terminated
 
 _registered = False
+
+SHUTDOWN_SECONDS = 5.0
+"""How long an interrupted command's shutdown may wait for threads before it exits anyway."""
 
 
 def register_commands() -> None:
@@ -161,13 +165,18 @@ def _fail(message: str, code: int, argv: list[str] | None) -> int:
 
 
 def _exit(code: int, argv: list[str] | None) -> int:
-    """The installed command exits with ``code``; after an interruption (130, 143) at once, its
-    output flushed and its temporary files already removed, so that a worker thread the
-    interpreter would wait for at shutdown cannot turn the exit into death by the signal."""
+    """The installed command exits with ``code``. After an interruption (130, 143) further signals
+    are ignored while the interpreter shuts down (its clean-up releases the worker pools'
+    semaphores), and a watchdog ends the process with ``code`` should that shutdown wait more than
+    ``SHUTDOWN_SECONDS`` for a thread."""
     if argv is None:
         if code in (130, 143):
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
             sys.stdout.flush()
             sys.stderr.flush()
-            os._exit(code)
+            watchdog = threading.Timer(SHUTDOWN_SECONDS, os._exit, (code,))
+            watchdog.daemon = True
+            watchdog.start()
         sys.exit(code)
     return code

@@ -42,6 +42,7 @@ def audit(
                                        help="Counterfactual click vectors drawn per probed list (the leakage baseline)."),
     population: o.Population = None,
     non_iid: o.NonIID = D.non_iid,
+    poison: o.Poisons = list(D.poison),
     min_effect: o.MinEffect = D.min_effect,
     probe_lists: o.ProbeLists = None,
     power: o.Power = D.power,
@@ -69,7 +70,7 @@ def audit(
         click_models=tuple(click_model) or None, split=split, seeds=tuple(seed), probe_cohort=probe_cohort,
         probe_queries=probe_queries, normalization=normalization, ranker=ranker, min_shown=min_shown,
         require_click=require_click, epsilon_audit=epsilon_audit, trials=trials, counterfactual=counterfactual,
-        population=population, non_iid=non_iid, min_effect=min_effect, probe_lists=probe_lists, power=power,
+        population=population, non_iid=non_iid, poison=tuple(poison), min_effect=min_effect, probe_lists=probe_lists, power=power,
         threat_model=threat_model, manipulation=manipulation, store=None if store is None else str(store))
     spec = audit_campaign_of(options)
     executor = Executor(workers=o.workers_of(workers), scheduler=scheduler)
@@ -109,7 +110,9 @@ def print_result(result) -> None:
                       "cost": float(r.others_ndcg_cost)} for r in cost.itertuples()])
     utility = result.utility
     if len(utility):
-        mean = utility.groupby("defense", sort=False)[["ndcg10", "ndcg10_delta"]].mean().reset_index()
+        keys = ["defense"] + (["poison"] if "poison" in utility.columns else [])
+        mean = utility.assign(**({"poison": utility["poison"].fillna("none")} if "poison" in utility else {})) \
+            .groupby(keys, sort=False)[["ndcg10", "ndcg10_delta"]].mean().reset_index()
         print_table("Utility: offline nDCG@10 on test (queries without relevant documents left out)",
-                    [{"defense": r.defense, "nDCG@10": float(r.ndcg10), "ΔnDCG@10": float(r.ndcg10_delta)}
-                     for r in mean.itertuples()])
+                    [{**{k: getattr(r, k) for k in keys}, "nDCG@10": float(r.ndcg10),
+                      "ΔnDCG@10": float(r.ndcg10_delta)} for r in mean.itertuples()])

@@ -33,6 +33,7 @@ def audit_run(
     seed: int = typer.Option(0, "--seed", help="Seed of the first training (training i uses seed + i)."),
     confidence: o.Confidence = 0.95,
     claim_verdict: bool = typer.Option(False, "--claim-verdict", help="Require a claim (exit 2 for a defense without one)."),
+    poison: o.Poison = "none",
     workers: o.Workers = 1,
     scheduler: o.Scheduler = None,
     store: o.Store = None,
@@ -50,7 +51,7 @@ def audit_run(
     spec, options = whole_run_spec(algorithm, dict(
         defense=defense, canaries=canaries, runs=runs, data=data, fold=fold, rounds=rounds, clients=clients,
         population=population, queries_per_client=queries_per_client, click_model=click_model, seed=seed,
-        confidence=confidence, claim_verdict=claim_verdict))
+        confidence=confidence, claim_verdict=claim_verdict, poison=poison))
     check_canaries(spec, options)
     with progress(1, f"audit-run: {runs} training(s) with {canaries} canaries", quiet or json_out) as bar:
         out = whole_run_audit(spec, options, Executor(workers=o.workers_of(workers), scheduler=scheduler))
@@ -75,7 +76,9 @@ def print_whole_run(out) -> None:
         {"figure": f"claim as μ-GDP over {out.fdp_participations} participation{'s' * (out.fdp_participations != 1)}",
          "ε": "", "μ-GDP": _fmt(out.mu_claimed) if out.mu_claimed == out.mu_claimed else "n/a (not Gaussian)"},
         {"figure": "one-run estimate (Andrew et al.; an estimate, 95 % bootstrap)",
-         "ε": f"{_fmt(out.epsilon_estimate)} [{_fmt(out.estimate_low)}, {_fmt(out.estimate_high)}]", "μ-GDP": ""},
+         "ε": (f"{_fmt(out.epsilon_estimate)} [{_fmt(out.estimate_low)}, {_fmt(out.estimate_high)}]"
+               if out.epsilon_estimate == out.epsilon_estimate else f"n/a ({out.epsilon_estimate_reason})"),
+         "μ-GDP": ""},
         {"figure": f"multi-run lower bound ({out.runs} runs)",
          "ε": _fmt(out.epsilon_lb_multi) if out.runs > 1 else "n/a (--runs 1)", "μ-GDP": ""},
         {"figure": f"accounted, the canaries' participations (≤ {out.canary_participations_max}), vs the server",
@@ -91,6 +94,12 @@ def print_whole_run(out) -> None:
     typer.echo(f"claim over the run: {out.claim_verdict.upper()} (claimed ε per round {_fmt(out.claimed_epsilon)}, "
                f"{out.claimed_scope} scope; {tested}); "
                f"nDCG@10 {out.ndcg10:.4f}; {out.seconds:.1f} s")
+    if out.claim_verdict == "untestable" and out.canaries_needed == out.canaries_needed:
+        typer.echo(f"untestable with {out.canaries} canaries: about {out.canaries_needed:,.0f} canaries (same "
+                   "participation) would let the bound reach the claim")
+    if out.float_channel:
+        typer.echo(f"floating-point side channel below the scores' rounding: {out.float_channel.upper()} "
+                   f"(p = {out.float_channel_pvalue:.3g}; a finding of its own, beside the claim verdict)")
     if out.limited_by_canaries:
         typer.echo(f"the one-run bound {_fmt(out.epsilon_lb)} is set by the number of canaries, not the mechanism: "
                    "more canaries could show more")

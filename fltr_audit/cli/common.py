@@ -18,7 +18,7 @@ SPEC_PARAMETERS = {
     "data.spec": "data", "data.fold": "fold", "data.normalization": "normalization", "algorithm.name": "ALGORITHM",
     "algorithm.rounds": "rounds", "algorithm.clients": "clients", "algorithm.queries_per_client": "queries_per_client",
     "algorithm.ranker": "ranker", "algorithm.population": "population", "algorithm.non_iid": "non_iid",
-    "probe.split": "split", "probe.click_models": "click_model", "probe.cohort": "probe_cohort",
+    "algorithm.poison": "poison", "probe.split": "split", "probe.click_models": "click_model", "probe.cohort": "probe_cohort",
     "probe.queries_per_client": "probe_queries", "probe.min_shown": "min_shown", "probe.require_click": "require_click",
     "probe.counterfactual": "counterfactual", "probe.threat_model": "threat_model", "probe.manipulation": "manipulation",
     "probe.lists": "probe_lists", "audit.trials": "trials", "audit.epsilon_audit": "epsilon_audit", "seed": "seed",
@@ -36,7 +36,7 @@ OPTIONS: dict[str, str] = {
     # the engine's keywords spelled as options
     **{name: "--" + name.replace("_", "-") for name in (
         "data", "fold", "queries", "normalization", "split", "clients", "rounds", "queries_per_client",
-        "eval_every", "ranker", "population", "non_iid", "click_model", "threat_model", "manipulation",
+        "eval_every", "ranker", "population", "non_iid", "poison", "click_model", "threat_model", "manipulation",
         "record_rounds", "store", "workers", "scheduler", "trials", "neighbours", "test", "canaries",
         "runs", "confidence", "power", "min_effect", "format", "k", "lr", "sigma", "gamma", "propensity",
         "lr_local", "lr_global", "clicks_per_client", "em_rounds", "logging_fraction", "batch_queries",

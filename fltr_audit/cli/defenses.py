@@ -23,7 +23,7 @@ def list_command(json_out: o.Json = False) -> None:
     print_table("Defenses (combine with '+', e.g. clip(sensitivity=5)+dp-distributed(eps=4.5)+secagg)", [
         {"name": row["name"] + (f" [{row['distribution']}]" if row["distribution"] else ""), "role": row["role"],
          "parameters (default)": ", ".join(f"{p['name']}={p['default']}" for p in row["parameters"]),
-         "claimed guarantee": row["guarantee"]} for row in rows], min_width=120)
+         "must see": row.get("sees", ""), "claimed guarantee": row["guarantee"]} for row in rows], min_width=120)
 
 
 @bench_app.command("defenses")

@@ -23,10 +23,12 @@ def list_attacks(json_out: o.Json = False) -> None:
     """Every attack (built-in and registered plug-ins): reference baseline or not, and what it needs."""
     from fltr_audit.api.listing import attack_rows  # start-up: the registries load when the command runs
 
-    show(attack_rows(), json_out, "Attacks (use with --attack; reference: a baseline that does not read the message)",
-         lambda r: {"name": r["name"] + (f" [{r['distribution']}]" if r["distribution"] else ""),
+    show(attack_rows(), json_out, "Attacks (privacy: use with --attack, reference: a baseline that does not read the "
+         "message; poisoning: use with --poison NAME(fraction=F,...))",
+         lambda r: {"name": r["name"] + (f" [{r['distribution']}]" if r["distribution"] else ""), "kind": r["kind"],
                     "reference": "yes" if r["reference"] else "", "what it does": r["summary"],
-                    "needs": ", ".join(r["needs"])}, min_width=100)
+                    "needs / carried by": ", ".join(r["needs"] if r["kind"] == "privacy" else r["carries"])},
+         min_width=100)
 
 
 @algorithms_app.command("list")

@@ -47,6 +47,11 @@ Population = Annotated[Optional[int], typer.Option(
 NonIID = Annotated[str, typer.Option(
     "--non-iid", help="Users' non-IID setting (Wang & Zuccon, SIGIR 2022): iid | document-preference(intents=4,share=0.5) "
                       "| label-skew(sets=4,skew=0.8) | click-preference | data-quantity(alpha=1).")]
+_POISON_HELP = ("Malicious clients of every training cohort: none | NAME(fraction=F,...) with NAME one of data-poison, "
+                "sign-flip, scale, noise, lie, ipm, adaptive (fltr-audit attacks list), F in [0, 0.5).")
+Poison = Annotated[str, typer.Option("--poison", help=_POISON_HELP)]
+Poisons = Annotated[List[str], typer.Option("--poison", help=_POISON_HELP + " Repeat for several; every defense also "
+                                                                            "trains without one, for its privacy side.")]
 Ranker = Annotated[str, typer.Option("--ranker", help="linear | mlp.")]
 ClickModel = Annotated[Optional[str], typer.Option(
     "--click-model", help="The users' click model: perfect | navigational | informational, or pbm (FedIPS).")]

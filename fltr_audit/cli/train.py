@@ -48,6 +48,7 @@ def _train_command(algorithm: str):
             None, "--population", help="N persistent users; each round's cohort of --clients is drawn from them "
                                        "(default: the same --clients users every round)."),
         non_iid: o.NonIID = "iid",
+        poison: o.Poison = "none",
         json_out: o.Json = False,
         quiet: o.Quiet = False,
     ) -> None:
@@ -59,14 +60,15 @@ def _train_command(algorithm: str):
                            queries_per_client=queries_per_client, rounds=rounds, params=params, ranker=ranker,
                            seed=seed, out=out, defense=defense, record_rounds=record_rounds, eval_every=eval_every,
                            eval_split=eval_split, normalization=normalization, threat_model=threat_model,
-                           replace=replace, population=population, non_iid=non_iid,
+                           replace=replace, population=population, non_iid=non_iid, poison=poison,
                            on_round=round_reporter(bar, f"{algorithm} round", rounds, "offline_ndcg10",
                                                    "offline nDCG@10"),
                            note=(lambda text: None) if quiet or json_out else (lambda text: typer.echo(text, err=True)))
         if json_out:
             emit_json(result)
         else:
-            typer.echo(f"{algorithm} [{result['defense']}]: offline nDCG@10 {result['final_offline_ndcg10']:.4f}, "
+            attacked = f" under {result['poison']}" if "poison" in result else ""
+            typer.echo(f"{algorithm} [{result['defense']}]{attacked}: offline nDCG@10 {result['final_offline_ndcg10']:.4f}, "
                        f"online {result['online_ndcg']:.2f}, {result['n_interactions']:,} interactions in "
                        f"{result['seconds']:.1f} s ({result['interactions_per_second']:,.0f}/s) -> {result['out']}")
 

@@ -37,6 +37,7 @@ def _fedips_command(algorithm: str):
             None, "--population", help="N persistent users; each round's cohort of --clients is drawn from them "
                                        "(default: the same --clients users every round)."),
         non_iid: o.NonIID = "iid",
+        poison: o.Poison = "none",
         json_out: o.Json = False,
         quiet: o.Quiet = False,
     ) -> None:
@@ -49,7 +50,7 @@ def _fedips_command(algorithm: str):
                                   propensity=propensity, defense=defense, seed=seed, out=out,
                                   logging_fraction=logging_fraction, em_rounds=em_rounds, queries=queries,
                                   eval_every=eval_every, record_rounds=record_rounds, population=population,
-                                  non_iid=non_iid,
+                                  non_iid=non_iid, poison=poison,
                                   on_round=round_reporter(bar, f"{algorithm} round", rounds, "ndcg5", "NDCG@5"))
         if json_out:
             emit_json(result)

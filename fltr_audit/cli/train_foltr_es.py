@@ -40,6 +40,7 @@ def train_foltr_es(
         None, "--population", help="N persistent users; each round's cohort of --clients is drawn from them "
                                    "(default: the same --clients users every round)."),
     non_iid: o.NonIID = "iid",
+    poison: o.Poison = "none",
     json_out: o.Json = False,
     quiet: o.Quiet = False,
 ) -> None:
@@ -51,7 +52,7 @@ def train_foltr_es(
                      ranker=ranker, defense=defense, seed=seed, out=out, eval_every=eval_every, eval_split=eval_split,
                      normalization=normalization, replace=replace, flawed_seeding=flawed_seeding,
                      record_rounds=record_rounds, threat_model=threat_model, population=population, non_iid=non_iid,
-                     on_round=round_reporter(bar, "foltr-es round", rounds, "batch_maxrr", "batch MaxRR"))
+                     poison=poison, on_round=round_reporter(bar, "foltr-es round", rounds, "batch_maxrr", "batch MaxRR"))
     if json_out:
         emit_json(result)
         return

@@ -13,6 +13,7 @@ what users were shown.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
@@ -28,6 +29,7 @@ from fltr_audit.errors import FltrError
 from fltr_audit.engine.evaluation import OfflineEvaluations
 from fltr_audit.engine.interfaces import Algorithm, ClientOutput
 from fltr_audit.engine.messages import SHUFFLED, RoundBatch, ServerView
+from fltr_audit.engine.poisoning import Poisoning, poisoned_algorithm
 from fltr_audit.engine.population import with_population_clicks
 from fltr_audit.engine.randomness import stream
 from fltr_audit.engine.round_parts import RoundParts
@@ -81,13 +83,15 @@ def run_round(algorithm: Any, params: np.ndarray, state: Any, data: Dataset, que
               client_ids: np.ndarray, round_index: int, seed: int, *,
               defenses: RoundDefenses | None = None,
               threat_model: str = "server", deterministic: bool = False,
-              observer: Callable[[RoundParts], None] | None = None
+              observer: Callable[[RoundParts], None] | None = None, poisoning: Poisoning | None = None
               ) -> tuple[np.ndarray, Any, RoundBatch, ClientOutput]:
     """One round along the whole path: client step -> defenses -> aggregation -> server step.
 
     Randomness: ``stream(seed, "client", r)`` drives the clients' private choices,
     ``stream(seed, "public", r)`` what their messages reveal, ``stream(seed, "defense", r)``
-    the defenses and ``stream(seed, "aggregate", r)`` the aggregator.
+    the defenses and ``stream(seed, "aggregate", r)`` the aggregator. A ``poisoning``
+    (``engine.poisoning``) makes some members malicious: their clicks, or their messages after the
+    client defenses (``stream(seed, "poison", r)``).
 
     Returns
     -------
@@ -97,14 +101,21 @@ def run_round(algorithm: Any, params: np.ndarray, state: Any, data: Dataset, que
     """
     check_threat_model(threat_model)
     client_ids = np.asarray(client_ids, dtype=np.int64)
-    out = algorithm.client_step(params, data, queries, client_ids, stream(seed, "client", round_index),
-                                stream(seed, "public", round_index), deterministic)
+    malicious = None if poisoning is None else poisoning.malicious(client_ids, round_index)
+    stepper = algorithm if malicious is None else poisoned_algorithm(algorithm, poisoning, client_ids, malicious)
+    out = stepper.client_step(params, data, queries, client_ids, stream(seed, "client", round_index),
+                              stream(seed, "public", round_index), deterministic)
     messages = out.messages
     defenses = defenses or RoundDefenses()
     defense_rng = stream(seed, "defense", round_index)
     for defense in defenses.client:
         messages = defense.apply(messages, params, defense_rng)
     aggregator = defenses.aggregator
+    if malicious is not None:
+        if malicious.any():
+            messages = poisoning.craft(messages, malicious, params, aggregator, stream(seed, "poison", round_index))
+        out = dataclasses.replace(out, private={**out.private, "malicious": malicious},
+                                  round_metrics={**out.round_metrics, "malicious_clients": float(malicious.sum())})
     if observer is not None:  # reads the round, changes nothing (fltr_audit.engine.round_parts)
         observer(RoundParts(int(round_index), seed, params, out.messages, messages, client_ids, defenses.client,
                             aggregator))
@@ -131,9 +142,10 @@ def run_round(algorithm: Any, params: np.ndarray, state: Any, data: Dataset, que
 
 def train(algorithm: Algorithm, train_data: Dataset, settings: TrainSettings, *,
           eval_data: Dataset | None = None, defenses: RoundDefenses | None = None,
-          hooks: TrainHooks = NO_HOOKS) -> TrainResult:
+          hooks: TrainHooks = NO_HOOKS, poisoning: Poisoning | None = None) -> TrainResult:
     """Train ``algorithm`` on ``train_data`` as ``settings`` say, through ``defenses`` (default:
-    none, FedAvg), with ``hooks`` reading the run; offline nDCG@10 on ``eval_data``.
+    none, FedAvg), with ``hooks`` reading the run; offline nDCG@10 on ``eval_data``. A ``poisoning``
+    (``fltr_audit.engine.poisoning``) makes a fraction of every cohort malicious.
 
     Each round's cohort and queries come from the ``RoundSchedule`` (``engine.schedule``). The
     curve row of round r is handed to ``hooks.on_round`` in order, once its offline nDCG is known:
@@ -165,7 +177,7 @@ def train(algorithm: Algorithm, train_data: Dataset, settings: TrainSettings, *,
             client_ids, queries = schedule.next_round(r)
             params, state, batch, out = run_round(algorithm, params, state, train_data, queries, client_ids, r, s.seed,
                                                   defenses=defenses, threat_model=s.threat_model,
-                                                  observer=hooks.observer)
+                                                  observer=hooks.observer, poisoning=poisoning)
             if not np.isfinite(params).all():
                 raise FltrError(f"round {r}: the global model became NaN or infinite under the defense "
                                 f"{defenses.name!r} (noise or clipping too large for float64)")
@@ -192,6 +204,7 @@ def train(algorithm: Algorithm, train_data: Dataset, settings: TrainSettings, *,
         "eval_every": s.eval_every, "threat_model": s.threat_model, "replace": s.replace,
         "client_defenses": [d.name for d in defenses.client], "aggregator": defenses.aggregator.name,
         "online_gamma": GAMMA, **schedule.participation(),
+        **({"poison": poisoning.name} if poisoning is not None else {}),
     }
     import pandas as pd
 

@@ -12,32 +12,10 @@ from typing import Any, Callable, ClassVar, Literal, Mapping, Protocol, get_args
 
 import numpy as np
 
+from fltr_audit.base.defense_terms import (ROLES, SCOPES, SEES, PrivacyClaim, Privatizes, Role,  # noqa: F401
+                                           Scope, Sees)
 from fltr_audit.engine.data.dataset import Dataset
 from fltr_audit.engine.messages import GroundTruth, Guess, Interactions, Messages, RoundBatch, ServerView
-
-Scope = Literal["message", "aggregate", "none"]
-"""What a privacy claim protects: each message, only the cohort's aggregate, or nothing."""
-SCOPES: tuple[str, ...] = get_args(Scope)
-Role = Literal["client", "aggregator"]
-"""Where a defense acts: on each client's message, or when combining the cohort's."""
-ROLES: tuple[str, ...] = get_args(Role)
-Privatizes = Literal["vector", "metric"]
-"""Which part of a message a client defense transforms: the parameter vector or the metric values."""
-
-
-@dataclass(frozen=True)
-class PrivacyClaim:
-    """The guarantee a defense claims: (epsilon, delta)-DP per round, and for what.
-
-    ``scope`` is ``message`` when each client message is protected on its own,
-    ``aggregate`` when only the cohort's sum is, ``none`` when nothing is claimed.
-    ``epsilon`` is ``inf`` when no DP guarantee is claimed.
-    """
-
-    epsilon: float = float("inf")
-    delta: float = 0.0
-    scope: Scope = "none"
-
 
 class ClientDefense(Protocol):
     """A transform each client applies to its message before it leaves the device.
@@ -90,7 +68,8 @@ class Aggregator(Protocol):
     sets ``reads_global_model = True`` also gets ``global_params=`` (the model the cohort
     started from), e.g. to clip the updates ``vector - global_params`` of weight messages.
     One whose class sets ``min_cohort`` needs at least that many clients in a cohort (default 1);
-    it raises ``fltr_audit.errors.CohortLost`` when too few of them survive."""
+    it raises ``fltr_audit.errors.CohortLost`` when too few of them survive. Its class declares what
+    it must see of the messages as ``sees`` (``Sees``; undeclared: each update)."""
 
     name: str
     claim: PrivacyClaim

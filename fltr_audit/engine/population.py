@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -186,6 +186,8 @@ class UserClicks:
     """Per-user click behaviour of a population: a click model whose ``simulate_users`` is told
     which user saw which rows (``simulate_clicks`` passes them)."""
 
+    per_user: ClassVar[bool] = True
+    """Declares ``simulate_users`` (read by ``simulate_clicks``)."""
     base: Any
     non_iid: NonIID
     seed: int
@@ -257,7 +259,8 @@ def user_clicks(base: Any, non_iid: NonIID, seed: int) -> Any:
 
 def simulate_clicks(click_model: Any, labels_shown: np.ndarray, data: Any, rows: np.ndarray, users: np.ndarray,
                     rng: np.random.Generator) -> np.ndarray:
-    """Clicks by ``click_model``: per user where it declares ``per_user``, else the same for all."""
-    if isinstance(click_model, UserClicks):
+    """Clicks by ``click_model``: per user where its type declares ``per_user`` (``UserClicks``,
+    ``engine.poisoning.PoisonedClicks``), else the same for all."""
+    if getattr(type(click_model), "per_user", False):
         return click_model.simulate_users(labels_shown, data, rows, users, rng)
     return click_model.simulate(labels_shown, rng)

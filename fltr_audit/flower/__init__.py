@@ -7,6 +7,8 @@
 * ``fpdgd_app`` -- FPDGD as a Flower ServerApp + ClientApp whose client step is the engine's;
 * ``DefenseMod`` -- the project's client defenses Flower lacks (dp-distributed, rr) as mods;
 * ``deployment`` -- a local deployment (SuperLink, SuperNodes, ``flwr run``) bounded in time.
+* ``processes`` -- its processes: Flower's programs found beside the interpreter, each stopped
+  by its pid with whatever it started, also on SIGKILL of the command (the supervisor of ``reaper``).
 
 Part of the composition root (it wires the engine and ``defenses`` to Flower); nothing in the
 engine imports it or ``flwr`` (tests/test_dependency_rule.py).

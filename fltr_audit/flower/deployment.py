@@ -1,7 +1,7 @@
 """A federation of ``engine_app`` (FPDGD, FOLtR-ES, FedIPS) on a local Flower deployment: a
 SuperLink and SuperNodes on 127.0.0.1 (one per client, or fewer, each then serving several
 clients' messages per round), the app submitted with ``flwr run``, everything bounded in time and
-stopped by its own pid.
+stopped by its own pid, also when this process dies (``processes``).
 
 The app is generated into a folder (``pyproject.toml`` + ``fltr_app.py``, which builds the
 ServerApp and ClientApp of ``engine_app`` from the setup written into it); the SuperLink runs the
@@ -14,12 +14,7 @@ never touched.
 from __future__ import annotations
 
 import dataclasses
-import os
-import shutil
-import signal
 import socket
-import subprocess
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,9 +22,8 @@ from pathlib import Path
 from fltr_audit.constraints import ParameterError
 from fltr_audit.errors import FltrError
 from fltr_audit.flower.engine_app import EngineSetup
+from fltr_audit.flower.processes import Processes, logs_kept_on_failure
 
-STOP_SECONDS = 15.0
-"""Grace after SIGTERM before SIGKILL."""
 TASK_POLL_SECONDS = "0.2"
 """``FLWR_SUPEREXEC_TASK_POLL_INTERVAL`` of the SuperLink's and SuperNodes' SuperExecs: how often
 they look for a ServerApp / ClientApp to start (Flower's default: every 1 s, up to 1 s lost per
@@ -99,95 +93,36 @@ def write_app(folder: Path, setup: EngineSetup, recording: Recording, curves_fil
     return folder
 
 
-def session_processes(sids: set[int]) -> list[int]:
-    """The live processes (read from /proc) of the sessions ``sids``: each process we start leads a
-    session of its own, which its descendants keep even when orphaned (a ClientApp whose SuperExec
-    died first is reparented to init but stays in the session)."""
-    return [pid for pid, fields in process_stats() if len(fields) > 3 and fields[0] != "Z" and int(fields[3]) in sids]
-
-
-def process_stats() -> list[tuple[int, list[str]]]:
-    """(pid, the fields of /proc/PID/stat after the command name) of every live process: field 0 is
-    the state, 1 the parent pid, 3 the session id, 21 the resident pages (proc(5))."""
-    out = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                out.append((int(entry.name), (entry / "stat").read_text().rsplit(")", 1)[1].split()))
-            except (OSError, IndexError):
-                continue
-    return out
-
-
-def _signal(pids: list[int], sig: int) -> None:
-    for pid in pids:
-        try:
-            os.kill(pid, sig)
-        except ProcessLookupError:
-            pass
-
-
-def stop(processes: list[subprocess.Popen]) -> None:
-    """SIGTERM every live process of the sessions our processes lead (each started with
-    ``start_new_session``), by pid; SIGKILL what is left after ``STOP_SECONDS``."""
-    sids = {p.pid for p in processes}
-    _signal(session_processes(sids), signal.SIGTERM)
-    deadline = time.monotonic() + STOP_SECONDS
-    for p in processes:
-        try:
-            p.wait(timeout=max(0.1, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            pass
-    while session_processes(sids) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    _signal(session_processes(sids), signal.SIGKILL)
-    for p in processes:
-        p.wait()
-
-
-def _tool(name: str) -> str:
-    path = Path(sys.executable).with_name(name)
-    found = str(path) if path.exists() else shutil.which(name)
-    if found is None:
-        raise FltrError(f"{name}: not found; install the Flower extra: pip install 'fltr-audit[flower]'")
-    return found
-
-
-def _wait_listening(port: int, process: subprocess.Popen, what: str, deadline: float) -> None:
+def _wait_listening(port: int, processes: Processes, log: Path, deadline: float) -> None:
+    """Until the SuperLink (logging to ``log``) listens on ``port``: FltrError naming a program that
+    exited meanwhile."""
     while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise FltrError(f"Flower deployment: the {what} exited with code {process.returncode} at start")
+        processes.check_running()
         try:
             with socket.create_connection(("127.0.0.1", port), timeout=1.0):
                 return
         except OSError:
             time.sleep(0.3)
-    raise FltrError(f"Flower deployment: the {what} did not listen on 127.0.0.1:{port} in time")
+    raise FltrError(f"Flower deployment: flower-superlink did not listen on 127.0.0.1:{port} in time (log: {log})")
 
 
-def submit(app: Path, superlink: str, flwr_home: Path, deadline: float, log: Path) -> None:
+def submit(app: Path, superlink: str, processes: Processes, flwr_home: Path, deadline: float, log: Path) -> None:
     """``flwr run app`` against the SuperLink at ``superlink`` (HOST:PORT, its HTTP API), streaming the
-    run's log to ``log``; FltrError when the run fails or outlives ``deadline``."""
+    run's log to ``log``; FltrError when the run fails (naming a server program that exited, if one
+    did) or outlives ``deadline``."""
     flwr_home.mkdir(parents=True, exist_ok=True)
     (flwr_home / "config.toml").write_text(f'[superlink]\ndefault = "local"\n\n[superlink.local]\n'
                                            f'address = "{superlink}"\ninsecure = true\n')
-    env = {**os.environ, "FLWR_HOME": str(flwr_home)}
     for attempt in range(3):  # a SuperLink that just started may refuse the first submission
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             break
-        with open(log, "w") as fh:
-            try:
-                done = subprocess.run([_tool("flwr"), "run", str(app), "local", "--stream"], stdout=fh,
-                                      stderr=subprocess.STDOUT, env=env, timeout=remaining)
-            except subprocess.TimeoutExpired:
-                raise FltrError(f"Flower deployment: the run did not finish in time (log: {log})") from None
-        text = log.read_text(errors="replace")
-        if done.returncode == 0:
+        if processes.run("flwr", ["run", str(app), "local", "--stream"], log, remaining) == 0:
             return
-        if "unavailable" not in text:
+        if "unavailable" not in log.read_text(errors="replace"):
             break
         time.sleep(2.0)
+    processes.check_running()
     last = [line for line in log.read_text(errors="replace").splitlines() if line.strip("│╭╰─ ")]
     reason = " ".join(last[-2:]).strip("│ ") if last else "no output"
     raise FltrError(f"Flower deployment: flwr run failed ({reason[:160]}; log: {log})")
@@ -197,7 +132,7 @@ def run_local_deployment(setup: EngineSetup, work: Path, recording: Recording = 
                          timeout: float = 600.0, nodes: int | None = None) -> list[tuple[int, float]]:
     """Start a SuperLink and ``nodes`` SuperNodes (default: ``setup.clients``; fewer: each serves
     several clients' messages per round) on 127.0.0.1, run the app, stop them; the offline
-    nDCG@10 curve. Logs and the generated app stay in ``work``."""
+    nDCG@10 curve. The generated app stays in ``work``, the logs too when the run succeeds."""
     nodes = nodes or setup.clients
     if not 1 <= nodes <= setup.clients:
         raise ParameterError("nodes", f"{nodes} is not in 1..{setup.clients} (the clients)")
@@ -206,33 +141,24 @@ def run_local_deployment(setup: EngineSetup, work: Path, recording: Recording = 
     curves_file = work / "curves.csv"
     curves_file.unlink(missing_ok=True)
     app = write_app(work / "app", setup, recording, curves_file, nodes)
-    processes: list[subprocess.Popen] = []
-    logs = []
-    env = {**os.environ, "FLWR_HOME": str(work / "flwr-home"), "FLWR_SUPEREXEC_TASK_POLL_INTERVAL": TASK_POLL_SECONDS}
-    try:
-        port = free_port()
-        log = open(work / "superlink.log", "w")
-        logs.append(log)
-        # Flower's in-memory state: with a SQLite file, 10 SuperNodes on a loaded machine hit "database is
-        # locked" and the SuperLink finished the run before round 1 (seen with tools/flower_bench.py)
-        processes.append(subprocess.Popen([_tool("flower-superlink"), "--insecure", "--port", str(port)],
-                                          stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, start_new_session=True))
-        _wait_listening(port, processes[0], "SuperLink", deadline)
-        for node in range(nodes):
-            log = open(work / f"supernode-{node}.log", "w")
-            logs.append(log)
-            processes.append(subprocess.Popen(
-                [_tool("flower-supernode"), "--insecure", "--superlink", f"127.0.0.1:{port}", "--port",
-                 str(free_port()), "--node-config", f"partition-id={node} num-partitions={nodes}"],
-                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, start_new_session=True))
-        submit(app, f"127.0.0.1:{port}", work / "flwr-home", deadline, work / "run.log")
-    finally:
-        stop(processes)
-        for log in logs:
-            log.close()
-    curves = read_curves(curves_file)
-    if len(curves) != setup.rounds:
-        raise FltrError(f"Flower deployment: finished {len(curves)} of {setup.rounds} rounds (log: {work / 'run.log'})")
+    env = {"FLWR_HOME": str(work / "flwr-home"), "FLWR_SUPEREXEC_TASK_POLL_INTERVAL": TASK_POLL_SECONDS}
+    with logs_kept_on_failure(work) as logs:
+        with Processes(env) as processes:
+            port = free_port()
+            # Flower's in-memory state: with a SQLite file, 10 SuperNodes on a loaded machine hit "database is
+            # locked" and the SuperLink finished the run before round 1 (seen with tools/flower_bench.py)
+            processes.start("flower-superlink", ["--insecure", "--port", str(port)], logs / "superlink.log")
+            _wait_listening(port, processes, logs / "superlink.log", deadline)
+            for node in range(nodes):
+                processes.start("flower-supernode", ["--insecure", "--superlink", f"127.0.0.1:{port}", "--port",
+                                                     str(free_port()), "--node-config",
+                                                     f"partition-id={node} num-partitions={nodes}"],
+                                logs / f"supernode-{node}.log")
+            submit(app, f"127.0.0.1:{port}", processes, work / "flwr-home", deadline, logs / "run.log")
+        curves = read_curves(curves_file)
+        if len(curves) != setup.rounds:
+            raise FltrError(f"Flower deployment: finished {len(curves)} of {setup.rounds} rounds "
+                            f"(log: {logs / 'run.log'})")
     return curves
 
 
@@ -244,7 +170,8 @@ def run_on_superlink(setup: EngineSetup, superlink: str, work: Path, recording: 
     work.mkdir(parents=True, exist_ok=True)
     curves_file = work / "curves.csv"
     app = write_app(work / "app", setup, recording, curves_file, nodes)
-    submit(app, superlink, work / "flwr-home", time.monotonic() + timeout, work / "run.log")
+    with logs_kept_on_failure(work) as logs, Processes({"FLWR_HOME": str(work / "flwr-home")}) as processes:
+        submit(app, superlink, processes, work / "flwr-home", time.monotonic() + timeout, logs / "run.log")
     return read_curves(curves_file)
 
 

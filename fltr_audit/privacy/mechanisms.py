@@ -16,9 +16,10 @@ accountant read that declaration -- never the defense's attribute names.
   of a cohort sum to Laplace(``scale``)).
 * ``RandomizedResponse(p, values)``: keep a metric value with probability ``p``, else send one
   of the other values of the domain uniformly.
-* ``AggregatorGaussian(noise_multiplier, std_multiplier, clip)``: an aggregator clipping each
-  update to L2 norm ``clip`` and adding N(0, (``std_multiplier`` clip)^2) to the sum; the claim
-  is for multiplier ``noise_multiplier``.
+* ``AggregatorGaussian(noise_multiplier, std_multiplier, clip, adaptive, combine)``: an aggregator
+  clipping each update to L2 norm ``clip`` and adding N(0, (``std_multiplier`` clip)^2) to the sum
+  (or to ``m`` times a robust rule's combination, ``combine``); the claim is for multiplier
+  ``noise_multiplier``.
 * ``DiscreteGaussianSum(noise_multiplier, clip, rho, xi)``: an aggregator summing clipped,
   rounded updates with distributed discrete Gaussian shares (zCDP ``(rho, xi)``).
 * ``Shuffle(n, amplified)``: an anonymous shuffler behind one local randomizer.
@@ -107,6 +108,9 @@ class AggregatorGaussian:
     std_multiplier: float
     clip: float
     adaptive: bool = False
+    combine: str = "mean"
+    """How the clipped updates are combined before the noise: ``mean`` (DP-FedAvg), or the name of a
+    robust rule that replaces it (``defenses.robust.compose``; the noise stays calibrated for the mean)."""
     kind = "aggregator-gaussian"
 
 

@@ -37,7 +37,8 @@ from attacks.epsilon import epsilon_rows
 from attacks.registry import attack_spec, make_attack
 from attacks.scoring import Slots, evaluate, roc_points, summarize
 from fltr_audit.runs.epsilon_audits import epsilon_audits, randomized_response
-from fltr_audit.runs.models import build_algorithm, final_ndcg, splits_of, trained
+from defenses.robust.compose import check_cohort
+from fltr_audit.runs.models import build_algorithm, final_ndcg, run_stack, splits_of, trained, without_poison
 from fltr_audit.runs.probe_rounds import (attack_params, counterfactual_draws, probe_rounds, probe_seed, redraw,
                                           threat_label)
 from fltr_audit.spec.run import RunSpec, as_run_spec
@@ -52,13 +53,22 @@ def run_audit(config: RunSpec | Mapping[str, Any]) -> dict[str, pd.DataFrame]:
     context = {"algo": config.algorithm.name, "setting": algorithm_setting(config), "data": config.data.spec,
                "fold": config.data.fold, "seed": config.seed}
 
-    base = trained(config)
-    defended = trained(config, config.defense) if defense != "none" else base
+    check_cohort(config.defense.build(), config.algorithm.clients)
+    poison = config.algorithm.poison
+    base = trained(without_poison(config))  # the model the probe attacks: never poisoned
+    defended = trained(config, config.defense) if defense != "none" or poison is not None else base
     base_ndcg, _ = final_ndcg(config, splits, base)
     ndcg, ndcg5 = final_ndcg(config, splits, defended)
+    integrity = {} if poison is None else {"poison": poison.text,
+                                           "malicious_mean": float(defended.curves["malicious_clients"].mean())}
+    if "aggregator_fallbacks" in defended.config:
+        integrity["aggregator_fallbacks"] = defended.config["aggregator_fallbacks"]
     utility = pd.DataFrame([{**context, "click_model": config.algorithm.train_click_model, "defense": defense,
-                             "ndcg10": ndcg, "ndcg10_delta": ndcg - base_ndcg, "ndcg5": ndcg5}])
-    curves = defended.curves.assign(defense=defense, algo=context["algo"], setting=context["setting"])
+                             "ndcg10": ndcg, "ndcg10_delta": ndcg - base_ndcg, "ndcg5": ndcg5, **integrity}])
+    curves = defended.curves.assign(defense=defense, algo=context["algo"], setting=context["setting"],
+                                    **({"poison": poison.text} if poison is not None else {}))
+    if poison is not None:  # an integrity run: its privacy side is the same run without the poisoning
+        return {"utility": utility, "curves": curves}
     attack_rows, query_rows = _probe_and_attack(config, splits, base, context)
     tables = {
         "utility": utility,
@@ -67,7 +77,7 @@ def run_audit(config: RunSpec | Mapping[str, Any]) -> dict[str, pd.DataFrame]:
         "per_query": pd.concat(query_rows, ignore_index=True) if query_rows else pd.DataFrame(),
     }
     if config.audit.epsilon_audit:
-        stack = config.defense.build()
+        stack = run_stack(config, splits)
         audit_rows = epsilon_audits(config, splits, stack, base)
         if audit_rows:
             tables["audits"] = pd.DataFrame([{**context, "defense": defense, **row} for row in audit_rows])
@@ -88,7 +98,7 @@ def _probe_and_attack(config: RunSpec, splits: Any, base: Any, context: dict) ->
     attack_rows, query_rows = [], []
     for click_model in probe_cfg.click_models:
         algorithm = build_algorithm(config, splits, click_model)
-        stack = config.defense.build()
+        stack = run_stack(config, splits)
         batches, manipulation = probe_rounds(config, algorithm, base.params, data, stack)
         counterfactual = [redraw(algorithm, b, data, draws, probe_seed(config)) for b in batches]
         cell = {**context, "click_model": click_model, "defense": config.defense.name}
@@ -110,7 +120,7 @@ def _probe_and_attack(config: RunSpec, splits: Any, base: Any, context: dict) ->
             roc = roc_points(slots)
             for row in summarize(per_query, slots=slots):
                 row = {**row, **(roc if row["averaging"] == "macro" else {})}  # one curve per run and attack
-                attack_rows.append({**cell, "threat_model": threat_label(batches[0].view), "attack": label,
+                attack_rows.append({**cell, "threat_model": threat_label(batches[0].view, stack), "attack": label,
                                     "reference": reference, "probe_cohort": probe_cfg.cohort, **row, **manipulation,
                                     "degenerate_lists": sum(g.degenerate for g in guesses)})
             query_rows.append(per_query.assign(click_model=click_model, defense=config.defense.name, attack=label))

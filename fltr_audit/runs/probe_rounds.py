@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from attacks.registry import attack_spec, needed
+from defenses.robust.compose import rule_of
 from defenses.stack import DefenseStack
 from fltr_audit.constraints import POSITIVE_INT, ParameterError, check
 from fltr_audit.engine.messages import RoundBatch
@@ -47,10 +48,14 @@ def redraw(algorithm: Any, batch: RoundBatch, data: Any, draws: int, seed: int) 
     return algorithm.redraw_clicks(batch.truth, batch.view.interactions, data, draws, rng)
 
 
-def threat_label(view: Any) -> str:
-    """The threat model an attack row names: ``server (aggregate only)`` when an honest server
-    sees only the aggregate, else the view's own threat model."""
-    return "server (aggregate only)" if view.threat_model == "server" and view.messages is None else view.threat_model
+def threat_label(view: Any, stack: DefenseStack | None = None) -> str:
+    """The threat model an attack row names: ``server (robust output)`` when the server sees only what a
+    robust rule releases (``view=output``: the rule inside a secure robust-aggregation protocol),
+    ``server (aggregate only)`` when an honest server sees only the aggregate, else the view's own."""
+    if view.threat_model == "server" and view.messages is None:
+        rule = None if stack is None else rule_of(stack.aggregator)
+        return "server (robust output)" if getattr(rule, "view", "updates") == "output" else "server (aggregate only)"
+    return view.threat_model
 
 
 def probe_rounds(config: RunSpec, algorithm: Any, params: np.ndarray, data: Any, stack: DefenseStack

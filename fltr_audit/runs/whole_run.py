@@ -38,6 +38,7 @@ from fltr_audit.runs.epsilon_audits import hides_messages
 from fltr_audit.runs.executors import SERIAL, Executor, Task
 from fltr_audit.runs.models import splits_of
 from fltr_audit.runs.noise_model import noise_model
+from fltr_audit.runs.robustness import prepared
 from fltr_audit.runs.whole_run_figures import whole_run_figures
 from fltr_audit.spec.run import RunSpec, run_key
 from fltr_audit.spec.whole_run import CanaryOptions, canary_problem, check_canaries
@@ -54,7 +55,8 @@ def audit_run_config(spec: RunSpec, options: CanaryOptions) -> dict:
             "seed": spec.seed, "ranker": algo.ranker, "params": [list(p) for p in algo.params],
             "non_iid": algo.non_iid, "confidence": options.confidence, "claim_verdict": options.require_claim,
             **({"normalization": data.normalization} if data.normalization != "none" else {}),
-            **({"queries": data.queries} if data.queries is not None else {})}
+            **({"queries": data.queries} if data.queries is not None else {}),
+            **({"poison": algo.poison.text} if algo.poison is not None else {})}
 
 
 def canary_design(stack: Any, spec: RunSpec, options: CanaryOptions, dim: int, metric: bool = False) -> Any:
@@ -119,13 +121,14 @@ def canary_run(task: tuple[RunSpec, CanaryOptions, int]) -> CanaryRun:
     dim = algorithm.init_params(np.random.default_rng(0)).shape[0]
     plan = canary_design(stack, dataclasses.replace(spec, seed=seed), options, dim, metric=kind == "seed+metric")
     observer = CanaryObserver(plan)
+    poisoning, stack = prepared(algo.poison, stack, algorithm, splits.train, algo.queries_per_client, seed)
     start = time.perf_counter()
     replace = algo.population is None and algo.clients * algo.queries_per_client > splits.train.n_queries
     result = train(algorithm, splits.train,
                    TrainSettings(clients=algo.clients, queries_per_client=algo.queries_per_client, rounds=algo.rounds,
                                  seed=seed, replace=replace, population=algo.population,
                                  non_iid=parse_non_iid(algo.non_iid)),
-                   defenses=stack, hooks=TrainHooks(observer=observer))
+                   defenses=stack, hooks=TrainHooks(observer=observer), poisoning=poisoning)
     seconds = time.perf_counter() - start
     ndcg = float(metrics.mean_ndcg(algorithm.ranker.score(result.params, splits.test.features), splits.test, 10))
     return CanaryRun(observer.scores(), plan.present, plan.participations, plan.scope, ndcg, seconds)

@@ -14,7 +14,7 @@ DEFAULT_POWER = 0.9
 """The probability with which a default audit's list count decides at ``DEFAULT_MIN_EFFECT``
 (``fltr_audit.spec.plan``): about 450-700 lists per click model for four or five informed attacks."""
 
-LISTS = {"folds": int, "seeds": int, "defenses": str, "attacks": str, "click_models": str}
+LISTS = {"folds": int, "seeds": int, "defenses": str, "attacks": str, "click_models": str, "poison": str}
 """The list settings and their item type (a list, a tuple, one item, or comma-separated text)."""
 
 
@@ -48,6 +48,8 @@ class AuditOptions:
     counterfactual: int = 20
     population: int | None = None
     non_iid: str = "iid"
+    poison: tuple[str, ...] = ()
+    """Poisonings: every defense also trains under each of them (integrity), beside its clean run."""
     min_effect: float = DEFAULT_MIN_EFFECT
     probe_lists: int | None = None
     power: float | None = DEFAULT_POWER

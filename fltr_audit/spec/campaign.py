@@ -10,21 +10,26 @@ is ``spec.grid.expand``.
 from __future__ import annotations
 
 import sys
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
 from fltr_audit.constraints import ParameterError
-from fltr_audit.errors import FltrError
+from fltr_audit.errors import FltrDeprecation, FltrError
 from fltr_audit.spec.campaign_checks import check_table, check_values, family_defaults
-from fltr_audit.spec.campaign_tables import CAMPAIGN_KEYS, DEFAULTS, as_list
+from fltr_audit.spec.campaign_tables import CAMPAIGN_KEYS, DEFAULTS, DEPRECATED_KEYS, as_list
 from fltr_audit.spec.defense import DefenseSpec
+from fltr_audit.spec.poison import PoisonSpec, parse_poison
 from fltr_audit.spec.plan import planned_lists
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
     import tomli as tomllib
+
+MAX_CAMPAIGN_BYTES = 1 << 20
+"""A campaign file is a few hundred bytes of settings; anything past 1 MiB is not one (read whole)."""
 
 TABLES = ("data", "algorithm", "probe", "audit", "audit_run")
 
@@ -52,6 +57,7 @@ class CampaignAlgorithm:
     params: tuple[tuple[str, tuple[Any, ...]], ...]
     population: int | None
     non_iid: tuple[str, ...]
+    poison: tuple[PoisonSpec | None, ...] = (None,)
 
 
 @dataclass(frozen=True)
@@ -114,6 +120,9 @@ def load_spec(path: str | Path) -> CampaignSpec:
     if not path.is_file():
         raise FltrError(f"{path}: no such campaign file")
     try:
+        if path.stat().st_size > MAX_CAMPAIGN_BYTES:
+            raise FltrError(f"{path}: {path.stat().st_size:,} bytes, larger than any campaign file "
+                            f"({MAX_CAMPAIGN_BYTES:,} bytes at most)")
         raw = tomllib.loads(path.read_bytes().decode("utf-8"))
     except UnicodeDecodeError as exc:
         raise FltrError(f"{path}: not UTF-8 text (byte {exc.start}: {exc.reason})") from None
@@ -136,6 +145,7 @@ def validate_spec(raw: Mapping[str, Any] | CampaignSpec, source: str = "campaign
         return raw
     if "name" not in raw:
         raise FltrError(f"{source}: missing key 'name'")
+    raw = _current_keys(raw, source)
     check_table(dict(raw), "", source)
     spec: dict[str, Any] = {"name": raw["name"], "seeds": as_list(raw.get("seeds", DEFAULTS["seeds"]))}
     for table in TABLES:
@@ -151,6 +161,20 @@ def validate_spec(raw: Mapping[str, Any] | CampaignSpec, source: str = "campaign
             raise
         raise exc.renamed(CAMPAIGN_KEYS, where=f"{source}: ", form="key '{}'") from None
     return _typed(spec)
+
+
+def _current_keys(raw: Mapping[str, Any], source: str) -> dict[str, Any]:
+    """``raw`` with each deprecated key (``DEPRECATED_KEYS``) renamed, one FltrDeprecation per key;
+    an old key beside its new one is an error."""
+    out = dict(raw)
+    for (table, old), new in DEPRECATED_KEYS.items():
+        if isinstance(out.get(table), Mapping) and old in out[table]:
+            if new in out[table]:
+                raise FltrError(f"{source}: keys '{table}.{old}' and '{table}.{new}' both set; keep '{table}.{new}'")
+            warnings.warn(f"{source}: key '{table}.{old}' is deprecated: write '{table}.{new}'", FltrDeprecation,
+                          stacklevel=2)
+            out[table] = {(new if k == old else k): v for k, v in out[table].items()}
+    return out
 
 
 def _axis(value: Any) -> tuple:
@@ -175,8 +199,9 @@ def _typed(spec: dict[str, Any]) -> CampaignSpec:
         algorithm=CampaignAlgorithm(t(algo["name"]), t(algo["rounds"]), t(algo["clients"]),
                                     t(algo["queries_per_client"]), t(algo["ranker"]), algo["train_click_model"],
                                     tuple((k, t(v)) for k, v in sorted(algo["params"].items())),
-                                    algo.get("population"), t(algo.get("non_iid", "iid"))),
-        probe=CampaignProbe(t(probe["split"]), t(probe["click_models"]), t(probe["cohort"]),
+                                    algo.get("population"), t(algo.get("non_iid", "iid")),
+                                    tuple(parse_poison(p) for p in as_list(algo.get("poison", "none")))),
+        probe=CampaignProbe(t(probe["split"]), t(probe["click_models"]), t(probe["probe_cohort"]),
                             probe["queries_per_client"], probe["min_shown"], probe["require_click"],
                             probe["counterfactual"], t(probe.get("threat_model", "server")),
                             probe.get("manipulation", "isolate"), _lists(probe, audit), probe.get("rounds"),

@@ -10,11 +10,11 @@ from typing import Any, Callable
 from attacks.registry import make_attack
 from fltr_audit.constraints import OPEN_UNIT, ParameterError, check
 from fltr_audit.engine.algorithms.registry import algorithm_spec
-from fltr_audit.engine.footprint import check_population_memory
 from fltr_audit.errors import FltrError
 from fltr_audit.spec.campaign_tables import DEFAULTS, SCHEMA, as_list
 from fltr_audit.spec.defense import DefenseSpec
-from fltr_audit.spec.run import AlgorithmSettings, AuditSettings, DataSettings, ProbeSettings, RunSpec, check_setting
+from fltr_audit.spec.run import (AlgorithmSettings, AuditSettings, DataSettings, ProbeSettings, RunSpec, check_population,
+                                  check_setting)
 from fltr_audit.spec.whole_run import canary_problem
 
 
@@ -70,7 +70,8 @@ _SETTINGS: dict[str, tuple[type, str]] = {
     "data.normalization": (DataSettings, "normalization"), "data.queries": (DataSettings, "queries"),
     **{f"algorithm.{k}": (AlgorithmSettings, k) for k in ("name", "rounds", "clients", "queries_per_client",
                                                           "ranker", "train_click_model", "population")},
-    **{f"probe.{k}": (ProbeSettings, k) for k in ("split", "cohort", "queries_per_client", "min_shown",
+    "probe.probe_cohort": (ProbeSettings, "cohort"),
+    **{f"probe.{k}": (ProbeSettings, k) for k in ("split", "queries_per_client", "min_shown",
                                                   "require_click", "counterfactual", "threat_model", "manipulation",
                                                   "lists", "rounds")},
     "audit.epsilon_audit": (AuditSettings, "epsilon_audit"), "audit.trials": (AuditSettings, "trials"),
@@ -96,15 +97,13 @@ def check_values(spec: dict, source: str) -> None:
     """Every value that would fail inside a run fails here, before any store is written: a
     ParameterError naming the engine's parameter, or a FltrError naming the key."""
     from fltr_audit.engine.clicks import CCM_TABLES
-    from fltr_audit.engine.population import parse_non_iid
 
     _check_settings(spec)
     for key in ("min_effect", "power"):
         if spec["probe"].get(key) is not None:
             check(f"probe.{key}", spec["probe"][key], OPEN_UNIT)
-    population = spec["algorithm"].get("population")
     for non_iid in as_list(spec["algorithm"].get("non_iid", "iid")):
-        check_population_memory(population, parse_non_iid(non_iid).setting)
+        check_population(spec["algorithm"].get("population"), non_iid)
     known_models = sorted({name for name, _ in CCM_TABLES}) + ["pbm"]
     queries = spec["data"].get("queries")
     for data in as_list(spec["data"]["spec"]):
@@ -133,6 +132,7 @@ def check_values(spec: dict, source: str) -> None:
     _check_each(spec["audit"]["defenses"], DefenseSpec.parse, "defense")
     _check_messages(spec, source)
     _check_each(spec["audit"]["attacks"], make_attack, "attacks")
+    _check_robustness(spec)
     _check_threat_models(spec, source)
     _check_audit_run(spec, source)
 
@@ -224,6 +224,25 @@ def _check_params(algo: dict, source: str) -> None:
                     algorithm_spec(name, auditable=True).check_params({key: item}, prefix="algorithm.params.")
                 except ParameterError as exc:
                     raise FltrError(f"{source}: key '{exc.parameter}': algorithm {name!r}: {exc.problem}") from None
+
+
+def _check_robustness(spec: dict) -> None:
+    """``algorithm.poison``: every poisoning parses and every algorithm's messages carry it; every
+    defense's robust rule fits every cohort (``defenses.robust.compose.check_cohort``)."""
+    from defenses.robust.compose import check_cohort
+    from fltr_audit.spec.poison import parse_poison
+
+    for text in as_list(spec["algorithm"].get("poison", "none")):
+        poison = parse_poison(text)
+        for name in as_list(spec["algorithm"]["name"]) if poison is not None else []:
+            declared = algorithm_spec(name, auditable=True)
+            poison.check_applies(name, declared.message_kind, declared.user_clicks)
+    for text in as_list(spec["audit"]["defenses"]):
+        for clients in as_list(spec["algorithm"]["clients"]):
+            try:
+                check_cohort(DefenseSpec.parse(text).build(), clients)
+            except FltrError as exc:
+                raise ParameterError("defense", str(exc)) from None
 
 
 def _check_each(values: Any, build: Callable[[str], Any], parameter: str) -> None:

@@ -25,7 +25,7 @@ A campaign file has these tables (every key optional except ``name``)::
     [probe]
     split = "vali"
     click_models = ["perfect", "navigational", "informational"]
-    cohort = [100]
+    probe_cohort = [100]                 # clients per probed cohort (`cohort`: deprecated)
     queries_per_client = 1
     min_shown = 10
     require_click = true
@@ -50,7 +50,7 @@ Unless ``probe.lists`` fixes it, each click model is probed with the lists plann
 that the leakage verdicts can decide; ``campaign run`` prints the plan and its expected time.
 
 Grid axes: ``seeds``, ``data.spec``, ``data.folds``, every list of ``[algorithm]``
-(including inside ``params``), ``probe.split``, ``probe.cohort``, ``probe.threat_model`` and
+(including inside ``params``), ``probe.split``, ``probe.probe_cohort``, ``probe.threat_model`` and
 ``audit.defenses``.
 The click models and attacks of a run are evaluated inside it, on the same trained model
 and the same probe, so they are lists but not axes. Each grid point is one run whose key is
@@ -83,11 +83,12 @@ SCHEMA: dict[str, dict[str, tuple[type, ...]]] = {
         "params": (dict,),
         "population": (int,),
         "non_iid": (str, list),
+        "poison": (str, list),
     },
     "probe": {
         "split": (str, list),
         "click_models": (str, list),
-        "cohort": (int, list),
+        "probe_cohort": (int, list),
         "queries_per_client": (int,),
         "min_shown": (int,),
         "require_click": (bool,),
@@ -118,7 +119,7 @@ DEFAULTS: dict[str, Any] = {
     "probe": {
         "split": ["vali"],
         "click_models": list(CLICK_MODELS),
-        "cohort": [100],
+        "probe_cohort": [100],
         "queries_per_client": 1,
         "min_shown": 10,
         "require_click": True,
@@ -147,11 +148,12 @@ DEFAULTS: dict[str, Any] = {
 CAMPAIGN_KEYS = {
     # the run spec's parameters (fltr_audit.spec.run) that a campaign file spells otherwise
     "data.fold": "data.folds", "seed": "seeds", "audit.run_canaries": "audit_run.canaries",
-    "audit.run_runs": "audit_run.runs",
+    "audit.run_runs": "audit_run.runs", "probe.cohort": "probe.probe_cohort",
     # the engine's parameters, as the key that sets them
     "data": "data.spec", "fold": "data.folds", "queries": "data.queries", "normalization": "data.normalization",
     "clients": "algorithm.clients", "rounds": "algorithm.rounds", "queries_per_client": "algorithm.queries_per_client",
     "ranker": "algorithm.ranker", "population": "algorithm.population", "non_iid": "algorithm.non_iid",
+    "poison": "algorithm.poison",
     "click_model": "probe.click_models", "split": "probe.split", "threat_model": "probe.threat_model",
     "manipulation": "probe.manipulation", "defense": "audit.defenses", "attacks": "audit.attacks",
     "trials": "audit.trials", "canaries": "audit_run.canaries", "runs": "audit_run.runs",
@@ -163,4 +165,8 @@ renames every ParameterError by it, once; a name not here is already the key).""
 def as_list(value: Any) -> list:
     """A list value as is, a scalar as a one-item list (a grid axis of one point)."""
     return value if isinstance(value, list) else [value]
+
+
+DEPRECATED_KEYS = {("probe", "cohort"): "probe_cohort"}
+"""Old campaign keys, (table, key) -> the key's current name in that table."""
 

@@ -37,7 +37,7 @@ def _axes(spec: CampaignSpec) -> list[tuple]:
     return [data.specs, data.folds, algo.names, algo.rounds, algo.clients, algo.queries_per_client, algo.rankers,
             tuple(itertools.product(*(values for _, values in algo.params))), probe.splits, probe.cohorts,
             spec.audit.defenses, spec.seeds, probe.threat_models,
-            tuple(parse_non_iid(s).name for s in algo.non_iid)]
+            tuple(parse_non_iid(s).name for s in algo.non_iid), algo.poison]  # poison last: (None,) keeps old keys
 
 
 def grid_size(spec: CampaignSpec) -> int:
@@ -56,7 +56,7 @@ def expand(spec: CampaignSpec, max_runs: int | None = MAX_RUNS) -> list[Run]:
     param_names = [name for name, _ in algo.params]
     runs = []
     for (dspec, fold, name, rounds, clients, qpc, ranker, params, split, cohort, defense, seed, threat,
-         non_iid) in itertools.product(*_axes(spec)):
+         non_iid, poison) in itertools.product(*_axes(spec)):
         if algo.population is not None and algo.population < clients:
             raise FltrError(f"campaign {spec.name!r}: key 'algorithm.population' ({algo.population}) must be "
                             f"at least the cohort of {clients} clients drawn from it each round")
@@ -66,7 +66,7 @@ def expand(spec: CampaignSpec, max_runs: int | None = MAX_RUNS) -> list[Run]:
             algorithm=AlgorithmSettings(name=name, rounds=rounds, clients=clients, queries_per_client=qpc,
                                         ranker=ranker, train_click_model=algo.train_click_model,
                                         params=tuple(zip(param_names, params)), population=algo.population,
-                                        non_iid=non_iid),
+                                        non_iid=non_iid, poison=poison),
             probe=ProbeSettings(split=split, click_models=probe.click_models, cohort=cohort,
                                 queries_per_client=probe.queries_per_client, min_shown=probe.min_shown,
                                 require_click=probe.require_click, counterfactual=probe.counterfactual,

@@ -50,7 +50,10 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from fltr_audit.constraints import SEED, Constraint, InstanceOf, Interval, Options, ParameterError, check
+from fltr_audit.engine.footprint import check_counterfactual_memory, check_population_memory
+from fltr_audit.engine.population import parse_non_iid
 from fltr_audit.spec.defense import DefenseSpec
+from fltr_audit.spec.poison import PoisonSpec, parse_poison
 from fltr_audit.store.defense_spelling import legacy_spelling
 from fltr_audit.errors import FltrError
 
@@ -172,20 +175,27 @@ class AlgorithmSettings(_Section):
     params: tuple[tuple[str, Any], ...] = setting(())
     population: int | None = optional(None, constraints=(*_POSITIVE, None))
     non_iid: str = optional("iid", constraints=(InstanceOf(str),))
+    poison: PoisonSpec | None = optional(None)
+    """Malicious clients of every training cohort (``fltr_audit.spec.poison``; None: none), written as
+    their canonical text."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "params", _frozen_params(self.params))
+        if self.poison is None or isinstance(self.poison, str):
+            object.__setattr__(self, "poison", parse_poison(self.poison))
         super().__post_init__()
         if self.population is not None and self.population < self.clients:
             raise ParameterError("algorithm.population", f"must be at least the cohort of {self.clients} clients "
                                  f"drawn from it each round, got {self.population}")
+        check_population(self.population, self.non_iid)
 
     def kwargs(self) -> dict[str, Any]:
         """The algorithm's own parameters as keywords."""
         return dict(self.params)
 
     def _items(self) -> list[tuple[str, bool, Any]]:
-        return [(k, n, dict(self.params) if k == "params" else v) for k, n, v in super()._items()]
+        return [(k, n, dict(self.params) if k == "params" else self.poison.text if k == "poison" else v)
+                for k, n, v in super()._items()]
 
 
 @dataclass(frozen=True)
@@ -215,6 +225,8 @@ class ProbeSettings(_Section):
         malicious = self.threat_model == "server-malicious"
         object.__setattr__(self, "manipulation", (self.manipulation or "isolate") if malicious else None)
         super().__post_init__()
+        # at least min_shown slots per scored list: a floor on what the counterfactual draws hold
+        check_counterfactual_memory(self.counterfactual, (self.lists or 1) * max(self.min_shown, 1))
 
 
 @dataclass(frozen=True)
@@ -320,6 +332,12 @@ def setting_constraints(section: type, name: str) -> tuple[Constraint, ...]:
     if section is RunSpec and name == "seed":
         return SEED
     return next(f.metadata.get("constraints", ()) for f in dataclasses.fields(section) if f.name == name)
+
+
+def check_population(population: int | None, non_iid: str) -> None:
+    """ParameterError naming ``non_iid`` for a setting that does not parse, or ``population`` for
+    users that do not fit in this machine's memory under it."""
+    check_population_memory(population, parse_non_iid(non_iid).setting)
 
 
 def check_setting(section: type, name: str, value: Any) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from defenses.robust.compose import check_cohort
 from fltr_audit.constraints import OPEN_UNIT, Interval, ParameterError, check
 from fltr_audit.engine.algorithms import registry as algorithms
 from fltr_audit.errors import FltrError
@@ -44,9 +45,14 @@ def check_canaries(spec: RunSpec, options: CanaryOptions) -> None:
           else "the canaries of the audit")
     check("runs", options.runs, (Interval(int, 1, RUNS_CAP),), "independent trainings")
     check("confidence", options.confidence, OPEN_UNIT)
-    problem = canary_problem(spec.algorithm.name, spec.defense.build())
+    stack = spec.defense.build()
+    problem = canary_problem(spec.algorithm.name, stack)
     if problem:
         raise FltrError(problem)
+    if spec.algorithm.poison is not None:  # a federation under poisoning: the attack must fit the messages
+        declared = algorithms.algorithm_spec(spec.algorithm.name)
+        spec.algorithm.poison.check_applies(spec.algorithm.name, declared.message_kind, declared.user_clicks)
+    check_cohort(stack, spec.algorithm.clients)
     if options.require_claim and spec.defense.claim.epsilon == float("inf"):
         raise ParameterError("claim_verdict", f"defense {spec.defense.name!r} claims no epsilon, so there is no claim "
                              "to give a verdict on (leave it off for the bounds alone)")

@@ -136,13 +136,17 @@ def es_gradient(V: np.ndarray, metric: np.ndarray, sigma: float, antithetic: boo
     metric : ndarray, shape (n, B)
         Per-interaction metric values (possibly privatized).
     """
+    w = es_weights(metric, antithetic)
+    return (w @ V) / (len(w) * sigma)
+
+
+def es_weights(metric: np.ndarray, antithetic: bool) -> np.ndarray:
+    """Each client's weight ``f_c`` (or ``(f+_c - f-_c) / 2``) of its perturbation in ``es_gradient``, (n,)."""
     metric = np.asarray(metric, dtype=np.float64)
     if antithetic and metric.shape[1] > 1:
         half = (metric.shape[1] + 1) // 2
-        w = (metric[:, :half].mean(axis=1) - metric[:, half:].mean(axis=1)) / 2.0
-    else:
-        w = metric.mean(axis=1)
-    return (w @ V) / (len(w) * sigma)
+        return (metric[:, :half].mean(axis=1) - metric[:, half:].mean(axis=1)) / 2.0
+    return metric.mean(axis=1)
 
 
 @dataclass(frozen=True)
@@ -223,6 +227,7 @@ class FOLtRES:
     """
 
     name = "foltr-es"
+    decodes_messages = True  # ``message_updates``: the server reads each client's gradient share off its message
 
     def __init__(self, ranker, click_model, *, sigma: float = 0.01, lr: float = 0.001, antithetic: bool = True,
                  k: int = 10, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
@@ -350,6 +355,12 @@ class FOLtRES:
             shown[bad] = np.where(pos >= 0, data.query_ptr[flat[bad]][:, None] + pos, -1)
         return shown.reshape(n, B, self.k)
 
+    def message_updates(self, messages: Messages) -> np.ndarray:
+        """Each client's share ``w_c v_c / sigma`` of the ES gradient (Eq. 4-6), (n, P): their mean is
+        ``es_gradient``; a robust aggregator combines them instead."""
+        V = self.cohort_perturbations(messages.seed)
+        return es_weights(messages.metric, self.antithetic)[:, None] * V / self.sigma
+
     def cohort_perturbations(self, seeds: np.ndarray) -> np.ndarray:
         """``perturbations(seeds, P)``, kept for the next call with the same seeds (read-only):
         the server regenerates exactly what its cohort's clients just drew."""
@@ -428,8 +439,10 @@ class FOLtRES:
         if msgs is None or msgs.seed is None or msgs.metric is None:
             raise FltrError("foltr-es: the server needs every client's seed and metric values "
                             "(secure aggregation or a vector defense hides them)")
-        V = self.cohort_perturbations(msgs.seed)
-        g = es_gradient(V, msgs.metric, self.sigma, self.antithetic)
+        if view.aggregate is None:
+            g = es_gradient(self.cohort_perturbations(msgs.seed), msgs.metric, self.sigma, self.antithetic)
+        else:  # a robust aggregator's combination of the clients' shares (``message_updates``)
+            g = np.asarray(view.aggregate, dtype=np.float64)
         b1, b2 = self.betas
         t = state.t + 1
         m = b1 * state.m + (1 - b1) * g
