@@ -56,12 +56,12 @@ from typing import Any, Callable
 import numpy as np
 
 from attacks.bayes_geometry import pair_sign_tensor, pairwise_weights, ranking_geometry, score_many, vjp_many
-from attacks.bayes_likelihoods import CHUNK_ELEMENTS, gaussian_std, loglik_full, single_list_loglik
+from attacks.bayes_likelihoods import CHUNK_ELEMENTS, loglik_full, partial_fit_loglik, single_list_loglik
 from attacks.bayes_noise import NoiseModel
 from attacks.bayes_posterior import configuration_log_odds, posterior_log_odds
 from attacks.bayes_prior import PRIORS, click_vectors, log_prior
 from attacks.view import client_updates, require_shown
-from fltr_audit.engine.algorithms.fpdgd import pair_weights
+from fltr_audit.engine.algorithms.fpdgd import FPDGD, pair_weights
 from fltr_audit.constraints import Options, ParameterError, check
 from fltr_audit.engine.messages import Guess, ServerView
 
@@ -111,11 +111,11 @@ class Bayes:
         require_shown(view, self.name)
         if self.algorithm is None:
             raise ParameterError("attacks", "bayes: needs the audited algorithm (its learning rate and click model)")
-        algo = getattr(self.algorithm, "name", "")
         if view.messages is not None and view.messages.metric is not None:
             return self._guess_metric(view)
-        if algo != "fpdgd" and not hasattr(self.algorithm, "local_updates"):
-            raise ParameterError("attacks", f"bayes: cannot replay {algo or 'these'} messages "
+        if not isinstance(self.algorithm, FPDGD):  # PDGD steps, with or without local updates (PDGD)
+            algo = getattr(self.algorithm, "name", type(self.algorithm).__name__)
+            raise ParameterError("attacks", f"bayes: cannot replay {algo} messages "
                                             "(supported: fpdgd with a linear or MLP ranker, foltr-es metric values)")
         if self.noise.kind == "rr":
             raise ParameterError("attacks", f"bayes: defense {self.noise.defense!r} randomizes metric values; "
@@ -231,7 +231,7 @@ class Bayes:
         configurations ``clicks`` (m, C, B, k): the client's B sequential PDGD steps (Alg. 1)."""
         m, C, B, k = clicks.shape
         g = np.asarray(view.global_params, dtype=np.float64)
-        local = getattr(self.algorithm, "local_updates", True)
+        local = self.algorithm.local_updates
         total = np.zeros((m, C, len(g)))
         for b in range(B):
             current = g + total if local else np.broadcast_to(g, total.shape)
@@ -244,7 +244,7 @@ class Bayes:
         Replayed as a tree: list b's step is computed once per distinct model its prefix of
         lists leaves, so the cost is about that of the last list, not B times the product."""
         g = np.asarray(view.global_params, dtype=np.float64)
-        local = getattr(self.algorithm, "local_updates", True)
+        local = self.algorithm.local_updates
         m = len(messages)
         total = np.zeros((m, 1, len(g)))
         for b, choice in enumerate(choices):
@@ -340,7 +340,7 @@ class Bayes:
         order. Each of the ``BEAM`` kept partial configurations (lists before b) is extended by
         the k + 1 prefixes of list b. Every extension, completed by OLSR's decisions on the lists
         after b, is replayed and scored (``score`` of the (m, E, B) vector indices and raw updates)
-        and joins the evaluated set; the ``BEAM`` kept are the best by ``_partial_fit`` (the
+        and joins the evaluated set; the ``BEAM`` kept are the best by ``partial_fit_loglik`` (the
         message's residual off the later lists' span), which the unknown later lists cannot
         distort. Returns every configuration evaluated (m, E, B) and its log posterior (m, E)."""
         m, B, k1 = prefix_idx.shape
@@ -361,43 +361,11 @@ class Bayes:
             if b == B - 1:
                 break
             early = self.replay(view, (ext[..., None] >> np.arange(k)) & 1 == 1, messages)
-            fit = sum(prior[rows, c, ext[:, :, c]] for c in range(b + 1)) + self._partial_fit(view, messages, b, early,
-                                                                                             observed)
+            fit = sum(prior[rows, c, ext[:, :, c]] for c in range(b + 1)) + partial_fit_loglik(
+                self.noise, view, messages, b, early, observed, self._cohort(view))
             keep = np.argsort(-np.where(valid, fit, -np.inf), axis=1, kind="stable")[:, :BEAM]
             partial = np.take_along_axis(ext, keep[:, :, None], axis=1)
         return np.concatenate(seen_idx, 1), np.concatenate(seen_post, 1)
-
-    def _partial_fit(self, view: ServerView, messages: np.ndarray, b: int, early: np.ndarray, observed: np.ndarray
-                     ) -> np.ndarray:
-        """Gaussian log-fit (m, E) of partial configurations of lists 0..b, raw updates ``early``
-        (m, E, P): the residual ``observed - early`` projected off the span of the later lists'
-        shown documents' score gradients at the global model and of the global model itself.
-        For the linear ranker every later PDGD step lies in that span whatever the clicks, so the
-        true partial configuration leaves only the projected noise; the clipping scale is a free
-        factor (fitted by least squares) when the client clips. The noise std is the noise
-        model's (Laplace and Gamma differences by their std, exact match by its width)."""
-        g = np.asarray(view.global_params, dtype=np.float64)
-        later = view.interactions.shown[messages, b + 1:].reshape(len(messages), -1)
-        X = view.documents.features[np.maximum(later, 0)]
-        X[later < 0] = 0.0
-        A = np.concatenate([view.ranker.grad(g, X), np.broadcast_to(g, (len(messages), 1, len(g)))], axis=1)
-        U, sv, _ = np.linalg.svd(np.swapaxes(A, 1, 2), full_matrices=False)             # (m, P, r)
-        U = U * (sv > 1e-10 * np.maximum(sv.max(-1, keepdims=True), 1e-300))[:, None, :]
-
-        def off_span(x: np.ndarray) -> np.ndarray:                                      # x (m, ..., P)
-            flat = x.reshape(len(x), -1, x.shape[-1])
-            return (flat - (flat @ U) @ np.swapaxes(U, 1, 2)).reshape(x.shape)
-
-        y, Z = off_span(observed), off_span(early)
-        if self.noise.clips:
-            zz = (Z * Z).sum(-1)
-            scale = np.where(zz > 0, np.einsum("mep,mp->me", Z, y) / np.where(zz > 0, zz, 1.0), 1.0)
-            Z = Z * scale[..., None]
-        r = y[:, None, :] - Z
-        std = {"laplace": np.sqrt(2.0), "gamma-difference": np.sqrt(2.0 / self._cohort(view))}.get(self.noise.kind)
-        sigma = self.noise.scale * std if std is not None else gaussian_std(self.noise, observed)
-        sigma = np.broadcast_to(sigma, (len(observed),))[:, None]
-        return -(r * r).sum(-1) / (2 * sigma * sigma)
 
     # -- FOLtR-ES metric messages: exact per interaction ----------------------------------
     def _guess_metric(self, view: ServerView) -> Guess:

@@ -20,6 +20,8 @@ otherwise.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from attacks.bayes_geometry import candidate_coefficients
@@ -174,3 +176,36 @@ def loglik_full(noise: NoiseModel, g: np.ndarray, u: np.ndarray, observed: np.nd
     floor = GAMMA_FLOOR * np.maximum(np.abs(observed + g).max(-1), 1e-300)[:, None, None]
     return _coordinate_loglik(noise, r, cohort, floor)
 
+
+def partial_fit_loglik(noise: NoiseModel, view: Any, messages: np.ndarray, b: int, early: np.ndarray,
+                       observed: np.ndarray, cohort: int) -> np.ndarray:
+    """Gaussian log-fit (m, E) of partial configurations of lists 0..b, raw updates ``early``
+    (m, E, P): the residual ``observed - early`` projected off the span of the later lists'
+    shown documents' score gradients at the global model and of the global model itself.
+    For the linear ranker every later PDGD step lies in that span whatever the clicks, so the
+    true partial configuration leaves only the projected noise; the clipping scale is a free
+    factor (fitted by least squares) when the client clips. The noise std is the noise
+    model's (Laplace and Gamma differences of a cohort of ``cohort`` by their std, exact match by
+    its width)."""
+    g = np.asarray(view.global_params, dtype=np.float64)
+    later = view.interactions.shown[messages, b + 1:].reshape(len(messages), -1)
+    X = view.documents.features[np.maximum(later, 0)]
+    X[later < 0] = 0.0
+    A = np.concatenate([view.ranker.grad(g, X), np.broadcast_to(g, (len(messages), 1, len(g)))], axis=1)
+    U, sv, _ = np.linalg.svd(np.swapaxes(A, 1, 2), full_matrices=False)             # (m, P, r)
+    U = U * (sv > 1e-10 * np.maximum(sv.max(-1, keepdims=True), 1e-300))[:, None, :]
+
+    def off_span(x: np.ndarray) -> np.ndarray:                                      # x (m, ..., P)
+        flat = x.reshape(len(x), -1, x.shape[-1])
+        return (flat - (flat @ U) @ np.swapaxes(U, 1, 2)).reshape(x.shape)
+
+    y, Z = off_span(observed), off_span(early)
+    if noise.clips:
+        zz = (Z * Z).sum(-1)
+        scale = np.where(zz > 0, np.einsum("mep,mp->me", Z, y) / np.where(zz > 0, zz, 1.0), 1.0)
+        Z = Z * scale[..., None]
+    r = y[:, None, :] - Z
+    std = {"laplace": np.sqrt(2.0), "gamma-difference": np.sqrt(2.0 / cohort)}.get(noise.kind)
+    sigma = noise.scale * std if std is not None else gaussian_std(noise, observed)
+    sigma = np.broadcast_to(sigma, (len(observed),))[:, None]
+    return -(r * r).sum(-1) / (2 * sigma * sigma)

@@ -215,7 +215,7 @@ class CanaryObserver:
 
     def _sum(self, parts: RoundParts, msgs: Messages, ids: np.ndarray, g: np.ndarray, purpose: str) -> np.ndarray:
         aggregator = copy.deepcopy(parts.aggregator)
-        extra = {"global_params": g} if getattr(aggregator, "reads_global_model", False) else {}
+        extra = {"global_params": g} if aggregator.reads_global_model else {}
         agg = aggregator.aggregate(msgs, ids, stream(parts.seed, purpose, parts.round_index), **extra)
         delta = agg.mean - g if msgs.vector_kind == "weights" else agg.mean
         weight = msgs.n_clients if self.plan.weighting == "count" else float(np.sum(msgs.n_interactions))

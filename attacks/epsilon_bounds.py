@@ -49,8 +49,7 @@ import numpy as np
 from scipy import stats
 from scipy.special import ndtri
 
-from attacks.trial_sizing import AUTO_MARGIN, AUTO_TRIALS_CAP, auto_trials  # noqa: F401
-from fltr_audit.privacy.claim_decision import GOF_LEVEL, claim_verdict, decide, gaussian_shape_pvalue  # noqa: F401
+from fltr_audit.privacy.claim_decision import GOF_LEVEL, decide, gaussian_shape_pvalue
 from fltr_audit.constraints import Interval, ParameterError, check
 from fltr_audit.errors import FltrError
 from fltr_audit.engine.interfaces import ClientDefense, PrivacyClaim

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from fltr_audit.engine.algorithms.foltr_es import FOLtRES, cascade_clicks, flawed_client_draws
+from fltr_audit.engine.algorithms.evolution_strategies import cascade_clicks, flawed_client_draws
+from fltr_audit.engine.algorithms.foltr_es import FOLtRES
 from fltr_audit.errors import FltrError
 from fltr_audit.engine.messages import Guess, ServerView
 

@@ -9,7 +9,6 @@ from fltr_audit.errors import FltrError
 from fltr_audit.privacy import mechanisms as mech
 from fltr_audit.engine.interfaces import PrivacyClaim
 from fltr_audit.engine.messages import Messages
-from defenses.parameter_domains import NORMS, TARGETS
 
 
 MAX_NOISE_SCALE = 1e10

@@ -15,7 +15,7 @@ from fltr_audit.constraints import Interval, ParameterError, check
 from fltr_audit.errors import FltrError
 from defenses.mechanism_events import dp_event
 from fltr_audit.privacy import mechanisms as mech
-from fltr_audit.engine.interfaces import Aggregate, PrivacyClaim
+from fltr_audit.engine.interfaces import Aggregate, AggregatorBase, PrivacyClaim
 from fltr_audit.engine.messages import Messages
 
 BETA = math.exp(-0.5)
@@ -120,7 +120,7 @@ def wrap_probability(bits: int, n: int, clip: float, noise_std: float, dim: int,
     return float(min(1.0, 2.0 * dim * math.exp(-((2.0 ** (bits - 1)) ** 2) / (2.0 * var))))
 
 
-class DDGauss:
+class DDGauss(AggregatorBase):
     """``ddgauss(noise_multiplier=z, clip=C, bits=b, n, dim, dp_delta)``, an aggregator simulating
     the whole client-plus-SecAgg pipeline of Kairouz et al. (Algorithms 1-2):
 
@@ -152,6 +152,8 @@ class DDGauss:
     """
 
     reads_global_model = True
+    sees = "sum"
+    """The server sees only the modular sum of the shares."""
 
     def __init__(self, noise_multiplier: float = 1.0, clip: float = 1.0, bits: int = 20, n: int = 1000,
                  dim: int = 64, dp_delta: float = 1e-5, secagg: str = "sum", name: str = "ddgauss"):

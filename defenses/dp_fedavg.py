@@ -14,7 +14,7 @@ from fltr_audit.constraints import Interval, ParameterError, check
 from fltr_audit.errors import FltrError
 from defenses.mechanism_events import dp_event
 from fltr_audit.privacy import mechanisms as mech
-from fltr_audit.engine.interfaces import Aggregate, PrivacyClaim
+from fltr_audit.engine.interfaces import Aggregate, AggregatorBase, PrivacyClaim
 from fltr_audit.engine.messages import Messages
 
 
@@ -33,7 +33,7 @@ def update_noise_multiplier(total: float, count_std: float) -> float:
     return math.inf if rest <= 0 else rest**-0.5
 
 
-class DPFedAvg:
+class DPFedAvg(AggregatorBase):
     """``dp-fedavg(noise_multiplier=z, clip=C, dp_delta, quantile, lr, count_std)``, an aggregator.
 
     Each participant's update (its weights minus the global model) is clipped to L2 norm C;

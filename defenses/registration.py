@@ -14,7 +14,9 @@ import numpy as np
 from defenses.catalog import SPECS, Param, Spec
 from fltr_audit import plugins
 from fltr_audit.errors import FltrError
-from fltr_audit.engine.interfaces import ROLES, Aggregate, PrivacyClaim, Privatizes
+from fltr_audit.base.defense_terms import ROLES, SEES, PrivacyClaim, Privatizes
+from fltr_audit.engine.interfaces import Aggregate, AggregatorBase
+from fltr_audit.privacy import mechanisms as mech
 from fltr_audit.engine.messages import Messages
 from fltr_audit.plugins import call_plugin, returned
 
@@ -81,8 +83,25 @@ class PluginClientDefense(_PluginDefense):
         return returned(f"defense plug-in {self._plugin!r}: apply()", out, Messages)
 
 
-class PluginAggregator(_PluginDefense):
-    """A plug-in aggregator: ``aggregate`` must return an ``Aggregate``."""
+class PluginAggregator(_PluginDefense, AggregatorBase):
+    """A plug-in aggregator: ``aggregate`` must return an ``Aggregate``. What it declares
+    (``AggregatorBase``: ``reads_global_model``, ``min_cohort``, ``sees``, ``robust_rule``) is read
+    from the plug-in's object once, checked, with the base's values where it declares nothing, and
+    ``sees = "sum"`` where it declares a secure-sum mechanism."""
+
+    def __init__(self, defense: Any, name: str, plugin: str) -> None:
+        super().__init__(defense, name, plugin)
+        secure_sum = isinstance(mech.declared(defense), (mech.DiscreteGaussianSum, mech.QuantizedSum))
+        declared = {"reads_global_model": getattr(defense, "reads_global_model", False),
+                    "min_cohort": getattr(defense, "min_cohort", 1),
+                    "sees": getattr(defense, "sees", "sum" if secure_sum else "updates"),
+                    "robust_rule": getattr(defense, "robust_rule", False)}
+        if not (isinstance(declared["reads_global_model"], bool) and isinstance(declared["robust_rule"], bool)
+                and isinstance(declared["min_cohort"], int) and declared["min_cohort"] >= 1
+                and declared["sees"] in SEES):
+            raise FltrError(f"defense plug-in {plugin!r} failed: it declares {declared}; expected booleans, "
+                            f"min_cohort >= 1 and sees in {', '.join(SEES)}")
+        self.__dict__.update(declared)
 
     def aggregate(self, messages: Messages, participants: np.ndarray, rng: np.random.Generator,
                   **extra: Any) -> Aggregate:

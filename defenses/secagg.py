@@ -6,7 +6,7 @@ import numpy as np
 
 from fltr_audit.engine.aggregation import weighted_mean
 from fltr_audit.errors import CohortLost, FltrError
-from fltr_audit.engine.interfaces import Aggregate, PrivacyClaim
+from fltr_audit.engine.interfaces import Aggregate, AggregatorBase, PrivacyClaim
 from fltr_audit.engine.messages import Messages
 
 SECAGG_CLAIM = PrivacyClaim(epsilon=float("inf"), delta=0.0, scope="aggregate")
@@ -24,7 +24,7 @@ def draw_dropouts(n: int, rate: float, rng: np.random.Generator) -> np.ndarray:
     return rng.random(n) < rate
 
 
-class IdealSecAgg:
+class IdealSecAgg(AggregatorBase):
     """``secagg(drop)``: computes the n_c-weighted mean of the surviving clients directly -- the
     server view secure aggregation promises (sum, participants, dropouts; no messages) at
     FedAvg's cost. ``drop`` is the rate of clients lost after the key exchange."""

@@ -38,7 +38,7 @@ from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from defenses import shamir
 from defenses.secagg import SECAGG_CLAIM, draw_dropouts, require_vectors
 from fltr_audit.errors import CohortLost, FltrError
-from fltr_audit.engine.interfaces import Aggregate
+from fltr_audit.engine.interfaces import Aggregate, AggregatorBase
 from fltr_audit.engine.messages import Messages
 
 _ZERO_NONCE = bytes(16)
@@ -327,7 +327,7 @@ class FixedPoint:
         return signed.astype(np.float64) * self.resolution
 
 
-class SecAggProtocol:
+class SecAggProtocol(AggregatorBase):
     """``secagg-protocol(drop, k, threshold, bits, range)``: secure aggregation by the Bonawitz
     double-masking protocol (``run_protocol``). Each client sends n_c * clip(v_c, -range, range)
     as fixed point (``FixedPoint``, stochastic rounding) and n_c as an integer, both summed

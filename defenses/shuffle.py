@@ -12,7 +12,7 @@ from fltr_audit.engine.aggregation import weighted_mean
 from fltr_audit.errors import FltrError
 from defenses.mechanism_events import dp_event
 from fltr_audit.privacy import mechanisms as mech
-from fltr_audit.engine.interfaces import Aggregate, ClientDefense, PrivacyClaim
+from fltr_audit.engine.interfaces import Aggregate, AggregatorBase, ClientDefense, PrivacyClaim
 from fltr_audit.engine.messages import Messages
 
 
@@ -45,7 +45,7 @@ def local_epsilon(client: Sequence[ClientDefense], where: str) -> float:
     raise FltrError(f"{where}: needs a pure local randomizer before it (dp-local-laplace, rr); {before}")
 
 
-class Shuffle:
+class Shuffle(AggregatorBase):
     """``shuffle(n, dp_delta)``, an aggregator: an anonymous shuffler. The server receives the
     cohort's messages stripped of their senders' identities (``participants`` withheld) and
     permuted uniformly at random by the round's aggregation stream, so their order is

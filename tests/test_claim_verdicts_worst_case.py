@@ -7,7 +7,9 @@ import numpy as np
 import pytest
 
 import fltr_audit
-from attacks.epsilon_bounds import auto_trials, claim_verdict, epsilon_lower_bound
+from attacks.epsilon_bounds import epsilon_lower_bound
+from attacks.trial_sizing import auto_trials
+from fltr_audit.privacy.claim_decision import claim_verdict
 from fltr_audit.privacy.claim_trials import trials_to_test
 from defenses.registration import register_defense
 from defenses.stack import parse_defense

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from fltr_audit.engine.data.cache import cache_dir, cached_read
-from fltr_audit.engine.data.letor import read_letor, write_letor
+from fltr_audit.engine.data.letor import read_letor
+from fltr_audit.engine.data.letor_write import write_letor
 from fltr_audit.engine.data.load import load_splits
 from fltr_audit.engine.data.synthetic import generate
 

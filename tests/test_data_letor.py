@@ -10,7 +10,8 @@ import pytest
 from sklearn.datasets import load_svmlight_file
 
 from fltr_audit.engine.data.dataset import Dataset
-from fltr_audit.engine.data.letor import format_letor, read_letor, write_letor
+from fltr_audit.engine.data.letor import read_letor
+from fltr_audit.engine.data.letor_write import format_letor, write_letor
 from fltr_audit.engine.data.synthetic import generate
 from fltr_audit.errors import FltrError
 

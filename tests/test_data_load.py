@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from fltr_audit.engine.data.letor import write_letor
+from fltr_audit.engine.data.letor_write import write_letor
 from fltr_audit.engine.data.load import data_info, load_splits
 from fltr_audit.engine.data.synthetic import fold_split, generate
 from fltr_audit.errors import FltrError

@@ -130,7 +130,8 @@ def test_cached_synthetic_splits_normalize_to_the_generated_numbers(monkeypatch)
 
 
 def test_cached_letor_features_are_mapped_and_normalize_without_touching_the_entry(tmp_path):
-    from fltr_audit.engine.data.letor import read_letor, write_letor
+    from fltr_audit.engine.data.letor import read_letor
+    from fltr_audit.engine.data.letor_write import write_letor
 
     ds = synthetic.generate("mslr10k", 20, seed=5)
     path = tmp_path / "train.txt"

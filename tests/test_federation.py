@@ -17,7 +17,7 @@ from fltr_audit.engine.data.synthetic import fold_split, generate
 from fltr_audit.errors import FltrError
 from fltr_audit.engine.federation import GAMMA, run_round, train
 from fltr_audit.engine.schedule import sample_queries
-from fltr_audit.engine.interfaces import Aggregate, PrivacyClaim
+from fltr_audit.engine.interfaces import Aggregate, AggregatorBase, PrivacyClaim
 from fltr_audit.engine.randomness import stream
 from fltr_audit.engine.rankers import LinearRanker
 from fltr_audit.engine.aggregation import RoundDefenses
@@ -104,7 +104,7 @@ class Shift:
         return messages.replace(vector=messages.vector + rng.normal())
 
 
-class HalfAggregator:
+class HalfAggregator(AggregatorBase):
     """A toy aggregator that hides messages and reports the plain mean of the first half."""
 
     name = "half"

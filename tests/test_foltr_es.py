@@ -5,7 +5,8 @@ import pytest
 from scipy import stats
 
 from fltr_audit.engine import metrics
-from fltr_audit.engine.algorithms.foltr_es import FOLtRES, es_gradient, flawed_client_draws, perturbations
+from fltr_audit.engine.algorithms.evolution_strategies import es_gradient, flawed_client_draws, perturbations
+from fltr_audit.engine.algorithms.foltr_es import FOLtRES
 from fltr_audit.engine.clicks import cascade_model
 from fltr_audit.engine.data.dataset import Dataset
 from fltr_audit.errors import FltrError

@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 
 import attacks.epsilon_bounds as epsilon_bounds
-from attacks.epsilon_bounds import (AUTO_MARGIN, AUTO_TRIALS_CAP, _best_threshold, audit, auto_trials, claim_verdict,
-                                    epsilon_lower_bound, scores_of)
+from attacks.epsilon_bounds import _best_threshold, audit, epsilon_lower_bound, scores_of
+from attacks.trial_sizing import AUTO_MARGIN, AUTO_TRIALS_CAP, auto_trials
+from fltr_audit.privacy.claim_decision import claim_verdict
 from fltr_audit.engine.interfaces import PrivacyClaim
 
 

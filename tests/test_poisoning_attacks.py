@@ -105,7 +105,7 @@ def test_adaptive_sends_the_grid_point_of_largest_deviation_of_the_aggregator_it
         gamma = 8.0 * 2.0 ** -j
         trial = U.copy()
         trial[bad] = mu + gamma * p
-        extra = {"global_params": np.zeros(5)} if hasattr(aggregator, "reads_global_model") else {}
+        extra = {"global_params": np.zeros(5)} if aggregator.reads_global_model else {}
         agg = aggregator.aggregate(msgs.replace(vector=trial), np.arange(20), np.random.default_rng(0), **extra)
         dev = np.linalg.norm(agg.mean - mu)
         if dev > best:

@@ -183,7 +183,7 @@ def foltr_round():
 
 def test_foltr_message_updates_average_to_the_es_gradient_and_robust_rules_combine_them():
     from defenses.robust.binding import bind_run
-    from fltr_audit.engine.algorithms.foltr_es import es_gradient
+    from fltr_audit.engine.algorithms.evolution_strategies import es_gradient
 
     algo, data, params, queries, run_round = foltr_round()
     _, _, batch, _ = run_round(algo, params, algo.init_server_state(params), data, queries, np.arange(12), 1, 0)

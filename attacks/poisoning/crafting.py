@@ -39,7 +39,7 @@ def aggregator_oracle(aggregator: Any, messages: Messages, global_params: np.nda
 
     def oracle(updates: np.ndarray) -> np.ndarray:
         agg = copy.copy(aggregator)
-        extra = {"global_params": g} if getattr(type(agg), "reads_global_model", False) else {}
+        extra = {"global_params": g} if agg.reads_global_model else {}
         out = agg.aggregate(messages.with_updates(updates, g), ids, rng, **extra).mean
         return out - g if messages.vector_kind == "weights" else out
 

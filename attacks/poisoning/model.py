@@ -25,7 +25,7 @@ import numpy as np
 from scipy.stats import norm
 
 from attacks.poisoning.crafting import Crafting, Oracle, benign_moments
-from attacks.poisoning.domains import ALL_KINDS, VECTOR_KINDS
+from attacks.poisoning.domains import ALL_KINDS
 
 
 class SignFlip(Crafting):

@@ -22,12 +22,12 @@ import numpy as np
 
 from defenses.robust import rules
 from fltr_audit.engine.aggregation import weighted_mean
-from fltr_audit.engine.interfaces import Aggregate, PrivacyClaim, Sees
+from fltr_audit.engine.interfaces import Aggregate, AggregatorBase, PrivacyClaim, Sees
 from fltr_audit.engine.messages import Messages
 from fltr_audit.errors import FltrError
 
 
-class RobustAggregator:
+class RobustAggregator(AggregatorBase):
     """The shared part: updates in, ``combine(U, weights)`` out, in the messages' vector kind."""
 
     reads_global_model = True

@@ -18,30 +18,25 @@ from typing import Any
 
 import numpy as np
 
-from fltr_audit.engine.interfaces import Aggregate
+from fltr_audit.engine.interfaces import Aggregate, AggregatorBase
 from fltr_audit.errors import FltrError
 from fltr_audit.privacy import mechanisms as mech
 
-SECURE_SUMS = (mech.DiscreteGaussianSum, mech.QuantizedSum)
 WHAT = {"updates": "each client's update", "distances": "the pairwise distances of the clients' updates "
                                                         "and the updates it selects", "sum": "only the sum"}
 
 
 def is_rule(aggregator: Any) -> bool:
     """Whether the aggregator's type declares a robust combination rule."""
-    return bool(getattr(type(aggregator), "robust_rule", False))
+    return aggregator is not None and aggregator.robust_rule
 
 
 def aggregator_sees(aggregator: Any) -> str:
-    """What the aggregator must see (``fltr_audit.engine.interfaces.Sees``): its type's declared
-    ``sees``; ``sum`` for one declaring a secure-sum mechanism; else each update."""
-    declared = getattr(type(aggregator), "sees", None)
-    if declared is not None:
-        return declared
-    return "sum" if isinstance(mech.declared(aggregator), SECURE_SUMS) else "updates"
+    """What the aggregator must see (``fltr_audit.engine.interfaces.Sees``), as it declares it."""
+    return aggregator.sees
 
 
-class SecureRule:
+class SecureRule(AggregatorBase):
     """A rule that needs only the sum (``norm-bound``) under a secure aggregator: each message bounded
     on the client (``rule.bound``), the secure aggregator's view and claim, the rule's noise added to
     the released mean."""
@@ -51,7 +46,7 @@ class SecureRule:
     def __init__(self, rule: Any, secure: Any, name: str) -> None:
         self.rule, self.secure, self.name = rule, secure, name
         self.claim = secure.claim
-        self.min_cohort = int(getattr(secure, "min_cohort", 1))
+        self.min_cohort = secure.min_cohort
 
     @property
     def mechanism(self) -> Any:
@@ -60,7 +55,7 @@ class SecureRule:
     def aggregate(self, messages: Any, participants: np.ndarray, rng: np.random.Generator,
                   global_params: np.ndarray | None = None) -> Aggregate:
         g = np.zeros(messages.vector.shape[1]) if global_params is None else np.asarray(global_params, dtype=np.float64)
-        extra = {"global_params": g} if getattr(type(self.secure), "reads_global_model", False) else {}
+        extra = {"global_params": g} if self.secure.reads_global_model else {}
         out = self.secure.aggregate(self.rule.bound(messages, g), participants, rng, **extra)
         mean = out.mean + (self.rule.release(np.zeros_like(g), rng))
         return dataclasses.replace(out, mean=mean)

@@ -20,7 +20,8 @@ from fltr_audit.engine.algorithms.foltr_es import FOLtRES
 from fltr_audit.engine.algorithms.fpdgd import FPDGD
 from fltr_audit.engine.clicks import cascade_model
 from fltr_audit.engine.data.cache import cached_read
-from fltr_audit.engine.data.letor import read_letor, write_letor
+from fltr_audit.engine.data.letor import read_letor
+from fltr_audit.engine.data.letor_write import write_letor
 from fltr_audit.engine.data.load import load_splits
 from fltr_audit.engine.data.synthetic import generate
 from fltr_audit.engine.federation import TrainResult, train

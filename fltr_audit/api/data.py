@@ -9,7 +9,7 @@ from typing import Optional
 
 from fltr_audit.base.atomic import write_file
 from fltr_audit.constraints import Interval, check
-from fltr_audit.engine.data.letor import format_letor
+from fltr_audit.engine.data.letor_write import format_letor
 from fltr_audit.engine.data.load import data_info
 from fltr_audit.engine.data.synthetic import PROFILES, fold_parts, generate
 from fltr_audit.errors import FltrError

@@ -18,7 +18,8 @@ from typing import Any
 
 import pandas as pd
 
-from attacks.epsilon_bounds import NEIGHBOURS, auto_trials
+from attacks.epsilon_bounds import NEIGHBOURS
+from attacks.trial_sizing import auto_trials
 from attacks.foltr_decode import audit_query_distinguishing
 from attacks.mechanism_audit import audit_stack, protected_by_aggregator
 from attacks.stack_outputs import metric_randomizer, noise_declarations, undeclared_client
@@ -73,10 +74,10 @@ def natural_config(dim: int, cohort: int, seed: int) -> RunSpec:
         "probe": {"split": "vali", "queries_per_client": 1, "cohort": cohort}})
 
 
-def run_audit_defense(stack_text: str, *, dim: int, trials: int, neighbours: str, rounds: int, cohort: int,
+def run_audit_defense(defense: str | DefenseSpec, *, dim: int, trials: int, neighbours: str, rounds: int, cohort: int,
                       seed: int, test: str = "auto", confidence: float = 0.95,
                       aggregate_trials: int = AGGREGATE_TRIALS) -> list[dict]:
-    """Audit rows of ``stack_text`` (see the module docstring), each with its ``seconds``; rows of
+    """Audit rows of the stack ``defense`` (a spec, or its text; see the module docstring), each with its ``seconds``; rows of
     the cohort aggregate use at most ``aggregate_trials`` trials (each runs the defense on a whole
     cohort: dp-distributed draws its shares for the cohort it is applied to)."""
     if neighbours not in NEIGHBOURS:
@@ -93,7 +94,7 @@ def run_audit_defense(stack_text: str, *, dim: int, trials: int, neighbours: str
                         f"{MAX_COHORT_VALUES:,} values")
     if not 100 <= aggregate_trials <= MAX_TRIALS:
         raise FltrError(f"--aggregate-trials: need 100..{MAX_TRIALS:,} trials per input, got {aggregate_trials:,}")
-    stack = DefenseSpec.parse(stack_text).build()
+    stack = (defense if isinstance(defense, DefenseSpec) else DefenseSpec.parse(defense)).build()
     if not noise_declarations(stack) and not undeclared_client(stack) and protected_by_aggregator(stack) is None:
         raise FltrError(f"STACK: {stack.name!r} has nothing to audit (it claims no epsilon and declares no noise "
                         "mechanism; audit a stack with dp-local-laplace, dp-gaussian, dp-distributed or rr)")
@@ -140,15 +141,14 @@ def _rr_natural(stack: Any, claim: PrivacyClaim, trials: int, seed: int, confide
     return {**{k: row[k] for k in COLUMNS}, "dim": 1, "cohort": 1, "seconds": time.perf_counter() - start}
 
 
-def parse_trials(text: str, stack_text: str, confidence: float = 0.95) -> tuple[int, bool]:
+def parse_trials(text: str, spec: DefenseSpec, confidence: float = 0.95) -> tuple[int, bool]:
     """``--trials``: a positive integer, or ``auto`` (``attacks.epsilon_bounds.auto_trials``: sized to the
     stack's claim, capped; exit 2 for a stack that claims no epsilon); and whether the cap cut it."""
     if str(text).strip() == "auto":
-        claim = DefenseSpec.parse(stack_text).claim
         try:
-            return auto_trials(claim.epsilon, claim.delta, confidence)
+            return auto_trials(spec.claim.epsilon, spec.claim.delta, confidence)
         except FltrError:
-            raise FltrError(f"--trials auto: defense {DefenseSpec.parse(stack_text).name!r} claims no epsilon, so there "
+            raise FltrError(f"--trials auto: defense {spec.name!r} claims no epsilon, so there "
                             "is nothing to size the trials by; give a number of trials") from None
     try:
         return int(str(text).replace("_", "").replace(",", "")), False
@@ -186,11 +186,11 @@ def audit_defense(stack: str, *, dim: int = 46, trials: int | str = 100_000, nei
     epsilon (and on Gaussian-DP mu) beside the claim per round composed over ``rounds``; with
     ``store``, the rows are also recorded there (``audits``)."""
     check("confidence", confidence, OPEN_UNIT)
-    n_trials, capped = parse_trials(trials, stack, confidence)
-    rows = run_audit_defense(stack, dim=dim, trials=n_trials, neighbours=neighbours, rounds=rounds,
+    spec = DefenseSpec.parse(stack)
+    n_trials, capped = parse_trials(trials, spec, confidence)
+    rows = run_audit_defense(spec, dim=dim, trials=n_trials, neighbours=neighbours, rounds=rounds,
                              cohort=probe_cohort, seed=seed, test=test, confidence=confidence,
                              aggregate_trials=aggregate_trials)
-    spec = DefenseSpec.parse(stack)
     privacy = privacy_spent(spec.build(), ParticipationSchedule.full(rounds)).as_dict()
     config = {"command": "audit-defense", "defense": spec.name, "dim": dim, "trials": n_trials,
               "neighbours": neighbours, "rounds": rounds, "cohort": probe_cohort, "seed": seed, "test": test,

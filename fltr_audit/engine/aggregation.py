@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fltr_audit.engine.interfaces import Aggregate, Aggregator, ClientDefense, PrivacyClaim
+from fltr_audit.engine.interfaces import Aggregate, Aggregator, AggregatorBase, ClientDefense, PrivacyClaim
 from fltr_audit.engine.messages import Messages
 
 
@@ -17,7 +17,7 @@ def weighted_mean(vectors: np.ndarray, weights: np.ndarray) -> np.ndarray:
     return (w @ vectors) / w.sum()
 
 
-class FedAvg:
+class FedAvg(AggregatorBase):
     """Plain aggregation: the server sees every message and their weighted mean."""
 
     name = "plain"

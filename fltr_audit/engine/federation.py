@@ -119,7 +119,7 @@ def run_round(algorithm: Any, params: np.ndarray, state: Any, data: Dataset, que
     if observer is not None:  # reads the round, changes nothing (fltr_audit.engine.round_parts)
         observer(RoundParts(int(round_index), seed, params, out.messages, messages, client_ids, defenses.client,
                             aggregator))
-    extra = {"global_params": params} if getattr(aggregator, "reads_global_model", False) else {}
+    extra = {"global_params": params} if aggregator.reads_global_model else {}
     agg = aggregator.aggregate(messages, client_ids, stream(seed, "aggregate", round_index), **extra)
     sees_documents = threat_model in ("server", SHUFFLED)
     view = ServerView(

@@ -8,12 +8,11 @@ satisfy these protocols, handed to it by the composition root (``cli``, ``campai
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, ClassVar, Literal, Mapping, Protocol, get_args
+from typing import Any, Callable, ClassVar, Mapping, Protocol
 
 import numpy as np
 
-from fltr_audit.base.defense_terms import (ROLES, SCOPES, SEES, PrivacyClaim, Privatizes, Role,  # noqa: F401
-                                           Scope, Sees)
+from fltr_audit.base.defense_terms import PrivacyClaim, Privatizes, Sees
 from fltr_audit.engine.data.dataset import Dataset
 from fltr_audit.engine.messages import GroundTruth, Guess, Interactions, Messages, RoundBatch, ServerView
 
@@ -63,16 +62,33 @@ class Aggregate:
     anonymous: bool = False
 
 
+class AggregatorBase:
+    """What an aggregator declares, with the values of one that declares nothing; every aggregator
+    subclasses it (a plug-in's is wrapped in one, ``defenses.registration``).
+
+    ``reads_global_model``: it also gets ``global_params=`` (the model the cohort started from),
+    e.g. to clip the updates ``vector - global_params`` of weight messages. ``min_cohort``: the
+    clients a cohort needs (an instance may set its own); it raises
+    ``fltr_audit.errors.CohortLost`` when too few of them survive. ``sees``: what it must see of
+    the messages (``Sees``). ``robust_rule``: a Byzantine-robust rule (``defenses.robust``).
+    """
+
+    reads_global_model: ClassVar[bool] = False
+    min_cohort: int = 1
+    sees: ClassVar[Sees] = "updates"
+    robust_rule: ClassVar[bool] = False
+
+
 class Aggregator(Protocol):
-    """Combines a cohort's messages into what the server receives. An aggregator whose class
-    sets ``reads_global_model = True`` also gets ``global_params=`` (the model the cohort
-    started from), e.g. to clip the updates ``vector - global_params`` of weight messages.
-    One whose class sets ``min_cohort`` needs at least that many clients in a cohort (default 1);
-    it raises ``fltr_audit.errors.CohortLost`` when too few of them survive. Its class declares what
-    it must see of the messages as ``sees`` (``Sees``; undeclared: each update)."""
+    """Combines a cohort's messages into what the server receives; its class subclasses
+    ``AggregatorBase`` and declares there what it reads, needs and sees."""
 
     name: str
     claim: PrivacyClaim
+    reads_global_model: ClassVar[bool]
+    min_cohort: int
+    sees: ClassVar[Sees]
+    robust_rule: ClassVar[bool]
 
     def aggregate(self, messages: Messages, participants: np.ndarray, rng: np.random.Generator) -> Aggregate:
         """The server's update from the cohort's ``messages`` (``participants``: their client ids),

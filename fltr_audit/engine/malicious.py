@@ -134,7 +134,7 @@ def malicious_probe(algorithm: Any, params: np.ndarray, data: Dataset, *, seed: 
             rng = stream(seed, "malicious-defense", r)
             for defense in client_defenses:
                 messages = defense.apply(messages, served, rng)
-            extra = {"global_params": params} if getattr(aggregator, "reads_global_model", False) else {}
+            extra = {"global_params": params} if aggregator.reads_global_model else {}
             agg = aggregator.aggregate(messages, members, stream(seed, "malicious-aggregate", r), **extra)
             shown_target = Interactions(queries=q[:1], shown=out.interactions.shown[:1])
             view = ServerView(

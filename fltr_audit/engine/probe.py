@@ -86,7 +86,7 @@ def probe_cohorts(algorithm: Algorithm, params: np.ndarray, data: Dataset, *, se
     params = np.asarray(params, dtype=np.float64)
     state = algorithm.init_server_state(params)
     B = int(queries_per_client)
-    need = int(getattr(aggregator, "min_cohort", 1))
+    need = 1 if aggregator is None else int(aggregator.min_cohort)
     full = data.n_queries // B
     groups = [(np.arange(full * B, dtype=np.int64).reshape(full, B), np.arange(full, dtype=np.int64))]
     left_out = 0

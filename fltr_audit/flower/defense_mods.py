@@ -16,7 +16,7 @@ from typing import Any, Callable
 import numpy as np
 from flwr.app import Array, ArrayRecord, Context, Message, MessageType
 
-from fltr_audit.flower.convert import client_id, flat, only_array_record, served_round
+from fltr_audit.flower.convert import client_id, flat, served_round
 from fltr_audit.engine.messages import Messages
 from fltr_audit.engine.randomness import stream
 

@@ -42,7 +42,7 @@ from defenses.dp_gaussian import gaussian_epsilon
 from defenses.mechanism_events import dp_event
 from fltr_audit.privacy import mechanisms as mech
 from fltr_audit.errors import FltrError
-from fltr_audit.engine.interfaces import Aggregate, PrivacyClaim
+from fltr_audit.engine.interfaces import Aggregate, AggregatorBase, PrivacyClaim
 from fltr_audit.engine.messages import Messages
 
 
@@ -120,7 +120,7 @@ class FlowerLocalDp:
         return messages.with_weights(out, g)
 
 
-class FlowerCentralDp:
+class FlowerCentralDp(AggregatorBase):
     """``flwr-dp``: Flower's central DP strategy wrappers, fixed or adaptive clipping, with clipping
     on the client (``side=client``: ``fixedclipping_mod`` / ``adaptiveclipping_mod``, the server sees
     the clipped updates) or on the server (``side=server``: the server sees the raw updates and clips
@@ -230,13 +230,15 @@ class FlowerCentralDp:
                                 "clipped_fraction": count / len(updates)})
 
 
-class FlowerSecAggPlus:
+class FlowerSecAggPlus(AggregatorBase):
     """``flwr-secaggplus``: Flower's SecAgg+ arithmetic as configured in ``SecAggPlusWorkflow``. Each
     client scales its parameters by ``dq = round(n_c / max_weight * Q) / Q``, clips them to
     [-clipping_range, clipping_range], quantizes stochastically to [0, Q) (Q = quantization_range)
     and appends its weight factor; the server sums modulo ``modulus_range``, extracts the factors,
     dequantizes and rescales. The server sees only that aggregate. Declared: ``QuantizedSum`` with
     the workflow's ranges. No DP claim."""
+
+    sees = "sum"
 
     role = "aggregator"
     guarantee = "none (no DP claim)"

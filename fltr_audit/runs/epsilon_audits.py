@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from attacks.epsilon_bounds import auto_trials
+from attacks.trial_sizing import auto_trials
 from attacks.foltr_decode import audit_query_distinguishing
 from attacks.mechanism_audit import audit_stack, protected_by_aggregator
 from attacks.worst_case import worst_case_inputs

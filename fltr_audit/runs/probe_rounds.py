@@ -54,7 +54,7 @@ def threat_label(view: Any, stack: DefenseStack | None = None) -> str:
     ``server (aggregate only)`` when an honest server sees only the aggregate, else the view's own."""
     if view.threat_model == "server" and view.messages is None:
         rule = None if stack is None else rule_of(stack.aggregator)
-        return "server (robust output)" if getattr(rule, "view", "updates") == "output" else "server (aggregate only)"
+        return "server (robust output)" if rule is not None and rule.view == "output" else "server (aggregate only)"
     return view.threat_model
 
 

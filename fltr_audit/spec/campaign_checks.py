@@ -122,32 +122,30 @@ def check_values(spec: dict, source: str) -> None:
                 raise FltrError(f"{source}: click model {model!r} in 'probe.click_models' or "
                                 f"'algorithm.train_click_model' does not fit algorithm {name!r} "
                                 f"({'pbm only' if family == 'pbm' else 'its users click by a cascade model'})")
-    trials = spec["audit"]["trials"]
-    if trials == "auto":  # sized to each defense's claim: a defense that claims none has nothing to size by
-        for text in as_list(spec["audit"]["defenses"]):
-            stack = DefenseSpec.parse(text)
+    defenses = _check_each(spec["audit"]["defenses"], DefenseSpec.parse, "defense")  # parsed once, here
+    if spec["audit"]["trials"] == "auto":  # sized to each defense's claim: one that claims none has nothing to size by
+        for stack in defenses:
             if stack.name != "none" and stack.claim.epsilon == float("inf"):
                 raise FltrError(f"{source}: key 'audit.trials' = \"auto\": defense {stack.name!r} claims no epsilon, "
                                 "so there is nothing to size its trials by; give a number of trials")
-    _check_each(spec["audit"]["defenses"], DefenseSpec.parse, "defense")
-    _check_messages(spec, source)
+    _check_messages(spec, defenses)
     _check_each(spec["audit"]["attacks"], make_attack, "attacks")
-    _check_robustness(spec)
+    _check_robustness(spec, defenses)
     _check_threat_models(spec, source)
-    _check_audit_run(spec, source)
+    _check_audit_run(spec, source, defenses)
 
 
 MESSAGE_KINDS = {"vector": ("weights", "update"), "metric": ("seed+metric",)}
 """What a client defense transforms (its declared ``privatizes``) -> the message kinds that carry it."""
 
 
-def _check_messages(spec: dict, source: str) -> None:
+def _check_messages(spec: dict, defenses: list[DefenseSpec]) -> None:
     """Every client defense transforms what every algorithm's messages carry (read from the
     defense's declared ``privatizes`` and the algorithm's declared ``message_kind``)."""
     for name in as_list(spec["algorithm"]["name"]):
         kind = algorithm_spec(name, auditable=True).message_kind
-        for text in as_list(spec["audit"]["defenses"]):
-            for defense in DefenseSpec.parse(text).build().client:
+        for stack in defenses:
+            for defense in stack.build().client:
                 if kind not in MESSAGE_KINDS[defense.privatizes]:
                     raise ParameterError("defense", f"{defense.name} transforms "
                                     f"{'FOLtR-ES metric values' if defense.privatizes == 'metric' else 'vector messages'}"
@@ -165,7 +163,7 @@ def _check_threat_models(spec: dict, source: str) -> None:
                                      f"(vector messages of PDGD steps), not {name}")
 
 
-def _check_audit_run(spec: dict, source: str) -> None:
+def _check_audit_run(spec: dict, source: str, defenses: list[DefenseSpec]) -> None:
     """``[audit_run]``: the canaries fit in every run's population (``algorithm.population``, else
     its cohort), and every defense and algorithm can carry canaries (``canary_problem``)."""
 
@@ -178,8 +176,8 @@ def _check_audit_run(spec: dict, source: str) -> None:
         raise FltrError(f"{source}: key 'audit_run.canaries': {canaries:,} canaries exceed the population of "
                         f"{users:,} users ('algorithm.population', or the smallest 'algorithm.clients' without it)")
     for name in as_list(spec["algorithm"]["name"]):
-        for text in as_list(spec["audit"]["defenses"]):
-            problem = canary_problem(name, DefenseSpec.parse(text).build())
+        for stack in defenses:
+            problem = canary_problem(name, stack.build())
             if problem:
                 raise FltrError(f"{source}: key 'audit_run.canaries': {problem}")
 
@@ -226,7 +224,7 @@ def _check_params(algo: dict, source: str) -> None:
                     raise FltrError(f"{source}: key '{exc.parameter}': algorithm {name!r}: {exc.problem}") from None
 
 
-def _check_robustness(spec: dict) -> None:
+def _check_robustness(spec: dict, defenses: list[DefenseSpec]) -> None:
     """``algorithm.poison``: every poisoning parses and every algorithm's messages carry it; every
     defense's robust rule fits every cohort (``defenses.robust.compose.check_cohort``)."""
     from defenses.robust.compose import check_cohort
@@ -237,25 +235,27 @@ def _check_robustness(spec: dict) -> None:
         for name in as_list(spec["algorithm"]["name"]) if poison is not None else []:
             declared = algorithm_spec(name, auditable=True)
             poison.check_applies(name, declared.message_kind, declared.user_clicks)
-    for text in as_list(spec["audit"]["defenses"]):
+    for stack in defenses:
         for clients in as_list(spec["algorithm"]["clients"]):
             try:
-                check_cohort(DefenseSpec.parse(text).build(), clients)
+                check_cohort(stack.build(), clients)
             except FltrError as exc:
                 raise ParameterError("defense", str(exc)) from None
 
 
-def _check_each(values: Any, build: Callable[[str], Any], parameter: str) -> None:
+def _check_each(values: Any, build: Callable[[str], Any], parameter: str) -> list[Any]:
     """Build every named object once so that a bad name fails before any run: a ParameterError
-    naming ``parameter`` (``defense``, ``attacks``)."""
+    naming ``parameter`` (``defense``, ``attacks``); returns what was built."""
+    built = []
     for value in as_list(values):
         try:
-            build(value)
+            built.append(build(value))
         except ParameterError as exc:
             if exc.parameter != parameter or exc.where:
                 raise ParameterError(parameter, str(exc)) from None
             raise
         except FltrError as exc:
             raise ParameterError(parameter, str(exc)) from None
+    return built
 
 

@@ -15,7 +15,7 @@ shares. A linear ranker on the features can therefore learn to rank. ``mq2007``,
 and ``yahoo`` features are scaled to [0, 1] within each query (as the distributed
 "QueryLevelNorm" files are); ``mslr10k`` and ``istella`` features are positive and
 heavy-tailed like raw counts and scores. Features are rounded to 6 decimals, so the LETOR
-text written by :func:`fltr_audit.engine.data.letor.format_letor` reads back bit-identically.
+text written by :func:`fltr_audit.engine.data.letor_write.format_letor` reads back bit-identically.
 
 Splits follow the LETOR layout: the queries are cut into five parts S1..S5 in order and
 fold ``k`` trains on S_k, S_k+1, S_k+2, validates on S_k+3 and tests on S_k+4 (mod 5),

@@ -34,7 +34,7 @@ def _splitmix64(z):
 def perturbation_uniforms(seeds, out):
     """out[i, j] = the uniform in (0, 1) behind coordinate j of seed i's perturbation: the top 53
     bits of ``splitmix64(splitmix64(seed) + (j + 1) * golden)``, plus 1/2, over 2^53
-    (``algorithms.foltr_es.perturbations`` maps it through the inverse normal CDF)."""
+    (``algorithms.evolution_strategies.perturbations`` maps it through the inverse normal CDF)."""
     for i in range(out.shape[0]):
         base = _splitmix64(seeds[i])
         for j in range(out.shape[1]):
