@@ -60,7 +60,7 @@ class Plan:
     def of(cls, spec, runs: int) -> "Plan":
         """The plan of a validated ``CampaignSpec`` expanded into ``runs`` runs."""
         attacks, defenses = spec.audit.attacks, spec.audit.defenses
-        secure = sum(getattr(d.build().aggregator, "min_cohort", 1) > 1 for d in defenses)
+        secure = sum(d.build().aggregator.min_cohort > 1 for d in defenses)  # declared on AggregatorBase
         return cls(runs=runs, lists=spec.probe.lists, click_models=len(spec.probe.click_models),
                    attacks=len(attacks), informed=informed_attacks(attacks), min_effect=spec.probe.min_effect,
                    power=spec.probe.power, epsilon_audit=spec.audit.epsilon_audit,
