@@ -181,3 +181,47 @@ def source(path: str, language: str = "python") -> None:
     cog.outl(f"```{language}")
     cog.outl((ROOT / path).read_text().rstrip("\n"))
     cog.outl("```")
+
+
+def snippet(path: str, name: str, language: str = "python") -> None:
+    """Write a fenced block holding the top-level class or function ``name`` of the file ``path``
+    (relative to the project root), as written there."""
+    import ast
+
+    text = (ROOT / path).read_text()
+    node = next(n for n in ast.parse(text).body if getattr(n, "name", None) == name)
+    lines = text.splitlines()[node.lineno - 1 - len(node.decorator_list):node.end_lineno]
+    cog.outl(f"```{language}")
+    cog.outl("\n".join(lines))
+    cog.outl("```")
+
+
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def executed_notebook(path: str):
+    """The notebook ``path`` (relative to the project root) executed with nbclient in its own folder."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    file = ROOT / path
+    notebook = nbformat.read(file, as_version=4)
+    NotebookClient(notebook, timeout=900, kernel_name="python3",
+                   resources={"metadata": {"path": str(file.parent)}}).execute()
+    return notebook
+
+
+def notebook(path: str) -> None:
+    """Write the notebook ``path`` as Markdown, executed: its Markdown cells as they are, each code
+    cell as a python block and its text output as a text block (measurements masked)."""
+    for cell in executed_notebook(path).cells:
+        if cell.cell_type == "markdown":
+            cog.outl(cell.source.replace("# Audit", "## Audit", 1) if cell.source.startswith("# ") else cell.source)
+        elif cell.cell_type == "code":
+            cog.outl(f"```python\n{cell.source}\n```")
+            text = "".join(o.get("text", "") or o.get("data", {}).get("text/plain", "") for o in cell.outputs
+                           if o.get("output_type") in ("stream", "execute_result"))
+            text = masked(ANSI.sub("", text)).rstrip()
+            if text:
+                cog.outl("```text\n" + "\n".join(line.rstrip() for line in text.splitlines()) + "\n```")
+        cog.outl("")

@@ -62,6 +62,7 @@ class ForgetfulLaplace:
 class Quantize:
     """Round each coordinate of the update to a multiple of ``step``."""
 
+    privatizes = "vector"  # it transforms a vector message (checked against the algorithm's messages)
     claim = PrivacyClaim()  # no DP guarantee
 
     def __init__(self, step: float = 0.05):

@@ -26,8 +26,8 @@ from fltr_audit._version import __version__
 
 _API = ("AlgorithmSpec", "AuditOptions", "AuditResult", "accountant", "algorithm_rows", "attack_recording",
         "attack_rows", "audit", "audit_campaign", "audit_defaults", "audit_defense", "audit_unlearning",
-        "audit_whole_run", "compare",
-        "defense_rows", "demo", "epsilon_table", "register_algorithm", "register_attack", "register_defense",
+        "audit_whole_run", "compare", "defense_rows", "demo", "epsilon_table", "explain", "register_algorithm",
+        "register_attack", "register_defense",
         "report", "train", "train_baselines", "train_fedips", "train_foltr_es", "train_lambda_linear_baseline")
 __all__ = ["__version__", *_API]
 

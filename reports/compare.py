@@ -23,6 +23,7 @@ from reports.claims import HUGE, bound_text, claim_summary, claim_text, pooled_a
 from reports.leakage import ALPHA, MIN_EFFECT, leakage_table, leakage_verdicts
 from reports.robustness import clean_utility
 from reports.stats import adjust, mean_ci, welch_p
+from reports.sweeps import with_sweeps
 
 CONTEXT = ("data", "algo", "setting", "click_model", "threat_model")
 CLAIM_CONTEXT = ("data", "algo", "setting")  # an epsilon claim is the defense's, whatever the click model
@@ -99,7 +100,8 @@ def _f1_rows(attacks: pd.DataFrame, keys: list[str], confidence: float, alpha: f
 
 
 def compare(tables: dict[str, pd.DataFrame], by=("defense",), *, averaging: str = "macro",
-            confidence: float = 0.95, alpha: float = ALPHA, min_effect: float = MIN_EFFECT) -> pd.DataFrame:
+            confidence: float = 0.95, alpha: float = ALPHA, min_effect: float = MIN_EFFECT,
+            pool=()) -> pd.DataFrame:
     """The privacy-utility table: one row per ``by`` group (plus context) and attack.
 
     Parameters
@@ -108,7 +110,9 @@ def compare(tables: dict[str, pd.DataFrame], by=("defense",), *, averaging: str 
         At least ``attacks``; ``per_query``, ``audits`` and ``utility`` are used when present.
     by : sequence of str
         Grouping columns of ``attacks``; data set, algorithm, setting, click model and threat
-        model are always kept apart. Seeds and folds are pooled (they are the samples).
+        model are always kept apart, and so is every axis the campaign sweeps
+        (:mod:`reports.sweeps`: probe cohort, rounds, clients, ...) unless named in ``pool``.
+        Seeds and folds are pooled (they are the samples).
     averaging : str
         Which ``averaging`` rows of ``attacks`` to use (``"macro"``: mean over lists).
     min_effect : float
@@ -127,6 +131,7 @@ def compare(tables: dict[str, pd.DataFrame], by=("defense",), *, averaging: str 
         ``ndcg10``, ``ndcg10_delta`` and its interval.
     """
     check_min_effect(min_effect)
+    tables, swept = with_sweeps(tables, pool)
     attacks = _attack_rows(tables, averaging)
     if attacks.empty:
         return pd.DataFrame()
@@ -134,7 +139,7 @@ def compare(tables: dict[str, pd.DataFrame], by=("defense",), *, averaging: str 
     missing = [c for c in [*by, "attack", *METRICS] if c not in attacks.columns]
     if missing:
         raise ValueError(f"attacks table lacks column(s) {', '.join(missing)}")
-    keys = _keys(attacks, by)
+    keys = _keys(attacks, [*by, *(a for a in swept if a not in by)])
     out = _f1_rows(attacks, keys, confidence, alpha)
     leak = leakage_table(tables, keys, averaging=averaging, confidence=confidence)
     out = out.merge(leak, on=[*keys, "attack"], how="left")
@@ -148,7 +153,10 @@ def compare(tables: dict[str, pd.DataFrame], by=("defense",), *, averaging: str 
 
 
 def _claims(audits: pd.DataFrame | None, keys: list[str]) -> tuple[pd.DataFrame, list[str]]:
-    on = ["defense"] + [k for k in CLAIM_CONTEXT if k in keys and audits is not None and k in audits.columns]
+    """The pooled claim verdicts by defense and every key but the click and threat models (a claim
+    is the defense's, whatever the clicks; runs pool over seeds and folds only)."""
+    on = ["defense"] + [k for k in keys if k not in ("defense", "click_model", "threat_model")
+                        and audits is not None and k in audits.columns]
     if audits is None or audits.empty or "defense" not in audits.columns:
         return pd.DataFrame(), on
     return claim_summary(pooled_audits(audits, on), on), on
@@ -162,8 +170,9 @@ def _join_claims(out: pd.DataFrame, audits: pd.DataFrame | None, keys: list[str]
 
 
 def verdicts(tables: dict[str, pd.DataFrame], *, averaging: str = "macro", alpha: float = ALPHA,
-             min_effect: float = MIN_EFFECT, confidence: float = 0.95) -> pd.DataFrame:
-    """Both verdicts per defense and context (data, algorithm, setting, click model, threat model).
+             min_effect: float = MIN_EFFECT, confidence: float = 0.95, pool=()) -> pd.DataFrame:
+    """Both verdicts per defense and context (data, algorithm, setting, click model, threat model,
+    and every swept axis not in ``pool``: :mod:`reports.sweeps`).
 
     Columns: keys; ``leakage_verdict`` with the :func:`reports.leakage.leakage_verdicts` columns
     (``headline_attack``, ``leakage`` and its simultaneous interval, ``detectable``, ``leakage_normalized``, ``auc``,
@@ -173,10 +182,11 @@ def verdicts(tables: dict[str, pd.DataFrame], *, averaging: str = "macro", alpha
     ``ndcg10_delta``.
     """
     check_min_effect(min_effect)
+    tables, swept = with_sweeps(tables, pool)
     attacks = _attack_rows(tables, averaging)
     if attacks.empty or "defense" not in attacks.columns:
         return pd.DataFrame()
-    keys = _keys(attacks, ["defense"])
+    keys = _keys(attacks, ["defense", *swept])
     leak = leakage_table(tables, keys, averaging=averaging, confidence=confidence)
     out = leakage_verdicts(leak, keys, min_effect=min_effect, alpha=alpha)
     out["leakage_text"] = [leakage_text(r, min_effect) for _, r in out.iterrows()]

@@ -41,7 +41,7 @@ from scipy import stats
 
 from reports.stats import greater_than_zero_p, holm, mean_ci
 
-MIN_EFFECT = 0.02  # AUC: the smallest leak worth calling "measurable"
+MIN_EFFECT = 0.05  # AUC: the smallest leak worth calling "measurable" (audit_options.DEFAULT_MIN_EFFECT)
 ALPHA = 0.05
 MAX_PLANNED = 2.0**62
 """The largest number of lists ``planned_lists`` counts (beyond: a ValueError naming min_effect)."""

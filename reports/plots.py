@@ -19,9 +19,11 @@ from fltr_audit.privacy.error_bounds import clopper_pearson_upper
 from reports.claims import HUGE, dp_tradeoff, gdp_tradeoff, pooled_audits
 from reports.compare import compare
 from reports.figure import label as _label, png as _png
-from reports.leakage import roc_rows
+from reports.leakage_plots import leakage_forest, roc_curves
+from reports.panels import panels as _panels, series_label, strongest as _strongest, yerr as _yerr
 from reports.robustness_plot import robustness_frontier
-
+from reports.style import visual_code
+from reports.sweeps import swept_in
 
 
 def data_uri(png: bytes) -> str:
@@ -29,212 +31,34 @@ def data_uri(png: bytes) -> str:
     return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
 
 
-def _yerr(mean: pd.Series, low: pd.Series, high: pd.Series, floor: float = 0.0) -> np.ndarray:
-    """Error bar lengths of an interval clipped to [floor, 1] (precision, recall, F1 lie in
-    [0, 1], leakage in [-1, 1]; a t interval over two runs need not)."""
-    m = mean.to_numpy(dtype=np.float64)
-    lo = np.clip(low.to_numpy(dtype=np.float64), floor, 1.0)
-    hi = np.clip(high.to_numpy(dtype=np.float64), floor, 1.0)
-    return np.nan_to_num(np.vstack([np.maximum(m - lo, 0.0), np.maximum(hi - m, 0.0)]))
-
-
-def _panels(n: int, height: float, margin: float) -> tuple[Figure, np.ndarray]:
-    """A figure of ``n`` panels with shared axes, three per row (rows x 3 axes, the unused hidden)."""
-    n = max(int(n), 1)
-    cols = min(n, 3)
-    rows = -(-n // cols)
-    fig = Figure(figsize=(4.2 * cols, height * rows + margin))
-    axes = fig.subplots(rows, cols, squeeze=False, sharex=True, sharey=True)
-    for ax in axes.ravel()[n:]:
-        ax.set_visible(False)
-    return fig, axes
-
-
-def series_label(frame: pd.DataFrame) -> pd.Series:
-    """The defense, prefixed by the data set, algorithm and setting where the table holds
-    several of them (so that one plot series never mixes two algorithms)."""
-    label = frame["defense"].astype(str)
-    for col in ("setting", "algo", "data"):
-        if col in frame.columns and frame[col].nunique(dropna=False) > 1:
-            label = frame[col].fillna("").astype(str) + ": " + label
-    return label
-
-
-def _informed(table: pd.DataFrame) -> pd.DataFrame:
-    return table[~table["reference"].astype(bool)]
-
-
-def _strongest(table: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
-    """Per ``keys`` group the informed attack with the largest leakage."""
-    informed = _informed(table)
-    informed = informed[informed["leakage"].notna()]
-    if informed.empty:
-        return informed
-    return informed.loc[informed.groupby(keys, sort=False, dropna=False)["leakage"].idxmax()]
-
-
 def frontier(tables: dict[str, pd.DataFrame], table: pd.DataFrame | None = None) -> bytes | None:
     """Privacy-utility frontier: the strongest informed attack's leakage (95 % CI) against the
-    ranker's nDCG@10, colour per defense, marker per click model; zero leakage dotted."""
+    ranker's nDCG@10, colour per defense, marker per click model (the report's visual code; one
+    point per swept setting too); zero leakage dotted."""
     table = compare(tables) if table is None else table
     if table.empty or table["ndcg10"].isna().all() or table["leakage"].isna().all():
         return None
-    table = table.assign(defense=series_label(table))
-    keys = [c for c in ("defense", "click_model", "threat_model") if c in table.columns]
+    table = table.assign(series=series_label(table))
+    keys = [c for c in ("series", "click_model", "threat_model", *swept_in(table)) if c in table.columns]
     best = _strongest(table, keys)
     best = best[best["ndcg10"].notna()]
     if best.empty:
         return None
-    fig = Figure(figsize=(10, 5))
+    code = visual_code(tables)
+    fig = Figure(figsize=(8, 5))
     ax = fig.add_subplot()
-    markers = "osD^vP*X"
-    defenses = list(dict.fromkeys(best["defense"]))
-    colors = [f"C{i % 10}" for i in range(len(defenses))]
-    clicks = list(dict.fromkeys(best["click_model"])) if "click_model" in best else [None]
-    for d, defense in enumerate(defenses):
-        for i, click in enumerate(clicks):
-            sel = best[(best["defense"] == defense) & ((best["click_model"] == click) if click else True)]
-            if sel.empty:
-                continue
-            err = _yerr(sel["leakage"], sel["leakage_ci_low"], sel["leakage_ci_high"], -1.0)
-            ax.errorbar(sel["ndcg10"], sel["leakage"], yerr=err, fmt=markers[i % len(markers)], color=colors[d],
-                        markersize=8, capsize=3, elinewidth=0.8, alpha=0.9, markeredgecolor="white",
-                        markeredgewidth=0.6)
+    for _, r in best.iterrows():
+        err = _yerr(pd.Series([r["leakage"]]), pd.Series([r["leakage_ci_low"]]), pd.Series([r["leakage_ci_high"]]),
+                    -1.0)
+        ax.errorbar([r["ndcg10"]], [r["leakage"]], yerr=err, fmt=code.marker(r.get("click_model")),
+                    color=code.colour(r["defense"]), markersize=8, capsize=3, elinewidth=0.8, alpha=0.9,
+                    markeredgecolor="white", markeredgewidth=0.6)
     ax.axhline(0.0, color="0.45", linestyle=":", linewidth=1)
-    defense_handles = [Line2D([], [], color=colors[d], marker="o", linestyle="", markersize=7,
-                              label=_label(x)) for d, x in enumerate(defenses)]
-    click_handles = [Line2D([], [], color="0.3", marker=markers[i % len(markers)], linestyle="",
-                            markersize=7, label=_label(c)) for i, c in enumerate(clicks) if c]
-    fig.subplots_adjust(right=0.72)
-    fig.legend(handles=defense_handles, title="defense (colour)", fontsize=8, title_fontsize=8,
-               loc="upper left", bbox_to_anchor=(0.76, 0.88), alignment="left")
-    if click_handles:
-        fig.legend(handles=click_handles, title="click model (marker)", fontsize=8, title_fontsize=8,
-                   loc="lower left", bbox_to_anchor=(0.76, 0.11), alignment="left")
     ax.set_xlabel("ranker nDCG@10 (higher is better)")
     ax.set_ylabel("strongest attack's leakage, AUC real - counterfactual\n(lower is more private)")
     ax.set_title("Privacy-utility frontier")
     ax.margins(x=0.08)
     ax.grid(alpha=0.3)
-    return _png(fig)
-
-
-ROC_GRID = np.logspace(-3, 0, 61)
-
-
-def _mean_roc(frame: pd.DataFrame) -> np.ndarray:
-    """TPR on :data:`ROC_GRID`, each run's curve interpolated (step-free, in FPR), then averaged."""
-    curves = []
-    for _, run in frame.groupby("run_key", sort=False) if "run_key" in frame else [((), frame)]:
-        run = run.sort_values(["fpr", "tpr"])
-        run = run[np.isfinite(run["tpr"].to_numpy(dtype=np.float64))]
-        if len(run):
-            curves.append(np.interp(ROC_GRID, run["fpr"].to_numpy(dtype=np.float64),
-                                    run["tpr"].to_numpy(dtype=np.float64)))
-    return np.mean(curves, axis=0) if curves else np.full(len(ROC_GRID), np.nan)
-
-
-def roc_curves(tables: dict[str, pd.DataFrame], table: pd.DataFrame | None = None) -> bytes | None:
-    """ROC curves of each defense's strongest informed attack on log-log axes, one panel per
-    defense, one colour per click model: against the real clicks (solid) and the counterfactual
-    clicks (dashed), mean over runs, with FPR 0.1 % and 1 % marked. The curves are the runs'
-    stored ROC points (``reports.leakage.roc_rows``, or a ``roc`` table); results without them
-    get the stored TPR at FPR 0.1 % and 1 % as points (real clicks only)."""
-    table = compare(tables) if table is None else table
-    if table.empty or table["leakage"].isna().all():
-        return None
-    pooled = _strongest(table, ["defense"])
-    if pooled.empty:  # e.g. only reference attacks ran
-        return None
-    roc = tables.get("roc")
-    if roc is None or roc.empty:
-        roc = roc_rows(tables.get("attacks"))
-    has_roc = roc is not None and not roc.empty and {"fpr", "tpr", "curve"} <= set(roc.columns)
-    if not has_roc and not {"tpr_at_fpr_0_01", "tpr_at_fpr_0_001"} & set(table.columns):
-        return None
-    defenses = list(pooled["defense"])
-    if not defenses:  # only reference attacks (random guessers) ran: no informed attack to draw
-        return None
-    clicks = list(dict.fromkeys(table["click_model"])) if "click_model" in table else [None]
-    fig, axes = _panels(len(defenses), 3.8, 0.6)
-    for ax, (_, best) in zip(axes.ravel(), pooled.iterrows()):
-        for i, click in enumerate(clicks):
-            color = f"C{i % 10}"
-            if has_roc:
-                sel = roc[(roc["defense"] == best["defense"]) & (roc["attack"] == best["attack"])]
-                if click is not None and "click_model" in sel:
-                    sel = sel[sel["click_model"] == click]
-                for curve, style in (("real", "-"), ("counterfactual", "--")):
-                    part = sel[sel["curve"] == curve]
-                    if not part.empty:
-                        ax.plot(ROC_GRID, np.maximum(_mean_roc(part), 1e-3), linestyle=style, color=color,
-                                drawstyle="steps-post")
-            else:
-                sel = table[(table["defense"] == best["defense"]) & (table["attack"] == best["attack"])
-                            & ((table["click_model"] == click) if click else True)]
-                x = [f for f, c in ((0.001, "tpr_at_fpr_0_001"), (0.01, "tpr_at_fpr_0_01")) if c in sel]
-                y = [sel[c].mean() for c in ("tpr_at_fpr_0_001", "tpr_at_fpr_0_01") if c in sel]
-                ax.plot(x, np.maximum(np.nan_to_num(y), 1e-3), marker="o", linestyle="-", color=color)
-        ax.plot(ROC_GRID, ROC_GRID, color="0.6", linestyle=":", linewidth=1)
-        for x in (0.001, 0.01):
-            ax.axvline(x, color="0.35", linewidth=0.8, linestyle=(0, (1, 3)))
-            ax.text(x * 1.1, 1.2e-3, f"{x:.1%}".replace(".0%", "%") + " FPR", fontsize=7, color="0.35",
-                    rotation=90, va="bottom")
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.set_xlim(7e-4, 1)
-        ax.set_ylim(1e-3, 1.05)
-        ax.set_title(_label(f"{best['defense']} ({best['attack']})", 40), fontsize=9)
-        ax.grid(alpha=0.3)
-    for ax in axes[-1]:
-        ax.set_xlabel("false-positive rate")
-    for ax in axes[:, 0]:
-        ax.set_ylabel("true-positive rate")
-    handles = [Line2D([], [], color=f"C{i % 10}", label=str(c)) for i, c in enumerate(clicks) if c is not None]
-    handles += [Line2D([], [], color="0.3", linestyle="-", label="real clicks")]
-    if has_roc:
-        handles += [Line2D([], [], color="0.3", linestyle="--", label="counterfactual clicks")]
-    handles += [Line2D([], [], color="0.6", linestyle=":", label="chance")]
-    fig.legend(handles=handles, fontsize=8, loc="lower center", ncol=len(handles), bbox_to_anchor=(0.5, 0.0),
-               frameon=False)
-    fig.suptitle("ROC of each defense's strongest attack (mean over runs)", y=1.0)
-    fig.subplots_adjust(bottom=0.1 + 0.35 / fig.get_figheight(), top=1 - 0.75 / fig.get_figheight(), hspace=0.45)
-    return _png(fig)
-
-
-def leakage_forest(tables: dict[str, pd.DataFrame], table: pd.DataFrame | None = None) -> bytes | None:
-    """Forest plot: every attack's leakage with its 95 % CI, one row per defense x attack x
-    click model, colour per click model, reference attacks hollow; zero and the minimum effect
-    marked."""
-    table = compare(tables) if table is None else table
-    if table.empty or table["leakage"].isna().all():
-        return None
-    table = table[table["leakage"].notna()].assign(defense=series_label(table))
-    clicks = list(dict.fromkeys(table["click_model"])) if "click_model" in table else [None]
-    fig = Figure(figsize=(9, 1.2 + 0.22 * len(table)))
-    ax = fig.add_subplot()
-    positions, names, y = [], [], 0.0
-    for (defense, attack), sel in table.groupby(["defense", "attack"], sort=False):
-        ref = bool(sel["reference"].any())
-        positions.append(-(y + (len(sel) - 1) / 2))
-        names.append(_label(f"{defense} · {attack}{' (reference)' if ref else ''}", 60))
-        for _, r in sel.iterrows():
-            color = f"C{clicks.index(r['click_model']) % 10}" if "click_model" in r else "C0"
-            err = _yerr(pd.Series([r["leakage"]]), pd.Series([r["leakage_ci_low"]]),
-                        pd.Series([r["leakage_ci_high"]]), -1.0)
-            ax.errorbar([r["leakage"]], [-y], xerr=err, fmt="o", color=color, capsize=2, markersize=5,
-                        markerfacecolor="white" if ref else color, elinewidth=1)
-            y += 1
-        y += 0.5
-    ax.set_yticks(positions, names, fontsize=7)
-    ax.axvline(0.0, color="0.2", linewidth=1)
-    ax.set_xlabel("leakage: AUC real - AUC counterfactual (95 % CI)")
-    handles = [Line2D([], [], color=f"C{i % 10}", marker="o", linestyle="", label=str(c))
-               for i, c in enumerate(clicks) if c is not None]
-    if handles:
-        ax.legend(handles=handles, title="click model", fontsize=8, title_fontsize=8, loc="lower right")
-    ax.grid(axis="x", alpha=0.3)
-    ax.set_title("Leakage of every attack (hollow: reference attacks, which do not read the message)")
     return _png(fig)
 
 
@@ -249,16 +73,18 @@ def learning_curves(tables: dict[str, pd.DataFrame], table: pd.DataFrame | None 
     panels = [c for c in ("offline_ndcg10", "shown_ndcg") if c in curves and curves[c].notna().any()]
     if not panels:
         return None
-    curves = curves.assign(defense=series_label(curves))
+    code = visual_code(tables)
+    curves = curves.assign(series=series_label(curves))
     fig = Figure(figsize=(5.5 * len(panels), 4.2))
     styles = ("-", "--", "-.", ":")
     for i, col in enumerate(panels):
         ax = fig.add_subplot(1, len(panels), i + 1)
-        for d, (defense, frame) in enumerate(curves.groupby("defense", sort=False, dropna=False)):
+        for d, ((series, defense), frame) in enumerate(curves.groupby(["series", "defense"], sort=False,
+                                                                      dropna=False)):
             mean = frame.dropna(subset=[col]).groupby("round")[col].mean()
-            ax.plot(mean.index, mean.to_numpy(), marker="." if len(mean) < 30 else None,
+            ax.plot(mean.index, mean.to_numpy(), marker="." if len(mean) < 30 else None, color=code.colour(defense),
                     linestyle=styles[d % len(styles)], linewidth=2.2 - 0.3 * (d % 4),
-                    label=_label(defense))
+                    label=_label(series))
         ax.set_xlabel("round")
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_ylabel({"offline_ndcg10": "offline nDCG@10 (held-out queries)",
@@ -276,45 +102,44 @@ def learning_curves(tables: dict[str, pd.DataFrame], table: pd.DataFrame | None 
 
 
 def attack_precision_recall(tables: dict[str, pd.DataFrame], table: pd.DataFrame | None = None) -> bytes | None:
-    """Attack precision and recall (95 % CI) by defense: one row per click model, precision
-    left, recall right."""
+    """Attack precision and recall (95 % CI): one group of bars per attack, one bar per defense in
+    its colour (reference attacks hatched), one row per click model, precision left, recall right."""
     table = compare(tables) if table is None else table
     if table.empty:
         return None
-    table = table.assign(defense=series_label(table))
+    code = visual_code(tables)
+    table = table.assign(series=series_label(table))
     clicks = list(dict.fromkeys(table["click_model"])) if "click_model" in table else [None]
-    defenses = list(dict.fromkeys(table["defense"]))
+    series = list(dict.fromkeys(zip(table["series"], table["defense"])))
     attacks = list(dict.fromkeys(table["attack"]))
     reference = set(table.loc[table["reference"].astype(bool), "attack"])
-    width = 0.8 / len(attacks)
-    fig = Figure(figsize=(max(9.0, 0.35 * len(defenses) * len(attacks) * 2), 1.0 + 2.3 * len(clicks)))
+    width = 0.8 / len(series)
+    fig = Figure(figsize=(max(9.0, 0.35 * len(series) * len(attacks) * 2), 1.0 + 2.3 * len(clicks)))
     axes = fig.subplots(len(clicks), 2, squeeze=False, sharex=True, sharey=True)
     for j, click in enumerate(clicks):
         sel = table if click is None else table[table["click_model"] == click]
         for c, metric in enumerate(("precision", "recall")):
             ax = axes[j, c]
-            for a, attack in enumerate(attacks):
-                cols = [metric, f"{metric}_ci_low", f"{metric}_ci_high"]
-                # one bar per label; rows the label cannot tell apart (e.g. older stores without
-                # a setting column) are averaged rather than breaking the plot
-                rows = sel[sel["attack"] == attack].groupby("defense", sort=False)[cols].mean().reindex(defenses)
-                ax.bar(np.arange(len(defenses)) + (a - (len(attacks) - 1) / 2) * width,
-                       rows[metric].to_numpy(), width, capsize=2, label=_label(attack),
-                       color="0.6" if attack in reference else f"C{a % 10}",
+            cols = [metric, f"{metric}_ci_low", f"{metric}_ci_high"]
+            for d, (name, defense) in enumerate(series):
+                # one bar per attack; rows the label cannot tell apart (swept settings, older stores
+                # without a setting column) are averaged rather than breaking the plot
+                rows = sel[sel["series"] == name].groupby("attack", sort=False)[cols].mean().reindex(attacks)
+                ax.bar(np.arange(len(attacks)) + (d - (len(series) - 1) / 2) * width, rows[metric].to_numpy(), width,
+                       capsize=2, color=code.colour(defense), edgecolor="white",
+                       hatch=["//" if a in reference else "" for a in attacks],
                        yerr=None if rows[f"{metric}_ci_low"].isna().all() else
                        _yerr(rows[metric], rows[f"{metric}_ci_low"], rows[f"{metric}_ci_high"]),
                        error_kw={"elinewidth": 0.8, "ecolor": "0.25"})
-            ax.set_xticks(np.arange(len(defenses)), [_label(d, 16) for d in defenses], fontsize=8)
+            ax.set_xticks(np.arange(len(attacks)), [_label(a + (" (ref.)" if a in reference else ""), 16)
+                                                    for a in attacks], fontsize=8)
             ax.set_ylim(0, 1.05)
             ax.grid(axis="y", alpha=0.3)
             if j == 0:
                 ax.set_title(metric)
             if c == 0:
                 ax.set_ylabel(f"{click} clicks" if click is not None else "all clicks")
-    handles, labels = axes[0, 0].get_legend_handles_labels()
-    fig.legend(handles, labels, title="attack", fontsize=8, title_fontsize=8, loc="upper center",
-               ncol=len(labels), bbox_to_anchor=(0.5, 0.0), frameon=False)
-    fig.suptitle("Click-guessing attacks by defense (mean, 95 % CI clipped to [0, 1])")
+    fig.suptitle("Click-guessing attacks by defense (colour; mean, 95 % CI clipped to [0, 1]; hatched: reference)")
     return _png(fig)
 
 
@@ -381,7 +206,8 @@ def audit_tradeoff(tables: dict[str, pd.DataFrame], table: pd.DataFrame | None =
     fig, axes = _panels(len(defenses), 3.9, 0.8)
     grid = np.concatenate([np.logspace(np.log10(FLOOR), -0.31, 300), 1 - np.logspace(-0.31, np.log10(FLOOR), 300)])
     kinds = list(dict.fromkeys(pooled.get("neighbours", pd.Series(["audit"])).fillna("audit")))
-    markers = dict(zip(kinds, "osD^v"))
+    markers = dict(zip(kinds, "PX*hv"))  # shapes no click model uses (reports.style)
+    code = visual_code(tables)
     for ax, defense in zip(axes.ravel(), defenses):
         sel = pooled[pooled["defense"] == defense]
         claim = sel.iloc[0]
@@ -392,13 +218,13 @@ def audit_tradeoff(tables: dict[str, pd.DataFrame], table: pd.DataFrame | None =
         if _finite(mu):
             ax.plot(grid, np.clip(gdp_tradeoff(grid, mu), FLOOR, 1 - FLOOR), color="C3", linestyle="--", linewidth=1.2,
                     label="μ-GDP curve")
-        for j, (_, a) in enumerate(sel.iterrows()):
+        for _, a in sel.iterrows():
             kind = a.get("neighbours") if pd.notna(a.get("neighbours")) else "audit"
             level = 1.0 - (1.0 - a["confidence"]) / 2.0
             x, y, xu, yu = np.clip([a["fp"] / a["n0"], a["fn"] / a["n1"],
                                     float(clopper_pearson_upper(a["fp"], a["n0"], level)),
                                     float(clopper_pearson_upper(a["fn"], a["n1"], level))], FLOOR, 1 - FLOOR)
-            color = f"C{j % 10}"
+            color = code.colour(str(a["defense"]).split(": ")[-1])  # the defense behind its series label
             ax.plot([x, xu], [y, yu], color=color, linewidth=0.8, alpha=0.7)
             ax.plot([xu], [yu], marker=markers[kind], color=color, markerfacecolor="white", markersize=6)
             ax.plot([x], [y], marker=markers[kind], color=color, markersize=6, linestyle="",
@@ -431,8 +257,9 @@ def whole_run_epsilon(tables: dict[str, pd.DataFrame], table: pd.DataFrame | Non
         return None
     fig = Figure(figsize=(7, 4.5))
     ax = fig.add_subplot()
-    for i, (defense, frame) in enumerate(rows.sort_values("rounds").groupby("defense", sort=False)):
-        colour = f"C{i % 10}"
+    code = visual_code(tables)
+    for defense, frame in rows.sort_values("rounds").groupby("defense", sort=False):
+        colour = code.colour(defense)
         x = frame["rounds"].to_numpy()
         finite = np.isfinite(frame["epsilon_accounted_canaries"].to_numpy())
         ax.plot(x[finite], frame["epsilon_accounted_canaries"].to_numpy()[finite], color=colour, marker="s",
@@ -462,12 +289,12 @@ def whole_run_epsilon(tables: dict[str, pd.DataFrame], table: pd.DataFrame | Non
 
 PLOTS = {  # name -> (title, caption: what to read from it, function)
     "frontier": ("Privacy-utility frontier",
-                 "One marker per defense (colour) and click model (shape): x is the trained ranker's "
-                 "nDCG@10, y the leakage (AUC real - counterfactual, 95 % CI) of the strongest informed "
+                 "One marker per defense (colour) and click model (shape), and per swept setting: x is the "
+                 "trained ranker's nDCG@10, y the leakage (AUC real - counterfactual, 95 % CI) of the strongest informed "
                  "attack. Read: lower right is private and useful; a marker on the dotted zero line means "
                  "the attack learns nothing about the clicks from the message.", frontier),
     "leakage_forest": ("Leakage of every attack",
-                       "Each attack's leakage with its 95 % CI per defense and click model (colour). "
+                       "Each attack's leakage with its 95 % CI per defense (colour) and click model (shape). "
                        "Read: an interval right of the zero line is leakage; reference attacks (hollow) "
                        "do not read the message and should straddle zero.", leakage_forest),
     "roc": ("ROC curves",
@@ -475,7 +302,9 @@ PLOTS = {  # name -> (title, caption: what to read from it, function)
             "of its click guesses on log-log axes, against the real clicks (solid) and against "
             "counterfactual clicks from the same click model (dashed). Read: the gap between solid "
             "and dashed is what the message reveals; the low-FPR end shows whether some clicks are "
-            "recovered with near certainty.", roc_curves),
+            "recovered with near certainty. A curve below the diagonal guesses worse than chance (pure "
+            "noise can mislead an attack systematically); its dashed twin dips alike, so it is not leakage.",
+            roc_curves),
     "learning_curves": ("Learning curves",
                         "nDCG@10 per training round, mean over runs: on held-out queries (left, where "
                         "evaluated) and of the lists shown to users (right). Read: the gap between a "

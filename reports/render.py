@@ -22,7 +22,11 @@ from reports import plots, sections
 from reports.compare import check_min_effect, compare, verdicts
 from reports.leakage import MIN_EFFECT
 from reports.methods import configuration, methods as methods_items, versions
+from reports.glossary import TERMS, anchor, lookup
+from reports.style import legend_png
 from reports.summary import defense_summary, scope_line
+from reports.sweep_plot import sweep_plots
+from reports.sweeps import with_sweeps
 from reports.tables import ordered
 
 
@@ -35,7 +39,14 @@ def _environment() -> jinja2.Environment:
         lstrip_blocks=True,
     )
     env.filters["md"] = _md
+    env.filters["term"] = _term_anchor
     return env
+
+
+def _term_anchor(label: str) -> str:
+    """The report's glossary anchor of the term a badge or header names ("" when none)."""
+    term = lookup(str(label).split(": ")[-1])
+    return f"g-{anchor(term.name)}" if term is not None else ""
 
 
 def _md(value) -> Markup:
@@ -47,6 +58,27 @@ def _md(value) -> Markup:
 
 def _uri(mime: str, data: bytes) -> str:
     return f"data:{mime};base64," + base64.b64encode(data).decode("ascii")
+
+
+def _plots(tables, table, v, min_effect: float) -> tuple[dict[str, bytes | str], list[dict]]:
+    """The plot files and their template entries: the one legend, each sweep (with the sentence
+    saying what it shows), then :data:`reports.plots.PLOTS`."""
+    files: dict[str, bytes | str] = {}
+    legend = legend_png(tables)
+    if legend is not None:
+        files["plots/legend.png"] = legend
+    drawn = [(f"sweep_{i + 1}", s["title"], s["caption"], s["png"])
+             for i, s in enumerate(sweep_plots(tables, v, min_effect))]
+    drawn += [(name, plot_title, caption, draw(tables, table))
+              for name, (plot_title, caption, draw) in plots.PLOTS.items()]
+    shown = []
+    for name, plot_title, caption, png in drawn:
+        if png is None:
+            continue
+        files[f"plots/{name}.png"] = png
+        shown.append({"title": plot_title, "caption": caption, "uri": _uri("image/png", png),
+                      "file": f"plots/{name}.png"})
+    return files, shown
 
 
 def render_report(tables: dict[str, pd.DataFrame], *, title: str = "fltr-audit privacy audit",
@@ -64,20 +96,13 @@ def render_report(tables: dict[str, pd.DataFrame], *, title: str = "fltr-audit p
         The leakage (AUC) below which the upper bound must lie for "no measurable leakage".
     """
     check_min_effect(min_effect)
+    tables, swept = with_sweeps(tables)  # every swept axis a column: nothing below pools over it
     runs = tables.get("runs", pd.DataFrame())
     table = compare(tables, min_effect=min_effect)
     if not table.empty:
-        table = ordered(table, ("defense", "data", "algo", "click_model", "threat_model"))
+        table = ordered(table, ("defense", "data", "algo", *swept, "click_model", "threat_model"))
     v = verdicts(tables, min_effect=min_effect)
-    files: dict[str, bytes | str] = {}
-    shown_plots = []
-    for name, (plot_title, caption, draw) in plots.PLOTS.items():
-        png = draw(tables, table)
-        if png is None:
-            continue
-        files[f"plots/{name}.png"] = png
-        shown_plots.append({"title": plot_title, "caption": caption, "uri": _uri("image/png", png),
-                            "file": f"plots/{name}.png"})
+    files, shown_plots = _plots(tables, table, v, min_effect)
     results = sections.Results(tables=tables, table=table, verdicts=v)
     shown = []
     for build in sections.SECTIONS:
@@ -100,7 +125,9 @@ def render_report(tables: dict[str, pd.DataFrame], *, title: str = "fltr-audit p
         "summary": defense_summary(v) if not v.empty else [],
         "tables": shown,
         "plots": shown_plots,
+        "legend": _uri("image/png", files["plots/legend.png"]) if "plots/legend.png" in files else None,
         "methods": methods_items(tables, methods, min_effect),
+        "glossary": [(f"g-{anchor(t.name)}", t.name, t.text) for t in TERMS],
         "versions": versions(runs),
         "configuration": configuration(runs),
     }

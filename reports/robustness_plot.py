@@ -10,8 +10,10 @@ from matplotlib.lines import Line2D
 from reports.compare import verdicts as compute_verdicts
 from reports.figure import label as _label, png as _png
 from reports.robustness import frontier_rows
+from reports.style import visual_code
 
-VERDICT_MARKERS = {"violated": "X", "consistent": "o", "untestable": "^", "outside scope": "D", "no claim": "s"}
+VERDICT_MARKERS = {"violated": "X", "consistent": "P", "untestable": "*", "outside scope": "h", "no claim": "8"}
+"""Shapes no click model uses (``reports.style``: a marker means a click model in every other plot)."""
 
 
 def robustness_frontier(tables: dict[str, pd.DataFrame], table: pd.DataFrame | None = None) -> bytes | None:
@@ -25,12 +27,13 @@ def robustness_frontier(tables: dict[str, pd.DataFrame], table: pd.DataFrame | N
     algos = list(dict.fromkeys(rows["algo"])) if "algo" in rows else [None]
     fig = Figure(figsize=(6.0 * len(algos) + 3.0, 4.8))
     defenses = list(dict.fromkeys(rows["defense"]))
-    colors = {d: f"C{i % 10}" for i, d in enumerate(defenses)}
+    code = visual_code(tables)  # a defense's colour is the same in every plot of the report
+    colors = {d: code.colour(d) for d in defenses}
     for i, algo in enumerate(algos):
         ax = fig.add_subplot(1, len(algos), i + 1)
         own = rows[rows["algo"] == algo] if algo is not None else rows
         for _, row in own.iterrows():
-            marker = VERDICT_MARKERS.get(row.get("claim_verdict"), "P")
+            marker = VERDICT_MARKERS.get(row.get("claim_verdict"), "8")
             ax.plot([row["leakage"]] * 2, [row["clean_ndcg10"], row.get("attacked_ndcg10")],
                     color=colors[row["defense"]], linewidth=1.2, alpha=0.7)
             ax.plot(row["leakage"], row["clean_ndcg10"], marker=marker, color=colors[row["defense"]], markersize=9,

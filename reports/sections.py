@@ -14,6 +14,7 @@ from reports.compare import CLAIM_CONTEXT, as_references, with_ci
 from reports.claims import pooled_audits
 from reports.robustness import frontier_rows, utility_by_attack, utility_grid
 from reports.summary import verdict_sentences
+from reports.sweeps import swept_in
 from reports.unlearning import NOTE as UNLEARNING_NOTE, unlearning_table
 from reports.tables import (HEADERS, audit_table, claims_headers, claims_table, epsilon_section,
                             leakage_pivot, ordered, runs_summary, strongest_per_metric, strongest_wide,
@@ -67,8 +68,11 @@ def verdict_section(r: Results) -> dict | None:
 
 
 def _claim_keys(audits: pd.DataFrame | None) -> list[str]:
-    """What an audit row is pooled by: the defense and the claim context columns it has."""
-    return ["defense"] + [k for k in CLAIM_CONTEXT if audits is not None and k in audits.columns]
+    """What an audit row is pooled by: the defense, the claim context columns it has and every
+    swept axis (pooled over seeds and folds only)."""
+    if audits is None:
+        return ["defense"]
+    return ["defense"] + [k for k in CLAIM_CONTEXT if k in audits.columns] + swept_in(audits)
 
 
 def audit_section(r: Results) -> dict | None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pandas as pd
 
 from reports.compare import fmt_number
+from reports.sweeps import sweep_label, swept_in
 
 LEAKAGE_ORDER = ("leaks", "inconclusive", "no measurable leakage")  # worst first
 CLAIM_ORDER = ("violated", "outside scope", "untestable", "consistent", "no claim")
@@ -23,6 +24,12 @@ def _slice(r: pd.Series, rows: pd.DataFrame) -> str:
     return click
 
 
+def _at(r: pd.Series, rows: pd.DataFrame) -> str:
+    """`` at probe cohort 2``: a row's swept settings, where the rows sweep any."""
+    where = sweep_label(r, swept_in(rows))
+    return f" at {where}" if where else ""
+
+
 def _names(items: list[str]) -> str:
     return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
 
@@ -37,14 +44,15 @@ def _leak_phrase(rows: pd.DataFrame) -> str:
             continue
         items, unmeasured = [], {}
         for _, r in sel.iterrows():
-            where = _slice(r, rows)
+            where, at = _slice(r, rows), _at(r, rows)
             if pd.isna(r.get("headline_attack")) or r.get("headline_attack") is None:
-                unmeasured.setdefault(str(r["reason"]), []).append(where)
+                unmeasured.setdefault(str(r["reason"]), []).append(f"{where} clicks{at}" if at else where)
                 continue
             ci = (f" [{r['leakage_ci_low']:+.3f}, {r['leakage_ci_high']:+.3f}]"
                   if pd.notna(r.get("leakage_ci_low")) else "")
-            items.append(f"{where} clicks ({r['headline_attack']} {r['leakage']:+.3f}{ci})".strip())
-        items += [f"{_names(wheres)} clicks: {reason}".strip() for reason, wheres in unmeasured.items()]
+            items.append(f"{where} clicks{at} ({r['headline_attack']} {r['leakage']:+.3f}{ci})".strip())
+        items += [f"{_names(wheres)}{'' if 'clicks' in wheres[0] else ' clicks'}: {reason}".strip()
+                  for reason, wheres in unmeasured.items()]
         parts.append(f"{verdict} with {', '.join(items)}")
     return "; ".join(parts)
 
@@ -136,8 +144,10 @@ def defense_summary(v: pd.DataFrame) -> list[dict]:
 def verdict_sentences(v: pd.DataFrame) -> list[str]:
     """One sentence per defense and context: both verdicts with the numbers and tests behind them."""
     out = []
+    swept = swept_in(v)
     for _, r in v.iterrows():
         ctx = [f"{r['click_model']} clicks"] if pd.notna(r.get("click_model")) else []
+        ctx += [sweep_label(r, swept)] if swept else []
         ctx += [str(r[c]) for c in ("setting", "algo", "data") if c in r and pd.notna(r[c]) and str(r[c])]
         s = f"{r['defense']} under threat model {r.get('threat_model', 'n/a')} ({', '.join(ctx)}): {r['leakage_text']}"
         if r.get("claim_text"):

@@ -10,6 +10,7 @@ import numpy as np
 
 from reports.claims import bound_text, claim_summary, pooled_audits
 from reports.compare import ci_text, with_ci
+from reports.sweeps import swept_in
 
 HEADERS = {  # column name -> table header
     "click_model": "click model", "threat_model": "threat model", "n": "runs", "f1": "F1",
@@ -139,7 +140,7 @@ def leakage_pivot(table: pd.DataFrame) -> dict | None:
         return None
     clicks = list(dict.fromkeys(table["click_model"]))
     rowkeys = ["defense"] + [c for c in ("data", "algo", "setting", "threat_model")
-                             if c in table.columns and table[c].nunique(dropna=False) > 1] + ["attack"]
+                             if c in table.columns and table[c].nunique(dropna=False) > 1] + swept_in(table) + ["attack"]
     const = [(HEADERS.get(c, c), str(table[c].iloc[0])) for c in ("data", "algo", "threat_model")
              if c in table.columns and c not in rowkeys]
     informed = ~table["reference"].astype(bool)

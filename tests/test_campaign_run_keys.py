@@ -14,75 +14,79 @@ from fltr_audit.spec.grid import expand
 
 CAMPAIGNS = Path(__file__).resolve().parents[1] / "campaigns"
 
-# Regression pin, not tuned numbers: the run keys of every campaigns/*.toml in grid order,
+# Regression pin, not tuned numbers: the run keys of every campaigns/*.toml in grid order. Re-pinned
+# for issue 43: a campaign plans its probe lists by default (probe.min_effect, probe.power), and the
+# planned count enters every run's key (the runs compute more lists, so they are new runs). First
 # computed before the rename on the unchanged main checkout (commit 0729ddd) with
 #   cd /work/main && PYTHONPATH=. /work/venv/bin/python -c "from pathlib import Path; \
 #   from fltr_audit.runs.campaign import expand, load_spec; \
 #   print({p.name: [r.key for r in expand(load_spec(p), max_runs=None)] for p in sorted(Path('campaigns').glob('*.toml'))})"
 PINNED_KEYS = {
     "defense_comparison.toml": [
-        "f9c0392fef1919e9", "c1831e0f44b43b4b", "ab86be7df96bc9af", "e238341e9f0df7db", "e71437c80c8483fd", "475e2197cb6c54a7",
-        "46a55005fadeb493", "8ee8689faa9ef226", "aaf0f98baf337b04", "01c589e8553a3414", "ee5079c0da9c5e50", "b1dc594f70d50bbe",
-        "855d38371ed54ea3", "1750598b28bfea32", "bdd5e2fd85a25c22", "7e6f43e0be2b36e2", "e4298d1c142e3a15", "5303c3ba9b22e043",
-        "b99b3c00e6cea894", "1ee39f11885b444b", "4549f2671dddb202",
+        "951741d88dd3590d", "fe63530df066f8ca", "7439a0b00e6629c9", "cfce2438c260cdd1", "91e1e1563fc0194d", "8fcc9313a0c83090",
+        "d88dc4be3b0d998a", "43f16a9e194ad196", "ad967dc28e2648d9", "08982c6c8efa1756", "e9e76d3fe335b4a5", "e55b3207414e9c33",
+        "6c0db9dd3a484837", "21eb5ba4ea11d395", "cf4cd46376a9fc5f", "a1975d46ad3158f4", "aa7496d8ed950d03", "0d8a87277ab0b999",
+        "12ea38a70c6e7be2", "1491ee6ac68bc3f4", "26c477b5e8934408",
     ],
     "fedips_gamma.toml": [
-        "fa6fb7d36ac87db4", "e12a0d03c9d62c40", "408dde40f608e4d1", "e2bac96d6f565419", "1a7b6258be0ff3a8", "213aecbdb0173369",
-        "e02d052df978a0d0", "f4fd7270b9e3f78f", "cdb88145b067cc89", "3547a17544099ec9", "b62bd3f6951fa1b0", "d8042b147635640a",
-        "b214418a97e1c630", "95cc99de78450829", "5c520fcbae1bc09e", "f096ea4be9ee14ce", "b9141c87baf129fa", "e6168ad3b28f1ed3",
-        "05a64412561db365", "bd81ca5a6272f9ec", "7c7ada4aca517fc6", "8031a6b8012e7662", "a6e7dfa9b095cc37", "09e4cd99c706a974",
-        "fbd263f8ad510f8f", "fbff79cd803068fa", "4f5e8e9e4cb1692b", "200ed30df692bcd7", "38781fca247d8b7d", "0abd4292430c9dfd",
-        "53d6a49738202569", "dc7b7bf5eb38dbf4",
+        "dd92dee9944b6899", "11b0e2457e5853bf", "1a0b700914af0b21", "409dc6e536524714", "b693385ff111b4e0", "3abd49a15abcc472",
+        "9355f194f1dc4d48", "6ade3ef62cbddf7f", "3242fdc6296c4698", "13547139a9c9a2d5", "b06d9a032ca26e31", "c146327ff2b5a90c",
+        "acb3a14be3d18608", "b4d8e3489c59bce4", "848d37cb9f580b70", "c6876d463e71af68", "ba463221cf336cbb", "422b56df920b3f46",
+        "361e331bc5ffbe78", "a36053672efab88a", "e11f114fae35cdbc", "149327353e72ff6a", "199de13937b0c39a", "44e1a88674129828",
+        "d8638b0e5cf60546", "bfa8dea0cb6d71c4", "1a7c70bc7bc9a7b2", "6b6f3b2ce7c7eb3b", "63ea8b5add8c8185", "056c439d03ac960c",
+        "352652dc05c0bd31", "873ec315406a5d6e",
     ],
     "foltr_es_rr.toml": [
-        "1ab7bda3ce2ed6cb", "200be1b1e036d109", "8590ce7beaedc487", "ec393da1a41dd683", "f91eb7848389705b", "9495111a3b28ca4f",
-        "d362fd11b1f73ffc", "f369de51636b2f6c", "631caecc7414c2f0", "dea73cca46dba3c7", "a1544da6e84843af", "4d4088bd7e915acb",
+        "cf89ebdc3868e82c", "cab2b124d4cbe672", "e91a474c6b67523d", "e1114ebc40162f89", "8c68ba3d0cd5cf2e", "7c0f10b191736a5b",
+        "e24b59c07608e90d", "316b606c05b3a8f1", "0b42b72f4447c6a8", "18586866b98ba77d", "604798b733f39179", "79856b6ae59f4e06",
     ],
     "leakage_mq2008.toml": [
-        "0c32ffec1e2d3b9d", "9b1e0a5b12740533", "ad70fe2e27b6798b", "e94971162020af7d", "b8204c08f3c34e05", "d3cbfa09c0b6505a",
-        "de4a93ef89fa8419", "3da2ee361bd1f946", "5ab243ca372ff00c", "d9122cc09995e34d", "6f5db1234c2201b4", "5f15a28c3773e3bc",
-        "589f8499877aa4a4", "03996260d65afbea", "6cebcb3b91e88d84", "5bc15df106279ab8", "a05f9aa0416d3144", "dd57ef154cc90f24",
-        "6a5789308250d89d", "f5342ecc8ae217ed", "e10ea28c7381c901", "91fa7ed54c2b8bfd", "066e9f7e0bb8a191", "cfeba2d74a3536c4",
-        "11a10488097e32e9",
+        "de8d7019502e246a", "cf9db4c0d4ebf5d2", "69d69e1b5b95dc99", "a60661b7c33e4bb9", "00d4ac6b96c91283", "e7ff17e4558280a7",
+        "01e729e27704d24b", "86025a6a07350bd2", "c11715207db3e242", "bc7fb33223051efa", "34af8ecac3199604", "e8db05a055de2ab0",
+        "7366f80bba76bcfa", "e758a4683ac67c5c", "4726eb6395a7e51f", "a568660b5d29a992", "04a7df6936965533", "ab7cbc61152dcf1d",
+        "b9f84b07e9d13d82", "7728e45bed9c0864", "8721dbee69ee18cd", "ffaa88852446ab40", "cee6273061d12d9d", "2431faff03b6cc0b",
+        "dbe76cf45f0ce1e5",
     ],
     "non_iid_mq2008.toml": [
-        "776785e548df0d32", "3116ef37a066d053", "dd86c8e43609ebe1", "3ad85efb46282091", "d07eac458f7ec0d3", "536baa80330206c4",
-        "1b429a9eac74deab", "7e529583e2510d05", "ee0f86e215a50ab9", "8b15747dfe662203", "5ab0424d83eacce4", "585dacd994c79d0b",
-        "e95edba56121a37d", "f5c3314b41f58e00", "f03a58298ec49613",
+        "7ba8f39aa55fdfae", "91f2480f9bbb50b4", "6ad3ccc400d1bbfa", "456ca2e0b3ef7c09", "736d4bf4c02cb1b0", "9be8d7f29cbabb66",
+        "d11667417b2098d6", "a364e3d36264653e", "b433b2192f961086", "edf14e88f8f8153f", "6b82a1d217a988de", "bf95e7c5baa8d2f6",
+        "ff13dc142baa8e56", "d0e9df456208d214", "8d3503c67c285722",
     ],
     "pham_mq2008.toml": [
-        "cdf34b75add206af", "fdf95e2101ad43c0", "6de6902b5648fe8a", "4481ca6462895717", "e98348d18c7c0ba8", "70f11c7bfb5ce883",
-        "b677240abac57534", "0da653022b011691", "de87e334d663c3ba", "329c5e6c716a816e", "4d8928d4aaff8ecb", "20f0e5cf64d6cebd",
-        "98b94461017202de", "5ae0f9bd2933bbf9", "caaed8c40faaf06d",
+        "8e07fd58ba0a9c28", "a54329c274a03db9", "7265a62b4e59fee7", "a1c23deddc60c3e5", "d10d18f336fdced9", "20ea0cd7bd5aad8d",
+        "de8c3a0e8710f835", "64c4fb841a98627e", "3bc5c5e0ccb75794", "9db3f95a80f77c0e", "802560bd01c3e465", "3a0e4555218524de",
+        "c528e91f329d45e1", "57f07da6b8d60d53", "11190bf918223bc8",
     ],
     "production_vs_papers.toml": [
-        "01942c36c5cf826f", "58c2639d69bd7587", "4fa450de9cf8f9d6", "3f3ba3bd72d62f87", "e878183be05939fd", "09f33acd947ab028",
-        "8ef6185856973d86", "a5cdf536693ebaaa", "0c93b584d2f3f585", "3d4bd4c1cc1d5a07", "6933142d3fba528a", "c6ffa6ebf997655d",
-        "827650f3877fd270", "250537148c95438b", "380109ca8a52450f", "bf45320015c2d54c", "0daf81a8b95c0f11", "4b690c7d87d25c77",
-        "5885fe0ef3c7613f", "abcc7f99aabdae09", "52ec2bdb7362501f", "697fe09ee5922159", "c2a688f6ccc84786", "2cbcb9206fde374c",
-        "ee60ec81f08d2686", "383558b824c6c95d", "205d3fef4c24459f", "c981d1a64de9cbba", "b6e0b15bcb0186dc", "5d002806271b245d",
-        "307a1b8e8e5807e9", "3a2fe78602ce5537", "d70fefc18844a9cb", "b5d8df43bdf42a91", "a128eb49a370e0ad", "491a3c05b8b64a42",
-        "a6d24147cf4db844", "e79ee808b67e1cee", "d34c77fb893b44f5", "df67e771172ae377", "abf7b996abd627b8", "7864d53edda28c21",
-        "b937d324bdb6857e", "f998b9afdaa1cff1", "273d07e015986895", "f4d1e0f92eb75d95", "d26e8b9aa59ebb1d", "0b0044945a358b3a",
+        "78772d8825b007a5", "d2b370bfcd359990", "7979f31eb1c13b50", "55b98949f62c7576", "bd96a9d42286d289", "7897abd07871c67e",
+        "ec6fc8d3e29c9ba0", "8dc6473c9805fc2a", "76811786538369bb", "f577b375db453d35", "78e39ef1a428351f", "854742e276f94e27",
+        "49e9b05ff3b6cb85", "0ad51dbd0feed9ea", "ff0d014cd250deb0", "4e9782b8e6f880fa", "d80a9ae66ba4b825", "8977346d9b4048b0",
+        "ed830145dd313c63", "6abc669008ce81c9", "99b7fe997ac8e9c5", "7573654768cf86fd", "c5da8d76357bec24", "83cf3b86b3d89e03",
+        "48121da8e83dbef7", "da563bfc4b7cd218", "51d3faf8b8fcdf1f", "f1d1f20045d22c72", "f769aed5f92dd2f1", "2a626bb53acd314c",
+        "71e7fd4bf4037649", "c30047d3a2e31c59", "2c3b74799a0142ab", "f148934a4cb9976c", "97ddb2fd51532a6f", "9a99bf99da8cc3e7",
+        "4085d202a04dd56a", "006d3893fcbcb48c", "c215d475cbccfebe", "1ff6ec59d09ed768", "8fdbaa568c52fa70", "ce6afce49551d529",
+        "a33877432149832f", "1980af05d967a41d", "7f72f577317b17b2", "4fd4bf8794499ee2", "f3a79d66dc9a7199", "08240fdceafb723a",
     ],
     "production_vs_papers_foltr_es.toml": [
-        "35b46f1e09aa182c", "c76d56ba01568888", "2ec8337a22df91cb", "4046475f22d16d7e", "3c29b45a0112914f", "e1f688eab380d766",
-        "91cdb577a914e548", "bcd077e1edda4e2f", "342e91036586e9c1", "b032d7e27c1841d5", "02b3b37b14a633b8", "9b76c5857e4ca4e0",
+        "6f3d1583fca1c140", "11f564ac085e3b99", "5a155586ed85bb22", "82f21c1028090afd", "d7f1a5a59ae15c1e", "3c60f7808de0b99b",
+        "15fd1f2c6b85aa03", "d1f300a569acdcb9", "35a41dbab665a847", "39cc5f8b8e1703e5", "14048b1ba714ba6a", "d9d91efc5c266613",
     ],
     "secagg_cohort_sweep.toml": [
-        "adb192724e78525b", "644cab987e54b9c9", "7af221fff2965154", "37697552cb03df0f", "ecf046b2dd129b3c", "b0213cf174c2ee60",
-        "062898b0306d9e19", "700eea5e9c3f7731",
+        "768b9d930e2f61ab", "c938fad58c4a6d39", "1031dec26ea651ee", "9cf6f1f2ca3e2ab5", "4951c52aa3ed29c9", "8cd1d977614275da",
+        "ff463e25e4eea3af", "1c1159a21caf0ad7",
     ],
-    "whole_run_canaries.toml": ["9d2add34eabd596c", "58ac43c3c208c0bd", "57a6f55d83cc60f9"],  # new with [audit_run]
     "unlearning_mq2008.toml": [  # new with [unlearning] (issue 41): linear, then mlp; five methods each
-        "dcd4006761d38dab", "2d57c2c2ceec5ff7", "9055e450db3e7d8b", "ca1f49a5247df524", "0b52195973e57430",
-        "1ba86d558048486f", "d9f1140de1fa38e9", "c768e3e31eb3dfad", "7ad9ac0d3a300820", "91a2ab8c4578020e",
+        "5b4007e4f3a373a5", "80beac8a3128a3eb", "b802ebd767a8ac6d", "828bb8b47327e0c8", "a4a719f1717466a8",
+        "0f325ae052c38d0e", "487de2918d716004", "7a2d1dd7fc5cd6bb", "9da7595fa0f55285", "130d9fce54e67978",
+    ],
+    "whole_run_canaries.toml": [
+        "51332d30dbf747e7", "d86dc60276be76a9", "e2b4fcc6d2267b26",
     ],
 }
 
 
 PINNED_DIGESTS = {  # large grids: the SHA-256 of their run keys in grid order, joined by commas
-    "robustness_mq2008.toml": (1430, "5fe520850751f5231e0c1f5e4f6d99a6eedd147d25f42314c71091f1304ec686"),  # new with algorithm.poison
+    "robustness_mq2008.toml": (1430, "2029768a78dde89fda6efe1591115f05cd3d5049d9f4e29099a40cefcd476bcc"),  # i43: lists planned
 }
 
 

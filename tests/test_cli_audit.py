@@ -9,7 +9,8 @@ def test_audit_json_records(capsys):
     code = main(["audit", "--data", "synthetic:mq2008?queries=150", "--rounds", "3", "--clients", "40",
                  "--queries-per-client", "2", "--attack", "olsr,random3", "--click-model", "perfect",
                  "--defense", "none", "--defense", "dp-local-laplace(eps=1)", "--defense", "secagg",
-                 "--probe-cohort", "20", "--min-shown", "5", "--trials", "400", "--json", "--quiet"])
+                 "--probe-cohort", "20", "--min-shown", "5", "--trials", "400", "--probe-lists", "30", "--json",
+                 "--quiet"])  # few lists pinned: fast, and the planned default would decide (test_plan.py)
     assert code == 0
     text = capsys.readouterr().out
     out = cli_result(text)

@@ -207,7 +207,7 @@ def test_attack_reads_the_flower_recordings(simulated, capsys, algo, attack):
     for recording, rows in ((folder / "recording", 3), (folder / "server-recording", 1)):
         assert main(["attack", str(recording), "--attack", attack, "--all-lists", "--min-shown", "0", "--json",
                      "--quiet"]) == 0
-        out = cli_result(capsys.readouterr().out)
+        out = cli_result(capsys.readouterr().out)["rounds"]
         assert len(out) == rows and all(r["round"] == 2 for r in out)
 
 

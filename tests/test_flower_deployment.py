@@ -80,7 +80,7 @@ def test_a_deployment_by_the_venvs_path_without_activation_records_and_is_attack
     for folder, rows in ((out / "recording", 3), (out / "server-recording", 1)):
         assert main(["attack", str(folder), "--attack", "olsr", "--all-lists", "--min-shown", "0", "--json",
                      "--quiet"]) == 0
-        assert len(cli_result(capsys.readouterr().out)) == rows
+        assert len(cli_result(capsys.readouterr().out)["rounds"]) == rows
     assert sorted(p.name[-6:] for p in (out / "recording").iterdir()) == ["000000", "000001", "000002"]
 
 

@@ -20,6 +20,8 @@ DIFFERENT_THINGS = {
     frozenset(pair): why for *pair, why in [
         ("--aggregate-trials", "--trials", "audit-defense: trials of a cohort-aggregate row / of each input"),
         ("--batch-queries", "--queries", "lambda-linear's minibatch / the queries kept per split"),
+        ("--by", "--by-client", "compare's grouping columns / attack's one row and verdict per recorded client"),
+        ("--by-client", "--clients", "attack: one row per recorded client / the cohort of a round"),
         ("--clicks-per-client", "--clients", "FedIPS's m, clicks in one log / the cohort"),
         ("--clients", "--queries-per-client", "the cohort / B, a client's queries per round"),
         ("--clients", "--round-clients", "bench defenses: secure-aggregation cohort / the timed FPDGD round's"),

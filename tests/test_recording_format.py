@@ -247,5 +247,5 @@ def test_a_folder_of_recordings_is_attacked_whole(capsys, recording, tmp_path):
     for name in ("node-1", "node-2"):
         shutil.copytree(recording, parent / name)
     assert main(["attack", str(parent), "--attack", "olsr", "--json", "--quiet"]) == 0
-    rows = cli_result(capsys.readouterr().out)
+    rows = cli_result(capsys.readouterr().out)["rounds"]
     assert [r["round"] for r in rows] == [1, 3, 1, 3]

@@ -77,7 +77,7 @@ def test_html_is_self_contained(report):
     assert not re.search(r"https?://", html)
     assert "<link" not in html and "<script" not in html.lower()
     srcs = re.findall(r'<img src="([^"]+)"', html)
-    assert len(srcs) == len(plots.PLOTS)
+    assert len(srcs) == len(plots.PLOTS) + 1  # and the one legend
     for src in srcs:
         assert src.startswith("data:image/png;base64,")
         assert base64.b64decode(src.split(",", 1)[1]).startswith(PNG_MAGIC)
@@ -86,7 +86,7 @@ def test_html_is_self_contained(report):
 def test_markdown_links_written_plot_files(report):
     path, _, md = report
     files = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", md)
-    assert len(files) == len(plots.PLOTS)
+    assert len(files) == len(plots.PLOTS) + 1  # and the one legend
     for f in files:
         assert (path.parent / f).read_bytes().startswith(PNG_MAGIC)
 
@@ -173,9 +173,10 @@ def _section(html: str, heading: str) -> str:
 def test_summary_has_one_bullet_per_defense_with_independent_numbers(report):
     _, html, md = report
     t = synthetic_tables()
-    bullets = re.findall(r'<li>((?:<span class="badge \w+">[^<]*</span>)+)<strong>([^<]*)</strong> — (.*?)</li>', html)
+    bullets = re.findall(r'<li>((?:<(?:span|a) class="badge \w+"[^>]*>[^<]*</(?:span|a)>)+)<strong>([^<]*)</strong> — '
+                         r'(.*?)</li>', html)  # a badge that names a glossary term links to it
     assert [b[1] for b in bullets] == ["none", DP, "secagg"]
-    badges = {b[1]: re.findall(r'class="badge (\w+)">([^<]*)<', b[0]) for b in bullets}
+    badges = {b[1]: re.findall(r'class="badge (\w+)"[^>]*>([^<]*)<', b[0]) for b in bullets}
     assert badges == {"none": [("bad", "leaks"), ("none", "claim: no claim")],
                       DP: [("bad", "leaks"), ("good", "claim (natural neighbours): consistent")],
                       "secagg": [("good", "no measurable leakage"), ("none", "claim: no claim")]}
@@ -327,7 +328,7 @@ def test_methods_keep_conventions_seeds_configuration(report):
     for item in ("nDCG", "Baseline", "Leakage verdict", "Claim verdict", "Statistics", "Data", "Zero division",
                  "Seeds"):
         assert f"<dt>{item}</dt>" in methods
-    assert "Holm" in methods and "counterfactual" in methods and "linear" in methods and "0.02 AUC" in methods
+    assert "Holm" in methods and "counterfactual" in methods and "linear" in methods and "0.05 AUC" in methods
     assert "Configuration" not in methods  # the synthetic runs store an empty config
 
 

@@ -33,6 +33,8 @@ def _legacy_config(spec, run):
                         "counterfactual": probe["counterfactual"]},
               "defense": run.defense.name, "attacks": as_list(audit["attacks"]),
               "epsilon_audit": audit["epsilon_audit"], "audit_trials": audit["trials"], "seed": run.seed}
+    if run.probe.lists is not None:  # i43: the planned (or given) list count, inside the probe's table
+        config["probe"]["lists"] = run.probe.lists
     if algo.get("population") is not None:
         config["population"] = algo["population"]
     if run.algorithm.non_iid != "iid":  # i27: written only for non-IID users

@@ -1,16 +1,9 @@
 """The Python API: a call for everything the command line does, and plug-ins.
 
->>> import fltr_audit
->>> result = fltr_audit.audit(data="synthetic:mq2008", rounds=5, attacks=["olsr"],
-...                           defenses=["none"], click_models=["perfect"], seeds=[0])
->>> result.attacks            # doctest: +SKIP
->>> result.report("audit-report")  # doctest: +SKIP
-
 It builds the same typed specs the command line builds (``fltr_audit.spec``) and runs them through
 ``fltr_audit.runs``; the command line is a thin adapter over it, and nothing here imports typer
 or click. Part of the composition root: it may import ``attacks``, ``defenses`` and ``reports``.
 
-=================================  ===================================
 ``fltr-audit``                      Python
 =================================  ===================================
 ``audit``                           ``audit(...)`` -> ``AuditResult``
@@ -25,6 +18,34 @@ or click. Part of the composition root: it may import ``attacks``, ``defenses`` 
 ``demo``                            ``demo(...)``
 ``defenses|attacks|algorithms list``  ``defense_rows()``, ``attack_rows()``, ``algorithm_rows()``
 =================================  ===================================
+=======
+Examples
+--------
+```python
+import fltr_audit
+
+result = fltr_audit.audit(data="synthetic:mq2008", rounds=5, attacks=["olsr"],
+                          defenses=["none"], click_models=["perfect"], seeds=[0])
+result.summary()                 # the two verdict tables the audit command prints
+result.verdicts                  # the same as a DataFrame
+result.report("audit-report")    # report.html, report.md, plots, CSVs
+fltr_audit.explain("±detect")    # what a printed word means
+```
+
+| `fltr-audit` | Python |
+|---|---|
+| `audit` | `audit(...)` -> `AuditResult` |
+| `campaign run` | `audit_campaign(path_or_mapping)` |
+| `audit-run` | `audit_whole_run(algorithm, ...)` |
+| `audit-unlearning` | `audit_unlearning(algorithm, ...)` |
+| `audit-defense` | `audit_defense(stack, ...)` |
+| `attack` | `attack_recording(folder, ...)` -> `RecordingAttack` |
+| `train NAME` | `train(name, ...)`, `train_foltr_es`, `train_fedips`, ... |
+| `compare`, `report` | `compare(store, ...)`, `report(store, out)` |
+| `epsilon` | `epsilon_table(...)` |
+| `demo` | `demo(...)` |
+| `explain` | `explain(term)` |
+| `defenses list`, `attacks list`, `algorithms list` | `defense_rows()`, `attack_rows()`, `algorithm_rows()` |
 """
 
 import importlib
@@ -47,6 +68,7 @@ NAMES = {
     "defense_rows": ("fltr_audit.api.listing", "defense_rows"),
     "demo": ("fltr_audit.api.demo_run", "run_demo"),
     "epsilon_table": ("fltr_audit.api.epsilon", "epsilon_table"),
+    "explain": ("fltr_audit.api.glossary", "explain"),
     "register_algorithm": ("fltr_audit.api.registration", "register_algorithm"),
     "register_attack": ("fltr_audit.api.registration", "register_attack"),
     "register_defense": ("fltr_audit.api.registration", "register_defense"),

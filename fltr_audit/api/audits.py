@@ -86,8 +86,9 @@ def _campaign_table(opts: AuditOptions) -> dict[str, Any]:
     probe = {"split": opts.split, "click_models": list(_click_models(opts, algorithm)), "probe_cohort": opts.probe_cohort,
              "queries_per_client": opts.probe_queries, "min_shown": algorithm.k if opts.min_shown is None
              else opts.min_shown, "require_click": opts.require_click, "counterfactual": opts.counterfactual,
-             "threat_model": opts.threat_model, "manipulation": opts.manipulation,
-             **({"lists": lists} if lists is not None else {})}
+             "threat_model": opts.threat_model, "manipulation": opts.manipulation, "lists": lists,
+             "min_effect": MIN_EFFECT if opts.min_effect is None else opts.min_effect,
+             "power": opts.power if opts.probe_lists is None else None}  # given lists: no plan
     return {
         "name": "audit", "seeds": list(opts.seeds),
         "data": {"spec": [opts.data], "folds": list(opts.folds), "normalization": normalization},
@@ -140,9 +141,10 @@ def trials_value(value: int | str) -> int | str:
 
 def plan_probe_lists(options: AuditOptions, attacks: list[str], normalization: str) -> int | None:
     """The lists to score per click model: ``probe_lists`` as given, else planned from
-    ``min_effect`` and ``power`` (``reports.leakage.planned_lists`` over the informed attacks),
-    else None (one pass over the probe split). ParameterError naming ``probe.lists`` beyond the
-    available lists (the probe split's queries times ``MAX_PROBE_ROUNDS``) or ``power`` outside (0, 1)."""
+    ``min_effect`` and ``power`` (``reports.leakage.planned_lists`` over the informed attacks) and
+    capped at the lists the probe split offers (the plan printed says so), else None (one pass
+    over the probe split). ParameterError naming ``probe.lists`` beyond the available lists (the
+    probe split's queries times ``MAX_PROBE_ROUNDS``) or ``power`` outside (0, 1)."""
     if options.probe_lists is None and options.power is None:
         return None
     min_effect = MIN_EFFECT if options.min_effect is None else options.min_effect
@@ -153,13 +155,9 @@ def plan_probe_lists(options: AuditOptions, attacks: list[str], normalization: s
         check("power", options.power, OPEN_UNIT)
         informed = sum(not attack_spec(a).reference for a in attacks)
         try:
-            lists = planned_lists(min_effect, options.power, informed)
+            lists = min(planned_lists(min_effect, options.power, informed), available)
         except ValueError as exc:  # beyond any count: the minimum effect is too small to plan for
             raise ParameterError("min_effect", str(exc).removeprefix("min_effect: ")) from None
-        if lists > available:
-            raise ParameterError("power", f"{options.power:g} at a minimum effect of {min_effect:g} needs "
-                                 f"{lists:,} lists per click model, beyond the {available:,} available; lower it or "
-                                 "raise the minimum effect")
     check("probe.lists", lists, (Interval(int, 1, available),),
           f"the probe split's queries times {MAX_PROBE_ROUNDS} probe rounds")
     return lists

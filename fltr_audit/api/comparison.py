@@ -15,6 +15,7 @@ from fltr_audit.store.results import load
 from reports.compare import as_references, compare as compare_tables
 from reports.leakage import MIN_EFFECT
 from reports.render import render_report
+from reports.sweeps import swept_axes
 
 AVERAGING = ("macro", "micro")
 GROUPABLE = ("defense", "click_model", "algo", "data", "threat_model", "probe_cohort", "fold", "seed")
@@ -28,10 +29,11 @@ def min_effect_of(value: float | None) -> float:
 
 
 def compare(store: str | Path, by: Sequence[str] = ("defense",), averaging: str = "macro",
-            min_effect: float | None = None) -> pd.DataFrame:
-    """Per group (``by``: attack-table columns) and attack: AUC against real and counterfactual
-    clicks, leakage with a 95 % CI over lists, the leakage verdict and the claim verdict (epsilon
-    audits pooled over runs), precision/recall/F1, and the nDCG@10 change against no defense."""
+            min_effect: float | None = None, pool: Sequence[str] = ()) -> pd.DataFrame:
+    """Per group (``by``: attack-table columns, and every setting the campaign sweeps unless named
+    in ``pool``: ``reports.sweeps``) and attack: AUC against real and counterfactual clicks,
+    leakage with a 95 % CI over lists, the leakage verdict and the claim verdict (epsilon audits
+    pooled over seeds and folds), precision/recall/F1, and the nDCG@10 change against no defense."""
     min_effect = min_effect_of(min_effect)
     check("averaging", averaging, (Options(AVERAGING),))
     tables = load(store)
@@ -41,7 +43,13 @@ def compare(store: str | Path, by: Sequence[str] = ("defense",), averaging: str 
     for key in by:
         if key not in attacks.columns or key in ("attack", "f1", "precision", "recall"):
             raise ParameterError("by", f"unknown column {key!r} (choose from {', '.join(GROUPABLE)})")
-    return as_references(compare_tables(tables, by=list(by), averaging=averaging, min_effect=min_effect))
+    swept = swept_axes(tables["runs"])
+    for axis in pool:
+        if axis not in swept:
+            raise ParameterError("pool", f"{axis!r} is not swept by these runs"
+                                         f"{' (swept: ' + ', '.join(swept) + ')' if swept else ''}")
+    return as_references(compare_tables(tables, by=list(by), averaging=averaging, min_effect=min_effect,
+                                        pool=tuple(pool)))
 
 
 def report(store: str | Path, out: str | Path, title: str = "fltr-audit privacy audit",

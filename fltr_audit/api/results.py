@@ -97,14 +97,15 @@ class AuditResult:
             text = "no verdicts: the runs have no attack rows"
         else:
             verdict_tables.print_verdicts(verdicts, self.min_effect,
-                                          console=Console(file=buffer, width=verdict_tables.WIDTH))
+                                          console=Console(file=buffer, width=verdict_tables.WIDTH, force_jupyter=False,
+                                                          color_system=None))
             text = buffer.getvalue().rstrip("\n")
         print(text, file=file or sys.stdout)
         return text
 
     @property
     def min_effect(self) -> float:
-        """The smallest leak the leakage verdicts were asked to find (``min_effect``; default 0.02)."""
+        """The smallest leak the leakage verdicts were asked to find (``min_effect``; default 0.05)."""
         value = self.inputs.get("min_effect") if isinstance(self.inputs, Mapping) else None
         return MIN_EFFECT if value is None else float(value)
 

@@ -59,7 +59,7 @@ def leakage_rows(v: pd.DataFrame) -> list[dict]:
     row only)."""
     rows, previous = [], None
     for _, r in v.iterrows():
-        name = wrap_name(r["defense"]) if r["defense"] != previous else ""
+        name = wrap_name(r["defense"], 18) if r["defense"] != previous else ""  # room for the verdict words
         previous = r["defense"]
         rows.append({"defense": name, "clicks": str(r.get("click_model", "")),
                      "attack": str(r["headline_attack"] or "n/a"),

@@ -9,7 +9,7 @@ import typer
 
 from fltr_audit.cli import options as o
 from fltr_audit.cli.app import app
-from fltr_audit.cli.common import emit_json, print_table
+from fltr_audit.cli.common import emit_json, print_glossary_pointer, print_table
 from fltr_audit.cli.progress import progress
 from fltr_audit.spec.audit_options import DEFAULTS as D
 
@@ -45,7 +45,7 @@ def audit(
     poison: o.Poisons = list(D.poison),
     min_effect: o.MinEffect = D.min_effect,
     probe_lists: o.ProbeLists = None,
-    power: o.Power = None,
+    power: o.Power = D.power,
     threat_model: o.ThreatModel = D.threat_model,
     manipulation: str = typer.Option(D.manipulation, "--manipulation",
                                      help="server-malicious: isolate (zero features for the others) | "
@@ -74,13 +74,25 @@ def audit(
         threat_model=threat_model, manipulation=manipulation, store=None if store is None else str(store))
     spec = audit_campaign_of(options)
     executor = Executor(workers=o.workers_of(workers), scheduler=scheduler)
-    with progress(len(expand(spec)), "audit runs", quiet or json_out) as bar:
+    runs = len(expand(spec))
+    if not json_out:
+        print_plan(spec, runs, workers)
+    with progress(runs, "audit runs", quiet or json_out) as bar:
         tables = campaign_tables(spec, store, executor, on_done=lambda run, error: bar.advance())
     result = AuditResult(inputs=options.resolved(), spec=spec, tables=tables)
     if json_out:
         emit_json(result.as_json())
         return
     print_result(result)
+    print_glossary_pointer()
+
+
+def print_plan(spec, runs: int, workers: int) -> None:
+    """The plan (lists per click model, why), its expected time and how to make it cheaper."""
+    from fltr_audit.spec.plan import Plan
+
+    for line in Plan.of(spec, runs).lines(workers=max(1, min(runs, o.workers_of(workers) or 2))):
+        typer.echo(line)
 
 
 def print_result(result) -> None:

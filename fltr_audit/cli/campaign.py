@@ -38,7 +38,11 @@ def run(
     runs = expand(parsed, max_runs)
     total = len(runs)
     if not quiet and not json_out:
+        from fltr_audit.spec.plan import Plan
+
         typer.echo(f"campaign {parsed.name}: {total} runs in the grid")
+        for line in Plan.of(parsed, total).lines(workers=o.workers_of(workers) or 2, campaign=True):
+            typer.echo(line)
     if scheduler is not None:
         check_scheduler(scheduler)
     results = ResultsStore(store)
@@ -76,12 +80,14 @@ def status(
     store: Path = typer.Option(..., "--store", help="SQLite results store."),
     json_out: bool = typer.Option(False, "--json", help="Print one record per run as JSON."),
 ) -> None:
-    """List the runs of a store: done, failed and pending."""
+    """List the runs of a store: done, failed and pending, with every setting the campaign sweeps."""
     from fltr_audit.store.results import ResultsStore
+    from reports.sweeps import axis_name, with_swept_settings
 
     if not store.is_file() and not store.is_symlink():
         raise FltrError(f"--store: {store} does not exist")
-    table = ResultsStore(store, readonly=True).status()
+    results = ResultsStore(store, readonly=True)
+    table = with_swept_settings(results.status(), results.configs())
     if json_out:
         emit_json(table.to_dict(orient="records"))
         return
@@ -89,7 +95,12 @@ def status(
         typer.echo("no runs recorded")
         return
     counts = table["status"].value_counts().to_dict()
-    shown = table.drop(columns=["finished_at"]).astype(object).where(table.drop(columns=["finished_at"]).notna(), "")
-    print_table(", ".join(f"{counts.get(s, 0)} {s}" for s in ("done", "failed", "pending")),
+    swept = table.attrs.get("swept") or []
+    one = table["campaign"].nunique(dropna=False) == 1  # one campaign: named in the title, not in every row
+    dropped = ["finished_at", *(["campaign"] if one else [])]
+    shown = table.drop(columns=dropped).astype(object).where(table.drop(columns=dropped).notna(), "")
+    print_table((f"campaign {table['campaign'].iloc[0]}: " if one else "")
+                + ", ".join(f"{counts.get(s, 0)} {s}" for s in ("done", "failed", "pending"))
+                + (f"; swept: {', '.join(axis_name(a) for a in swept)}" if swept else ""),
                 [{k: (f"{v:.1f}" if k == "seconds" and v != "" else v) for k, v in row.items()}
                  for row in shown.to_dict(orient="records")], min_width=110)

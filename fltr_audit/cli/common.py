@@ -32,7 +32,7 @@ OPTIONS: dict[str, str] = {
     "attacks": "--attack", "C": "--svm-c", "epochs": "--rounds", "claim_verdict": "--claim-verdict",
     "nodes": "--supernodes", "algo": "ALGORITHM", "algorithm": "ALGORITHM", "audit.run_canaries": "--canaries",
     "audit.run_runs": "--runs", "algorithm.train_click_model": "--click-model", "cohort": "--probe-cohort",
-    "probe_cohort": "--probe-cohort", "min_shown": "--min-shown", "audit.unlearning": "--method",
+    "probe_cohort": "--probe-cohort", "min_shown": "--min-shown", "term": "TERM", "audit.unlearning": "--method",
     "audit.unlearning_forget": "--forget", "audit.unlearning_canaries": "--canaries",
     "audit.unlearning_poison_check": "--poison-check",
     # the engine's keywords spelled as options
@@ -42,10 +42,10 @@ OPTIONS: dict[str, str] = {
         "record_rounds", "store", "workers", "scheduler", "trials", "neighbours", "test", "canaries",
         "runs", "confidence", "power", "min_effect", "format", "k", "lr", "sigma", "gamma", "propensity",
         "lr_local", "lr_global", "clicks_per_client", "em_rounds", "logging_fraction", "batch_queries",
-        "length", "p", "levels", "by", "averaging", "runtime", "server_sees", "timeout", "eval_split", "max_pairs",
-        "profile", "repeats", "degree", "drop", "round_clients", "dim", "messages", "features", "noise", "lists",
-        "queries", "docs", "cohorts", "method", "forget", "interval", "calibration", "unlearn_rounds", "scale",
-        "poison_check")},
+        "length", "p", "levels", "by", "pool", "averaging", "runtime", "server_sees", "timeout", "eval_split",
+        "max_pairs", "profile", "repeats", "degree", "drop", "round_clients", "dim", "messages", "features", "noise",
+        "lists", "queries", "docs", "cohorts", "method", "forget", "interval", "calibration", "unlearn_rounds",
+        "scale", "poison_check")},
 }
 """The CLI's one map from a parameter as the engine names it (``ParameterError.parameter``) to the
 option a command-line user typed; ``main`` renames every ParameterError by it, once."""
@@ -113,6 +113,15 @@ def print_table(title: str, rows: list[dict], *, min_width: int | None = None) -
     if min_width is not None and console.width < min_width:
         console = Console(width=min_width)
     console.print(table)
+
+
+GLOSSARY_URL = "docs/concepts/glossary.md"
+"""Where the words of the verdict tables are defined (the docs site's glossary page)."""
+
+
+def print_glossary_pointer() -> None:
+    """The one line, once per run, that says where the tables' words are defined."""
+    print(f"Terms (±detect, lb/claim, ...): fltr-audit explain TERM, or {GLOSSARY_URL}")
 
 
 def warm_up(run_one_round: Callable[[], Any]) -> float:

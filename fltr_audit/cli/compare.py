@@ -10,7 +10,7 @@ import typer
 
 from fltr_audit.cli import options as o
 from fltr_audit.cli.app import app
-from fltr_audit.cli.common import emit_json
+from fltr_audit.cli.common import emit_json, print_glossary_pointer
 
 SHOWN = ("attack", "auc", "leakage", "leakage_verdict", "claim_verdict", "epsilon_lb", "ndcg10_delta")
 
@@ -23,6 +23,9 @@ def compare_command(
     fmt: str = typer.Option("table", "--format", help="Output format: table (the main columns), markdown, csv or "
                                                       "json (every column)."),
     averaging: str = typer.Option("macro", "--averaging", help="Attack scores averaged per query (macro) or pooled (micro)."),
+    pool: List[str] = typer.Option([], "--pool", help="Swept setting(s) to pool over (default: none; every "
+                                                      "setting the campaign sweeps is kept apart): repeat or "
+                                                      "comma-separate."),
     min_effect: o.MinEffect = None,
     json_out: o.Json = False,
     quiet: o.Quiet = False,
@@ -35,11 +38,14 @@ def compare_command(
     from reports.compare import FORMATS, format_table
 
     check("--format", fmt, (Options(FORMATS),))
-    table = compare(store, by=by, averaging=averaging, min_effect=min_effect)
+    table = compare(store, by=by, averaging=averaging, min_effect=min_effect, pool=pool)
     if json_out or fmt == "json":  # the encoding every command's --json uses (infinite epsilon as "inf")
         emit_json(table.to_dict(orient="records"))
     elif fmt == "table":
-        print_compare(table, list(by))
+        from reports.sweeps import swept_in
+
+        print_compare(table, [*by, *(a for a in swept_in(table) if a not in by)])
+        print_glossary_pointer()
     else:
         typer.echo(format_table(table, fmt), nl=False)
 
@@ -50,19 +56,21 @@ def print_compare(table, keys: list[str]) -> None:
     column: ``--format csv`` or ``json``)."""
     from fltr_audit.api.verdict_tables import print_rows, wrap_name
     from reports.compare import with_ci
+    from reports.sweeps import axis_name
 
     columns = [c for c in table.columns if c in keys or c in SHOWN or c.rsplit("_ci_", 1)[0] in ("leakage",)]
     text = with_ci(table[columns])
     rows = []
     for _, r in text.iterrows():
-        row = {k: (wrap_name(r[k], 18) if k == "defense" else str(r[k])) for k in keys if k in r}
+        row = {axis_name(k): (wrap_name(r[k], 18) if k == "defense" else str(r[k])) for k in keys if k in r}
         row["attack"] = str(r["attack"])
-        for column, label in (("auc", "AUC"), ("leakage", "leakage [95 % CI]"), ("leakage_verdict", "leakage verdict"),
-                              ("claim_verdict", "claim verdict"), ("epsilon_lb", "ε audited"),
+        for column, label in (("auc", "AUC"), ("leakage", "leakage\n[95 % CI]"), ("leakage_verdict", "leakage verdict"),
+                              ("claim_verdict", "claim\nverdict"), ("epsilon_lb", "ε audited"),
                               ("ndcg10_delta", "ΔnDCG@10")):
             if column in r:
                 row[label] = str(r[column]).replace(" [", "\n[")
         rows.append(row)
     if rows:
         print_rows("Compare: per group and attack (reference rows are baselines, not tests; every column: "
-                   "--format csv|json)", rows, right=("AUC", "ε audited", "ΔnDCG@10"))
+                   "--format csv|json)", rows, right=("AUC", "ε audited", "ΔnDCG@10"),
+                   whole=("defense", "attack", "leakage\n[95 % CI]", "leakage verdict", "AUC", "ΔnDCG@10"))

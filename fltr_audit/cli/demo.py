@@ -9,7 +9,7 @@ import typer
 
 from fltr_audit.cli import options as o
 from fltr_audit.cli.app import app
-from fltr_audit.cli.common import emit_json
+from fltr_audit.cli.common import emit_json, print_glossary_pointer
 from fltr_audit.cli.progress import progress
 from fltr_audit.spec.audit_options import DEMO_MIN_EFFECT, DEMO_POWER
 
@@ -50,3 +50,4 @@ def demo(
                f"epsilon table) from {out / 'results.sqlite'} "
                f"in {result.seconds:.0f} s")
     typer.echo(f"report: {result.report}")
+    print_glossary_pointer()

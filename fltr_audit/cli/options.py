@@ -17,7 +17,8 @@ import typer
 
 from fltr_audit.errors import FltrError
 
-LIST_OPTIONS = ("--seed", "--fold", "--defense", "--attack", "--click-model", "--p", "--by", "--cohorts", "--k")
+LIST_OPTIONS = ("--seed", "--fold", "--defense", "--attack", "--click-model", "--p", "--by", "--cohorts", "--k",
+                "--pool")
 """Options that take several values where a command declares them as lists (``typing.List``)."""
 
 DEPRECATED = {"--click-models": "--click-model", "--C": "--svm-c", "--train-rounds": "--rounds",
@@ -71,9 +72,12 @@ Trials = Annotated[str, typer.Option("--trials", help="Trials per input of the e
                                                       "the defense's claim).")]
 MinEffect = Annotated[Optional[float], typer.Option(
     "--min-effect", help="Smallest leakage (AUC) worth finding: 'no measurable leakage' needs every informed attack's "
-                         "upper 95 % bound below it. In (0, 1); default 0.02.", show_default=False)]
-Power = Annotated[Optional[float], typer.Option("--power", help="Plan --probe-lists so that a leak of --min-effect is "
-                                                                "found, and zero leakage shown, with this probability.")]
+                         "upper 95 % bound below it; --power plans the lists for it. In (0, 1); default 0.05.",
+    show_default=False)]
+Power = Annotated[Optional[float], typer.Option("--power", help="Plan the lists so that a leak of --min-effect is "
+                                                                "found, and zero leakage shown, with this probability "
+                                                                "(default 0.9; --probe-lists fixes the count instead).",
+                                                show_default=False)]
 ProbeLists = Annotated[Optional[int], typer.Option("--probe-lists", help="Lists to score per click model (the probe "
                                                                          "repeats the split with new clients).")]
 Canaries = Annotated[int, typer.Option("--canaries", help="Canaries (each present with probability 1/2).")]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 COMMAND_MODULES = ("attack", "audit", "audit_defense", "audit_run", "audit_unlearning", "bench", "bench_attacks", "bench_core",
                    "campaign", "compare",
-                   "data", "defenses", "demo", "epsilon", "flower", "lists", "report", "train", "train_fedips",
+                   "data", "defenses", "demo", "epsilon", "explain", "flower", "lists", "report", "train", "train_fedips",
                    "train_foltr_es")
 """The modules that register commands; the top-level commands are listed in this order."""
 

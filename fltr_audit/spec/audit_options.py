@@ -8,6 +8,12 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
+DEFAULT_MIN_EFFECT = 0.05
+"""The smallest leak (AUC) a default audit must be able to find or rule out (``reports.leakage.MIN_EFFECT``)."""
+DEFAULT_POWER = 0.9
+"""The probability with which a default audit's list count decides at ``DEFAULT_MIN_EFFECT``
+(``fltr_audit.spec.plan``): about 450-700 lists per click model for four or five informed attacks."""
+
 LISTS = {"folds": int, "seeds": int, "defenses": str, "attacks": str, "click_models": str, "poison": str}
 """The list settings and their item type (a list, a tuple, one item, or comma-separated text)."""
 
@@ -16,8 +22,9 @@ LISTS = {"folds": int, "seeds": int, "defenses": str, "attacks": str, "click_mod
 class AuditOptions:
     """Every setting of an audit with its default (``fltr-audit audit``'s options, named as the
     Python keywords). ``attacks`` / ``click_models`` None: the algorithm's own set; ``min_shown``
-    None: a full list of the algorithm's; ``trials``: a number per input or ``"auto"``;
-    ``min_effect`` None: the verdict rule's (``reports.leakage.MIN_EFFECT``, 0.02)."""
+    None: a full list of the algorithm's; ``trials``: a number per input or ``"auto"``. The list
+    count is planned from ``min_effect`` and ``power`` (``fltr_audit.spec.plan``) unless
+    ``probe_lists`` fixes it; ``power`` None and no ``probe_lists``: one pass over the probe split."""
 
     algorithm: str = "fpdgd"
     data: str = "synthetic:mq2008"
@@ -43,9 +50,9 @@ class AuditOptions:
     non_iid: str = "iid"
     poison: tuple[str, ...] = ()
     """Poisonings: every defense also trains under each of them (integrity), beside its clean run."""
-    min_effect: float | None = None
+    min_effect: float = DEFAULT_MIN_EFFECT
     probe_lists: int | None = None
-    power: float | None = None
+    power: float | None = DEFAULT_POWER
     threat_model: str = "server"
     manipulation: str = "isolate"
     store: str | None = None
@@ -57,9 +64,9 @@ class AuditOptions:
 
 DEFAULTS = AuditOptions()
 
-DEMO_MIN_EFFECT = 0.05
-"""The demo's minimum effect (AUC): with ``DEMO_POWER`` it plans about 450 lists per click model."""
-DEMO_POWER = 0.9
+DEMO_MIN_EFFECT = DEFAULT_MIN_EFFECT
+"""The demo's minimum effect (AUC): the default's, with ``DEMO_POWER``."""
+DEMO_POWER = DEFAULT_POWER
 
 
 def audit_defaults() -> dict[str, Any]:

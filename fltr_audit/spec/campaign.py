@@ -21,6 +21,7 @@ from fltr_audit.spec.campaign_checks import check_table, check_values, family_de
 from fltr_audit.spec.campaign_tables import CAMPAIGN_KEYS, DEFAULTS, DEPRECATED_KEYS, as_list
 from fltr_audit.spec.defense import DefenseSpec
 from fltr_audit.spec.poison import PoisonSpec, parse_poison
+from fltr_audit.spec.plan import planned_lists
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -62,7 +63,8 @@ class CampaignAlgorithm:
 @dataclass(frozen=True)
 class CampaignProbe:
     """``[probe]``: splits, cohorts and threat models are grid axes; the click models are probed
-    inside every run."""
+    inside every run, each with ``lists`` lists (planned from ``min_effect`` and ``power`` unless
+    the table fixes them: ``fltr_audit.spec.plan``)."""
 
     splits: tuple[str, ...]
     click_models: tuple[str, ...]
@@ -75,6 +77,8 @@ class CampaignProbe:
     manipulation: str
     lists: int | None
     rounds: int | None
+    min_effect: float
+    power: float | None
 
 
 @dataclass(frozen=True)
@@ -159,6 +163,8 @@ def validate_spec(raw: Mapping[str, Any] | CampaignSpec, source: str = "campaign
         check_table(raw.get(table, {}), table, source)
         spec[table] = {**DEFAULTS[table], **raw.get(table, {})}
     family_defaults(spec, raw)
+    if raw.get("probe", {}).get("lists") is not None and "power" not in raw.get("probe", {}):
+        spec["probe"]["power"] = None  # lists given, no plan asked for: no plan
     try:
         check_values(spec, source)
     except ParameterError as exc:
@@ -187,6 +193,13 @@ def _axis(value: Any) -> tuple:
     return tuple(as_list(value))
 
 
+def _lists(probe: dict, audit: dict) -> int | None:
+    """``probe.lists`` as given, else planned from ``min_effect`` and ``power`` (None: one pass)."""
+    if probe.get("lists") is not None or probe.get("power") is None:
+        return probe.get("lists")
+    return planned_lists(probe["min_effect"], probe["power"], as_list(audit["attacks"]))
+
+
 def _typed(spec: dict[str, Any]) -> CampaignSpec:
     """The typed value of a checked, merged campaign mapping."""
     t = _axis
@@ -202,7 +215,8 @@ def _typed(spec: dict[str, Any]) -> CampaignSpec:
         probe=CampaignProbe(t(probe["split"]), t(probe["click_models"]), t(probe["probe_cohort"]),
                             probe["queries_per_client"], probe["min_shown"], probe["require_click"],
                             probe["counterfactual"], t(probe.get("threat_model", "server")),
-                            probe.get("manipulation", "isolate"), probe.get("lists"), probe.get("rounds")),
+                            probe.get("manipulation", "isolate"), _lists(probe, audit), probe.get("rounds"),
+                            probe["min_effect"], probe.get("power")),
         audit=CampaignAudit(tuple(DefenseSpec.parse(d) for d in as_list(audit["defenses"])), t(audit["attacks"]),
                             audit["epsilon_audit"], audit["trials"]),
         audit_run=CampaignWholeRun(whole.get("canaries"), whole.get("runs", 1)),

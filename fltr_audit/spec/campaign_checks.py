@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from attacks.registry import make_attack
-from fltr_audit.constraints import Options, ParameterError, check
+from fltr_audit.constraints import OPEN_UNIT, Options, ParameterError, check
 from fltr_audit.engine.algorithms.registry import algorithm_spec
 from fltr_audit.errors import FltrError
 from fltr_audit.spec.campaign_tables import DEFAULTS, SCHEMA, as_list
@@ -41,6 +41,7 @@ def check_table(table: dict, name: str, source: str) -> None:
     None: a mapping merged over the defaults, ``CampaignSpec.table``, is read again as it is)."""
     schema = SCHEMA[name]
     unset = {k for k, v in (DEFAULTS.get(name, {}) if name else DEFAULTS).items() if v is None}
+    unset |= {"power"} if name == "probe" else set()  # None from Python: one pass, no plan
     for key, value in table.items():
         where = f"{name}.{key}" if name else key
         if key not in schema:
@@ -101,6 +102,9 @@ def check_values(spec: dict, source: str) -> None:
     from fltr_audit.engine.clicks import CCM_TABLES
 
     _check_settings(spec)
+    for key in ("min_effect", "power"):
+        if spec["probe"].get(key) is not None:
+            check(f"probe.{key}", spec["probe"][key], OPEN_UNIT)
     for non_iid in as_list(spec["algorithm"].get("non_iid", "iid")):
         check_population(spec["algorithm"].get("population"), non_iid)
     known_models = sorted({name for name, _ in CCM_TABLES}) + ["pbm"]

@@ -31,6 +31,9 @@ A campaign file has these tables (every key optional except ``name``)::
     require_click = true
     threat_model = "server"              # server | server-blind | server-malicious (a grid axis)
     manipulation = "isolate"             # server-malicious: isolate | inconsistent
+    min_effect = 0.05                    # lists planned so that a leak of this AUC is found, and zero
+    power = 0.9                          #   leakage shown, with this probability (fltr_audit.spec.plan)
+    lists = 600                          # or a fixed number of lists per click model (no plan)
 
     [audit]
     defenses = ["none", "clip(sensitivity=5)+dp-distributed(eps=4.5)", "secagg"]
@@ -48,6 +51,10 @@ A campaign file has these tables (every key optional except ``name``)::
     canaries = 40                        # each included with probability 1/2, every included one forgotten
     poison_check = true                  # the ECIR 2024 check: the forgotten users poison the run
 
+Unless ``probe.lists`` fixes it, each click model is probed with the lists planned from
+``probe.min_effect`` and ``probe.power`` over the informed attacks (``fltr_audit.spec.plan``), so
+that the leakage verdicts can decide; ``campaign run`` prints the plan and its expected time.
+
 Grid axes: ``seeds``, ``data.spec``, ``data.folds``, every list of ``[algorithm]``
 (including inside ``params``), ``probe.split``, ``probe.probe_cohort``, ``probe.threat_model`` and
 ``audit.defenses`` and ``unlearning.method``.
@@ -62,6 +69,7 @@ from __future__ import annotations
 from typing import Any
 
 from fltr_audit.engine.algorithms.registry import algorithm_names
+from fltr_audit.spec.audit_options import DEFAULT_MIN_EFFECT, DEFAULT_POWER
 
 ALGORITHMS = algorithm_names(auditable=True)
 """The built-in algorithms a campaign can audit (``fltr_audit.engine.algorithms.registry``; plug-ins join on lookup)."""
@@ -95,6 +103,8 @@ SCHEMA: dict[str, dict[str, tuple[type, ...]]] = {
         "manipulation": (str,),
         "lists": (int,),
         "rounds": (int,),
+        "min_effect": (float, int),
+        "power": (float, int),
     },
     "audit": {"defenses": (str, list), "attacks": (str, list), "epsilon_audit": (bool,), "trials": (int, str)},
     "audit_run": {"canaries": (int,), "runs": (int,)},
@@ -123,8 +133,10 @@ DEFAULTS: dict[str, Any] = {
         "counterfactual": 20,
         "threat_model": ["server"],
         "manipulation": "isolate",
-        "lists": None,   # lists to score per click model (probe rounds until then); None: one pass
+        "lists": None,   # lists to score per click model (probe rounds until then); None: planned
         "rounds": None,  # probe rounds (passes over the split) at most; None: 1, or 50 with lists
+        "min_effect": DEFAULT_MIN_EFFECT,  # the plan: lists for this leak (AUC) ...
+        "power": DEFAULT_POWER,            # ... at this power; None (from Python only): one pass, no plan
     },
     "audit": {
         "defenses": ["none"],

@@ -94,7 +94,7 @@ def check_method_fits(method: str, defense: DefenseSpec) -> None:
         return
     stack = defense.build()
     probe = Messages(n_interactions=np.ones(2, dtype=np.int64), vector=np.zeros((2, 2)))
-    extra = {"global_params": np.zeros(2)} if getattr(stack.aggregator, "reads_global_model", False) else {}
+    extra = {"global_params": np.zeros(2)} if stack.aggregator.reads_global_model else {}
     shown = stack.aggregator.aggregate(probe, np.arange(2), np.random.default_rng(0), **extra).messages is not None
     if not shown or isinstance(mech.declared(stack.aggregator), mech.Shuffle):
         raise ParameterError("method", f"{method} needs each client's update, linked to its sender; defense "

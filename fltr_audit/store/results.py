@@ -457,6 +457,13 @@ class ResultsStore:
 
         return self._write(work)
 
+    def configs(self) -> pd.DataFrame:
+        """``run_key`` and ``config`` (JSON text) of every known run, recorded or pending."""
+        with _session(self.path, readonly=self.readonly) as conn:
+            rows = conn.execute("SELECT run_key, config FROM runs UNION ALL SELECT run_key, config FROM registered "
+                                "WHERE run_key NOT IN (SELECT run_key FROM runs)").fetchall()
+        return pd.DataFrame.from_records(rows, columns=["run_key", "config"])
+
     def status(self) -> pd.DataFrame:
         """One row per known run: run_key, campaign, status (done|failed|pending), algo, defense,
         seed, seconds, finished_at, error; recorded runs first, then pending ones."""

@@ -53,7 +53,7 @@ def server_update(algorithm: Any, params: np.ndarray, state: Any, updates: np.nd
     vector = updates + params if kind == "weights" else updates
     messages = Messages(n_interactions=np.asarray(n_interactions, dtype=np.int64), vector=vector, vector_kind=kind)
     aggregator = defenses.aggregator
-    extra = {"global_params": params} if getattr(aggregator, "reads_global_model", False) else {}
+    extra = {"global_params": params} if aggregator.reads_global_model else {}
     agg = aggregator.aggregate(messages, participants, stream(seed, "aggregate", round_index), **extra)
     view = ServerView(round=round_index, threat_model="server", global_params=np.asarray(params, dtype=np.float64),
                       ranker=algorithm.ranker, participants=np.asarray(agg.participants, dtype=np.int64),
