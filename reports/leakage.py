@@ -261,7 +261,7 @@ ROC_KEYS = ("run_key", "data", "algo", "setting", "fold", "seed", "threat_model"
 
 
 def roc_rows(attacks: pd.DataFrame | None) -> pd.DataFrame:
-    """The stored per-run ROC curves (``attacks.scoring.roc_points`` on the attack rows) as long
+    """The stored per-run ROC curves (``attacks.roc.roc_points`` on the attack rows) as long
     rows: the row's keys, ``curve`` (``real`` or ``counterfactual``: mean over the K redrawn
     click vectors), ``fpr``, ``tpr``. Empty when no row carries a curve."""
     if attacks is None or attacks.empty or "roc_tpr" not in attacks.columns:

@@ -35,7 +35,8 @@ import pandas as pd
 
 from attacks.epsilon import epsilon_rows
 from attacks.registry import attack_spec, make_attack
-from attacks.scoring import Evaluation, Slots, evaluate, roc_points, summarize
+from attacks.roc import roc_points
+from attacks.scoring import Evaluation, Slots, evaluate, summarize
 from fltr_audit.runs.epsilon_audits import epsilon_audits, randomized_response
 from defenses.robust.compose import check_cohort
 from fltr_audit.runs.models import build_algorithm, final_ndcg, run_stack, splits_of, trained, without_poison

@@ -106,176 +106,23 @@ import os
 import socket
 import sqlite3
 import time
-from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Iterable, Mapping
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from fltr_audit.constraints import ParameterError
-from fltr_audit.store.defense_spelling import current_spelling
-from fltr_audit.store.read_only import read_only_fs, read_only_mode
 from fltr_audit.errors import FltrError
-from fltr_audit.store.records import RECORDS, columns
+from fltr_audit.store.sqlite_file import RUN_COLUMNS, TABLES, connect, file_fault, session, unusable
+from fltr_audit.store.table_rows import coerce, current, current_config, insert_table, read_table, to_json
 
-SCHEMA_VERSION = "1"
-BUSY_TIMEOUT_MS = 60_000
 CLAIM_LEASE_SECONDS = 600.0
-
-RUN_COLUMNS: dict[str, str] = {
-    "run_key": "TEXT", "campaign": "TEXT", "status": "TEXT", "config": "TEXT", "env": "TEXT",
-    "seed": "INTEGER", "seconds": "REAL", "finished_at": "TEXT", "error": "TEXT",
-}
-
-# One schema: the columns of each data table are the fields of its record (fltr_audit/store/records.py).
-TABLES: dict[str, dict[str, str]] = {name: columns(record) for name, record in RECORDS.items()}
-
-
-def _ddl() -> str:
-    parts = [
-        "CREATE TABLE IF NOT EXISTS runs (run_key TEXT PRIMARY KEY, campaign TEXT, status TEXT "
-        "CHECK (status IN ('done', 'failed')), config TEXT, env TEXT, seed INTEGER, seconds REAL, "
-        "finished_at TEXT, error TEXT);",
-        "CREATE TABLE IF NOT EXISTS registered (run_key TEXT PRIMARY KEY, campaign TEXT, "
-        "config TEXT, registered_at TEXT);",
-        "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);",
-        "CREATE TABLE IF NOT EXISTS claims (run_key TEXT PRIMARY KEY, host TEXT, pid INTEGER, expires REAL);",
-    ]
-    for name, cols in TABLES.items():
-        body = ", ".join(f'"{c}" {t}' for c, t in cols.items())
-        parts.append(f"CREATE TABLE IF NOT EXISTS {name} (run_key TEXT NOT NULL, {body}, extra TEXT);")
-        parts.append(f"CREATE INDEX IF NOT EXISTS {name}_run_key ON {name}(run_key);")
-    return "\n".join(parts)
-
-
-def _add_missing_columns(conn: sqlite3.Connection) -> None:
-    """Add schema columns a store written by an older version lacks (read back as NULL)."""
-    for name, cols in TABLES.items():
-        have = {r[1] for r in conn.execute(f"PRAGMA table_info({name})")}
-        for col, kind in cols.items():
-            if col not in have:
-                conn.execute(f'ALTER TABLE {name} ADD COLUMN "{col}" {kind}')
 
 
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
-
-
-def _json_default(obj: Any) -> Any:
-    if isinstance(obj, np.generic):
-        return obj.item()
-    if isinstance(obj, np.ndarray):
-        return obj.tolist()
-    if isinstance(obj, Path):
-        return str(obj)
-    raise TypeError(f"not JSON-serializable: {type(obj).__name__}")
-
-
-def _to_json(value: Any, what: str) -> str:
-    try:
-        return json.dumps(value, sort_keys=True, default=_json_default)
-    except (TypeError, ValueError) as exc:
-        raise FltrError(f"{what}: {exc}") from None
-
-
-def _column_values(series: pd.Series) -> list:
-    """A column as Python values sqlite3 binds (missing values as None)."""
-    if series.dtype.kind in "iufb":
-        return series.to_numpy().tolist()  # float NaN binds as NULL
-    out = series.astype(object).where(series.notna(), None).tolist()
-    return [v.item() if isinstance(v, np.generic) else v for v in out]
-
-
-def _connect(path: Path, *, readonly: bool = False, init: bool = False) -> sqlite3.Connection:
-    """Open ``path``; ``init`` creates the schema (WAL mode), ``readonly`` opens it read-only
-    (never writing, also on a read-only file system) and checks it is complete. A symbolic
-    link, an SQLite file of another schema, a newer ``schema_version`` or a corrupt file is a
-    FltrError naming the store; nothing is written before those checks."""
-    if path.is_symlink():
-        raise ParameterError("store", f"{path}: a symbolic link (links are never followed)")
-    conn = None
-    try:
-        if readonly:
-            conn = sqlite3.connect(f"{path.resolve().as_uri()}?{read_only_mode(path)}", uri=True,
-                                   isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
-        else:
-            conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
-        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        conn.execute("PRAGMA synchronous = FULL")
-        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        version = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() \
-            if "meta" in tables else None
-    except sqlite3.DatabaseError as exc:
-        if conn is not None:
-            conn.close()
-        raise _unusable(path, exc, "open") from None
-    try:
-        _check_ours(path, tables, version[0] if version else None, readonly)
-    except FltrError:
-        conn.close()
-        raise
-    if init:
-        try:
-            conn.execute("PRAGMA journal_mode = WAL")
-            conn.executescript(_ddl())
-            _add_missing_columns(conn)
-            conn.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (SCHEMA_VERSION,))
-        except sqlite3.DatabaseError as exc:
-            conn.close()
-            raise _unusable(path, exc, "write") from None
-    return conn
-
-
-def _check_ours(path: Path, tables: set[str], version: Any, readonly: bool) -> None:
-    """Refuse an SQLite file that is not a results store of this version (an empty one is
-    made a store, unless opened read-only)."""
-    if not tables and not readonly:
-        return
-    if "meta" not in tables or version is None:
-        shown = ", ".join(sorted(tables)[:5]) + (", ..." if len(tables) > 5 else "")
-        raise ParameterError("store", f"{path}: an SQLite file of another schema (tables: {shown or 'none'}), "
-                                      "not a fltr-audit results store")
-    if not str(version).isdigit():
-        raise ParameterError("store", f"{path}: not a fltr-audit results store (schema_version {version!r})")
-    if int(version) > int(SCHEMA_VERSION):
-        raise ParameterError("store", f"{path}: written by a newer fltr-audit (schema_version {version}; this version "
-                                      f"reads up to {SCHEMA_VERSION}); upgrade fltr-audit to use it")
-    if readonly and not {"meta", "runs", "registered", *TABLES} <= tables:
-        raise ParameterError("store", f"{path}: not a fltr-audit results store (tables missing)")
-
-
-def _unusable(path: Path, exc: sqlite3.DatabaseError, doing: str) -> FltrError:
-    """The one-line error of an SQLite failure on the store: corrupt, not SQLite, or not
-    openable / writable (saying when its file system is read-only)."""
-    text = str(exc)
-    if "malformed" in text or "not a database" in text:
-        return ParameterError("store", f"{path}: corrupt, or not an SQLite file ({text})")
-    if read_only_fs(path):
-        text += "; its file system is read-only"
-    return ParameterError("store", f"{path}: cannot {doing} ({text})")
-
-
-@contextmanager
-def _session(path: Path, *, readonly: bool = False) -> Iterator[sqlite3.Connection]:
-    """A connection to the store whose SQLite errors become one-line FltrErrors."""
-    conn = _connect(path, readonly=readonly)
-    try:
-        yield conn
-    except sqlite3.DatabaseError as exc:
-        if not _file_fault(exc):
-            raise
-        raise _unusable(path, exc, "read") from None
-    finally:
-        conn.close()
-
-
-def _file_fault(exc: sqlite3.DatabaseError) -> bool:
-    """Whether the error is the file's (corrupt, unreadable, unwritable, locked), not a bug
-    of ours such as a value sqlite3 cannot bind (``ProgrammingError``, ``IntegrityError``)."""
-    return type(exc) in (sqlite3.OperationalError, sqlite3.DatabaseError)
 
 
 class ResultsStore:
@@ -300,14 +147,14 @@ class ResultsStore:
                 raise ParameterError("store", f"{self.path}: no such file")
             if not self.path.parent.is_dir():
                 raise ParameterError("store", f"{self.path}: directory {self.path.parent} does not exist")
-        _connect(self.path, readonly=readonly, init=not readonly).close()
+        connect(self.path, readonly=readonly, init=not readonly).close()
 
     def _write(self, work) -> Any:
         """Run ``work(conn)`` in one IMMEDIATE transaction; a store that cannot be written (full
         disk, read-only, locked past the busy timeout) is a FltrError naming it."""
         if self.readonly:
             raise ParameterError("store", f"{self.path}: opened read-only")
-        conn = _connect(self.path)
+        conn = connect(self.path)
         try:
             conn.execute("BEGIN IMMEDIATE")
             try:
@@ -321,20 +168,20 @@ class ResultsStore:
                 raise
             return result
         except (sqlite3.OperationalError, sqlite3.DatabaseError) as exc:
-            if not _file_fault(exc):
+            if not file_fault(exc):
                 raise
-            raise _unusable(self.path, exc, "write") from None
+            raise unusable(self.path, exc, "write") from None
         finally:
             conn.close()
 
     def journal_mode(self) -> str:
         """The SQLite journal mode of the file (``"wal"``)."""
-        with _session(self.path, readonly=self.readonly) as conn:
+        with session(self.path, readonly=self.readonly) as conn:
             return conn.execute("PRAGMA journal_mode").fetchone()[0]
 
     def completed_keys(self) -> set[str]:
         """Keys of the runs recorded as done (a failed run is not completed)."""
-        with _session(self.path, readonly=self.readonly) as conn:
+        with session(self.path, readonly=self.readonly) as conn:
             return {r[0] for r in conn.execute("SELECT run_key FROM runs WHERE status = 'done'")}
 
     def register_pending(self, keys_with_configs: Mapping[str, dict] | Iterable[tuple[str, dict]],
@@ -344,7 +191,7 @@ class ResultsStore:
         Returns the number of keys newly registered.
         """
         items = keys_with_configs.items() if isinstance(keys_with_configs, Mapping) else keys_with_configs
-        rows = [(str(k), campaign, _to_json(c, f"config of run {k}"), _now()) for k, c in items]
+        rows = [(str(k), campaign, to_json(c, f"config of run {k}"), _now()) for k, c in items]
 
         def work(conn: sqlite3.Connection) -> int:
             before = conn.total_changes
@@ -396,7 +243,7 @@ class ResultsStore:
 
     def claims(self) -> pd.DataFrame:
         """The current claims: run_key, host, pid, expires (Unix time)."""
-        with _session(self.path, readonly=self.readonly) as conn:
+        with session(self.path, readonly=self.readonly) as conn:
             rows = conn.execute("SELECT run_key, host, pid, expires FROM claims ORDER BY run_key").fetchall()
         return pd.DataFrame.from_records(rows, columns=["run_key", "host", "pid", "expires"])
 
@@ -424,8 +271,8 @@ class ResultsStore:
                 raise FltrError(f"run {run_key}: table {name} has rows of another run_key")
         if seed is not None and not -(2**63) <= int(seed) < 2**63:
             raise FltrError(f"run {run_key}: seed {seed} does not fit the store's 64-bit INTEGER")
-        run_row = (run_key, campaign, "done", _to_json(config, f"config of run {run_key}"),
-                   _to_json(env, f"env of run {run_key}"), None if seed is None else int(seed),
+        run_row = (run_key, campaign, "done", to_json(config, f"config of run {run_key}"),
+                   to_json(env, f"env of run {run_key}"), None if seed is None else int(seed),
                    float(seconds), _now(), None)
 
         def work(conn: sqlite3.Connection) -> bool:
@@ -436,14 +283,14 @@ class ResultsStore:
             conn.execute("DELETE FROM claims WHERE run_key = ?", (run_key,))
             conn.execute("INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", run_row)
             for name, frame in tables.items():
-                _insert_table(conn, name, run_key, frame)
+                insert_table(conn, name, run_key, frame)
             return True
 
         return self._write(work)
 
     def record_failure(self, run_key: str, campaign: str, config: dict, error: str) -> bool:
         """Record that a run failed with ``error``; no-op (False) when the key is done."""
-        row = (run_key, campaign, "failed", _to_json(config, f"config of run {run_key}"), None,
+        row = (run_key, campaign, "failed", to_json(config, f"config of run {run_key}"), None,
                config.get("seed") if isinstance(config.get("seed"), int) else None, None, _now(),
                str(error))
 
@@ -459,7 +306,7 @@ class ResultsStore:
 
     def configs(self) -> pd.DataFrame:
         """``run_key`` and ``config`` (JSON text) of every known run, recorded or pending."""
-        with _session(self.path, readonly=self.readonly) as conn:
+        with session(self.path, readonly=self.readonly) as conn:
             rows = conn.execute("SELECT run_key, config FROM runs UNION ALL SELECT run_key, config FROM registered "
                                 "WHERE run_key NOT IN (SELECT run_key FROM runs)").fetchall()
         return pd.DataFrame.from_records(rows, columns=["run_key", "config"])
@@ -467,16 +314,16 @@ class ResultsStore:
     def status(self) -> pd.DataFrame:
         """One row per known run: run_key, campaign, status (done|failed|pending), algo, defense,
         seed, seconds, finished_at, error; recorded runs first, then pending ones."""
-        with _session(self.path, readonly=self.readonly) as conn:
+        with session(self.path, readonly=self.readonly) as conn:
             rows = conn.execute(
                 "SELECT run_key, campaign, status, config, seed, seconds, finished_at, error FROM runs "
                 "UNION ALL SELECT run_key, campaign, 'pending', config, NULL, NULL, NULL, NULL "
                 "FROM registered WHERE run_key NOT IN (SELECT run_key FROM runs)").fetchall()
         configs = [json.loads(r[3]) if r[3] else {} for r in rows]
-        rows = [(*r[:3], c.get("algo"), _current(c.get("defense")), *r[4:]) for r, c in zip(rows, configs)]
+        rows = [(*r[:3], c.get("algo"), current(c.get("defense")), *r[4:]) for r, c in zip(rows, configs)]
         cols = ["run_key", "campaign", "status", "algo", "defense", "seed", "seconds", "finished_at", "error"]
         frame = pd.DataFrame.from_records(rows, columns=cols)
-        return _coerce(frame, {"seed": "INTEGER", "seconds": "REAL"})
+        return coerce(frame, {"seed": "INTEGER", "seconds": "REAL"})
 
 
 def _pid_alive(pid: int) -> bool:
@@ -489,78 +336,6 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def _insert_table(conn: sqlite3.Connection, name: str, run_key: str, frame: pd.DataFrame) -> None:
-    if frame.columns.duplicated().any():
-        raise FltrError(f"run {run_key}: table {name} has duplicate column names")
-    schema = TABLES[name]
-    n = len(frame)
-    if n == 0:
-        return
-    columns = [[run_key] * n]
-    for col in schema:
-        columns.append(_column_values(frame[col]) if col in frame.columns else [None] * n)
-    extra_cols = [c for c in frame.columns if c not in schema and c != "run_key"]
-    if extra_cols:
-        records = frame[extra_cols].to_dict(orient="records")
-        columns.append([json.dumps({str(k): v for k, v in r.items()}, default=_json_default)
-                        for r in records])
-    else:
-        columns.append([None] * n)
-    placeholders = ", ".join("?" * (len(schema) + 2))
-    names = ", ".join(f'"{c}"' for c in ("run_key", *schema, "extra"))  # by name: old stores append new columns
-    conn.executemany(f"INSERT INTO {name} ({names}) VALUES ({placeholders})", zip(*columns))
-
-
-def _coerce(frame: pd.DataFrame, types: Mapping[str, str]) -> pd.DataFrame:
-    """Give REAL columns float64, INTEGER columns int64 (float64 with missing values) and BOOLEAN
-    columns (stored as 0/1) bool (float64 with missing values)."""
-    for col, kind in types.items():
-        values = frame[col]
-        if kind == "REAL":
-            numeric = pd.to_numeric(values, errors="coerce")
-            if numeric.notna().sum() == values.notna().sum():
-                frame[col] = numeric.astype("float64")
-        elif kind == "INTEGER":
-            numeric = pd.to_numeric(values, errors="coerce")
-            if numeric.notna().sum() == values.notna().sum():
-                frame[col] = numeric.astype("int64") if numeric.notna().all() else numeric.astype("float64")
-        elif kind == "BOOLEAN":
-            numeric = pd.to_numeric(values, errors="coerce")
-            if numeric.notna().sum() == values.notna().sum():
-                frame[col] = numeric.astype(bool) if numeric.notna().all() else numeric.astype("float64")
-    return frame
-
-
-def _current(defense: Any) -> Any:
-    """A stored defense name in the current spelling (other values unchanged)."""
-    return current_spelling(defense) if isinstance(defense, str) else defense
-
-
-def _current_config(text: Any) -> Any:
-    """A stored config (JSON text) whose defense is in the current spelling."""
-    if not isinstance(text, str) or "delta=" not in text:
-        return text
-    config = json.loads(text)
-    if not isinstance(config, dict) or _current(config.get("defense")) == config.get("defense"):
-        return text
-    return json.dumps({**config, "defense": _current(config["defense"])}, sort_keys=True)
-
-
-def _read_table(conn: sqlite3.Connection, name: str) -> pd.DataFrame:
-    schema = TABLES[name]
-    cols = ["run_key", *schema]
-    quoted = ", ".join(f'"{c}"' for c in cols)
-    rows = conn.execute(f"SELECT {quoted}, extra FROM {name} ORDER BY rowid").fetchall()
-    frame = _coerce(pd.DataFrame.from_records([r[:-1] for r in rows], columns=cols), schema)
-    if "defense" in frame.columns:
-        frame["defense"] = frame["defense"].map(_current)
-    extras = [json.loads(r[-1]) if r[-1] is not None else {} for r in rows]
-    if any(extras):
-        extra_frame = pd.DataFrame.from_records(extras, index=frame.index)
-        frame = pd.concat([frame, extra_frame], axis=1)
-    return frame
-
-
 def load(path: str | Path) -> dict[str, pd.DataFrame]:
     """Read every table of the store at ``path`` (read-only) as DataFrames.
 
@@ -570,16 +345,16 @@ def load(path: str | Path) -> dict[str, pd.DataFrame]:
     path = Path(path)
     if not path.is_file() and not path.is_symlink():
         raise ParameterError("store", f"{path}: no such file")
-    conn = _connect(path, readonly=True)
+    conn = connect(path, readonly=True)
     try:
         rows = conn.execute(f"SELECT {', '.join(RUN_COLUMNS)} FROM runs ORDER BY rowid").fetchall()
-        out = {"runs": _coerce(pd.DataFrame.from_records(rows, columns=list(RUN_COLUMNS)),
+        out = {"runs": coerce(pd.DataFrame.from_records(rows, columns=list(RUN_COLUMNS)),
                                {"seed": "INTEGER", "seconds": "REAL"})}
-        out["runs"]["config"] = out["runs"]["config"].map(_current_config)
+        out["runs"]["config"] = out["runs"]["config"].map(current_config)
         for name in TABLES:
-            out[name] = _read_table(conn, name)
+            out[name] = read_table(conn, name)
     except sqlite3.DatabaseError as exc:
-        raise _unusable(path, exc, "read") from None
+        raise unusable(path, exc, "read") from None
     finally:
         conn.close()
     return out
