@@ -172,8 +172,8 @@ def planned_lists(min_effect: float, power: float, attacks: int, *, alpha: float
         raise ValueError(f"min_effect: must lie in (0, 1), got {min_effect}")
     m = max(int(attacks), 1)
     z = stats.norm.ppf(1.0 - alpha / m) + stats.norm.ppf(power ** (1.0 / m))
-    ratio = z * sd / min_effect  # a tiny min_effect makes it huge (or inf): never squared past MAX_PLANNED
-    if not ratio * ratio <= MAX_PLANNED:
+    ratio = float(z) * sd / min_effect  # a tiny min_effect makes it huge (or inf): never squared past MAX_PLANNED
+    if not (ratio <= math.sqrt(MAX_PLANNED)):
         raise ValueError(f"min_effect: {min_effect:g} at power {power:g} needs more than {MAX_PLANNED:.1e} lists "
                          "per click model; raise it")
     return int(math.ceil(ratio * ratio))
