@@ -347,12 +347,18 @@ def load(path: str | Path) -> dict[str, pd.DataFrame]:
         raise ParameterError("store", f"{path}: no such file")
     conn = connect(path, readonly=True)
     try:
-        rows = conn.execute(f"SELECT {', '.join(RUN_COLUMNS)} FROM runs ORDER BY rowid").fetchall()
+        # runs in the order their campaign registered them (its grid), not the order workers finished
+        # them in, so that every table reads the same whatever the executor
+        rows = conn.execute(f"SELECT {', '.join('r.' + c for c in RUN_COLUMNS)} FROM runs r LEFT JOIN registered g "
+                            "USING (run_key) ORDER BY g.rowid IS NULL, g.rowid, r.rowid").fetchall()
         out = {"runs": coerce(pd.DataFrame.from_records(rows, columns=list(RUN_COLUMNS)),
                                {"seed": "INTEGER", "seconds": "REAL"})}
         out["runs"]["config"] = out["runs"]["config"].map(current_config)
+        position = {key: i for i, key in enumerate(out["runs"]["run_key"])}
         for name in TABLES:
-            out[name] = read_table(conn, name)
+            frame = read_table(conn, name)
+            order = frame["run_key"].map(position).fillna(len(position)).to_numpy()
+            out[name] = frame.iloc[order.argsort(kind="stable")].reset_index(drop=True)
     except sqlite3.DatabaseError as exc:
         raise unusable(path, exc, "read") from None
     finally:
