@@ -27,8 +27,8 @@ from fltr_audit.engine.training import TrainHooks, TrainSettings, check_populati
 from fltr_audit.errors import FltrError
 from fltr_audit.runs.robustness import check_robustness, prepared
 from fltr_audit.spec.defense import DefenseSpec
-from fltr_audit.store.interceptors import RecordingInterceptor, parse_rounds
-from fltr_audit.store.run_folder import atomic_out_dir, write_run
+from fltr_audit.store.interceptors import RecordingInterceptor, check_record_rounds
+from fltr_audit.store.run_folder import run_folder, write_run
 
 OnRound = Callable[[int, dict], None]
 
@@ -46,7 +46,7 @@ def ndcg_evaluators(test: Dataset) -> dict:
     return {"ndcg5": lambda p: metrics.mean_ndcg(ranker.score(p, test.features), test, 5)}
 
 
-def train_fedips(algorithm: str = "fedips", *, data: str, out: str | Path, fold: int = 1, clients: int = 2000,
+def train_fedips(algorithm: str = "fedips", *, data: str, out: str | Path | None = None, fold: int = 1, clients: int = 2000,
                  queries_per_client: int = 5, rounds: int = 100, gamma: float = 1.0, k: int = 5,
                  clicks_per_client: int = 10, lr_local: float = 0.001, lr_global: float = 1.0, propensity: str = "true",
                  defense: str = "none", seed: int = 0, logging_fraction: float = 0.01, em_rounds: int = 20,
@@ -59,12 +59,11 @@ def train_fedips(algorithm: str = "fedips", *, data: str, out: str | Path, fold:
         raise FltrError("--propensity: fedavg uses no propensities (all 1); drop the option")
     stack = DefenseSpec.parse(defense).build()
     poison_spec = check_robustness(poison, algorithm, stack, clients)
-    out = Path(out)
+    out = None if out is None else Path(out)
     check_population(population, clients)
     users = parse_non_iid(non_iid)
     check_per_user_clicks(users, FedIPS)
-    if record_rounds is not None:
-        parse_rounds(record_rounds, rounds)
+    check_record_rounds(record_rounds, rounds, out)  # bad input fails before any data is loaded
     splits = load_fedips_splits(data, fold, queries, seed)
     if propensity not in PROPENSITY_CHOICES:
         raise FltrError(f"--propensity: unknown value {propensity!r} (choose true or estimated)")
@@ -76,7 +75,7 @@ def train_fedips(algorithm: str = "fedips", *, data: str, out: str | Path, fold:
     f0_ndcg5 = evaluators["ndcg5"](alg.policy.params)
     replace = clients * queries_per_client > splits.train.n_queries
     poisoning, stack = prepared(poison_spec, stack, alg, splits.train, queries_per_client, seed)
-    with atomic_out_dir(out) as tmp:
+    with run_folder(out) as tmp:
         interceptors = [RecordingInterceptor(tmp / "recording", record_rounds, algorithm=algorithm,
                                                    defense=stack.name)] if record_rounds else []
         res = train(alg, splits.train,
@@ -92,7 +91,7 @@ def train_fedips(algorithm: str = "fedips", *, data: str, out: str | Path, fold:
                   "record_rounds": record_rounds}
         write_run(tmp, res.curves, res.params, config)
     last = res.curves.iloc[-1]
-    return {"out": str(out), "algorithm": algorithm, "propensity": alg.propensity, "gamma": gamma,
+    return {"out": None if out is None else str(out), "algorithm": algorithm, "propensity": alg.propensity, "gamma": gamma,
             "defense": stack.name, **({"poison": poison_spec.text} if poison_spec is not None else {}),
             "final_ndcg5": float(last["ndcg5"]),
             "final_offline_ndcg10": float(last["offline_ndcg10"]), "logging_policy_ndcg5": f0_ndcg5,
@@ -101,18 +100,18 @@ def train_fedips(algorithm: str = "fedips", *, data: str, out: str | Path, fold:
             "privacy": privacy_spent(stack, ParticipationSchedule.of_run(seed, rounds, clients, population)).as_dict()}
 
 
-def train_lambda_linear_baseline(*, data: str, out: str | Path, fold: int = 1, rounds: int = 20, lr: float = 0.1,
+def train_lambda_linear_baseline(*, data: str, out: str | Path | None = None, fold: int = 1, rounds: int = 20, lr: float = 0.1,
                                  batch_queries: int = 64, seed: int = 0, queries: Optional[int] = None,
                                  on_round: OnRound | None = None) -> dict:
     """Linear LambdaRank with full information on the labels (the lambda-Linear baseline of FedIPS)
     into ``out``."""
-    out = Path(out)
+    out = None if out is None else Path(out)
     splits = load_fedips_splits(data, fold, queries, seed)
     test = splits.test
     ranker = LinearRanker(test.n_features)
     evaluators = {**ndcg_evaluators(test),
                   "offline_ndcg10": lambda p: metrics.mean_ndcg(ranker.score(p, test.features), test, 10)}
-    with atomic_out_dir(out) as tmp:
+    with run_folder(out) as tmp:
         start = time.perf_counter()
         res = train_lambda_linear(splits.train, epochs=rounds, lr=lr, batch_queries=batch_queries, seed=seed,
                                   evaluators=evaluators, on_epoch=on_round)
@@ -122,6 +121,6 @@ def train_lambda_linear_baseline(*, data: str, out: str | Path, fold: int = 1, r
                   "batch_queries": batch_queries, "seed": seed, "queries": queries, "normalization": "query-minmax",
                   "drop_single_label": True, "n_features": test.n_features}
         write_run(tmp, curves, res.params, config)
-    result = {"out": str(out), "algorithm": "lambda-linear", "final_ndcg5": float(curves["ndcg5"].iloc[-1]),
+    result = {"out": None if out is None else str(out), "algorithm": "lambda-linear", "final_ndcg5": float(curves["ndcg5"].iloc[-1]),
               "final_offline_ndcg10": float(curves["offline_ndcg10"].iloc[-1]), "seconds": seconds}
     return result

@@ -25,13 +25,13 @@ from fltr_audit.engine.training import TrainHooks, TrainSettings, check_populati
 from fltr_audit.runs.robustness import check_robustness, prepared
 from fltr_audit.runs.progress import NO_PROGRESS, Progress
 from fltr_audit.spec.defense import DefenseSpec
-from fltr_audit.store.interceptors import RecordingInterceptor, parse_rounds
-from fltr_audit.store.run_folder import atomic_out_dir, write_run
+from fltr_audit.store.interceptors import RecordingInterceptor, check_record_rounds
+from fltr_audit.store.run_folder import run_folder, write_run
 
 OnRound = Callable[[int, dict], None]
 
 
-def train_foltr_es(*, data: str, out: str | Path, fold: int = 1, click_model: str = "perfect", clients: int = 2000,
+def train_foltr_es(*, data: str, out: str | Path | None = None, fold: int = 1, click_model: str = "perfect", clients: int = 2000,
                    queries_per_client: int = 4, rounds: int = 100, sigma: float = 0.01, lr: float = 0.001,
                    antithetic: bool = True, ranker: str = "linear", defense: str = "none", seed: int = 0,
                    eval_every: int = 1, eval_split: str = "test", normalization: str = "none", replace: bool = True,
@@ -46,14 +46,15 @@ def train_foltr_es(*, data: str, out: str | Path, fold: int = 1, click_model: st
     """
     stack = DefenseSpec.parse(defense).build()
     poison_spec = check_robustness(poison, "foltr-es", stack, clients)
-    out = Path(out)
+    out = None if out is None else Path(out)
     check_threat_model(threat_model)
     check_seed(seed)
     check("eval_split", eval_split, (Options(("vali", "test")),))
     check_population(population, clients)
     users = parse_non_iid(non_iid)
     check_per_user_clicks(users, FOLtRES)
-    keep = record_rounds is not None and parse_rounds(record_rounds, rounds)
+    check_record_rounds(record_rounds, rounds, out)
+    keep = record_rounds is not None
     splits = load_splits(data, fold, normalization=normalization)
     eval_data = splits.get(eval_split)
     clicks = cascade_model(click_model, splits.train.n_levels)
@@ -64,7 +65,7 @@ def train_foltr_es(*, data: str, out: str | Path, fold: int = 1, click_model: st
         f"expected_maxrr_{eval_split}": lambda p: mean_expected_maxrr(model, p, eval_data, clicks),
     }
     poisoning, stack = prepared(poison_spec, stack, alg, splits.train, queries_per_client, seed)
-    with atomic_out_dir(out) as tmp:
+    with run_folder(out) as tmp:
         interceptors = [RecordingInterceptor(tmp / "recording", record_rounds, algorithm="foltr-es",
                                                    defense=stack.name)] if keep else []
         res = train(alg, splits.train,
@@ -79,7 +80,7 @@ def train_foltr_es(*, data: str, out: str | Path, fold: int = 1, click_model: st
                   "n_levels": splits.train.n_levels}
         write_run(tmp, res.curves, res.params, config)
     last = res.curves.iloc[-1]
-    return {"out": str(out), "algorithm": "foltr-es", "ranker": ranker, "click_model": click_model,
+    return {"out": None if out is None else str(out), "algorithm": "foltr-es", "ranker": ranker, "click_model": click_model,
             "defense": stack.name, **({"poison": poison_spec.text} if poison_spec is not None else {}),
             "first_batch_maxrr": float(res.curves["batch_maxrr"].iloc[0]),
             "final_batch_maxrr": float(last["batch_maxrr"]),

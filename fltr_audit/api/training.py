@@ -18,8 +18,8 @@ from fltr_audit.engine.training import TrainHooks, TrainSettings, check_budget, 
 from fltr_audit.errors import FltrError
 from fltr_audit.runs.robustness import check_robustness, prepared
 from fltr_audit.spec.defense import DefenseSpec
-from fltr_audit.store.interceptors import RecordingInterceptor, parse_rounds
-from fltr_audit.store.run_folder import atomic_out_dir, write_run
+from fltr_audit.store.interceptors import RecordingInterceptor, check_record_rounds
+from fltr_audit.store.run_folder import run_folder, write_run
 
 OnRound = Callable[[int, dict], None]
 """Called with each round's curve row, in order (a progress bar's step)."""
@@ -81,7 +81,7 @@ def _literal(raw: str) -> Any:
     return raw
 
 
-def train(algorithm: str, *, data: str, out: str | Path, fold: int = 1, click_model: str | None = None,
+def train(algorithm: str, *, data: str, out: str | Path | None = None, fold: int = 1, click_model: str | None = None,
           clients: int = 1000, queries_per_client: int = 4, rounds: int = 100, params: dict[str, Any] | None = None,
           ranker: str = "linear", seed: int = 0, defense: str = "none", record_rounds: Optional[str] = None,
           eval_every: int = 1, eval_split: str = "test", normalization: str = "auto", threat_model: str = "server",
@@ -94,7 +94,7 @@ def train(algorithm: str, *, data: str, out: str | Path, fold: int = 1, click_mo
     stack = DefenseSpec.parse(defense).build()
     poison_spec = check_robustness(poison, algorithm, stack, clients)
     params = dict(params or {})
-    out = Path(out)
+    out = None if out is None else Path(out)
     spec = algorithms.algorithm_spec(algorithm)
     click_model = click_model or spec.train_click_model
     check_budget(clients, queries_per_client, rounds, eval_every)
@@ -103,8 +103,7 @@ def train(algorithm: str, *, data: str, out: str | Path, fold: int = 1, click_mo
     check_population(population, clients)
     users = parse_non_iid(non_iid)
     check_threat_model(threat_model)
-    if record_rounds is not None:
-        parse_rounds(record_rounds, rounds)  # bad input fails before any data is loaded
+    check_record_rounds(record_rounds, rounds, out)  # bad input fails before any data is loaded
     normalization = resolve_normalization(algorithm, normalization)
     splits = load_splits(data, fold, normalization=normalization)
     eval_data = splits.get(eval_split)
@@ -114,7 +113,7 @@ def train(algorithm: str, *, data: str, out: str | Path, fold: int = 1, click_mo
                                                              "queries_per_client": queries_per_client,
                                                              "params": params})
     poisoning, stack = prepared(poison_spec, stack, alg, splits.train, queries_per_client, seed)
-    with atomic_out_dir(out) as tmp:
+    with run_folder(out) as tmp:
         interceptors = [] if record_rounds is None else [
             RecordingInterceptor(tmp / "recording", record_rounds, algorithm=algorithm, defense=stack.name)]
         res = federated_train(alg, splits.train,
@@ -128,7 +127,7 @@ def train(algorithm: str, *, data: str, out: str | Path, fold: int = 1, click_mo
                   "n_levels": splits.train.n_levels}
         write_run(tmp, res.curves, res.params, config)
     last = res.curves.iloc[-1]
-    return {"out": str(out), "algorithm": algorithm, "defense": stack.name,
+    return {"out": None if out is None else str(out), "algorithm": algorithm, "defense": stack.name,
             **({"poison": poison_spec.text} if poison_spec is not None else {}),
             "final_offline_ndcg10": float(last["offline_ndcg10"]), "online_ndcg": float(last["online_ndcg"]),
             "n_interactions": res.n_interactions, "seconds": res.seconds,

@@ -82,6 +82,11 @@ def command_path() -> str:
     return RUNNING_COMMAND.get()
 
 
+def written(out: str | None) -> str:
+    """The end of a training command's line: where the run was written, or that nothing was."""
+    return f"-> {out}" if out is not None else "(nothing written; --out FOLDER keeps the run)"
+
+
 def format_cell(value: Any) -> str:
     """A table cell: floats with 4 decimals, ints with thousands separators, the rest as str."""
     if isinstance(value, numbers.Real) and not isinstance(value, numbers.Integral):

@@ -83,7 +83,9 @@ ProbeLists = Annotated[Optional[int], typer.Option("--probe-lists", help="Lists 
 Canaries = Annotated[int, typer.Option("--canaries", help="Canaries (each present with probability 1/2).")]
 Confidence = Annotated[float, typer.Option("--confidence", help="Confidence of the lower bounds.")]
 Store = Annotated[Optional[Path], typer.Option("--store", help="SQLite results store.")]
-Out = Annotated[Path, typer.Option("--out", help="Output folder (created; must not hold files).")]
+Out = Annotated[Optional[Path], typer.Option("--out", help="Output folder for curves.csv, model.npy, config.json and "
+                                                            "the recording (created; must not hold files); without "
+                                                            "it nothing is written.")]
 Workers = Annotated[int, typer.Option("--workers", help="Worker processes (0: one per core; 1: in this process).")]
 Scheduler = Annotated[Optional[str], typer.Option("--scheduler", help="Dask scheduler address (needs fltr-audit[dask]).")]
 EvalEvery = Annotated[int, typer.Option("--eval-every", help="Offline evaluation every K rounds (and the last).")]

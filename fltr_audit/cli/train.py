@@ -9,7 +9,7 @@ import typer
 
 from fltr_audit.cli import options as o
 from fltr_audit.cli.app import train_app
-from fltr_audit.cli.common import emit_json, round_reporter
+from fltr_audit.cli.common import emit_json, round_reporter, written
 from fltr_audit.cli.progress import progress
 
 
@@ -30,7 +30,7 @@ def _train_command(algorithm: str):
                                                            "several (`fltr-audit algorithms list` names them)."),
         ranker: o.Ranker = "linear",
         seed: o.Seed = 0,
-        out: o.Out = ...,
+        out: o.Out = None,
         defense: str = typer.Option("none", "--defense",
                                     help="Defense stack, e.g. clip(sensitivity=5)+dp-distributed(eps=4.5)."),
         record_rounds: Optional[str] = typer.Option(None, "--record-rounds",
@@ -70,7 +70,7 @@ def _train_command(algorithm: str):
             attacked = f" under {result['poison']}" if "poison" in result else ""
             typer.echo(f"{algorithm} [{result['defense']}]{attacked}: offline nDCG@10 {result['final_offline_ndcg10']:.4f}, "
                        f"online {result['online_ndcg']:.2f}, {result['n_interactions']:,} interactions in "
-                       f"{result['seconds']:.1f} s ({result['interactions_per_second']:,.0f}/s) -> {result['out']}")
+                       f"{result['seconds']:.1f} s ({result['interactions_per_second']:,.0f}/s) {written(result['out'])}")
 
     return command
 

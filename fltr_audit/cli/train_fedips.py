@@ -8,7 +8,7 @@ import typer
 
 from fltr_audit.cli import options as o
 from fltr_audit.cli.app import train_app
-from fltr_audit.cli.common import emit_json, round_reporter
+from fltr_audit.cli.common import emit_json, round_reporter, written
 from fltr_audit.cli.progress import progress
 
 
@@ -27,7 +27,7 @@ def _fedips_command(algorithm: str):
         propensity: str = typer.Option("true", "--propensity", help="true | estimated (EM, FedIPS §5); fedips only."),
         defense: str = typer.Option("none", "--defense", help="Defense stack, e.g. clip(sensitivity=5)+secagg."),
         seed: int = typer.Option(0, "--seed", help="Run seed (also the user population and f_0's sample)."),
-        out: o.Out = ...,
+        out: o.Out = None,
         logging_fraction: float = typer.Option(0.01, "--logging-fraction", help="Share of training queries f_0 learns from."),
         em_rounds: int = typer.Option(20, "--em-rounds", help="Rounds of federated EM training of F (estimated)."),
         queries: Optional[int] = typer.Option(None, "--queries", help="Synthetic: queries generated; files: keep the first N."),
@@ -57,7 +57,7 @@ def _fedips_command(algorithm: str):
         else:
             typer.echo(f"{algorithm} [{result['defense']}, gamma {gamma}]: NDCG@5 {result['final_ndcg5']:.4f} "
                        f"(f_0 {result['logging_policy_ndcg5']:.4f}), nDCG@10 {result['final_offline_ndcg10']:.4f}, "
-                       f"{result['seconds']:.1f} s -> {result['out']}")
+                       f"{result['seconds']:.1f} s {written(result['out'])}")
 
     return command
 
@@ -76,7 +76,7 @@ def train_lambda(
     lr: float = typer.Option(0.1, "--lr", help="SGD step."),
     batch_queries: int = typer.Option(64, "--batch-queries", help="Queries per minibatch."),
     seed: int = typer.Option(0, "--seed", help="Seed of the query shuffling (and of synthetic data)."),
-    out: o.Out = ...,
+    out: o.Out = None,
     queries: Optional[int] = typer.Option(None, "--queries", help="Synthetic: queries generated; files: keep the first N."),
     json_out: o.Json = False,
     quiet: o.Quiet = False,
@@ -93,4 +93,4 @@ def train_lambda(
         emit_json(result)
     else:
         typer.echo(f"lambda-linear: NDCG@5 {result['final_ndcg5']:.4f}, nDCG@10 {result['final_offline_ndcg10']:.4f}, "
-                   f"{result['seconds']:.1f} s -> {out}")
+                   f"{result['seconds']:.1f} s {written(result['out'])}")

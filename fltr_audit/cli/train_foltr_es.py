@@ -8,7 +8,7 @@ import typer
 
 from fltr_audit.cli import options as o
 from fltr_audit.cli.app import train_app
-from fltr_audit.cli.common import emit_json, print_table, round_reporter
+from fltr_audit.cli.common import emit_json, print_table, round_reporter, written
 from fltr_audit.cli.progress import progress
 
 
@@ -26,7 +26,7 @@ def train_foltr_es(
     ranker: o.Ranker = "linear",
     defense: str = typer.Option("none", "--defense", help='Client defense stack, e.g. "rr(p=0.9)".'),
     seed: o.Seed = 0,
-    out: o.Out = ...,
+    out: o.Out = None,
     eval_every: int = typer.Option(1, "--eval-every", help="Evaluate the global model every K rounds (and the last)."),
     eval_split: str = typer.Option("test", "--eval-split", help="Held-out split: vali | test."),
     normalization: str = typer.Option("none", "--normalization", help="none | query-minmax | zscore."),
@@ -60,7 +60,7 @@ def train_foltr_es(
                f"{result['first_batch_maxrr']:.4f} -> {result['final_batch_maxrr']:.4f}; expected MaxRR train "
                f"{result['expected_maxrr_train']:.4f}, {eval_split} {result[f'expected_maxrr_{eval_split}']:.4f}; "
                f"offline nDCG@10 {result['final_offline_ndcg10']:.4f}; {result['n_interactions']:,} interactions in "
-               f"{result['seconds']:.1f} s ({result['interactions_per_second']:,.0f}/s) -> {result['out']}")
+               f"{result['seconds']:.1f} s ({result['interactions_per_second']:,.0f}/s) {written(result['out'])}")
 
 
 @train_app.command("baselines", help="MSE and RankingSVM (FOLtR-ES §5): expected MaxRR and nDCG@10 on train and test.")

@@ -15,6 +15,15 @@ from fltr_audit.engine.messages import RoundBatch
 from fltr_audit.store.recording import RecordingHeader, RecordingWriter
 
 
+def check_record_rounds(spec: str | None, total: int, out: object) -> None:
+    """Refuse ``--record-rounds`` that selects no round of ``total`` or has no ``--out`` to record into."""
+    if spec is None:
+        return
+    parse_rounds(spec, total)
+    if out is None:
+        raise ParameterError("record_rounds", "the recording is written into --out's folder; give --out")
+
+
 def parse_rounds(spec: str, total: int | None = None) -> Callable[[int], bool]:
     """``"1,50,100"`` (those rounds) or ``"every:K"`` (rounds K, 2K, ...) -> predicate on a round.
 

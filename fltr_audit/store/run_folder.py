@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
@@ -67,6 +68,18 @@ def atomic_out_dir(out: Path) -> Iterator[Path]:
             os.replace(tmp, out)
         except OSError as exc:
             raise FltrError(f"--out: {out}: cannot write ({exc.strerror or exc})") from None
+
+
+@contextmanager
+def run_folder(out: Path | None) -> Iterator[Path]:
+    """``atomic_out_dir(out)``, or with ``out`` None a temporary folder removed afterwards: a run
+    trained for its printed figures alone writes nothing."""
+    if out is not None:
+        with atomic_out_dir(Path(out)) as tmp:
+            yield tmp
+        return
+    with tempfile.TemporaryDirectory(prefix="fltr-audit-run-") as tmp:
+        yield Path(tmp)
 
 
 def write_run(folder: Path, curves: Any, params: np.ndarray, config: dict) -> None:
