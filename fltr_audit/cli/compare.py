@@ -62,7 +62,7 @@ def print_compare(table, keys: list[str]) -> None:
     text = with_ci(table[columns])
     rows = []
     for _, r in text.iterrows():
-        row = {axis_name(k): (wrap_name(r[k], 18) if k == "defense" else str(r[k])) for k in keys if k in r}
+        row = {axis_name(k): (wrap_name(r[k]) if k == "defense" else str(r[k])) for k in keys if k in r}
         row["attack"] = str(r["attack"])
         for column, label in (("auc", "AUC"), ("leakage", "leakage\n[95 % CI]"), ("leakage_verdict", "leakage verdict"),
                               ("claim_verdict", "claim\nverdict"), ("epsilon_lb", "ε audited"),
