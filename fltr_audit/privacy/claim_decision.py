@@ -37,6 +37,7 @@ reaches ``POWER``. mu-GDP and (eps, delta): ``gdp_delta`` is Dong, Roth & Su 202
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Callable
@@ -200,4 +201,12 @@ def decide(claimed_epsilon: float, delta: float, claimed_scope: str, audited_sco
     had = power(n0, n1)
     if had >= POWER:
         return Decision("consistent", by, had, math.nan)
-    return Decision("untestable", by, had, float(trials_for_power(power)))
+    return Decision("untestable", by, had, float(_trials_needed(by, claimed_epsilon, delta, confidence)))
+
+
+@functools.lru_cache(maxsize=4096)
+def _trials_needed(by: str, claimed_epsilon: float, delta: float, confidence: float) -> int:
+    """``trials_for_power`` of the claim's test (``by``: mu-GDP or epsilon), kept per claim: a report
+    asks it of every pooled row of one defense, and each search costs hundreds of beta quantiles."""
+    power = mu_power if by == "mu-GDP" else epsilon_power
+    return trials_for_power(lambda a, b: power(a, b, claimed_epsilon, delta, confidence))
