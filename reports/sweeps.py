@@ -26,6 +26,10 @@ RUN_AXES = {  # column -> path in a run's config (fltr_audit.spec.run's canonica
     "threat_model": ("probe", "threat_model"), "probe_lists": ("probe", "lists"), "poison": ("poison",),
 }
 """Settings a grid may sweep, as table columns; ``params`` entries become ``param_<name>``."""
+OTHER_MEANING = {"audits": {"rounds": "audit_rounds"}}
+"""Stored columns named like a swept axis that mean something else -- an audit's ``rounds`` is the
+rounds its mechanism composes, not the run's training rounds: renamed in the table before the axis
+joins it (a claim verdict swept over rounds found no audit row of its rounds otherwise)."""
 POOLED = ("seed", "fold")
 """What a verdict pools over: the samples, never a swept axis."""
 NUMERIC = ("rounds", "clients", "queries_per_client", "population", "probe_cohort", "probe_lists", "fraction")
@@ -90,9 +94,9 @@ def with_sweeps(tables: dict[str, pd.DataFrame], pool=()) -> tuple[dict[str, pd.
         frame = tables.get(name)
         if frame is None or frame.empty or "run_key" not in frame.columns:
             continue
+        frame = frame.rename(columns={c: new for c, new in OTHER_MEANING.get(name, {}).items() if c in axes})
         missing = [a for a in axes if a not in frame.columns]
-        if missing:
-            out[name] = frame.merge(settings[["run_key", *missing]], on="run_key", how="left")
+        out[name] = frame.merge(settings[["run_key", *missing]], on="run_key", how="left") if missing else frame
     return out, axes
 
 
