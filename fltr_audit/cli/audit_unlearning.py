@@ -4,6 +4,7 @@ model (an observer) and the before/after pair (the server) still tell about the 
 
 from __future__ import annotations
 
+import textwrap
 from typing import Optional
 
 import typer
@@ -96,14 +97,19 @@ def print_unlearning(out) -> None:
     ])
     power = (f"; it would have caught {_fmt(out.detectable_residue)} of the trained model's offset"
              if out.verdict == "forgotten" else "")
-    typer.echo(f"verdict: {out.verdict.upper()} ({out.eligible} canaries drawn, canary-count limit "
+    _line(f"verdict: {out.verdict.upper()} ({out.eligible} canaries drawn, canary-count limit "
                f"{_fmt(out.canary_limit)}{power})")
-    typer.echo(f"server: {out.server_verdict} (pair right where the before model is wrong: {out.server_pair_only}, "
+    _line(f"server: {out.server_verdict} (pair right where the before model is wrong: {out.server_pair_only}, "
                f"the reverse: {out.server_before_only})")
-    typer.echo(f"clicks from the before/after difference: {out.difference_verdict} ({out.difference_attack or 'n/a'} "
+    _line(f"clicks from the before/after difference: {out.difference_verdict} ({out.difference_attack or 'n/a'} "
                f"{_fmt(out.difference_leakage)}, upper {_fmt(out.difference_leakage_ci_high)}); from the kept updates: "
                f"{out.stored_verdict}")
-    typer.echo(f"nDCG@10 {out.ndcg10:.4f} (retrain {out.ndcg10_retrain:.4f}, before {out.ndcg10_before:.4f}); "
+    _line(f"nDCG@10 {out.ndcg10:.4f} (retrain {out.ndcg10_retrain:.4f}, before {out.ndcg10_before:.4f}); "
                f"distance to retrain {out.weight_distance:.3g}; poisoning check: {out.poison_verdict}")
-    typer.echo(f"cost: {out.seconds:.2f} s, {out.client_steps:,} client steps, {out.stored_bytes:,} bytes kept "
+    _line(f"cost: {out.seconds:.2f} s, {out.client_steps:,} client steps, {out.stored_bytes:,} bytes kept "
                f"(retrain {out.retrain_seconds:.2f} s, {out.retrain_client_steps:,} client steps)")
+
+
+def _line(text: str) -> None:
+    """A verdict line wrapped at the console tables' 100 columns, continued under an indent."""
+    typer.echo(textwrap.fill(text, 100, subsequent_indent="  ", break_on_hyphens=False))
