@@ -20,6 +20,7 @@ from fltr_audit.runs.campaign import run_campaign
 from fltr_audit.runs.executors import Executor
 from fltr_audit.runs.progress import NO_PROGRESS, Progress
 from fltr_audit.spec.audit_options import DEMO_MIN_EFFECT, DEMO_POWER, AuditOptions
+from fltr_audit.spec.grid import expand
 from fltr_audit.spec.run import run_key
 from fltr_audit.store.results import ResultsStore, load
 from reports.compare import as_references, compare, verdicts
@@ -70,6 +71,14 @@ def demo_options(algorithm: str, data: str, rounds: int, clients: int, seed: int
                         min_effect=min_effect, probe_lists=probe_lists, power=power)
 
 
+def demo_steps(store: Path, **options: Any) -> int:
+    """The steps ``run_demo`` reports to its progress: each audit run still to compute into ``store``
+    (``<out>/results.sqlite``), the FOLtR-ES epsilon table and the report."""
+    spec = audit_campaign_of(demo_options(**options), name="demo")
+    done = ResultsStore(store, readonly=True).completed_keys() if Path(store).is_file() else set()
+    return len({run.key for run in expand(spec)} - done) + 2
+
+
 def run_demo(*, algorithm: str = "fpdgd", data: str = "synthetic:mq2008", out: Path = Path("fltr-audit-demo"),
              rounds: int = 20, clients: int = 1000, seed: int = 0, executor: Executor = Executor(workers=None),
              min_effect: float = DEMO_MIN_EFFECT, probe_lists: int | None = None, power: float | None = DEMO_POWER,
@@ -84,17 +93,23 @@ def run_demo(*, algorithm: str = "fpdgd", data: str = "synthetic:mq2008", out: P
     out.mkdir(parents=True, exist_ok=True)
     store = ResultsStore(out / "results.sqlite")
     failures: list[str] = []
-    counts = run_campaign(spec, store, executor=executor,
-                          on_done=lambda run, error: failures.append(error) if error else None)
+
+    def on_done(run, error):
+        if error:
+            failures.append(error)
+        progress.advance(description="demo: audit runs")
+
+    counts = run_campaign(spec, store, executor=executor, on_done=on_done)
     if failures:
         raise FltrError(f"demo: {len(failures)} run(s) failed: {failures[0]}")
     counts = _with_epsilon_table(store, counts)
-    progress.advance()
+    progress.advance(description="demo: FOLtR-ES epsilon table")
     tables = load(out / "results.sqlite")
     command = (f"fltr-audit demo {algorithm} --data {data} --rounds {rounds} --clients {clients} --seed {seed} "
                f"--min-effect {min_effect:g} --probe-lists {spec.probe.lists}")
     write_files(out / "report", render_report(tables, title=f"fltr-audit demo: {algorithm} under five defenses",
                                               methods={"demo": command}, min_effect=min_effect))
+    progress.advance(description="demo: report")
     return DemoResult(verdicts=verdicts(tables, min_effect=min_effect),
                       attacks=compare(tables, by=("defense",), min_effect=min_effect),
                       roc=roc_rows(tables.get("attacks")), counts=counts, report=out / "report" / "report.html",

@@ -32,12 +32,15 @@ def demo(
     quiet: o.Quiet = False,
 ) -> None:
     """Train FPDGD, attack it under five defenses (one a pure-noise control), compute the FOLtR-ES epsilon table, write the report."""
-    from fltr_audit.api.demo_run import run_demo  # start-up: the engine loads when the command runs
+    from fltr_audit.api.demo_run import demo_steps, run_demo  # start-up: the engine loads when the command runs
     from fltr_audit.api.verdict_tables import print_verdicts
     from fltr_audit.runs.executors import Executor
 
     executor = Executor(workers=o.workers_of(workers), scheduler=scheduler)
-    with progress(1, "demo", quiet or json_out) as bar:
+    steps = 0 if quiet or json_out else demo_steps(out / "results.sqlite", algorithm=algorithm, data=data,
+                                                   rounds=rounds, clients=clients, seed=seed, min_effect=min_effect,
+                                                   probe_lists=probe_lists, power=power)
+    with progress(steps, "demo", quiet or json_out) as bar:
         result = run_demo(algorithm=algorithm, data=data, out=out, rounds=rounds, clients=clients, seed=seed,
                           executor=executor, min_effect=min_effect, probe_lists=probe_lists, power=power,
                           progress=bar)
