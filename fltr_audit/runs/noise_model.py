@@ -7,7 +7,6 @@ from typing import Any
 import numpy as np
 
 from attacks.bayes_noise import ClipStep, NoiseModel
-from defenses.ddgauss import decoded_noise_std
 from defenses.stack import DefenseStack
 from fltr_audit.constraints import ParameterError
 from fltr_audit.engine.interfaces import PrivacyClaim
@@ -75,6 +74,9 @@ def noise_model(stack: DefenseStack, members: int = 1) -> Any:
         if isinstance(m, mech.AggregatorGaussian):
             std = m.std_multiplier * m.clip
         else:
+            # start-up: defenses.ddgauss loads cryptography (0.05 s CPU an audit process); only a ddgauss stack gets here
+            from defenses.ddgauss import decoded_noise_std
+
             std = decoded_noise_std(agg, members)
         noise = {"kind": "gaussian", "scale": std}
     elif m is None and np.isfinite(getattr(agg, "claim", PrivacyClaim()).epsilon):
