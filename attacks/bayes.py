@@ -60,6 +60,7 @@ from attacks.bayes_likelihoods import CHUNK_ELEMENTS, loglik_full, partial_fit_l
 from attacks.bayes_noise import NoiseModel
 from attacks.bayes_posterior import configuration_log_odds, posterior_log_odds
 from attacks.bayes_prior import PRIORS, click_vectors, log_prior
+from attacks.olsr import OLSR
 from attacks.view import client_updates, require_shown
 from fltr_audit.engine.algorithms.fpdgd import FPDGD, pair_weights
 from fltr_audit.constraints import Options, ParameterError, check
@@ -256,7 +257,6 @@ class Bayes:
     def _several_lists(self, view: ServerView, updates: np.ndarray) -> np.ndarray:
         """Posterior click log-odds (n, B, k) of messages with B > 1 lists, exact or approximate
         (module docstring: ``bayes`` / ``bayes-approx``), in chunks of messages."""
-        from attacks.olsr import OLSR
 
         inter = view.interactions
         n, B, k = inter.shown.shape

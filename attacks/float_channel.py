@@ -25,6 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import stats
 
 from attacks.whole_run_bounds import SCORE_DECIMALS
 
@@ -66,7 +67,6 @@ def _tables(scores: np.ndarray, present: np.ndarray) -> np.ndarray:
 def float_side_channel(scores: np.ndarray, present: np.ndarray, eligible: np.ndarray) -> FloatChannel:
     """The floating-point check of the canaries' unrounded ``scores`` (module docstring) over the
     ``eligible`` ones (a boolean mask: those that took part)."""
-    from scipy import stats
 
     eligible = np.asarray(eligible, dtype=bool)
     scores, present = np.asarray(scores, dtype=np.float64)[eligible], np.asarray(present, dtype=bool)[eligible]

@@ -20,10 +20,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from attacks.epsilon import maxrr_epsilon
+from attacks.epsilon_bounds import audit
+from fltr_audit.engine import metrics
 from fltr_audit.engine.algorithms.evolution_strategies import cascade_clicks, flawed_client_draws
 from fltr_audit.engine.algorithms.foltr_es import FOLtRES
+from fltr_audit.engine.interfaces import PrivacyClaim
 from fltr_audit.errors import FltrError
-from fltr_audit.engine.messages import Guess, ServerView
+from fltr_audit.engine.messages import Guess, Messages, ServerView
+from fltr_audit.privacy.mechanisms import RandomizedResponse, declared
 
 
 def first_click_positions(values: np.ndarray) -> np.ndarray:
@@ -122,14 +127,6 @@ def audit_query_distinguishing(defense, click_model, *, n_trials: int = 4000, se
         The ``AuditResult`` fields plus ``epsilon_enumerated`` (exact Eq. 9),
         ``epsilon_theoretical`` (Eq. 10) and the two placements.
     """
-    from attacks.epsilon_bounds import audit
-    from attacks.epsilon import maxrr_epsilon
-    from fltr_audit.engine import metrics
-    from fltr_audit.engine.interfaces import PrivacyClaim
-    from fltr_audit.engine.messages import Messages
-
-    from fltr_audit.privacy.mechanisms import RandomizedResponse, declared
-
     declared_rr = declared(defense) if defense is not None else None
     p = float(declared_rr.p) if isinstance(declared_rr, RandomizedResponse) else 1.0
     exact = maxrr_epsilon(click_model, p, length=k)

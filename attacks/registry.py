@@ -41,7 +41,8 @@ def bayes_attack(algorithm: Any = None, noise: Any = None, prior: str = "click-m
     """The Bayes attack for the algorithm's messages: ``BayesFedIPS`` for the update of an SGD
     pass over IPS-weighted hinge gradients (FedIPS, FedAvg), else ``Bayes`` (FPDGD weights,
     FOLtR-ES metric values)."""
-    from attacks.bayes import Bayes  # start-up: the catalog imports no attack
+    # start-up: the catalog imports no attack
+    from attacks.bayes import Bayes
     from attacks.bayes_fedips import BayesFedIPS
     from fltr_audit.engine.algorithms.fedips import FedIPS
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from fltr_audit.engine.algorithms.fpdgd import FPDGD, pdgd_cohort
 from fltr_audit.engine.clicks import cascade_model
 from fltr_audit.engine.data.dataset import Dataset
 from fltr_audit.engine.messages import GroundTruth, Interactions, Messages, RoundBatch, ServerView
@@ -86,7 +87,6 @@ def pdgd_batch(
 
     Each message is the client's local weights plus optional Gaussian noise of std ``noise``.
     """
-    from fltr_audit.engine.algorithms.fpdgd import FPDGD, pdgd_cohort
 
     rng = np.random.default_rng(seed)
     n, B = n_clients, queries_per_client

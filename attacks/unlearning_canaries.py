@@ -21,6 +21,7 @@ input but the canaries' secrets, the DP adversary) can compute; higher means "in
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -114,8 +115,6 @@ class CanaryClients:
 
     @click_model.setter
     def click_model(self, model: Any) -> None:
-        import copy
-
         self.inner = copy.copy(self.inner)
         self.inner.click_model = model
 

@@ -51,9 +51,11 @@ from typing import Any
 
 import numpy as np
 
+from defenses.mechanism_events import dp_event
 from fltr_audit.engine.cohorts import participations
 from fltr_audit.constraints import Interval, ParameterError, check
 from fltr_audit.errors import FltrError
+from fltr_audit.privacy.mechanisms import declared
 
 DISCRETIZATION = 1e-3
 """The PLD accountant's ``value_discretization_interval`` (dp-accounting's default is 1e-4): 100
@@ -74,8 +76,6 @@ def claim_component(stack: Any) -> Any:
 def dp_event_of(stack: Any) -> Any:
     """The event of the mechanism declared by the component that makes the stack's claim
     (``defenses.mechanism_events.dp_event``; None without one)."""
-    from defenses.mechanism_events import dp_event
-    from fltr_audit.privacy.mechanisms import declared
 
     claim = stack.claim
     for part in (*stack.client, stack.aggregator):
@@ -86,6 +86,7 @@ def dp_event_of(stack: Any) -> Any:
 
 def _pure_epsilon(event: Any) -> float | None:
     """The pure-DP epsilon of one event, None when it is not pure."""
+    # start-up: dp_accounting costs 0.6 s CPU; only composing an event needs it
     import dp_accounting as dpa
 
     if isinstance(event, dpa.LaplaceDpEvent):
@@ -114,10 +115,12 @@ def _compose(event: Any, rounds: int, sampling_rate: float, delta: float, per_ro
     """``compose_epsilon`` by one accountant: RDP for zCDP, the exact pure composition at delta
     0, PLD otherwise (a participation of ``per_round`` events that dp-accounting cannot sample is
     composed over every round without amplification, an upper bound)."""
+    # start-up: dp_accounting costs 0.6 s CPU; only composing an event needs it
     import dp_accounting as dpa
     from dp_accounting import pld
 
     if isinstance(event, dpa.ZCDpEvent):  # not a PLD event: the RDP accountant composes its curve xi + rho alpha
+        # start-up: loaded when the command runs, not for --help
         from dp_accounting import rdp
 
         if delta == 0.0:

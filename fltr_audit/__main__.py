@@ -16,6 +16,7 @@ def run() -> None:
     """Load the command line with interruptions handled, then run it."""
     signal.signal(signal.SIGINT, _stopped_at_start)
     signal.signal(signal.SIGTERM, _stopped_at_start)
+    # start-up: the handlers above are set before the command line's modules load
     from fltr_audit.cli import main
 
     main()  # it takes over SIGINT and SIGTERM inside its own error handling

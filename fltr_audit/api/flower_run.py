@@ -39,6 +39,7 @@ def flower_run(algo: str = "fpdgd", *, data: str, out: str | Path, fold: int = 1
     if not kept:
         raise FltrError(f"--record-rounds: {record_rounds!r} keeps none of the {rounds} rounds")
     try:
+        # optional extra: flwr (fltr-audit[flower])
         from fltr_audit.flower import deployment
         from fltr_audit.flower.engine_app import EngineSetup, default_strategy, recording_mod, recording_strategy, \
             simulate

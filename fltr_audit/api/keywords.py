@@ -8,6 +8,7 @@ import warnings
 from typing import Any, Mapping
 
 from fltr_audit.errors import FltrDeprecation, FltrError
+from fltr_audit.spec.listing import split_list
 
 
 def check_keywords(function: str, options: Mapping[str, Any], known: Mapping[str, Any]) -> None:
@@ -35,7 +36,6 @@ def renamed(function: str, options: Mapping[str, Any], aliases: Mapping[str, str
 def as_tuple(function: str, key: str, value: Any, item: type) -> tuple:
     """A list keyword as a tuple of ``item``: a list or tuple, or one item; strings of a ``str``
     list may be comma-separated (commas inside parentheses do not split: defense stacks)."""
-    from fltr_audit.spec.listing import split_list
 
     values = [value] if isinstance(value, (str, int)) and not isinstance(value, bool) else value
     if not isinstance(values, (list, tuple)):

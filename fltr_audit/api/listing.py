@@ -33,8 +33,9 @@ def attack_rows() -> list[dict]:
     command has used are listed unimported): what it does, whether it is a reference baseline, and
     what it needs (kind ``privacy``); then the poisoning attacks (kind ``poisoning``: the message kinds
     they can be written in, their parameters)."""
+    # start-up: each listing loads only its registry
     from attacks.poisoning.catalog import list_poisonings
-    from attacks.registry import attack_names, attack_spec  # start-up: each listing loads only its registry
+    from attacks.registry import attack_names, attack_spec
 
     rows = [{"name": name, "kind": "privacy", "summary": attack_spec(name).summary,
              "reference": attack_spec(name).reference, "needs": list(attack_spec(name).needs)}

@@ -9,6 +9,8 @@ import textwrap
 from typing import Any
 
 import pandas as pd
+from rich.console import Console
+from rich.table import Table
 
 from fltr_audit.spec.defense import DefenseSpec
 from reports.claims import bound_text
@@ -33,8 +35,6 @@ def print_rows(title: str, rows: list[dict], right: tuple[str, ...] = (), whole:
     """``rows`` (dicts with the same keys) as a rich table on ``console`` (default: stdout),
     ``WIDTH`` columns at most; the ``whole`` columns keep their (pre-broken) lines, the others
     fold to fit."""
-    from rich.console import Console
-    from rich.table import Table
 
     table = Table(title=title, title_justify="left")
     for key in rows[0]:

@@ -71,6 +71,7 @@ def main(argv: list[str] | None = None) -> int:
             code = app(args=args, standalone_mode=False)
     except FltrError as exc:
         if isinstance(exc, ParameterError):  # named as the engine calls it: say the option typed
+            # start-up: --help and --version stop before cli.common loads
             from fltr_audit.cli.common import as_option_error
 
             exc = as_option_error(exc)

@@ -5,6 +5,8 @@ from typing import Optional
 
 import typer
 
+from fltr_audit._version import __version__
+
 
 class PlainHelpCommand(typer.core.TyperCommand):
     """A command whose help is plain text: typer releases before 0.21 escape the brackets of
@@ -66,8 +68,6 @@ app.add_typer(flower_app, name="flower")
 
 def _print_version(value: bool) -> None:
     if value:
-        from fltr_audit._version import __version__
-
         typer.echo(f"fltr-audit {__version__}")
         raise typer.Exit(0)
 

@@ -36,8 +36,9 @@ def attack(
 ) -> None:
     """Attack every recorded round: per attack the AUC against the real and the counterfactual clicks,
     the leakage and the leakage verdict (the users' click model: --click-model, or the run's)."""
+    # start-up: the engine loads here
     from fltr_audit.api.comparison import min_effect_of
-    from fltr_audit.api.recording_attacks import attack_recording  # start-up: the engine loads here
+    from fltr_audit.api.recording_attacks import attack_recording
 
     effect = min_effect_of(min_effect)
     with progress(1, "attacking the recorded rounds", quiet or json_out) as bar:
@@ -54,6 +55,7 @@ def attack(
 
 def print_recording_attack(result, recording: Path, min_effect: float) -> None:
     """The per-attack table (as `audit` prints leakage) and, below it, what could not be scored."""
+    # start-up: loaded when the command runs, not for --help
     from fltr_audit.api.verdict_tables import print_rows
 
     rows = []
@@ -72,6 +74,7 @@ def print_recording_attack(result, recording: Path, min_effect: float) -> None:
                    f"of the informed attacks together, 'no measurable leakage' below {min_effect:g})", rows,
                    right=("lists", "AUC", "AUC cf."), whole=("leakage [95 % CI]", "leakage verdict"))
     if "client" not in result.attacks.columns:
+        # start-up: loaded when the command runs, not for --help
         from reports.compare import leakage_text
 
         for _, v in result.verdicts.iterrows():

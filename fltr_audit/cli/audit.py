@@ -11,7 +11,7 @@ from fltr_audit.cli import options as o
 from fltr_audit.cli.app import app
 from fltr_audit.cli.common import emit_json, print_glossary_pointer, print_table
 from fltr_audit.cli.progress import progress
-from fltr_audit.spec.audit_options import DEFAULTS as D
+from fltr_audit.spec.audit_options import AuditOptions, DEFAULTS as D
 
 
 
@@ -57,11 +57,11 @@ def audit(
     quiet: o.Quiet = False,
 ) -> None:
     """Audit a federated ranker: which clicks can the server guess from client messages?"""
-    from fltr_audit.api.audits import audit_campaign_of  # start-up: the engine loads when the command runs
+    # start-up: the engine loads when the command runs
+    from fltr_audit.api.audits import audit_campaign_of
     from fltr_audit.api.results import AuditResult
     from fltr_audit.api.run_tables import campaign_tables
     from fltr_audit.runs.executors import Executor
-    from fltr_audit.spec.audit_options import AuditOptions
     from fltr_audit.spec.grid import expand
 
     options = AuditOptions(
@@ -89,6 +89,7 @@ def audit(
 
 def print_plan(spec, runs: int, workers: int) -> None:
     """The plan (lists per click model, why), its expected time and how to make it cheaper."""
+    # start-up: loaded when the command runs, not for --help
     from fltr_audit.spec.plan import Plan
 
     for line in Plan.of(spec, runs).lines(workers=max(1, min(runs, o.workers_of(workers) or 2))):
@@ -97,6 +98,7 @@ def print_plan(spec, runs: int, workers: int) -> None:
 
 def print_result(result) -> None:
     """The attack table, both verdict tables, the malicious server's cost and the utility table."""
+    # start-up: loaded when the command runs, not for --help
     from fltr_audit.api.verdict_tables import print_attacks, print_verdicts
 
     print_attacks(result.attacks)

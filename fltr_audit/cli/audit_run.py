@@ -44,7 +44,8 @@ def audit_run(
     al. 2023; f-DP, Mahloujifar et al. 2025, as mu-GDP and epsilon), one-run estimate (Andrew et al.
     2024), multi-run lower bound (--runs), beside the epsilon accounted over the run against the
     server and against an observer of the models; a Gaussian claim is judged as mu-GDP."""
-    from fltr_audit.api.whole_run import record_whole_run, whole_run_spec  # start-up: the engine loads here
+    # start-up: the engine loads here
+    from fltr_audit.api.whole_run import record_whole_run, whole_run_spec
     from fltr_audit.runs.executors import Executor
     from fltr_audit.runs.whole_run import check_canaries, whole_run_audit
 

@@ -58,7 +58,8 @@ def audit_unlearning(
     one-run bound on the epsilon of forgetting (Steinke et al.; f-DP, Mahloujifar et al.) and
     verdict, what the before/after pair tells the server, click recovery from the difference,
     nDCG@10 and cost against retrain."""
-    from fltr_audit.api.unlearning import record_unlearning, unlearning_spec  # start-up: the engine loads here
+    # start-up: the engine loads here
+    from fltr_audit.api.unlearning import record_unlearning, unlearning_spec
     from fltr_audit.runs.executors import Executor
     from fltr_audit.runs.unlearning import unlearning_audit
     from fltr_audit.spec.unlearning import check_unlearning

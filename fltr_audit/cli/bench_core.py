@@ -3,6 +3,7 @@ bandwidth``, the memory-bandwidth limit of ``bench fpdgd``."""
 
 from __future__ import annotations
 
+import os
 from typing import Any, List
 
 import typer
@@ -65,6 +66,7 @@ def bench_scaling(
 def _product_seconds(X: Any, w: Any, threads: int, repeats: int) -> float:
     """Best wall seconds of ``X @ w`` (float32 BLAS ``sgemv``, one BLAS thread each) split into
     ``threads`` contiguous row parts computed at once: the time to stream X's bytes once."""
+    # start-up: loaded when the command runs, not for --help
     from concurrent.futures import ThreadPoolExecutor
 
     from threadpoolctl import threadpool_limits
@@ -89,8 +91,7 @@ def bench_bandwidth(
     feature bytes as one FPDGD round ranks (the mean candidate rows of clients x B lists: ~130 MB at
     the defaults), on one core and on every core. ``interactions_per_second_limit``: clients x B
     interactions per such pass on every core, the speed FPDGD would reach if scoring were all it did."""
-    import os
-
+    # start-up: loaded when the command runs, not for --help
     import numpy as np
 
     from fltr_audit.engine.data.load import load_splits

@@ -26,7 +26,8 @@ def run(
     quiet: o.Quiet = False,
 ) -> None:
     """Run every pending grid point of SPEC; completed runs in the store are skipped."""
-    from fltr_audit.runs.campaign import run_campaign  # start-up: the engine loads when the command runs
+    # start-up: the engine loads when the command runs
+    from fltr_audit.runs.campaign import run_campaign
     from fltr_audit.runs.executors import Executor, check_scheduler
     from fltr_audit.spec.campaign import load_spec
     from fltr_audit.spec.grid import expand
@@ -38,6 +39,7 @@ def run(
     runs = expand(parsed, max_runs)
     total = len(runs)
     if not quiet and not json_out:
+        # start-up: loaded when the command runs, not for --help
         from fltr_audit.spec.plan import Plan
 
         typer.echo(f"campaign {parsed.name}: {total} runs in the grid")
@@ -81,6 +83,7 @@ def status(
     json_out: bool = typer.Option(False, "--json", help="Print one record per run as JSON."),
 ) -> None:
     """List the runs of a store: done, failed and pending, with every setting the campaign sweeps."""
+    # start-up: loaded when the command runs, not for --help
     from fltr_audit.store.results import ResultsStore
     from reports.sweeps import axis_name, with_swept_settings
 

@@ -10,6 +10,7 @@ import sys
 import time
 from typing import Any, Callable
 
+from fltr_audit._version import __version__
 from fltr_audit.cli.app import RUNNING_COMMAND
 from fltr_audit.constraints import ParameterError
 from fltr_audit.errors import FltrError
@@ -70,7 +71,6 @@ def emit_json(result: Any) -> None:
     ``command`` is the command path as typed, without the program name; ``result`` is the
     command's payload, numpy types converted, NaN (no value) as null and an infinite value (the
     epsilon of a defense without a DP claim) as the string "inf" or "-inf", never null."""
-    from fltr_audit._version import __version__
     from fltr_audit.store.run_folder import jsonable  # start-up: numpy loads when a command prints JSON
 
     envelope = {"fltr_audit": __version__, "schema": JSON_SCHEMA, "command": command_path(), "result": result}
@@ -103,6 +103,7 @@ def print_table(title: str, rows: list[dict], *, min_width: int | None = None) -
     (callers pass preformatted strings where they want another format and alignment).
     ``min_width`` widens the console for tables with long text.
     """
+    # start-up: rich loads only when a table is printed (not for a group's --help)
     from rich.console import Console
     from rich.table import Table
 

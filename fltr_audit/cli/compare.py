@@ -11,6 +11,7 @@ import typer
 from fltr_audit.cli import options as o
 from fltr_audit.cli.app import app
 from fltr_audit.cli.common import emit_json, print_glossary_pointer
+from fltr_audit.constraints import Options, check
 
 SHOWN = ("attack", "auc", "leakage", "leakage_verdict", "claim_verdict", "epsilon_lb", "ndcg10_delta")
 
@@ -34,7 +35,7 @@ def compare_command(
     over lists, the leakage verdict and the claim verdict (epsilon audits pooled over runs),
     precision/recall/F1, and the nDCG@10 change against no defense."""
     from fltr_audit.api.comparison import compare  # start-up: the engine loads when the command runs
-    from fltr_audit.constraints import Options, check
+    # start-up: loaded when the command runs, not for --help
     from reports.compare import FORMATS, format_table
 
     check("--format", fmt, (Options(FORMATS),))
@@ -42,6 +43,7 @@ def compare_command(
     if json_out or fmt == "json":  # the encoding every command's --json uses (infinite epsilon as "inf")
         emit_json(table.to_dict(orient="records"))
     elif fmt == "table":
+        # start-up: loaded when the command runs, not for --help
         from reports.sweeps import swept_in
 
         print_compare(table, [*by, *(a for a in swept_in(table) if a not in by)])
@@ -54,6 +56,7 @@ def print_compare(table, keys: list[str]) -> None:
     """The comparison as a rich table of at most 100 columns: the keys, the attack, AUC, leakage
     with its 95 % CI, both verdicts, the audited epsilon bound and the nDCG@10 change (every
     column: ``--format csv`` or ``json``)."""
+    # start-up: loaded when the command runs, not for --help
     from fltr_audit.api.verdict_tables import print_rows, wrap_name
     from reports.compare import with_ci
     from reports.sweeps import axis_name

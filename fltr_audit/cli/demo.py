@@ -32,7 +32,8 @@ def demo(
     quiet: o.Quiet = False,
 ) -> None:
     """Train FPDGD, attack it under five defenses (one a pure-noise control), compute the FOLtR-ES epsilon table, write the report."""
-    from fltr_audit.api.demo_run import demo_steps, run_demo  # start-up: the engine loads when the command runs
+    # start-up: the engine loads when the command runs
+    from fltr_audit.api.demo_run import demo_steps, run_demo
     from fltr_audit.api.verdict_tables import print_verdicts
     from fltr_audit.runs.executors import Executor
 

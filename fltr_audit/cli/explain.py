@@ -19,6 +19,7 @@ def explain(
     json_out: o.Json = False,
 ) -> None:
     """What a word of fltr-audit's output means (the glossary: docs/concepts/glossary.md)."""
+    # start-up: loaded when the command runs, not for --help
     from fltr_audit.api.glossary import explain as entries
 
     found = entries(term)

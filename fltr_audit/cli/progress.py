@@ -52,6 +52,7 @@ def progress(total: int, description: str, quiet: bool, per_tenth: bool = False)
     if not sys.stderr.isatty():
         yield PlainLines(total, description, per_tenth)
         return
+    # start-up: rich loads only when a bar is shown (not for a group's --help)
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress as Bar, TextColumn, TimeElapsedColumn
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from fltr_audit._version import __version__
+
 COMMAND_MODULES = ("attack", "audit", "audit_defense", "audit_run", "audit_unlearning", "bench", "bench_attacks", "bench_core",
                    "campaign", "compare",
                    "data", "defenses", "demo", "epsilon", "explain", "flower", "lists", "report", "train", "train_fedips",
@@ -36,12 +38,11 @@ def top_level_commands() -> list[tuple[str, str]]:
 def quick(args: list[str], prog: str | None = None) -> int | None:
     """The exit code of ``--version`` or ``--help`` alone, answered here; None for anything else."""
     if args == ["--version"]:
-        from fltr_audit._version import __version__
-
         print(f"fltr-audit {__version__}")
         return 0
     if args != ["--help"]:
         return None
+    # start-up: --version loads no typer
     import typer
 
     from fltr_audit.cli.app import Typer, app

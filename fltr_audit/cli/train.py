@@ -7,10 +7,12 @@ from typing import List, Optional
 
 import typer
 
+from fltr_audit import plugins
 from fltr_audit.cli import options as o
 from fltr_audit.cli.app import train_app
 from fltr_audit.cli.common import emit_json, round_reporter, written
 from fltr_audit.cli.progress import progress
+from fltr_audit.engine.algorithms import registry as algorithms
 
 
 def _train_command(algorithm: str):
@@ -79,8 +81,6 @@ def register_train_commands() -> None:
     """``train NAME`` for every registered algorithm with a builder and every installed algorithm
     plug-in (named by its entry point; loaded when the command runs) that has no command of its
     own; called once every command module has registered its commands."""
-    from fltr_audit import plugins
-    from fltr_audit.engine.algorithms import registry as algorithms
 
     taken = {c.name for c in train_app.registered_commands}
     for spec in algorithms.algorithm_specs():

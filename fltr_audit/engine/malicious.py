@@ -39,6 +39,7 @@ import numpy as np
 
 from fltr_audit.engine.aggregation import FedAvg
 from fltr_audit.constraints import Interval, ParameterError, check
+from fltr_audit.engine.algorithms.registry import manipulable_names
 from fltr_audit.engine.data.dataset import Dataset
 from fltr_audit.engine.interfaces import Aggregator, ClientDefense
 from fltr_audit.engine.messages import GroundTruth, Interactions, RoundBatch, ServerView
@@ -60,7 +61,6 @@ class MaliciousRound:
 
 def check_supported(algorithm: Any, manipulation: str) -> None:
     """ParameterError naming ``threat_model`` unless the manipulation applies to the algorithm."""
-    from fltr_audit.engine.algorithms.registry import manipulable_names
 
     name = getattr(algorithm, "name", type(algorithm).__name__)
     if name not in manipulable_names():  # declared on the algorithm's spec (server_manipulable)

@@ -27,6 +27,7 @@ Federated Online Learning to Rank?" (SIGIR 2022, Section 3), instantiated on one
 
 from __future__ import annotations
 
+import copy
 import re
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar
@@ -34,6 +35,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from fltr_audit.constraints import Interval, ParameterError
+from fltr_audit.engine.clicks import cascade_model
 
 SETTINGS = ("iid", "document-preference", "label-skew", "click-preference", "data-quantity")
 PARAMETERS = {"document-preference": {"intents": int, "share": float}, "label-skew": {"sets": int, "skew": float},
@@ -238,7 +240,6 @@ def with_population_clicks(algorithm: Any, non_iid: NonIID, seed: int) -> Any:
     if not non_iid.per_user_clicks:
         return algorithm
     check_per_user_clicks(non_iid, type(algorithm))
-    import copy
 
     out = copy.copy(algorithm)
     out.click_model = user_clicks(algorithm.click_model, non_iid, seed)
@@ -251,8 +252,6 @@ def user_clicks(base: Any, non_iid: NonIID, seed: int) -> Any:
         return base
     models: tuple = ()
     if non_iid.setting == "click-preference":
-        from fltr_audit.engine.clicks import cascade_model
-
         models = tuple(cascade_model(name, base.n_levels) for name in CLICK_PREFERENCE_MODELS)
     return UserClicks(base, non_iid, int(seed), models)
 

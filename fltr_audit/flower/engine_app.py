@@ -42,6 +42,7 @@ from threadpoolctl import threadpool_limits
 from fltr_audit.engine.aggregation import FedAvg as EngineAggregation
 from fltr_audit.engine.algorithms import registry as algorithms
 from fltr_audit.constraints import ParameterError
+from fltr_audit.engine.data.load import load_splits
 from fltr_audit.errors import FltrError
 from fltr_audit.engine.evaluation import offline_ndcg
 from fltr_audit.engine.schedule import sample_queries
@@ -49,6 +50,8 @@ from fltr_audit.flower.convert import CLIENT, SHOWN, TRUTH, flat, message_record
 from fltr_audit.engine.interfaces import ClientOutput
 from fltr_audit.engine.messages import ServerView
 from fltr_audit.engine.randomness import stream
+from fltr_audit.flower.recording_mod import RecordingMod
+from fltr_audit.flower.recording_strategy import RecordingStrategy
 
 ALGORITHMS = ("fpdgd", "foltr-es", "fedips")
 """The algorithms whose client step runs on Flower."""
@@ -98,8 +101,6 @@ def loaded(setup: EngineSetup) -> tuple[Any, Any]:
     registry's builder and default normalization)."""
     key = setup.to_json()
     if key not in _LOADED:
-        from fltr_audit.engine.data.load import load_splits
-
         spec = algorithms.algorithm_spec(setup.algo)
         # single-threaded BLAS, as in Ray's workers (OMP_NUM_THREADS=1): the synthetic data sets come out
         # different in the last float32 bits with more BLAS threads (seen: 4e-6)
@@ -325,7 +326,6 @@ def for_setup(setup: EngineSetup, mod: Callable) -> Callable:
 
 def recording_mod(setup: EngineSetup, folder: str, rounds: set[int] | None = None, defense: str = "none"):
     """A ``RecordingMod`` for ``setup``'s messages, knowing its ranker and documents (the training split)."""
-    from fltr_audit.flower.recording_mod import RecordingMod
 
     kind = algorithms.algorithm_spec(setup.algo).message_kind
     return for_setup(setup, RecordingMod(folder, rounds=rounds, algorithm=setup.algo, defense=defense,
@@ -337,7 +337,6 @@ def recording_strategy(setup: EngineSetup, strategy: Strategy, folder: str, *, s
                        rounds: set[int] | None = None, defense: str = "none"):
     """A ``RecordingStrategy`` around ``strategy`` with this federation's ranker, documents and --
     for scoring only -- its ground truth (the engine's clicks of the served model's round)."""
-    from fltr_audit.flower.recording_strategy import RecordingStrategy
 
     def truth(round_: int, served: np.ndarray, participants: np.ndarray) -> np.ndarray:
         return cohort_step(setup, round_, served)[1].clicks[participants]
@@ -355,6 +354,7 @@ def simulate(*setups: EngineSetup, strategy: Callable[[EngineSetup], Strategy] =
     curves ``[(round, ndcg), ...]`` in order (and timed lines in ``curves_file``, see
     ``make_server_app``). ``cpus``: Ray's CPUs, one ClientApp actor each (every actor imports the
     project and loads the data once). FltrError when a client replied with an error."""
+    # start-up: flwr.simulation costs 0.45 s CPU; ClientApps never use it
     from flwr.simulation import run_simulation
 
     if not setups or len({s.clients for s in setups}) != 1:

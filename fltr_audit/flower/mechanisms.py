@@ -40,6 +40,8 @@ from flwr.supercore.differential_privacy import (adaptive_clip_inputs_inplace, a
 
 from defenses.dp_gaussian import gaussian_epsilon
 from defenses.mechanism_events import dp_event
+from defenses.registration import register_defense
+from defenses.stack import SPECS
 from fltr_audit.privacy import mechanisms as mech
 from fltr_audit.errors import FltrError
 from fltr_audit.engine.interfaces import Aggregate, AggregatorBase, PrivacyClaim
@@ -278,8 +280,6 @@ class FlowerSecAggPlus(AggregatorBase):
 
 def register() -> None:
     """Make ``flwr-localdp``, ``flwr-dp`` and ``flwr-secaggplus`` usable in defense strings."""
-    from defenses.registration import register_defense
-    from defenses.stack import SPECS
 
     if "flwr-localdp" in SPECS:
         return

@@ -21,6 +21,7 @@ from fltr_audit.spec.whole_run import CanaryOptions
 from fltr_audit.spec.campaign import CampaignSpec
 from fltr_audit.spec.grid import MAX_RUNS, Run, expand
 from fltr_audit.spec.run import RunSpec
+from fltr_audit.store.results import CLAIM_LEASE_SECONDS
 
 
 def execute_run(spec: RunSpec) -> dict:
@@ -103,7 +104,6 @@ def _run_of(run_fn: Callable[[RunSpec], dict], run: Run) -> dict:
 def _renewing(store: Any, held: set[str]) -> Iterator[None]:
     """Renew the claims in ``held`` (a set the caller shrinks as runs finish) every third of
     the lease while the block runs; release what is still held when it ends."""
-    from fltr_audit.store.results import CLAIM_LEASE_SECONDS
 
     stop = threading.Event()
 

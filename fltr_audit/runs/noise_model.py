@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from attacks.bayes_noise import ClipStep, NoiseModel
 from defenses.stack import DefenseStack
 from fltr_audit.constraints import ParameterError
 from fltr_audit.engine.interfaces import PrivacyClaim
@@ -31,7 +32,6 @@ def noise_model(stack: DefenseStack, members: int = 1) -> Any:
     ``Shuffle`` is refused: the server gets the messages without senders and cannot link one to
     the list it was shown on.
     """
-    from attacks.bayes_noise import ClipStep, NoiseModel
 
     clips: list = []
     noise: dict = {}
@@ -74,6 +74,7 @@ def noise_model(stack: DefenseStack, members: int = 1) -> Any:
         if isinstance(m, mech.AggregatorGaussian):
             std = m.std_multiplier * m.clip
         else:
+            # start-up: defenses.ddgauss loads cryptography (0.05 s CPU an audit process); only a ddgauss stack gets here
             from defenses.ddgauss import decoded_noise_std
 
             std = decoded_noise_std(agg, members)

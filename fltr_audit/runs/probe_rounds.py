@@ -15,6 +15,7 @@ from attacks.registry import attack_spec, needed
 from defenses.robust.compose import rule_of
 from defenses.stack import DefenseStack
 from fltr_audit.constraints import POSITIVE_INT, ParameterError, check
+from fltr_audit.engine.malicious import malicious_probe
 from fltr_audit.engine.messages import RoundBatch
 from fltr_audit.engine.probe import MAX_PROBE_ROUNDS, probe_cohorts
 from fltr_audit.engine.randomness import stream
@@ -82,7 +83,6 @@ def probe_rounds(config: RunSpec, algorithm: Any, params: np.ndarray, data: Any,
         found = probe_cohorts(algorithm, params, data, threat_model=threat_model, passes=passes, enough=enough,
                               **common)
         return found.batches, {"cohorts_lost": found.cohorts_lost, "queries_left_out": found.queries_left_out}
-    from fltr_audit.engine.malicious import malicious_probe
 
     manipulation = config.probe.manipulation
     rounds = malicious_probe(algorithm, params, data, manipulation=manipulation, **common)

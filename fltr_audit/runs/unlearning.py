@@ -38,6 +38,7 @@ from fltr_audit.engine.unlearning.history import ServerHistory
 from fltr_audit.engine.unlearning.methods import Forgetting, Unlearned, kept_by, unlearn
 from fltr_audit.runs.executors import SERIAL, Executor, Task
 from fltr_audit.runs.models import splits_of
+from fltr_audit.runs.unlearning_figures import unlearning_figures
 from fltr_audit.runs.unlearning_leakage import DIFFERENCE, KEPT, ForgottenRounds, difference_batches, leakage_verdict
 from fltr_audit.spec.run import RunSpec, run_key
 from fltr_audit.spec.unlearning import UnlearningOptions, check_unlearning
@@ -164,7 +165,6 @@ def unlearning_audit(spec: RunSpec, options: UnlearningOptions, executor: Execut
                      ) -> UnlearningAuditRecord:
     """Audit the forgetting of ``options.method`` on the run ``spec`` (module docstring); the same
     figures on every executor."""
-    from fltr_audit.runs.unlearning_figures import unlearning_figures
 
     check_unlearning(spec, options)
     kinds = ["retrain", "clean"] + (["poison"] if options.poison_check else [])

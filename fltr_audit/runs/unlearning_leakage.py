@@ -25,6 +25,7 @@ import pandas as pd
 
 from attacks.registry import attack_spec, make_attack
 from attacks.scoring import Slots, evaluate, summarize
+from fltr_audit.engine.algorithms.registry import algorithm_spec
 from fltr_audit.engine.messages import GroundTruth, Interactions, Messages, RoundBatch, ServerView
 from fltr_audit.engine.randomness import stream
 from fltr_audit.runs.probe_rounds import attack_params
@@ -103,7 +104,6 @@ def attack_rows(spec: RunSpec, algorithm: Any, stack: Any, batches: list[RoundBa
     """Every default attack of the algorithm on ``batches``, scored against the real and the
     counterfactual clicks on the lists the probe settings keep (full lists of the algorithm's length
     at most): the ``attacks`` rows and the ``per_query`` rows, labelled ``threat``."""
-    from fltr_audit.engine.algorithms.registry import algorithm_spec
 
     seed = spec.audit_seed(f"unlearning-{threat}") >> 1  # 63 bits: a valid seed
     cf = [algorithm.redraw_clicks(b.truth, b.view.interactions, data, COUNTERFACTUAL_DRAWS,

@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from attacks.canaries import CanaryObserver, design
 from defenses.randomized_response import MAXRR_VALUES
 from fltr_audit.engine import metrics
 from fltr_audit.engine.algorithms import registry as algorithms
@@ -64,7 +65,6 @@ def canary_design(stack: Any, spec: RunSpec, options: CanaryOptions, dim: int, m
     aggregator's clip when it hides the messages, canary users at the noise mechanism's clip radius
     otherwise, tested by its likelihood ratio; canary users of one query's click for ``metric``
     messages (FOLtR-ES). Drawn from the run's seed."""
-    from attacks.canaries import design
 
     algo = spec.algorithm
     aggregation = mech.declared(stack.aggregator)
@@ -108,7 +108,6 @@ def canary_run(task: tuple[RunSpec, CanaryOptions, int]) -> CanaryRun:
     """Training ``i`` of the audit of ``spec`` (seed ``spec.seed + i``, on the data of ``spec``'s
     seed, a fresh defense stack) with the canaries of its design read by their observer; the
     trained model is the one a run without canaries gives."""
-    from attacks.canaries import CanaryObserver
 
     spec, options, i = task
     algo, seed = spec.algorithm, spec.seed + i

@@ -8,13 +8,20 @@ from pathlib import Path
 from typing import Any, Callable
 
 from attacks.registry import make_attack
+from defenses.robust.compose import check_cohort
 from fltr_audit.constraints import OPEN_UNIT, Options, ParameterError, check
-from fltr_audit.engine.algorithms.registry import algorithm_spec
+from fltr_audit.engine.algorithms.registry import algorithm_spec, manipulable_names
+from fltr_audit.engine.clicks import CCM_TABLES
+from fltr_audit.engine.data.load import _layout, _synthetic_spec
+from fltr_audit.engine.data.synthetic import max_queries
+from fltr_audit.engine.unlearning import METHODS
 from fltr_audit.errors import FltrError
 from fltr_audit.spec.campaign_tables import DEFAULTS, SCHEMA, as_list
 from fltr_audit.spec.defense import DefenseSpec
+from fltr_audit.spec.poison import parse_poison
 from fltr_audit.spec.run import (AlgorithmSettings, AuditSettings, DataSettings, ProbeSettings, RunSpec, check_population,
                                   check_setting)
+from fltr_audit.spec.unlearning import UnlearningOptions, check_unlearning
 from fltr_audit.spec.whole_run import canary_problem
 
 
@@ -99,7 +106,6 @@ def _check_settings(spec: dict) -> None:
 def check_values(spec: dict, source: str) -> None:
     """Every value that would fail inside a run fails here, before any store is written: a
     ParameterError naming the engine's parameter, or a FltrError naming the key."""
-    from fltr_audit.engine.clicks import CCM_TABLES
 
     _check_settings(spec)
     for key in ("min_effect", "power"):
@@ -158,7 +164,6 @@ def _check_messages(spec: dict, defenses: list[DefenseSpec]) -> None:
 
 def _check_threat_models(spec: dict, source: str) -> None:
     """server-malicious only with an algorithm it supports."""
-    from fltr_audit.engine.algorithms.registry import manipulable_names
 
     if "server-malicious" in as_list(spec["probe"]["threat_model"]):
         for name in as_list(spec["algorithm"]["name"]):
@@ -190,8 +195,6 @@ def _check_unlearning(spec: dict, defenses: list[DefenseSpec]) -> None:
     """``[unlearning]``: every method fits every algorithm, defense and cohort of the grid
     (``spec.unlearning.check_unlearning`` on each combination's run spec; a ParameterError naming the
     engine's parameter, renamed to its key by the reader)."""
-    from fltr_audit.engine.unlearning import METHODS
-    from fltr_audit.spec.unlearning import UnlearningOptions, check_unlearning
 
     table = spec["unlearning"]
     if table["method"] is None:
@@ -221,15 +224,12 @@ def _check_data_spec(data: str, queries: int | None, source: str) -> None:
     if not data.startswith("synthetic:"):
         if not Path(data).exists():
             raise FltrError(f"{source}: key 'data.spec': no such path {data!r} (relative paths start at the current directory)")
-        from fltr_audit.engine.data.load import _layout
 
         try:
             _layout(data)  # a folder must hold Fold1..Fold5 or train/vali/test files
         except FltrError as exc:
             raise FltrError(f"{source}: key 'data.spec': {exc}") from None
         return
-    from fltr_audit.engine.data.load import _synthetic_spec
-    from fltr_audit.engine.data.synthetic import max_queries
 
     name, n = _synthetic_spec(data, queries)  # ParameterError naming data, renamed by validate_spec
     try:
@@ -261,8 +261,6 @@ def _check_params(algo: dict, source: str) -> None:
 def _check_robustness(spec: dict, defenses: list[DefenseSpec]) -> None:
     """``algorithm.poison``: every poisoning parses and every algorithm's messages carry it; every
     defense's robust rule fits every cohort (``defenses.robust.compose.check_cohort``)."""
-    from defenses.robust.compose import check_cohort
-    from fltr_audit.spec.poison import parse_poison
 
     for text in as_list(spec["algorithm"].get("poison", "none")):
         poison = parse_poison(text)

@@ -8,7 +8,9 @@ from __future__ import annotations
 import textwrap
 from dataclasses import dataclass
 
+from attacks.registry import attack_spec
 from fltr_audit.spec.audit_options import DEFAULT_MIN_EFFECT, DEFAULT_POWER
+from reports.leakage import planned_lists as lists_for
 
 __all__ = ["DEFAULT_MIN_EFFECT", "DEFAULT_POWER", "Plan", "informed_attacks", "planned_lists"]
 
@@ -26,7 +28,6 @@ attack's fit on one cohort's aggregate (lists / cohort of them per click model).
 
 def informed_attacks(attacks) -> int:
     """How many of ``attacks`` read the message (reference attacks never enter a verdict)."""
-    from attacks.registry import attack_spec
 
     return sum(not attack_spec(a).reference for a in attacks)
 
@@ -34,7 +35,6 @@ def informed_attacks(attacks) -> int:
 def planned_lists(min_effect: float, power: float, attacks) -> int:
     """Lists per click model for ``power`` at ``min_effect`` over the informed ``attacks``
     (``reports.leakage.planned_lists``)."""
-    from reports.leakage import planned_lists as lists_for
 
     return lists_for(min_effect, power, informed_attacks(attacks))
 
@@ -105,7 +105,6 @@ class Plan:
 
 def planned_lists_of(plan: Plan, min_effect: float) -> int:
     """The lists ``plan`` would take at another ``min_effect`` (its power and attack count)."""
-    from reports.leakage import planned_lists as lists_for
 
     return lists_for(min(min_effect, 0.99), plan.power, plan.informed)
 

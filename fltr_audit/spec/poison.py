@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from attacks.poisoning.catalog import build, check_applies, check_params, poison_attack
 from fltr_audit.constraints import Interval, ParameterError
 
 
@@ -41,7 +42,6 @@ class PoisonSpec:
     @property
     def text(self) -> str:
         """The canonical text, e.g. ``lie(fraction=0.2)``."""
-        from attacks.poisoning.catalog import poison_attack
 
         values = dict(self.params)
         shown = [f"fraction={_fmt(self.fraction)}"] + [
@@ -57,20 +57,17 @@ class PoisonSpec:
 
     def check_applies(self, algorithm: str, message_kind: str, user_clicks: bool) -> None:
         """ParameterError naming ``poison`` unless ``algorithm``'s messages can carry the attack."""
-        from attacks.poisoning.catalog import check_applies
 
         check_applies(self.name, algorithm, message_kind, user_clicks)
 
     def build(self, *, seed: int, n_levels: int) -> Any:
         """A fresh attack (``fltr_audit.engine.poisoning.Poisoning``) for one run of ``seed``."""
-        from attacks.poisoning.catalog import build
 
         return build(self.name, self.kwargs(), seed=seed, n_levels=n_levels, label=self.text)
 
 
 def _typed(name: str, values: dict[str, Any]) -> dict[str, Any]:
     """Integers given for a float parameter as floats (``scale=1`` and ``scale=1.0`` are one setting)."""
-    from attacks.poisoning.catalog import poison_attack
 
     floats = {p.name for p in poison_attack(name).parameters
               if any(isinstance(c, Interval) and c.kind is float for c in p.constraints)}
@@ -80,7 +77,6 @@ def _typed(name: str, values: dict[str, Any]) -> dict[str, Any]:
 def parse_poison(text: str | None) -> PoisonSpec | None:
     """``NAME(fraction=F,key=value,...)`` as a ``PoisonSpec``; None for ``none`` (or None).
     ParameterError naming ``poison`` (the door renames it, e.g. ``--poison``) on bad input."""
-    from attacks.poisoning.catalog import check_params
 
     spelled = (text or "none").strip()
     if spelled == "none":

@@ -49,10 +49,12 @@ import numpy as np
 
 from fltr_audit.engine import metrics
 from fltr_audit.engine.algorithms.fedips_users import ClickLog, UserPopulation, clicked_slots, simulate_log
-from fltr_audit.engine.algorithms.logging_policy import LoggingPolicy
-from fltr_audit.engine.algorithms.propensity_em import estimate_examination, relevance_of_rows, to_propensities
+from fltr_audit.engine.algorithms.logging_policy import LoggingPolicy, train_logging_policy
+from fltr_audit.engine.algorithms.propensity_em import FedRelevanceEM, estimate_examination, relevance_of_rows, to_propensities
 from fltr_audit.constraints import Interval, Options, POSITIVE, POSITIVE_INT, ParameterError, check
+from fltr_audit.engine.clicks import PositionBasedModel
 from fltr_audit.engine.data.dataset import Dataset, Splits
+from fltr_audit.engine.federation import train
 from fltr_audit.engine.footprint import check_counterfactual_memory
 from fltr_audit.engine.interfaces import ClientOutput
 from fltr_audit.engine.kernels import kernel_array
@@ -364,10 +366,6 @@ def build_fedips(
     rounds of ``FedRelevanceEM`` with the same cohort size (seeded from ``seed``, kept apart
     from the training run's streams).
     """
-    from fltr_audit.engine.algorithms.logging_policy import train_logging_policy
-    from fltr_audit.engine.algorithms.propensity_em import FedRelevanceEM
-    from fltr_audit.engine.clicks import PositionBasedModel
-    from fltr_audit.engine.federation import train
 
     train_data = data.train if isinstance(data, Splits) else data
     check("propensity", propensity, (Options(PROPENSITIES),))

@@ -11,6 +11,7 @@ here instead of branching on their names; ``register_algorithm`` (also through t
 from __future__ import annotations
 
 import dataclasses
+import importlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Literal
 
@@ -126,8 +127,7 @@ class AlgorithmSpec:
 def _cascade_builder(cls_path: str) -> Builder:
     """A builder of a cascade-click algorithm class ``module:Class`` taking (ranker, click model, **params)."""
     def build(splits: Any, click_model: str, settings: dict) -> Algorithm:
-        import importlib
-
+        # start-up: the listings load the registry before numpy
         from fltr_audit.engine.clicks import cascade_model
         from fltr_audit.engine.rankers import make_ranker
 
@@ -143,6 +143,7 @@ def _cascade_builder(cls_path: str) -> Builder:
 def _fedips_builder(default_propensity: str | None) -> Builder:
     """FedIPS (``default_propensity`` "true", overridable by ``params.propensity``) or FedAvg (None)."""
     def build(splits: Any, click_model: str, settings: dict) -> Algorithm:
+        # start-up: the listings load the registry before numpy
         from fltr_audit.engine.algorithms.fedips import build_fedips
 
         params = dict(settings.get("params") or {})

@@ -7,6 +7,8 @@ from functools import cached_property
 
 import numpy as np
 
+from fltr_audit.constraints import ParameterError
+
 
 @dataclass(frozen=True)
 class Dataset:
@@ -117,7 +119,5 @@ class Splits:
     def get(self, split: str) -> Dataset:
         """The split named ``train``, ``vali`` or ``test``."""
         if split not in ("train", "vali", "test"):
-            from fltr_audit.constraints import ParameterError
-
             raise ParameterError("split", f"unknown split {split!r} (choose train, vali or test)")
         return getattr(self, split)

@@ -31,6 +31,7 @@ import numpy as np
 from fltr_audit.engine.data.blocks import BLOCK_ROWS, query_blocks
 from fltr_audit.engine.data.dataset import Dataset, Splits
 from fltr_audit.constraints import Interval, ParameterError, check
+from fltr_audit.engine.data.normalize import minmax_rows
 from fltr_audit.errors import FltrError
 from fltr_audit.engine.randomness import stream
 
@@ -167,8 +168,6 @@ def _feature_block(features: np.ndarray, z: np.ndarray, loadings: np.ndarray, sc
     block = latent_mix(z[lo:hi], loadings)
     block += rng.standard_normal((hi - lo, loadings.shape[1]), dtype=np.float32)
     if scale is None:
-        from fltr_audit.engine.data.normalize import minmax_rows
-
         minmax_rows(block, ptr - lo, out=block)
     else:
         np.multiply(block, scale, out=block)
