@@ -219,8 +219,9 @@ def _weighted_ridge(A: np.ndarray, At: np.ndarray, Aw: np.ndarray, y: np.ndarray
     ``r = RIDGE`` times the largest diagonal entry of ``A W A^T`` (``Aw = A W``). With more
     regressors than observations (m > P) it is computed through the P x P system, by the
     push-through identity ``(A W A^T + r I_m)^-1 A W = A W (A^T A W + r I_P)^-1``: the same
-    solution, never singular (``A^T A W`` has no negative eigenvalue), at O(P^3) instead of the
-    ill-conditioned m x m system of rank <= P."""
+    solution at O(P^3) instead of the ill-conditioned m x m system of rank <= P (``A^T A W`` has no
+    negative eigenvalue, but on degenerate data -- constant or duplicate features -- the ridge can
+    round away: then ``_solve``'s pseudo-inverse)."""
     n, m, P = A.shape
     if m <= P:
         G = Aw @ At
@@ -228,7 +229,7 @@ def _weighted_ridge(A: np.ndarray, At: np.ndarray, Aw: np.ndarray, y: np.ndarray
         return _solve(G + ridge[:, None, None] * np.eye(m), Aw @ y[:, :, None])[..., 0]
     ridge = RIDGE * np.einsum("nmp,nmp->nm", Aw, A).max(axis=1) + 1e-300  # the diagonal of A W A^T
     dual = At @ Aw + ridge[:, None, None] * np.eye(P)
-    return (Aw @ np.linalg.solve(dual, y[:, :, None]))[..., 0]
+    return (Aw @ _solve(dual, y[:, :, None]))[..., 0]
 
 
 def _solve(G: np.ndarray, b: np.ndarray) -> np.ndarray:
