@@ -43,7 +43,7 @@ TERMS = (
     Term("±detect", "The half-width of the deciding attack's interval: the smallest leak (AUC) these lists could "
          "tell from zero. Below the minimum effect, the audit could decide; above it, it could not.",
          "concepts/verdicts.md", ("detect", "lists ±detect", "detectable", "detectable effect")),
-    Term("sim. CI", "An interval simultaneous over the informed attacks (Bonferroni): it holds for all of them at "
+    Term("sim. CI", "An interval simultaneous over the informed attacks (Bonferroni): it covers all of them at "
          "once, so printing the attack that decided does not overstate it.", "concepts/verdicts.md",
          ("simultaneous", "leakage [sim. ci]", "simultaneous ci")),
     Term("minimum effect", "The smallest leak (AUC) worth finding (--min-effect, default 0.05): 'no measurable "
@@ -78,7 +78,7 @@ TERMS = (
          "realistic pair is exposed, shown beside the verdict, never the verdict.", "concepts/claims.md",
          ("natural neighbours",)),
     Term("natural: outside scope", "The natural audit saw single messages while the claim covers the aggregate: "
-         "its bound says what one message reveals, not whether the claim holds.", "concepts/claims.md"),
+         "its bound says what one message reveals, not whether the claim is met.", "concepts/claims.md"),
     Term("runs pooled", "Claim audits of several runs combined by summing their error counts (each run oriented "
          "by its held-out test), never by taking the largest per-run bound; seeds and folds only, never a swept "
          "setting.", "concepts/claims.md", ("audited, runs pooled", "pooled")),

@@ -62,7 +62,7 @@ INVOCATIONS: dict[str, list[str]] = {
     "bench attacks": ["--messages", "50", "--features", "8", "--repeats", "1"],
     "bench bandwidth": ["--data", DATA, "--clients", "5", "--repeats", "1"],
     "bench core": ["--lists", "50", "--queries", "50", "--repeats", "1"],
-    "bench scaling": ["--data", DATA, "--cohorts", "5", "--lists", "5", "--rounds", "1"],
+    "bench scaling": ["--data", DATA, "--cohorts", "5", "--k", "5", "--rounds", "1"],
     "bench data": ["--queries", "10", "--repeats", "1", "--quiet"],
     "bench defenses": ["--clients", "4", "--dim", "8", "--degree", "2", "--round-clients", "5", "--repeats", "1",
                        "--quiet"],

@@ -49,7 +49,8 @@ def campaign_tables(spec: CampaignSpec, store: Path | None = None, executor: Exe
         finished[task.key] = result["tables"]
     collected: dict[str, list[pd.DataFrame]] = {"runs": [pd.DataFrame(  # as a store keeps them: what each run was
         {"run_key": [r.key for r in runs], "campaign": spec.name, "status": "done",
-         "config": [json.dumps(r.config, sort_keys=True) for r in runs], "seed": [r.spec.seed for r in runs]})]}
+         "config": [json.dumps(r.config, sort_keys=True) for r in runs], "seed": [r.spec.seed for r in runs],
+         "error": None})]}
     for run in runs:  # in grid order, whatever order the executor finished them in
         for name, table in finished[run.key].items():
             collected.setdefault(name, []).append(table.assign(run_key=run.key))
