@@ -13,13 +13,15 @@ CAMPAIGNS = sorted((Path(__file__).resolve().parents[1] / "campaigns").glob("*.t
 
 
 def reduced(campaign: CampaignSpec) -> CampaignSpec:
-    """One seed, one fold, two training rounds of 20 clients, small audits; every other axis
-    (algorithms, defenses, cohorts, threat models, attacks) kept, so each configuration kind runs."""
+    """One seed, one fold, two training rounds of 20 clients (or the smallest cohort a defense's
+    aggregator declares it needs, ``min_cohort``: Krum with f = 30 needs 63), small audits; every other
+    axis (algorithms, defenses, cohorts, threat models, attacks) kept, so each configuration kind runs."""
     spec = dict(campaign.table)
     spec = {**spec, "seeds": spec["seeds"][:1]}
     folds = spec["data"]["folds"]
     spec["data"] = {**spec["data"], "folds": folds[:1] if isinstance(folds, list) else folds}
-    spec["algorithm"] = {**spec["algorithm"], "rounds": [2], "clients": [20]}
+    needed = max(d.build().aggregator.min_cohort for d in campaign.audit.defenses)
+    spec["algorithm"] = {**spec["algorithm"], "rounds": [2], "clients": [max(20, needed)]}
     spec["audit"] = {**spec["audit"], "trials": 200}
     return validate_spec(spec)
 
