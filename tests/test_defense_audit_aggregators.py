@@ -18,13 +18,18 @@ from fltr_audit.api.defense_audit import run_audit_defense
 
 
 def test_audit_defense_dp_fedavg_reaches_mu_at_cohort_one():
-    """Worst case ||u|| = C against zero: N(0,1) vs N(1/z,1), so mu_lb approaches mu = 1/z."""
-    [row] = run_audit_defense("dp-fedavg(noise_multiplier=1,clip=1)", dim=46, trials=20_000,
-                              neighbours="worst-case", rounds=1, cohort=1, seed=0)
-    assert row["test"] == "projection" and row["audited_scope"] == "aggregate"
-    assert row["mu"] == pytest.approx(1.0)
-    assert 0.9 * row["mu"] <= row["mu_lb"]
-    assert row["claim_verdict"] == "consistent" and row["epsilon_lb"] > 1.0
+    """Worst case ||u|| = C against zero: N(0,1) vs N(1/z,1), so mu_lb approaches mu = 1/z. The pair
+    is chosen on a held-out half among those that do not trust the declaration, so a single seed's
+    bound varies (0.66-0.98 over 20 seeds, median 0.94); the median of 5 seeds lies below 0.85 with
+    probability < 1 %, and no seed's bound may exceed the true mu (soundness). Catches a bound computed
+    on the selection half (above mu) and a projection on the wrong direction (far below)."""
+    rows = [run_audit_defense("dp-fedavg(noise_multiplier=1,clip=1)", dim=46, trials=20_000,
+                              neighbours="worst-case", rounds=1, cohort=1, seed=seed)[0] for seed in range(5)]
+    assert {r["test"] for r in rows} == {"projection"} and {r["audited_scope"] for r in rows} == {"aggregate"}
+    assert all(r["mu"] == pytest.approx(1.0) for r in rows)
+    bounds = sorted(r["mu_lb"] for r in rows)
+    assert bounds[2] >= 0.85 and bounds[-1] <= 1.0
+    assert {r["claim_verdict"] for r in rows} == {"consistent"} and min(r["epsilon_lb"] for r in rows) > 1.0
 
 
 def _failures(stack_text: str, dim: int, cohort: int, trials: int, seeds: int) -> tuple[int, int]:
