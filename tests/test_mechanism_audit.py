@@ -271,31 +271,3 @@ def test_the_shuffle_audit_reads_ten_thousand_trials_and_stays_below_the_claim()
     assert stats.ks_2samp(x, y).pvalue > 0.001
 
 
-@pytest.mark.parametrize("kind, with_others", [("update", True), ("weights", True), ("weights", False)])
-def test_an_aggregate_without_client_transforms_is_the_per_trial_loop_bit_for_bit(kind, with_others, monkeypatch):
-    """``aggregate_mechanism`` of plain secure aggregation simulates its trials at once: against the
-    loop it replaces (``run_client`` on each trial's cohort, the others drawn trial by trial from the
-    same stream, the mean), the same bits for updates and for weights around a nonzero global
-    model, with and without a pool of others, over several chunks.
-    Catches: the others drawn in another order, the weights' (u + g) - g rounding skipped, another
-    summation order of the mean."""
-    from attacks import stack_outputs
-    from attacks.stack_outputs import aggregate_mechanism, run_client
-
-    stack = parse_defense("secagg")
-    assert not stack.client
-    rng = np.random.default_rng(0)
-    u = (rng.normal(size=7), rng.normal(size=7))
-    others = rng.normal(size=(40, 7)) if with_others else None
-    g = rng.normal(size=7) * 3
-    loop_rng = np.random.default_rng(9)
-    expected = []
-    for _ in range(25):
-        rows = np.zeros((6, 7))
-        rows[0] = u[1]
-        if others is not None:
-            rows[1:] = others[loop_rng.integers(0, 40, size=5)]
-        expected.append(run_client(stack, rows, loop_rng, g, kind).mean(axis=0))
-    monkeypatch.setattr(stack_outputs, "TRIAL_CHUNK_VALUES", 6 * 7 * 4)  # chunks of 4 trials
-    got = aggregate_mechanism(stack, u, 6, others, g, kind)(np.random.default_rng(9), 25, 1)
-    assert np.array_equal(got, np.array(expected))

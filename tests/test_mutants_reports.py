@@ -21,7 +21,7 @@ from reports.claims import (
 )
 from fltr_audit.privacy.claim_trials import trials_to_test
 from fltr_audit.privacy.error_bounds import clopper_pearson_upper, epsilon_lower_bound
-from reports.leakage import ALPHA, MIN_EFFECT, leakage_table, leakage_verdicts, planned_lists
+from reports.leakage import ALPHA, MIN_EFFECT, leakage_table, leakage_verdicts, planned_lists, roc_rows
 
 # --- leakage ------------------------------------------------------------------------------------
 
@@ -111,6 +111,41 @@ def test_a_verdict_with_no_room_above_the_counterfactual_has_no_normalized_bound
     v = leakage_verdicts(table, ["defense"]).iloc[0]
     room = 1 - table.iloc[0]["auc_counterfactual"]
     assert v["leakage_normalized_ci_low"] == pytest.approx(v["leakage_ci_low"] / room, rel=1e-12)
+
+
+def test_no_leak_is_ruled_out_only_when_the_upper_bound_is_below_the_minimum_effect():
+    """No leak (30 lists, mean 0, sd 0.1, upper bound ~0.03): 'no measurable leakage' at the default
+    minimum effect 0.05, 'inconclusive' with the bound named at 0.01 (catches the minimum-effect test
+    dropped, which ruled out every unproven leak)."""
+    per_query, attacks = _per_list(shift=0.0, seed=3)
+    table = leakage_table({"attacks": attacks, "per_query": per_query}, ["defense"])
+    v = leakage_verdicts(table, ["defense"]).iloc[0]
+    assert v["leakage_verdict"] == "no measurable leakage" and v["missable"] < MIN_EFFECT
+    tight = leakage_verdicts(table, ["defense"], min_effect=0.01).iloc[0]
+    assert tight["leakage_verdict"] == "inconclusive"
+    assert tight["reason"] == f"upper bound {tight['missable']:.3f} not below the minimum effect 0.01"
+
+
+def test_roc_rows_unfold_the_stored_curves_and_skip_rows_without_one():
+    """Each attack row's stored curve becomes one long row per FPR for the real clicks and one for
+    the counterfactual mean, a one-point curve too; a row without FPRs adds nothing, whatever TPRs it
+    holds (catches the row test inverted, which dropped every stored curve, or dropped, or skipping
+    one-point curves)."""
+    fpr, real, cf = [0.001, 0.01, 1.0], [0.2, 0.5, 1.0], [0.001, 0.02, 1.0]
+    attacks = pd.DataFrame([
+        {"run_key": "r", "defense": "none", "attack": "olsr", "roc_fpr": fpr, "roc_tpr": real,
+         "roc_tpr_counterfactual": cf},
+        {"run_key": "r", "defense": "none", "attack": "random3", "roc_fpr": None, "roc_tpr": real,
+         "roc_tpr_counterfactual": None},
+        {"run_key": "r", "defense": "none", "attack": "score", "roc_fpr": [1.0], "roc_tpr": [1.0],
+         "roc_tpr_counterfactual": [1.0]}])
+    rows = roc_rows(attacks)
+    assert list(rows["attack"].unique()) == ["olsr", "score"]
+    olsr = rows[rows["attack"] == "olsr"]
+    assert olsr.loc[olsr["curve"] == "real", "tpr"].tolist() == real
+    assert olsr.loc[olsr["curve"] == "counterfactual", "tpr"].tolist() == cf
+    assert olsr.loc[olsr["curve"] == "real", "fpr"].tolist() == fpr
+    assert len(rows[rows["attack"] == "score"]) == 2
 
 
 @pytest.mark.parametrize("power,m", [(0.8, 1), (0.9, 4), (0.99, 2)])
