@@ -211,6 +211,20 @@ def test_finish_bounds_is_bonferroni_over_its_audits(tests):
     assert got.loc[1, "trial_limited"] and not got.loc[0, "trial_limited"]
 
 
+def test_the_pooled_mu_bound_is_the_gaussian_tradeoff_of_both_upper_limits():
+    """mu_lb = Phi^-1(1 - U_fp) - Phi^-1(U_fn), each rate's one-sided Clopper-Pearson upper limit at
+    1 - (1 - 0.95) / 2 (scipy's beta law), floored at 0; NaN where the audit measured no mu (catches
+    another split of the confidence over the two rates)."""
+    out = pd.DataFrame({"fp": [5, 5], "fn": [60, 60], "n0": [500, 500], "n1": [500, 500], "confidence": 0.95,
+                        "claimed_delta": 1e-5, "claimed_epsilon": 2.0, "claimed_scope": "message",
+                        "audited_scope": "message", "mu": [1.0, np.nan], "mu_fp": [40, 40], "mu_fn": [90, 90],
+                        "gof_pvalue": 0.5})
+    got = finish_bounds(out)
+    u_fp, u_fn = stats.beta.ppf(0.975, 41, 460), stats.beta.ppf(0.975, 91, 410)
+    assert got.loc[0, "mu_lb"] == pytest.approx(stats.norm.ppf(1 - u_fp) - stats.norm.ppf(u_fn), rel=1e-9)
+    assert np.isnan(got.loc[1, "mu_lb"])
+
+
 def test_audits_that_record_no_claimed_delta_are_pooled_at_delta_0():
     """Older audit rows without ``claimed_delta`` claim pure DP: the pooled bound is the delta = 0
     bound of the summed counts, each rate's Clopper-Pearson limit (scipy's beta law) at
