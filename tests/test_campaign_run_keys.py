@@ -98,6 +98,8 @@ def test_the_pin_covers_every_shipped_campaign():
 def test_large_shipped_campaigns_keep_their_run_keys(name):
     import hashlib
 
+    if '"../shared/data/' in (CAMPAIGNS / name).read_text() and not Path("../shared/data/letor/MQ2008").is_dir():
+        pytest.skip("the campaign names ../shared/data/letor/MQ2008, absent beside this checkout")
     keys = [r.key for r in expand(load_spec(CAMPAIGNS / name), max_runs=None)]
     assert (len(keys), hashlib.sha256(",".join(keys).encode()).hexdigest()) == PINNED_DIGESTS[name]
 

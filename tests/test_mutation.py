@@ -4,7 +4,11 @@ with the reason.
 
 * 2 seeded mutants per module (tools/mutation_ci.toml: each module with its fast oracle tests
   only), two forked children at a time, each stopping at its first failure (28 mutants, 46 s of
-  child CPU time: about 25-30 s on 2 idle cores; listed slow, so out of ``-m "not slow"``, in CI). Its verdict does not depend on what ran before it:
+  child CPU time: about 25-30 s on 2 idle cores; listed slow, so out of ``-m "not slow"``, in CI).
+  A child's timeout is 40 s of its own CPU time (a mutant's fast oracle files take 1-5 s; a timeout
+  counts as detected, as before, so the limit only decides how long a mutant that loops forever --
+  ``hi *= 2`` -> ``hi /= 2`` in claim_decision.gdp_mu -- holds a core: it was 120 s of the run's
+  ~200 s of child CPU). Its verdict does not depend on what ran before it:
   the children fork from a fresh interpreter (tools/mutate.py), not from this pytest session --
   which had imported every collected test file by its basename, so the old harness's children met
   "import file mismatch", exited 2 and counted every mutant as killed in a full-suite run
@@ -42,7 +46,7 @@ def _jobs() -> str:
 
 def test_two_sampled_mutants_per_privacy_critical_module_are_killed(capsys):
     code = _mutate().main(["--config", str(REPO / "tools" / "mutation_ci.toml"), "--root", str(REPO),
-                           "--sample", "2", "--seed", "0", "-j", _jobs(), "--timeout", "120", "--skip-baseline"])
+                           "--sample", "2", "--seed", "0", "-j", _jobs(), "--timeout", "40", "--skip-baseline"])
     out = capsys.readouterr().out
     assert code == 0, out
 
