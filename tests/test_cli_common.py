@@ -7,7 +7,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fltr_audit.cli.common import best_seconds, check_at_least, format_cell, print_figures, print_table, round_reporter
+from fltr_audit.base.timing import best_seconds
+from fltr_audit.cli.common import check_at_least, format_cell, print_figures, print_table, round_reporter
 from fltr_audit.store.run_folder import atomic_out_dir, write_run
 from fltr_audit.errors import FltrError
 

@@ -3,28 +3,18 @@
 
 from __future__ import annotations
 
-import time
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 from attacks.bayes import NoiseModel
 from attacks.registry import make_attack
 from attacks.scoring import score_guess, summarize
 from attacks.synthetic import pdgd_batch
+from fltr_audit.base.timing import best_seconds
 from fltr_audit.constraints import POSITIVE_INT, Interval, Options, check
 
 BENCH_ATTACKS = ("olsr", "olsr-l1", "score", "prob", "distance", "bayes")
 TARGET_SECONDS = {"olsr+score+prob+distance": 2.0, "olsr-l1": 2.0, "bayes": 10.0}
 """Targets on 10,000 single-query messages, 136 features, k = 10 (issue 13)."""
-
-
-def best_seconds(fn: Callable[[], Any], repeats: int) -> float:
-    """Best wall time of ``repeats`` calls of ``fn``, in seconds."""
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    return best
 
 
 def bench_attacks(messages: int = 10_000, features: int = 136, k: int = 10, queries: int = 1, noise: float = 0.0,

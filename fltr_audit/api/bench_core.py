@@ -9,7 +9,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from fltr_audit.api.bench_attacks import best_seconds
+from fltr_audit.base.timing import best_seconds
 from fltr_audit.constraints import POSITIVE_INT, Options, check
 from fltr_audit.engine.algorithms.fpdgd import FPDGD
 from fltr_audit.engine.clicks import CCM_NAMES, cascade_model

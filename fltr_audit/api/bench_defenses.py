@@ -11,7 +11,7 @@ import numpy as np
 
 from defenses.secagg import IdealSecAgg
 from defenses.secagg_protocol import SecAggProtocol
-from fltr_audit.api.bench_attacks import best_seconds
+from fltr_audit.base.timing import best_seconds
 from fltr_audit.constraints import POSITIVE_INT, Interval, ParameterError, check
 from fltr_audit.engine.aggregation import FedAvg, RoundDefenses
 from fltr_audit.engine.algorithms.fpdgd import FPDGD

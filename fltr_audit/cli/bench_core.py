@@ -10,7 +10,8 @@ import typer
 
 from fltr_audit.cli import options as o
 from fltr_audit.cli.app import bench_app
-from fltr_audit.cli.common import best_seconds, check_at_least, emit_json, print_figures, print_table
+from fltr_audit.base.timing import best_seconds
+from fltr_audit.cli.common import check_at_least, emit_json, print_figures, print_table
 
 
 @bench_app.command("core")

@@ -158,16 +158,6 @@ def round_reporter(bar: Any, label: str, total: int, column: str, name: str) -> 
     return report
 
 
-def best_seconds(fn: Callable[[], Any], repeats: int) -> float:
-    """Best wall time of ``repeats`` calls of ``fn``, in seconds."""
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    return best
-
-
 def check_at_least(options: dict[str, int], low: int = 1) -> None:
     """FltrError naming the first option (in order) whose value is below ``low``."""
     for option, value in options.items():
