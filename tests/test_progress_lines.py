@@ -1,5 +1,5 @@
 """Progress off a terminal (issue 36): with stderr a pipe (nohup, CI logs, a notebook's subprocess),
-``demo`` and ``campaign run`` print a plain line per step as it finishes -- not one line at the end --
+``demo``, ``campaign run`` and ``audit-run`` print a plain line per step (a run, a stage, a training) as it finishes -- not one line at the end --
 and nothing with ``--quiet``."""
 
 import re
@@ -43,3 +43,11 @@ def test_a_campaign_reports_each_run_and_nothing_when_quiet(tmp_path):
     quiet = subprocess.run([*cmd, "--store", str(tmp_path / "b.sqlite"), "--quiet"], capture_output=True, text=True,
                            timeout=600)
     assert quiet.returncode == 0 and quiet.stderr == ""
+
+
+def test_audit_run_reports_each_training():
+    cmd = [sys.executable, "-m", "fltr_audit", "audit-run", "fpdgd", "--data", "synthetic:mq2008?queries=60",
+           "--rounds", "2", "--clients", "20", "--population", "200", "--canaries", "80", "--runs", "3"]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert [(d, t) for _, d, t in _steps(done.stderr)] == [(1, 3), (2, 3), (3, 3)]

@@ -54,9 +54,8 @@ def audit_run(
         population=population, queries_per_client=queries_per_client, click_model=click_model, seed=seed,
         confidence=confidence, claim_verdict=claim_verdict, poison=poison))
     check_canaries(spec, options)
-    with progress(1, f"audit-run: {runs} training(s) with {canaries} canaries", quiet or json_out) as bar:
-        out = whole_run_audit(spec, options, Executor(workers=o.workers_of(workers), scheduler=scheduler))
-        bar.advance()
+    with progress(runs, f"audit-run: trainings with {canaries} canaries", quiet or json_out) as bar:
+        out = whole_run_audit(spec, options, Executor(workers=o.workers_of(workers), scheduler=scheduler), bar)
     key = record_whole_run(store, spec, options, out) if store is not None else None
     if json_out:
         emit_json({**out.as_dict(), "run_key": key})

@@ -26,6 +26,7 @@ from fltr_audit._version import __version__
 from fltr_audit.constraints import POSITIVE_INT, ParameterError, check
 from fltr_audit.errors import FltrError
 from fltr_audit.runs.interrupts import GracefulStop
+from fltr_audit.runs.progress import NO_PROGRESS, Progress
 
 
 @dataclass(frozen=True)
@@ -73,9 +74,13 @@ class Executor:
         finally:
             stop.graceful = False
 
-    def results(self, fn: Callable[[Any], Any], tasks: list[Task]) -> list[Any]:
-        """``fn(task.argument)`` of every task, in the tasks' order; FltrError naming the first failure."""
-        done = {task.key: (result, error) for task, result, error in self.map(fn, tasks)}
+    def results(self, fn: Callable[[Any], Any], tasks: list[Task], progress: Progress = NO_PROGRESS) -> list[Any]:
+        """``fn(task.argument)`` of every task, in the tasks' order, ``progress`` advanced as each
+        finishes; FltrError naming the first failure."""
+        done = {}
+        for task, result, error in self.map(fn, tasks):
+            done[task.key] = (result, error)
+            progress.advance()
         for task in tasks:
             result, error = done[task.key]
             if isinstance(error, FltrError):  # bad input found inside the task: said as it was said there

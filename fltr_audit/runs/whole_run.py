@@ -44,6 +44,7 @@ from fltr_audit.runs.whole_run_figures import whole_run_figures
 from fltr_audit.spec.run import RunSpec, run_key
 from fltr_audit.spec.whole_run import CanaryOptions, canary_problem, check_canaries
 from fltr_audit.store.records import RunAuditRecord as RunAudit
+from fltr_audit.runs.progress import NO_PROGRESS, Progress
 
 def audit_run_config(spec: RunSpec, options: CanaryOptions) -> dict:
     """The run config of a whole-run audit, as stored (``run_audits``): everything it depends on.
@@ -133,11 +134,13 @@ def canary_run(task: tuple[RunSpec, CanaryOptions, int]) -> CanaryRun:
     return CanaryRun(observer.scores(), plan.present, plan.participations, plan.scope, ndcg, seconds)
 
 
-def whole_run_audit(spec: RunSpec, options: CanaryOptions, executor: Executor = SERIAL) -> RunAudit:
+def whole_run_audit(spec: RunSpec, options: CanaryOptions, executor: Executor = SERIAL,
+                    progress: Progress = NO_PROGRESS) -> RunAudit:
     """Audit the privacy a user spends over the run ``spec`` with canaries (module docstring): the
     ``options.runs`` trainings (seeds ``spec.seed``, ``spec.seed + 1``, ...) on the ``executor``
-    (the same figures on every executor), then every figure (``runs.whole_run_figures``)."""
+    (the same figures on every executor; ``progress`` advanced per training), then every figure
+    (``runs.whole_run_figures``)."""
     check_canaries(spec, options)
     tasks = [Task(str(i), (spec, options, i)) for i in range(options.runs)]
-    runs = executor.results(canary_run, tasks)
+    runs = executor.results(canary_run, tasks, progress)
     return whole_run_figures(spec, options, runs, audit_key=run_key(audit_run_config(spec, options)))
