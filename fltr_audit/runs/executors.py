@@ -76,11 +76,12 @@ class Executor:
 
     def results(self, fn: Callable[[Any], Any], tasks: list[Task], progress: Progress = NO_PROGRESS) -> list[Any]:
         """``fn(task.argument)`` of every task, in the tasks' order, ``progress`` advanced as each
-        finishes; FltrError naming the first failure."""
+        succeeds; FltrError naming the first failure (after no progress line of its own)."""
         done = {}
         for task, result, error in self.map(fn, tasks):
             done[task.key] = (result, error)
-            progress.advance()
+            if error is None:
+                progress.advance()
         for task in tasks:
             result, error = done[task.key]
             if isinstance(error, FltrError):  # bad input found inside the task: said as it was said there
