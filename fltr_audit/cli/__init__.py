@@ -31,7 +31,7 @@ from fltr_audit.cli.quick import COMMAND_MODULES, quick
 from fltr_audit.cli.spelling import command_names, normalize
 from fltr_audit.constraints import ParameterError
 from fltr_audit.errors import FltrDeprecation, FltrError, RunsFailed
-from fltr_audit.runs.interrupts import Interrupted, Terminated, last_raised, raise_terminated
+from fltr_audit.runs.interrupts import Interrupted, Terminated, last_raised, raise_interrupted, raise_terminated
 
 _registered = False
 
@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     last_raised()  # forget interruptions of an earlier in-process call
     try:
         if argv is None:  # the installed command: from here on, the handling below says it in one line
-            signal.signal(signal.SIGINT, signal.default_int_handler)
+            signal.signal(signal.SIGINT, raise_interrupted)
             signal.signal(signal.SIGTERM, raise_terminated)
         with _deprecations_as_lines(), _quiet_floating_point():
             register_commands()  # inside: Ctrl-C while the command modules load is one line too
@@ -172,5 +172,8 @@ def _exit(code: int, argv: list[str] | None) -> int:
             sys.stdout.flush()
             sys.stderr.flush()
             os._exit(code)
+        # the work is done: a Ctrl-C or SIGTERM now stays pending while the interpreter shuts down
+        # (it resets the handlers first), instead of killing the process by the signal
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
         sys.exit(code)
     return code

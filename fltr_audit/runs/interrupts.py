@@ -8,7 +8,7 @@ import os
 import signal
 import threading
 from contextlib import contextmanager
-from typing import Iterator
+from typing import Any, Iterator
 
 
 _raised: list[KeyboardInterrupt] = []
@@ -49,9 +49,10 @@ class GracefulStop:
         self.in_flight = 0
         self.graceful = False  # set by an executor that honours a stop (local ones; not Dask)
 
-    def _on_sigint(self, signum: int, frame: object) -> None:
+    def _on_sigint(self, signum: int, frame: Any) -> None:
         if self.requested or not self.graceful:
-            raise KeyboardInterrupt
+            raise_interrupted(signum, frame)
+            return
         self.requested = True
         n = self.in_flight
         # os.write, not print: a handler may run while the main thread is inside a print
@@ -74,6 +75,31 @@ def graceful_stop() -> Iterator[GracefulStop]:
         signal.signal(signal.SIGINT, previous)
 
 
-def raise_terminated(signum: int, frame: object) -> None:
-    """The SIGTERM handler of the CLI."""
-    raise Terminated
+DEFERRING_MODULES = ("llvmlite", "numba")
+"""Packages whose frames a signal handler may run in from a callback of C code -- numba compiling
+calls back into llvmlite through ctypes -- where an exception is printed and dropped, not raised."""
+
+
+def deferred(signum: int, frame: Any) -> bool:
+    """Whether the handler of ``signum`` runs in a frame of ``DEFERRING_MODULES``; then the signal is
+    sent again a tenth of a second later, to be raised where it propagates (a SIGTERM or Ctrl-C
+    during numba's compilation let the run go on to its end)."""
+    module = frame.f_globals.get("__name__", "") if frame is not None else ""
+    if module.split(".")[0] not in DEFERRING_MODULES:
+        return False
+    again = threading.Timer(0.1, os.kill, (os.getpid(), signum))
+    again.daemon = True
+    again.start()
+    return True
+
+
+def raise_terminated(signum: int, frame: Any) -> None:
+    """The SIGTERM handler of the CLI (deferred out of C callbacks, ``deferred``)."""
+    if not deferred(signum, frame):
+        raise Terminated
+
+
+def raise_interrupted(signum: int, frame: Any) -> None:
+    """The SIGINT handler of the CLI: ``signal.default_int_handler``, deferred out of C callbacks."""
+    if not deferred(signum, frame):
+        raise KeyboardInterrupt
