@@ -46,6 +46,8 @@ import numpy as np
 from scipy import optimize, stats
 from scipy.special import log_ndtr, ndtr, ndtri
 
+from fltr_audit.privacy.claim_trials import fewest_trials
+
 POWER = 0.9
 """A verdict reads ``consistent`` only when the audit catches the mechanism at ``FACTOR`` times the
 claim with at least this probability (else ``untestable``)."""
@@ -120,18 +122,7 @@ def mu_power(m0: int, m1: int, epsilon: float, delta: float, confidence: float =
 def trials_for_power(power: Callable[[int, int], float], target: float = POWER) -> int:
     """The fewest trials per input n whose evaluation halves (``n - n // 2`` each) give
     ``power(m, m) >= target``: doubling, then bisection (``TRIALS_LIMIT`` when none does)."""
-    def enough(n: int) -> bool:
-        m = n - n // 2
-        return power(m, m) >= target
-
-    hi = 16
-    while not enough(hi) and hi < TRIALS_LIMIT:
-        hi *= 2
-    lo = hi // 2
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        lo, hi = (lo, mid) if enough(mid) else (mid, hi)
-    return hi
+    return fewest_trials(lambda n: power(n - n // 2, n - n // 2) >= target, 16, TRIALS_LIMIT)
 
 
 GOF_LEVEL = 0.05

@@ -16,6 +16,7 @@ The ceiling grows with m, so the fewest trials per input n (evaluation halves of
 from __future__ import annotations
 
 import math
+from typing import Callable
 
 import numpy as np
 from scipy import stats
@@ -43,14 +44,17 @@ def trials_to_test(claimed_epsilon: float, delta: float = 0.0, confidence: float
     if not math.isfinite(claimed_epsilon):
         return 0
 
-    def above(n: int) -> bool:
-        return ceiling(n - n // 2, delta, confidence) > claimed_epsilon
+    return fewest_trials(lambda n: ceiling(n - n // 2, delta, confidence) > claimed_epsilon, 4, TRIALS_LIMIT)
 
-    hi = 4
-    while not above(hi) and hi < TRIALS_LIMIT:
+
+def fewest_trials(enough: Callable[[int], bool], start: int, limit: int) -> int:
+    """The fewest trials n for which the monotone ``enough(n)`` holds: doubling from ``start`` until
+    it does (or ``limit`` is reached), then bisection between the last two."""
+    hi = start
+    while not enough(hi) and hi < limit:
         hi *= 2
     lo = hi // 2
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        lo, hi = (lo, mid) if above(mid) else (mid, hi)
+        lo, hi = (lo, mid) if enough(mid) else (mid, hi)
     return hi
