@@ -13,9 +13,10 @@ import pandas as pd
 from fltr_audit.errors import FltrError, RunsFailed
 from fltr_audit.runs.campaign import run_campaign
 from fltr_audit.runs.campaign import execute_run
-from fltr_audit.runs.executors import SERIAL, Executor, Task, describe
+from fltr_audit.runs.executors import SERIAL, Executor, Task, describe, environment
 from fltr_audit.spec.campaign import CampaignSpec
 from fltr_audit.spec.grid import Run, expand
+from fltr_audit.spec.run import run_key
 from fltr_audit.store.results import ResultsStore, load
 
 OnDone = Callable[[Run, "str | None"], None]
@@ -55,3 +56,12 @@ def campaign_tables(spec: CampaignSpec, store: Path | None = None, executor: Exe
         for name, table in finished[run.key].items():
             collected.setdefault(name, []).append(table.assign(run_key=run.key))
     return {name: pd.concat(parts, ignore_index=True) for name, parts in collected.items()}
+
+
+def record_row(store: Path, command: str, config: dict, seed: int, seconds: float, table: str, row: dict) -> str:
+    """Write one command's result ``row`` into ``table`` of a results store, as one run keyed by its
+    ``config`` (``audit-run``, ``audit-unlearning``); return the key."""
+    key = run_key(config)
+    ResultsStore(store).record_run(key, command, config, environment(), seed, seconds, {table: pd.DataFrame([row])})
+    return key
+

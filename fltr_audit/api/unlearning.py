@@ -6,18 +6,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-
+from fltr_audit.api.run_tables import record_row
 from fltr_audit.api.keywords import check_keywords
 from fltr_audit.constraints import Options, ParameterError, check
 from fltr_audit.engine.algorithms import registry as algorithms
 from fltr_audit.engine.unlearning import METHODS
-from fltr_audit.runs.executors import Executor, environment
+from fltr_audit.runs.executors import Executor
 from fltr_audit.runs.unlearning import unlearning_audit, unlearning_config
-from fltr_audit.spec.run import AlgorithmSettings, AuditSettings, DataSettings, ProbeSettings, RunSpec, run_key
+from fltr_audit.spec.run import AlgorithmSettings, AuditSettings, DataSettings, ProbeSettings, RunSpec
 from fltr_audit.spec.unlearning import DEFAULT_CANARIES, UnlearningOptions, check_unlearning
 from fltr_audit.store.records import UnlearningAuditRecord
-from fltr_audit.store.results import ResultsStore
 
 UNLEARNING_DEFAULTS: dict[str, Any] = {
     "method": "federaser", "forget": 0, "canaries": DEFAULT_CANARIES, "interval": 5, "calibration": 0.5,
@@ -98,8 +96,5 @@ def audit_unlearning(algorithm: str, **options: Any) -> UnlearningAuditRecord:
 
 def record_unlearning(store: Path, spec: RunSpec, options: UnlearningOptions, out: UnlearningAuditRecord) -> str:
     """Write the row into the ``unlearning_audits`` table of a results store, as one run; its key."""
-    config = unlearning_config(spec, options)
-    key = run_key(config)
-    ResultsStore(store).record_run(key, "audit-unlearning", config, environment(), spec.seed, out.seconds,
-                                   {"unlearning_audits": pd.DataFrame([out.as_dict()])})
-    return key
+    return record_row(store, "audit-unlearning", unlearning_config(spec, options), spec.seed, out.seconds, "unlearning_audits",
+                      out.as_dict())

@@ -6,15 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-
+from fltr_audit.api.run_tables import record_row
 from fltr_audit.api.keywords import check_keywords
 from fltr_audit.constraints import ParameterError
-from fltr_audit.runs.executors import Executor, environment
+from fltr_audit.runs.executors import Executor
 from fltr_audit.runs.whole_run import CanaryOptions, audit_run_config, whole_run_audit
-from fltr_audit.spec.run import AlgorithmSettings, AuditSettings, DataSettings, ProbeSettings, RunSpec, run_key
+from fltr_audit.spec.run import AlgorithmSettings, AuditSettings, DataSettings, ProbeSettings, RunSpec
 from fltr_audit.store.records import RunAuditRecord
-from fltr_audit.store.results import ResultsStore
 
 WHOLE_RUN_DEFAULTS: dict[str, Any] = {
     "defense": "none", "canaries": 200, "runs": 1, "data": "synthetic:mq2008", "fold": 1, "rounds": 100,
@@ -76,8 +74,5 @@ def audit_whole_run(algorithm: str, **options: Any) -> RunAuditRecord:
 
 def record_whole_run(store: Path, spec: RunSpec, options: CanaryOptions, out: RunAuditRecord) -> str:
     """Write the row into the ``run_audits`` table of a results store, as one run; return its key."""
-    config = audit_run_config(spec, options)
-    key = run_key(config)
-    ResultsStore(store).record_run(key, "audit-run", config, environment(), spec.seed, out.seconds,
-                                   {"run_audits": pd.DataFrame([out.as_dict()])})
-    return key
+    return record_row(store, "audit-run", audit_run_config(spec, options), spec.seed, out.seconds, "run_audits",
+                      out.as_dict())
