@@ -1,12 +1,18 @@
-"""Every audit draws from the stream of its ``audit_key``: the run key (everything that defines the
-run) and the audit's kind. Two runs that differ in any setting get independent audits, so pooling
+"""Every audit draws from the stream of its ``audit_key``: the run's settings (its data named by
+content, not by place) and the audit's kind. Two runs that differ in any setting get independent audits, so pooling
 never counts a copy twice (issue 37, item 1). Each test below fails when ``RunSpec.audit_seed``
 ignores the part of the key it changes."""
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
 import pytest
 
+import fltr_audit
+from fltr_audit.engine.data.letor_write import write_letor
+from fltr_audit.engine.data.load import load_splits
 from fltr_audit.spec.run import RunSpec
 
 BASE = RunSpec.from_json({
@@ -79,3 +85,43 @@ def test_the_same_run_gives_the_same_audits_and_kinds_are_independent():
 def test_the_spec_is_hashable_by_its_run_key():
     assert hash(BASE) == int(BASE.key(), 16)
     assert len({BASE, RunSpec.from_json(BASE.to_json()), changed({"seed": 1})}) == 2
+
+
+def _letor_folder(folder: Path) -> Path:
+    """A 5-fold LETOR folder of a small synthetic set (Fold1 only holds files: the run reads it)."""
+    splits = load_splits("synthetic:mq2008", fold=1, queries=60, seed=3)
+    for name, part in zip(("train", "vali", "test"), (splits.train, splits.vali, splits.test)):
+        (folder / "Fold1").mkdir(parents=True, exist_ok=True)
+        write_letor(part, folder / "Fold1" / f"{name}.txt")
+    return folder
+
+
+def test_the_same_data_in_another_folder_gives_the_same_audits_and_other_data_other_audits(tmp_path):
+    """The audit streams follow the data's content, not its place: a copy of the folder (not a
+    link) keeps every audit key; one label changed in the copy changes them. The run keys (a
+    store's rows) still follow the place."""
+    here = _letor_folder(tmp_path / "here")
+    there = tmp_path / "elsewhere" / "copy"
+    shutil.copytree(here, there)
+    at_here, at_there = changed({"data": str(here)}), changed({"data": str(there)})
+    assert at_here.key() != at_there.key()
+    for kind in ("worst-case", "natural"):
+        assert at_there.audit_key(kind) == at_here.audit_key(kind)
+    test_file = there / "Fold1" / "test.txt"
+    text = test_file.read_text()
+    test_file.write_text(("1" if text[0] == "0" else "0") + text[1:])
+    for kind in ("worst-case", "natural"):
+        assert changed({"data": str(there)}).audit_key(kind) != at_here.audit_key(kind)
+
+
+def test_an_audit_of_a_moved_data_set_reports_the_same_bounds(tmp_path):
+    """Through the real engine: the claim audit of the same data in two folders gives the same
+    lower bounds (it differed with the folder's path before the audit key named the content)."""
+    here = _letor_folder(tmp_path / "here")
+    there = tmp_path / "moved"
+    shutil.copytree(here, there)
+    options = dict(folds=[1], rounds=2, clients=20, defenses=["dp-local-laplace(eps=2)"], attacks=["olsr"],
+                   click_models=["perfect"], seeds=[0], trials=400, probe_lists=60)
+    bounds = [fltr_audit.audit(data=str(folder), **options).audits.sort_values("neighbours")[["epsilon_lb", "fp", "fn"]].values.tolist()
+              for folder in (here, there)]
+    assert len(bounds[0]) == 2 and bounds[0] == bounds[1]

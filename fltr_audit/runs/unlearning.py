@@ -40,13 +40,13 @@ from fltr_audit.runs.executors import SERIAL, Executor, Task
 from fltr_audit.runs.models import splits_of
 from fltr_audit.runs.unlearning_figures import unlearning_figures
 from fltr_audit.runs.unlearning_leakage import DIFFERENCE, KEPT, ForgottenRounds, difference_batches, leakage_verdict
-from fltr_audit.spec.run import RunSpec, run_key
+from fltr_audit.spec.run import RunSpec, content_key
 from fltr_audit.spec.unlearning import UnlearningOptions, check_unlearning
 from fltr_audit.store.records import UnlearningAuditRecord
 
 
 def unlearning_config(spec: RunSpec, options: UnlearningOptions) -> dict:
-    """Everything the audit depends on, as stored (``unlearning_audits``); its ``run_key`` is the audit key."""
+    """Everything the audit depends on, as stored (``unlearning_audits``); its ``content_key`` is the audit key."""
     algo, data, o = spec.algorithm, spec.data, options
     return {"command": "audit-unlearning", "algorithm": algo.name, "method": o.method, "forget": o.forget,
             "canaries": o.canaries, "interval": o.interval, "calibration": o.calibration,
@@ -81,7 +81,7 @@ def federation(spec: RunSpec, options: UnlearningOptions) -> Federation:
                                   "queries_per_client": algo.queries_per_client, "params": algo.kwargs()})
     dim = algorithm.init_params(np.random.default_rng(0)).shape[0]
     users = algo.population or algo.clients
-    seed = int(run_key(unlearning_config(spec, options)), 16) >> 1  # the audit's stream: 63 bits, a valid seed
+    seed = int(content_key(unlearning_config(spec, options)), 16) >> 1  # the audit's stream: 63 bits, a valid seed
     plan, others = design(users, options.canaries, options.forget, dim, seed, options.scale)
     replace = algo.population is None and algo.clients * algo.queries_per_client > splits.train.n_queries
     settings = TrainSettings(clients=algo.clients, queries_per_client=algo.queries_per_client, rounds=algo.rounds,
@@ -171,4 +171,4 @@ def unlearning_audit(spec: RunSpec, options: UnlearningOptions, executor: Execut
     results = executor.results(unlearning_task, [Task(k, (spec, options, k)) for k in kinds])
     fed = federation(spec, options)
     return unlearning_figures(spec, options, fed, scheduled(fed), dict(zip(kinds, results)),
-                              audit_key=run_key(unlearning_config(spec, options)))
+                              audit_key=content_key(unlearning_config(spec, options)))

@@ -41,14 +41,14 @@ from fltr_audit.runs.models import splits_of
 from fltr_audit.runs.noise_model import noise_model
 from fltr_audit.runs.robustness import prepared
 from fltr_audit.runs.whole_run_figures import whole_run_figures
-from fltr_audit.spec.run import RunSpec, run_key
+from fltr_audit.spec.run import RunSpec, content_key
 from fltr_audit.spec.whole_run import CanaryOptions, canary_problem, check_canaries
 from fltr_audit.store.records import RunAuditRecord as RunAudit
 from fltr_audit.runs.progress import NO_PROGRESS, Progress
 
 def audit_run_config(spec: RunSpec, options: CanaryOptions) -> dict:
     """The run config of a whole-run audit, as stored (``run_audits``): everything it depends on.
-    Its ``run_key`` is the audit's ``audit_key`` (equal only for bit-identical audits)."""
+    Its ``content_key`` is the audit's ``audit_key`` (equal only for bit-identical audits)."""
     algo, data = spec.algorithm, spec.data
     return {"command": "audit-run", "algorithm": algo.name, "defense": spec.defense.name,
             "canaries": options.canaries, "runs": options.runs, "data": data.spec, "fold": data.fold,
@@ -143,4 +143,4 @@ def whole_run_audit(spec: RunSpec, options: CanaryOptions, executor: Executor = 
     check_canaries(spec, options)
     tasks = [Task(str(i), (spec, options, i)) for i in range(options.runs)]
     runs = executor.results(canary_run, tasks, progress)
-    return whole_run_figures(spec, options, runs, audit_key=run_key(audit_run_config(spec, options)))
+    return whole_run_figures(spec, options, runs, audit_key=content_key(audit_run_config(spec, options)))

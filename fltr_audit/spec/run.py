@@ -23,8 +23,9 @@ pickles for process-pool and Dask workers as its JSON (plug-ins load there by en
 
 Random streams: training and the probe draw from streams of the run's ``seed`` (and fold), so that
 the runs of one seed share their clicks (common random numbers: defenses and settings are compared
-on the same users); every audit draws from the stream of its ``audit_key`` -- the run key and the
-audit's kind -- so that two runs differing in any setting get independent audits, and a report
+on the same users); every audit draws from the stream of its ``audit_key`` -- the run's settings (its data named by
+content, ``content_key``: the same data in another folder gives the same audit) and the audit's
+kind -- so that two runs differing in any setting get independent audits, and a report
 pooling runs counts each audit once (``audit_key`` is a column of the ``audits`` rows).
 
 Adding a setting
@@ -50,6 +51,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from fltr_audit.constraints import SEED, Constraint, InstanceOf, Interval, Options, ParameterError, check
+from fltr_audit.engine.data.identity import data_identity
 from fltr_audit.engine.footprint import check_counterfactual_memory, check_population_memory
 from fltr_audit.engine.population import parse_non_iid
 from fltr_audit.spec.defense import DefenseSpec
@@ -299,8 +301,8 @@ class RunSpec:
 
     def audit_key(self, kind: str) -> str:
         """The key of this run's audit ``kind`` (``"worst-case"``, ``"natural"``, ...): SHA-256 of
-        the run key and the kind (16 hex digits). Equal keys mean bit-identical audits."""
-        return hashlib.sha256(f"{self.key()}/{kind}".encode()).hexdigest()[:16]
+        the run's ``content_key`` and the kind (16 hex digits). Equal keys mean bit-identical audits."""
+        return hashlib.sha256(f"{content_key(self.to_json())}/{kind}".encode()).hexdigest()[:16]
 
     def audit_seed(self, kind: str) -> int:
         """The seed of this run's audit ``kind``: its ``audit_key`` as a 64-bit integer."""
@@ -362,6 +364,12 @@ def check_setting(section: type, name: str, value: Any) -> None:
 def as_run_spec(config: RunSpec | Mapping[str, Any]) -> RunSpec:
     """``config`` as a RunSpec (a run config dict is read by ``RunSpec.from_json``)."""
     return config if isinstance(config, RunSpec) else RunSpec.from_json(config)
+
+
+def content_key(config: Mapping[str, Any]) -> str:
+    """``run_key`` of ``config`` with its data named by content (``data_identity``), not by place:
+    the key audit streams are drawn from, so the same data in another folder gives the same audit."""
+    return run_key({**config, "data": data_identity(config["data"], config["fold"])})
 
 
 def run_key(config: Mapping[str, Any]) -> str:

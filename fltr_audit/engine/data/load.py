@@ -170,16 +170,21 @@ def _file_splits(spec: str, fold: int, cache: bool) -> Splits:
     kind, path = _layout(spec)
     if kind == "file":
         return fold_split(_read(path, cache), fold)
-    if kind == "splits":
-        if fold != 1:
-            raise ParameterError("fold", f"{spec} holds one split (train/vali/test), so its only fold is 1")
-        folder = path
-    else:
-        folder = path / f"Fold{fold}"
-        if not folder.is_dir():
-            raise ParameterError("fold", f"{spec} has no Fold{fold} folder")
-    files = _split_files(folder)
+    if kind == "folds" and not (path / f"Fold{fold}").is_dir():
+        raise ParameterError("fold", f"{spec} has no Fold{fold} folder")
+    files = fold_files(spec, fold)
     return _harmonize([_read(f, cache) for f in files], files, fold)
+
+
+def fold_files(spec: str, fold: int) -> list[Path]:
+    """The LETOR files ``load_splits(spec, fold)`` reads for the path ``spec`` (one file, or the
+    fold's train, vali and test files); FltrError or ParameterError as ``load_splits``."""
+    kind, path = _layout(spec)
+    if kind == "file":
+        return [path]
+    if kind == "splits" and fold != 1:
+        raise ParameterError("fold", f"{spec} holds one split (train/vali/test), so its only fold is 1")
+    return _split_files(path if kind == "splits" else path / f"Fold{fold}")
 
 
 def _harmonize(parts: list[Dataset], files: list[Path], fold: int) -> Splits:
