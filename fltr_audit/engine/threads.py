@@ -7,7 +7,6 @@ import os
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
 
-import numpy as np
 
 THREADS: int | None = None  # threads for thread_map; None: decided per process by thread_count()
 PARALLEL_ROWS = 1 << 16  # below this many feature rows a round's parts run serially (threads cost more)
@@ -42,7 +41,8 @@ def thread_map(fn: Callable[..., Any], *iterables: Any, rows: int | None = None)
     return list(_POOLS[key].map(fn, *iterables))
 
 
-def row_parts(n: int) -> list[slice]:
-    """``range(n)`` cut into one contiguous slice per thread (for ``thread_map``)."""
-    bounds = np.linspace(0, n, min(thread_count(), max(n, 1)) + 1).astype(np.int64).tolist()
+def row_parts(n: int, per_thread: int = 1) -> list[slice]:
+    """``range(n)`` cut into ``per_thread`` contiguous slices per thread, in order (for ``thread_map``)."""
+    parts = min(thread_count() * per_thread, max(n, 1))
+    bounds = [n * i // parts for i in range(parts + 1)]
     return [slice(lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:])]
