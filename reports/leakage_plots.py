@@ -24,6 +24,8 @@ ROC_NOTE = ("Dashed: the same attack scored against clicks redrawn from the clic
             "pure noise (the noise-only control), and its dashed twin dips alike: only the gap between "
             "solid and dashed is leakage.")
 """The sentence under each ROC panel (glossary: 'counterfactual', 'below chance')."""
+FPR_MARKS = (0.001, 0.01)
+"""The false-positive rates marked on each ROC panel (the TPR columns of the attack table)."""
 
 
 def _mean_roc(frame: pd.DataFrame) -> np.ndarray:
@@ -61,14 +63,16 @@ def _roc_panel(ax, roc, table, best, clicks, code, has_roc: bool) -> None:
             y = [sel[c].mean() for c in ("tpr_at_fpr_0_001", "tpr_at_fpr_0_01") if c in sel]
             ax.plot(x, np.maximum(np.nan_to_num(y), 1e-3), marker=marker, linestyle="-", color=colour)
     ax.plot(ROC_GRID, ROC_GRID, color="0.6", linestyle=":", linewidth=1)
-    for x in (0.001, 0.01):
+    for x in FPR_MARKS:
         ax.axvline(x, color="0.35", linewidth=0.8, linestyle=(0, (1, 3)))
-        ax.text(x * 1.1, 1.2e-3, f"{x:.1%}".replace(".0%", "%") + " FPR", fontsize=7, color="0.35",
-                rotation=90, va="bottom")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlim(7e-4, 1)
     ax.set_ylim(1e-3, 1.05)
+    marks = ax.secondary_xaxis("top")  # labelled above the panel, where no curve runs under them
+    marks.set_xticks(FPR_MARKS, [f"{x:.1%}".replace(".0%", "%") + " FPR" for x in FPR_MARKS], fontsize=7,
+                     color="0.35")
+    marks.tick_params(length=0, pad=1)
     ax.set_title(label(f"{best['defense']} ({best['attack']})", 40), fontsize=9, color=colour)
     ax.grid(alpha=0.3)
     ax.text(0.0, -0.17, textwrap.fill(ROC_NOTE, 62), transform=ax.transAxes, fontsize=6.5, va="top", color="0.3")
@@ -106,7 +110,7 @@ def roc_curves(tables: dict[str, pd.DataFrame], table: pd.DataFrame | None = Non
         handles += [Line2D([], [], color="0.3", linestyle="--", label="counterfactual clicks")]
     handles += [Line2D([], [], color="0.6", linestyle=":", label="chance")]
     height = fig.get_figheight()
-    fig.subplots_adjust(bottom=0.9 / height, top=1 - 1.0 / height, hspace=0.75)
+    fig.subplots_adjust(bottom=0.9 / height, top=1 - 1.2 / height, hspace=0.8)
     fig.legend(handles=handles, fontsize=8, loc="lower center", ncol=len(handles), frameon=False,
                bbox_to_anchor=(0.5, 1 - 0.75 / height))  # above the panels: the notes go below each
     fig.suptitle("ROC of each defense's strongest attack (mean over runs)", y=1 - 0.1 / height)
