@@ -22,7 +22,8 @@ def data_identity(spec: str, fold: int) -> str:
     if spec.startswith("synthetic:"):
         return spec
     files = tuple(f.resolve() for f in fold_files(spec, fold))
-    return _digest(files, tuple((f.stat().st_size, f.stat().st_mtime_ns) for f in files))
+    stats = [f.stat() for f in files]
+    return _digest(files, tuple((st.st_size, st.st_mtime_ns) for st in stats))
 
 
 @functools.lru_cache(maxsize=64)

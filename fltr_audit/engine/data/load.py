@@ -170,8 +170,6 @@ def _file_splits(spec: str, fold: int, cache: bool) -> Splits:
     kind, path = _layout(spec)
     if kind == "file":
         return fold_split(_read(path, cache), fold)
-    if kind == "folds" and not (path / f"Fold{fold}").is_dir():
-        raise ParameterError("fold", f"{spec} has no Fold{fold} folder")
     files = fold_files(spec, fold)
     return _harmonize([_read(f, cache) for f in files], files, fold)
 
@@ -184,6 +182,8 @@ def fold_files(spec: str, fold: int) -> list[Path]:
         return [path]
     if kind == "splits" and fold != 1:
         raise ParameterError("fold", f"{spec} holds one split (train/vali/test), so its only fold is 1")
+    if kind == "folds" and not (path / f"Fold{fold}").is_dir():
+        raise ParameterError("fold", f"{spec} has no Fold{fold} folder")
     return _split_files(path if kind == "splits" else path / f"Fold{fold}")
 
 
