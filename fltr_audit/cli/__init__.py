@@ -99,6 +99,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt as exc:
         return _interrupted(exc, argv)
     except Exception as exc:  # a bug: one line, the traceback on request
+        interruption = _interruption_behind(exc)
+        if interruption is not None:
+            return _interrupted(interruption, argv)
         if os.environ.get("FLTR_AUDIT_DEBUG"):
             raise
         return _fail(f"fltr-audit: internal error: {type(exc).__name__}: {_one_line(exc)} "
@@ -141,6 +144,20 @@ def _quiet_floating_point():
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=r".* encountered in ", category=RuntimeWarning)
         yield
+
+
+def _interruption_behind(exc: BaseException) -> KeyboardInterrupt | None:
+    """The Ctrl-C or SIGTERM another exception wraps, if any: a compiled module whose initialisation
+    the signal interrupts reports ``ImportError: initialization failed`` raised from it (pybind11's
+    module init, scipy's and matplotlib's extensions)."""
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, KeyboardInterrupt):
+            return cause
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+    return None
 
 
 def _one_line(exc: object) -> str:
