@@ -13,6 +13,7 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -30,7 +31,7 @@ def store(tmp_path_factory) -> Path:
     (folder / "c.toml").write_text(CAMPAIGN_BASE)
     path = folder / "s.sqlite"
     assert main(["campaign", "run", str(folder / "c.toml"), "--store", str(path), "--workers", "1", "--quiet"]) == 0
-    with sqlite3.connect(path) as conn:
+    with closing(sqlite3.connect(path)) as conn, conn:
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     return path
 

@@ -7,6 +7,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from contextlib import closing
 
 import pandas as pd
 import pytest
@@ -103,7 +104,7 @@ def test_killed_campaign_completes_on_rerun_without_duplicates(spec_path, tmp_pa
     while time.time() < deadline and proc.poll() is None:
         if db.exists():
             try:
-                with sqlite3.connect(db, timeout=5) as conn:
+                with closing(sqlite3.connect(db, timeout=5)) as conn, conn:
                     done = conn.execute("SELECT COUNT(*) FROM runs WHERE status = 'done'").fetchone()[0]
             except sqlite3.OperationalError:
                 done = 0

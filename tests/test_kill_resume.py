@@ -12,6 +12,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from contextlib import closing
 from pathlib import Path
 
 import pandas as pd
@@ -69,7 +70,7 @@ def _done(db: Path) -> int:
     if not db.exists():
         return 0
     try:
-        with sqlite3.connect(db, timeout=5) as conn:
+        with closing(sqlite3.connect(db, timeout=5)) as conn, conn:
             return conn.execute("SELECT COUNT(*) FROM runs WHERE status = 'done'").fetchone()[0]
     except sqlite3.OperationalError:
         return 0
@@ -80,7 +81,7 @@ def _claimed(db: Path) -> bool:
     if not db.exists():
         return False
     try:
-        with sqlite3.connect(db, timeout=1) as conn:
+        with closing(sqlite3.connect(db, timeout=1)) as conn, conn:
             return conn.execute("SELECT COUNT(*) FROM claims").fetchone()[0] > 0
     except sqlite3.OperationalError:
         return False
@@ -147,7 +148,7 @@ def test_sigkilled_campaign_resumes_to_identical_results(tmp_path):
           f"final run {counts['done']} done {counts['skipped']} skipped, {elapsed:.1f} s in all")
     assert not leftovers, f"worker processes outlived the killed campaign: {sorted(leftovers)}"
 
-    with sqlite3.connect(db) as conn:
+    with closing(sqlite3.connect(db)) as conn, conn:
         assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
         rows = conn.execute("SELECT run_key, COUNT(*) FROM runs GROUP BY run_key").fetchall()
         assert conn.execute("SELECT COUNT(*) FROM claims").fetchone()[0] == 0
@@ -195,7 +196,7 @@ def test_claims_of_a_live_owner_are_respected_and_of_a_dead_one_taken_over(tmp_p
 
 def test_expired_lease_is_taken_over(tmp_path):
     store = ResultsStore(tmp_path / "s.sqlite")
-    with sqlite3.connect(store.path) as conn:  # a claim by a process on another host
+    with closing(sqlite3.connect(store.path)) as conn, conn:  # a claim by a process on another host
         conn.execute("INSERT INTO claims VALUES ('x', 'elsewhere', 1, ?)", (time.time() + 60,))
         conn.execute("INSERT INTO claims VALUES ('y', 'elsewhere', 1, ?)", (time.time() - 1,))
     assert store.claim(["x", "y"]) == ["y"]
