@@ -122,6 +122,6 @@ def test_an_audit_of_a_moved_data_set_reports_the_same_bounds(tmp_path):
     shutil.copytree(here, there)
     options = dict(folds=[1], rounds=2, clients=20, defenses=["dp-local-laplace(eps=2)"], attacks=["olsr"],
                    click_models=["perfect"], seeds=[0], trials=400, probe_lists=60)
-    bounds = [fltr_audit.audit(data=str(folder), **options).audits.sort_values("neighbours")[["epsilon_lb", "fp", "fn"]].values.tolist()
-              for folder in (here, there)]
+    audits = [fltr_audit.audit(data=str(folder), **options).audits for folder in (here, there)]
+    bounds = [a.sort_values("neighbours")[["epsilon_lb", "fp", "fn"]].values.tolist() for a in audits]
     assert len(bounds[0]) == 2 and bounds[0] == bounds[1]

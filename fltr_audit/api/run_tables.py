@@ -64,4 +64,3 @@ def record_row(store: Path, command: str, config: dict, seed: int, seconds: floa
     key = run_key(config)
     ResultsStore(store).record_run(key, command, config, environment(), seed, seconds, {table: pd.DataFrame([row])})
     return key
-

@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from fltr_audit.api.run_tables import record_row
 from fltr_audit.api.keywords import check_keywords
+from fltr_audit.api.run_tables import record_row
 from fltr_audit.constraints import Options, ParameterError, check
 from fltr_audit.engine.algorithms import registry as algorithms
 from fltr_audit.engine.unlearning import METHODS
@@ -96,5 +96,5 @@ def audit_unlearning(algorithm: str, **options: Any) -> UnlearningAuditRecord:
 
 def record_unlearning(store: Path, spec: RunSpec, options: UnlearningOptions, out: UnlearningAuditRecord) -> str:
     """Write the row into the ``unlearning_audits`` table of a results store, as one run; its key."""
-    return record_row(store, "audit-unlearning", unlearning_config(spec, options), spec.seed, out.seconds, "unlearning_audits",
-                      out.as_dict())
+    return record_row(store, "audit-unlearning", unlearning_config(spec, options), spec.seed, out.seconds,
+                      "unlearning_audits", out.as_dict())

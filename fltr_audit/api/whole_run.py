@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from fltr_audit.api.run_tables import record_row
 from fltr_audit.api.keywords import check_keywords
+from fltr_audit.api.run_tables import record_row
 from fltr_audit.constraints import ParameterError
 from fltr_audit.runs.executors import Executor
 from fltr_audit.runs.whole_run import CanaryOptions, audit_run_config, whole_run_audit

@@ -7,8 +7,8 @@ vector messages, the defense's client transforms (and its aggregation) as a mech
 client's message with and without one click (``runs.natural_neighbours``). When the aggregator
 hides messages the audited output is the cohort mean, the other members drawn from the probe
 clients' messages. Every audit draws from the stream of its ``audit_key`` (the run's settings, its
-data named by content, and the audit's kind: ``RunSpec.audit_seed``), written in its row, so that no two runs share an audit
-and a report pooling runs counts each audit once. ``audit_trials`` is a number of trials per
+data named by content, and the audit's kind: ``RunSpec.audit_seed``), written in its row, so that
+no two runs share an audit and a report pooling runs counts each audit once. ``audit_trials`` is a number of trials per
 input or ``auto`` (sized to the claim, ``attacks.epsilon_bounds.auto_trials``)."""
 
 from __future__ import annotations

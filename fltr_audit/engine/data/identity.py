@@ -17,8 +17,9 @@ from fltr_audit.engine.data.load import fold_files
 
 
 def data_identity(spec: str, fold: int) -> str:
-    """``spec`` for synthetic data; ``sha256:<digest>`` of the names and contents of the files fold ``fold`` of the path ``spec`` is read from (``load.fold_files``),
-    computed once per process for unchanged files (about 1 s per GB)."""
+    """``spec`` for synthetic data; ``sha256:<digest>`` of the names and contents of the files that
+    fold ``fold`` of the path ``spec`` is read from (``load.fold_files``), computed once per process
+    for unchanged files (about 1 s per GB)."""
     if spec.startswith("synthetic:"):
         return spec
     files = tuple(f.resolve() for f in fold_files(spec, fold))
