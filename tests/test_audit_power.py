@@ -43,6 +43,13 @@ def test_gdp_conversion_matches_the_analytic_gaussian_mechanism():
         assert gdp_delta(eps, mu) == pytest.approx(gaussian_delta(eps, mu, 1.0), rel=1e-10, abs=1e-15)
         assert gdp_mu(eps, gdp_delta(eps, mu)) == pytest.approx(mu, rel=1e-8)
     assert gdp_mu(1.0, 0.0) == 0.0
+    assert gdp_mu(60.0, gdp_delta(60.0, 12.0)) == pytest.approx(12.0, rel=1e-8)  # a bracket of 2^4
+
+
+def test_a_claim_no_gaussian_reaches_is_infinite_mu_not_a_hang():
+    """delta > 1 bounds nothing: no mu's delta reaches it (gdp_delta <= 1), so the bracket search stops
+    at 2^64 with mu = inf (it doubled forever before: hi reached inf, and delta(inf) = 1 < delta)."""
+    assert gdp_mu(1.0, 1.5) == math.inf
 
 
 def test_trials_for_power_is_the_fewest_by_brute_force():

@@ -14,6 +14,7 @@ from __future__ import annotations
 import gzip
 import os
 import random
+import socket
 import sqlite3
 import subprocess
 from pathlib import Path
@@ -260,11 +261,22 @@ def test_campaign_file(run_bad, case, content, culprit):
     assert not store.exists(), "a rejected campaign must not create its store"
 
 
-def test_bad_scheduler_address_fails_before_creating_the_store(run_bad):
+def _closed_port() -> str:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return f"127.0.0.1:{s.getsockname()[1]}"
+
+
+@pytest.mark.parametrize("address, reason", [("nowhere:1", "the host nowhere does not resolve"),
+                                             (None, "nothing listens on port")], ids=["no-host", "closed-port"])
+def test_bad_scheduler_address_fails_at_once_before_creating_the_store(run_bad, address, reason):
+    """Named at once, not after Dask's 10 s of retries (it took them until this cycle's end)."""
+    address = address or _closed_port()
     path = run_bad.work / "c.toml"
     path.write_text(CAMPAIGN_BASE)
     store = run_bad.work / "s.sqlite"
-    run_bad(["campaign", "run", path, "--store", store, "--scheduler", "nowhere:1", "--quiet"], "--scheduler")
+    line = run_bad(["campaign", "run", path, "--store", store, "--scheduler", address, "--quiet"], "--scheduler")
+    assert reason in line
     assert not store.exists()
 
 

@@ -15,7 +15,11 @@ ROOT = Path(__file__).resolve().parent.parent
 pytest.importorskip("mkdocs", reason="the docs extra is not installed (pip install -e '.[docs]')")
 spec = importlib.util.spec_from_file_location("screenshot_docs", ROOT / "tools" / "screenshot_docs.py")
 shots = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(shots)
+sys.path.insert(0, str(ROOT / "tools"))  # it imports tools/chromium_pages.py, as it does run as a script
+try:
+    spec.loader.exec_module(shots)
+finally:
+    sys.path.remove(str(ROOT / "tools"))
 
 
 @pytest.fixture(scope="module")
@@ -88,4 +92,24 @@ def test_every_page_screenshots_and_no_console_table_is_clipped(tmp_path, strict
                            "--site", str(site)],
                           cwd=ROOT, capture_output=True, text=True, timeout=1800)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert len(list(tmp_path.glob("*.png"))) == len(set(shots.nav_pages()))
+    pngs = sorted(tmp_path.glob("*.png"))
+    assert len(pngs) == len(set(shots.nav_pages()))
+    sizes = {(int.from_bytes(p.read_bytes()[16:20], "big"), int.from_bytes(p.read_bytes()[20:24], "big")) for p in pngs}
+    assert sizes == {(1280, 2000)}  # the PNG header's width and height: the tab's viewport, every page
+
+
+def test_the_docstring_hook_names_each_public_name_without_one(tmp_path):
+    """docs/hooks.py, which fails the strict build: every undocumented public function, class and
+    method of a module, none of the private or documented ones, read from one package load."""
+    griffe = pytest.importorskip("griffe")
+    spec = importlib.util.spec_from_file_location("docs_hooks", ROOT / "docs" / "hooks.py")
+    hooks = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hooks)
+    (tmp_path / "pkgx").mkdir()
+    (tmp_path / "pkgx" / "__init__.py").write_text('"""A package."""\n')
+    (tmp_path / "pkgx" / "mod.py").write_text(
+        '"""A module."""\n\ndef bare(): pass\n\ndef _private(): pass\n\ndef told():\n    """Told."""\n\n'
+        'class Kind:\n    """A class."""\n\n    def method(self): pass\n\n    def _hidden(self): pass\n')
+    loader = griffe.GriffeLoader(search_paths=[str(tmp_path)])
+    assert hooks.missing_docstrings("pkgx.mod", loader) == ["pkgx.mod.bare", "pkgx.mod.Kind.method"]
+    assert hooks.missing_docstrings("pkgx", loader) == []

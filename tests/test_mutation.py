@@ -5,10 +5,13 @@ with the reason.
 * 2 seeded mutants per module (tools/mutation_ci.toml: each module with its fast oracle tests
   only), two forked children at a time, each stopping at its first failure (28 mutants, 46 s of
   child CPU time: about 25-30 s on 2 idle cores; listed slow, so out of ``-m "not slow"``, in CI).
-  A child's timeout is 40 s of its own CPU time (a mutant's fast oracle files take 1-5 s; a timeout
-  counts as detected, as before, so the limit only decides how long a mutant that loops forever --
-  ``hi *= 2`` -> ``hi /= 2`` in claim_decision.gdp_mu -- holds a core: it was 120 s of the run's
-  ~200 s of child CPU). Its verdict does not depend on what ran before it:
+  A child's timeout is 20 s of its own CPU time: over 3x what the slowest target's files take
+  unmutated (6.3 s of CPU with pytest's start-up, the claim tests; 1-5 s for the others), so a
+  surviving mutant finishes within it. A timeout counts as detected, as before, so the limit only
+  decides how long a mutant that never finishes holds a core (``level = 1 + (1 - c) / 2`` in
+  claim_decision._power: a trials search that runs to 2^40): at 40 s, the one such mutant of the
+  sample was half the run's child CPU. (The other such mutant, ``hi *= 2`` -> ``hi /= 2`` in
+  claim_decision.gdp_mu, now ends: the bracket search is bounded, as it must be for delta > 1.) Its verdict does not depend on what ran before it:
   the children fork from a fresh interpreter (tools/mutate.py), not from this pytest session --
   which had imported every collected test file by its basename, so the old harness's children met
   "import file mismatch", exited 2 and counted every mutant as killed in a full-suite run
@@ -46,7 +49,7 @@ def _jobs() -> str:
 
 def test_two_sampled_mutants_per_privacy_critical_module_are_killed(capsys):
     code = _mutate().main(["--config", str(REPO / "tools" / "mutation_ci.toml"), "--root", str(REPO),
-                           "--sample", "2", "--seed", "0", "-j", _jobs(), "--timeout", "40", "--skip-baseline"])
+                           "--sample", "2", "--seed", "0", "-j", _jobs(), "--timeout", "20", "--skip-baseline"])
     out = capsys.readouterr().out
     assert code == 0, out
 

@@ -3,8 +3,9 @@
     python tools/screenshot_docs.py [--out docs-screenshots] [--site DIR] [--width 1280] [--height 2000]
 
 Builds the site strictly (``mkdocs build --strict``) into a temporary folder unless ``--site`` names a
-built one, then runs Debian's ``chromium`` (``apt-get install chromium``) once per page of the navigation
-(``mkdocs.yml``) on its ``file://`` URL and writes ``OUT/<page>.png``. It prints one line per page, and
+built one, then loads each page of the navigation (``mkdocs.yml``) by its ``file://`` URL in one tab of
+Debian's ``chromium`` (``apt-get install chromium``; one browser for every page, ``tools/chromium_pages.py``)
+and writes ``OUT/<page>.png``. It prints one line per page, and
 checks what a screenshot cannot show by itself: that every page is in the navigation exactly once and
 that no page holds a table or code block wider than its column (read from the built HTML: a console
 block longer than ``WIDEST`` characters would be clipped at the right). Exit 1 when a check fails, 2
@@ -21,13 +22,13 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Iterable
 
 import yaml
+from chromium_pages import Browser
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = ("chromium", "chromium-browser", "google-chrome")
-FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync", "--hide-scrollbars")
 WIDEST = 104
 """The widest console-table line (box drawing) a code block may hold and still show whole in the
 content column at 1280 pixels, beside the page's table of contents (``docs/stylesheets/extra.css``
@@ -87,13 +88,6 @@ def wide_blocks(text: str) -> list[str]:
     return lines
 
 
-def screenshot(browser: str, url: str, png: Path, width: int, height: int) -> None:
-    """One page on ``url`` as ``png`` (a fresh profile each time; nothing leaves the machine)."""
-    with tempfile.TemporaryDirectory() as profile:
-        subprocess.run([browser, *FLAGS, f"--user-data-dir={profile}", f"--screenshot={png}",
-                        f"--window-size={width},{height}", url], check=True, capture_output=True, timeout=120)
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path("docs-screenshots"))
@@ -113,19 +107,27 @@ def main(argv: list[str] | None = None) -> int:
             subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site)], cwd=ROOT,
                            check=True, capture_output=True)
         args.out.mkdir(parents=True, exist_ok=True)
-        for page in dict.fromkeys(pages):
-            built = built_file(site, page)
-            png = args.out / (page.removesuffix(".md").replace("/", "__") + ".png")
-            screenshot(browser, built.as_uri(), png, args.width, args.height)
-            wide = wide_blocks(built.read_text(encoding="utf-8"))
-            if page not in WIDE_TABLES:
-                problems += [f"{page}: console table wider than {WIDEST} characters: {line}" for line in wide]
-            known = f"; known: {WIDE_TABLES[page]}" if page in WIDE_TABLES and wide else ""
-            scroll = f" ({len(wide)} lines wider than {WIDEST}, they scroll{known})" if wide else ""
-            print(f"{page} -> {png}{scroll}")
+        with Browser(browser, args.width, args.height) as tab:
+            problems += _shoot(tab, site, dict.fromkeys(pages), args.out)
     for problem in problems:
         print(f"problem: {problem}", file=sys.stderr)
     return 1 if problems else 0
+
+
+def _shoot(tab: Browser, site: Path, pages: Iterable[str], out: Path) -> list[str]:
+    """Each page's screenshot in ``out``, a line printed per page; the pages' too-wide tables."""
+    problems = []
+    for page in pages:
+        built = built_file(site, page)
+        png = out / (page.removesuffix(".md").replace("/", "__") + ".png")
+        tab.screenshot(built.as_uri(), png)
+        wide = wide_blocks(built.read_text(encoding="utf-8"))
+        if page not in WIDE_TABLES:
+            problems += [f"{page}: console table wider than {WIDEST} characters: {line}" for line in wide]
+        known = f"; known: {WIDE_TABLES[page]}" if page in WIDE_TABLES and wide else ""
+        scroll = f" ({len(wide)} lines wider than {WIDEST}, they scroll{known})" if wide else ""
+        print(f"{page} -> {png}{scroll}")
+    return problems
 
 
 if __name__ == "__main__":

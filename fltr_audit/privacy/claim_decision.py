@@ -66,13 +66,16 @@ def gdp_delta(epsilon: float, mu: float) -> float:
 
 def gdp_mu(epsilon: float, delta: float) -> float:
     """The largest mu whose mu-GDP curve is (``epsilon``, ``delta``)-DP (``gdp_delta`` grows with
-    mu): the mu a Gaussian mechanism's (eps, delta) claim asserts; 0 for delta = 0."""
+    mu): the mu a Gaussian mechanism's (eps, delta) claim asserts; 0 for delta = 0, inf where no mu
+    up to 2**64 reaches delta (delta > 1)."""
     if delta <= 0.0 or not math.isfinite(epsilon):
         return 0.0 if delta <= 0.0 else math.inf
     hi = 1.0
-    while gdp_delta(epsilon, hi) < delta:
+    for _ in range(64):
+        if gdp_delta(epsilon, hi) >= delta:
+            return float(optimize.brentq(lambda mu: gdp_delta(epsilon, mu) - delta, 0.0, hi, xtol=1e-12))
         hi *= 2.0
-    return float(optimize.brentq(lambda mu: gdp_delta(epsilon, mu) - delta, 0.0, hi, xtol=1e-12))
+    return math.inf  # delta > 1, or a mu beyond 2**64: a claim that bounds nothing
 
 
 def _counts(m: int, rate: float) -> tuple[np.ndarray, np.ndarray]:

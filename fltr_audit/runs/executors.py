@@ -13,6 +13,7 @@ import multiprocessing
 import os
 import platform
 import signal
+import socket
 import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
@@ -203,9 +204,33 @@ def _connect_dask(address: str) -> Any:
     except ImportError:
         raise ParameterError("scheduler", "needs dask.distributed: pip install 'fltr-audit[dask]'") from None
     try:
-        return Client(address, timeout="10s")
+        reason = _unreachable(address)
+        if reason is None:
+            return Client(address, timeout="10s")
     except (OSError, TimeoutError, ValueError, TypeError) as exc:
-        raise ParameterError("scheduler", f"cannot reach {address}: {' '.join(str(exc).split()) or type(exc).__name__}") from None
+        reason = " ".join(str(exc).split()) or type(exc).__name__
+    raise ParameterError("scheduler", f"cannot reach {address}: {reason}")
+
+
+def _unreachable(address: str) -> str | None:
+    """Why a tcp or tls ``address`` cannot answer, known at once (a host that does not resolve, a
+    port nobody listens on), else None: Dask's Client retries such an address to its timeout."""
+    # optional extra: dask (fltr-audit[dask]), imported by the caller
+    from distributed.comm import parse_address, parse_host_port
+
+    scheme, location = parse_address(address)
+    if scheme not in ("tcp", "tls"):
+        return None
+    host, port = parse_host_port(location, default_port=8786)
+    try:
+        socket.create_connection((host, port), timeout=5).close()
+    except socket.gaierror as exc:
+        return f"the host {host} does not resolve ({exc.strerror})"
+    except ConnectionRefusedError:
+        return f"nothing listens on port {port} of {host}"
+    except OSError:
+        return None  # a slow or filtered network: Dask's own timeout decides
+    return None
 
 
 def _execute_dask(tasks: list[Task], fn: Callable[[Any], Any], scheduler: str) -> Iterable[Outcome]:
