@@ -14,7 +14,6 @@ from fltr_audit.errors import FltrError
 from fltr_audit.store.results import load
 from reports.compare import as_references, compare as compare_tables
 from reports.leakage import MIN_EFFECT
-from reports.render import render_report
 from reports.sweeps import swept_axes
 
 AVERAGING = ("macro", "micro")
@@ -65,6 +64,9 @@ def report(store: str | Path, out: str | Path, title: str = "fltr-audit privacy 
     tables = load(store)
     if tables["runs"].empty:
         raise FltrError(f"--store {store}: no runs recorded")
+    # start-up: matplotlib and the plots (0.3 s) load for a report, not for `compare`
+    from reports.render import render_report
+
     files = render_report(tables, title=title, methods={"Store": str(store)}, min_effect=min_effect)
     try:
         write_files(out, files)

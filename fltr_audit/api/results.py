@@ -19,7 +19,6 @@ from fltr_audit.spec.campaign import CampaignSpec
 from reports.attack_tables import attack_table, manipulation_table
 from reports.compare import MIN_EFFECT, verdicts
 from reports.leakage import roc_rows
-from reports.render import render_report
 
 
 @dataclass(frozen=True)
@@ -128,6 +127,9 @@ class AuditResult:
     def report(self, path: str | Path, title: str = "fltr-audit privacy audit") -> Path:
         """Write the audit report (HTML, Markdown, plots, CSVs) into the folder ``path``
         (atomically, file by file); return the HTML file."""
+        # start-up: matplotlib and the plots (0.3 s) load for a report, not for every audit
+        from reports.render import render_report
+
         files = render_report(dict(self.tables), title=title, min_effect=self.min_effect,
                               methods={"api": f"fltr_audit.audit({_call_text(self.inputs)})"})
         write_files(Path(path), files)
