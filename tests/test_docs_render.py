@@ -4,9 +4,11 @@ whole, no verdict broken inside a table cell; and, where Chromium is installed, 
 page (``tools/screenshot_docs.py``)."""
 
 import importlib.util
+import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -18,6 +20,7 @@ shots = importlib.util.module_from_spec(spec)
 sys.path.insert(0, str(ROOT / "tools"))  # it imports tools/chromium_pages.py, as it does run as a script
 try:
     spec.loader.exec_module(shots)
+    import chromium_pages as pages
 finally:
     sys.path.remove(str(ROOT / "tools"))
 
@@ -113,3 +116,21 @@ def test_the_docstring_hook_names_each_public_name_without_one(tmp_path):
     loader = griffe.GriffeLoader(search_paths=[str(tmp_path)])
     assert hooks.missing_docstrings("pkgx.mod", loader) == ["pkgx.mod.bare", "pkgx.mod.Kind.method"]
     assert hooks.missing_docstrings("pkgx", loader) == []
+
+
+def test_a_browser_that_does_not_come_up_is_one_error_and_is_not_left_running(tmp_path, monkeypatch):
+    """tools/chromium_pages.py: a program that exits instead of speaking the protocol is named by its
+    exit code; one that never answers, by the timeout, and it is killed (its pid gone) with its
+    profile folder removed."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))  # where the profile folder goes
+    (tmp_path / "tmp").mkdir()
+    with pytest.raises(pages.BrowserError, match=r"closed the protocol pipe \(exit 1\)"):
+        pages.Browser("false", 100, 100, timeout=10)
+    mute = tmp_path / "mute"
+    mute.write_text(f"#!/bin/sh\necho $$ > {tmp_path / 'pid'}\nexec sleep 60\n")
+    mute.chmod(0o755)
+    with pytest.raises(pages.BrowserError, match="no answer from the browser within 1 s"):
+        pages.Browser(str(mute), 100, 100, timeout=1)
+    with pytest.raises(ProcessLookupError):
+        os.kill(int((tmp_path / "pid").read_text()), 0)
+    assert list((tmp_path / "tmp").iterdir()) == []

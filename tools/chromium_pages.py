@@ -43,11 +43,16 @@ class Browser:
         self._buffer = b""
         self._last_id = 0
         self._events: list[str] = []
-        target = self._call("Target.createTarget", {"url": "about:blank"})["targetId"]
-        self._session = self._call("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
-        self._call("Page.enable", session=self._session)
-        self._call("Emulation.setDeviceMetricsOverride", {"width": width, "height": height, "deviceScaleFactor": 1,
-                                                          "mobile": False}, session=self._session)
+        try:
+            target = self._call("Target.createTarget", {"url": "about:blank"})["targetId"]
+            self._session = self._call("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
+            self._call("Page.enable", session=self._session)
+            self._call("Emulation.setDeviceMetricsOverride", {"width": width, "height": height,
+                                                              "deviceScaleFactor": 1, "mobile": False},
+                       session=self._session)
+        except BaseException:
+            self._abandon()  # a browser that did not come up is not left running
+            raise
 
     def __enter__(self) -> "Browser":
         return self
@@ -61,10 +66,15 @@ class Browser:
             self._send("Browser.close", {}, None)
             self._process.wait(timeout=10)
         except (OSError, subprocess.TimeoutExpired):
-            self._process.kill()
-            self._process.wait()
+            self._abandon()
         finally:
             self._profile.cleanup()
+
+    def _abandon(self) -> None:
+        """Kill the browser now and remove its profile."""
+        self._process.kill()
+        self._process.wait()
+        self._profile.cleanup()
 
     def screenshot(self, url: str, png: Path) -> None:
         """Load ``url`` in the tab and write its viewport to ``png``."""
@@ -113,7 +123,11 @@ class Browser:
                 raise BrowserError(f"no answer from the browser within {self.timeout:g} s")
             chunk = out.read1(1 << 20)
             if not chunk:
-                raise BrowserError(f"the browser ended (exit {self._process.poll()})")
+                try:
+                    code = self._process.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    code = None
+                raise BrowserError(f"the browser closed the protocol pipe (exit {code})")
             self._buffer += chunk
         message, self._buffer = self._buffer.split(b"\0", 1)
         return json.loads(message)
