@@ -50,6 +50,7 @@ from scipy import stats
 from scipy.special import ndtri
 
 from fltr_audit.privacy.claim_decision import GOF_LEVEL, decide, gaussian_shape_pvalue
+from fltr_audit.privacy.limit_tables import tabulated
 from fltr_audit.constraints import Interval, ParameterError, check
 from fltr_audit.errors import FltrError
 from fltr_audit.engine.interfaces import ClientDefense, PrivacyClaim
@@ -106,7 +107,12 @@ def mu_from_rates(fpr: np.ndarray, fnr: np.ndarray) -> np.ndarray:
 
 
 def clopper_pearson_upper(errors: np.ndarray, n: int, level: float) -> np.ndarray:
-    """One-sided Clopper-Pearson upper limit of a binomial rate at ``level`` (e.g. 0.975)."""
+    """One-sided Clopper-Pearson upper limit of a binomial rate at ``level`` (e.g. 0.975), read from
+    a table per (n, level) where it can be (``fltr_audit.privacy.limit_tables``: the same values)."""
+    return tabulated(_clopper_pearson_upper, errors, n, level)
+
+
+def _clopper_pearson_upper(errors: np.ndarray, n: int, level: float) -> np.ndarray:
     errors = np.asarray(errors, dtype=np.float64)
     upper = stats.beta.ppf(level, errors + 1, np.maximum(n - errors, 1e-300))
     return np.where(errors >= n, 1.0, upper)
