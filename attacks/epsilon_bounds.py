@@ -46,10 +46,10 @@ from dataclasses import asdict, dataclass
 from typing import Callable
 
 import numpy as np
-from scipy import stats
 from scipy.special import ndtri
 
 from fltr_audit.privacy.claim_decision import GOF_LEVEL, decide, gaussian_shape_pvalue
+from fltr_audit.privacy import error_bounds
 from fltr_audit.privacy.limit_tables import tabulated
 from fltr_audit.constraints import Interval, ParameterError, check
 from fltr_audit.errors import FltrError
@@ -106,18 +106,6 @@ def mu_from_rates(fpr: np.ndarray, fnr: np.ndarray) -> np.ndarray:
     return np.maximum(np.nan_to_num(mu, nan=0.0), 0.0)
 
 
-def clopper_pearson_upper(errors: np.ndarray, n: int, level: float) -> np.ndarray:
-    """One-sided Clopper-Pearson upper limit of a binomial rate at ``level`` (e.g. 0.975), read from
-    a table per (n, level) where it can be (``fltr_audit.privacy.limit_tables``: the same values)."""
-    return tabulated(_clopper_pearson_upper, errors, n, level)
-
-
-def _clopper_pearson_upper(errors: np.ndarray, n: int, level: float) -> np.ndarray:
-    errors = np.asarray(errors, dtype=np.float64)
-    upper = stats.beta.ppf(level, errors + 1, np.maximum(n - errors, 1e-300))
-    return np.where(errors >= n, 1.0, upper)
-
-
 def _errors(a0: np.ndarray, a1: np.ndarray, thresholds: np.ndarray, direction: int) -> tuple[np.ndarray, np.ndarray]:
     """Error counts (false positives, false negatives) of ``direction * s > direction * t``;
     ``a0``, ``a1`` are the sorted values of ``direction * s`` on inputs 0 and 1."""
@@ -125,6 +113,12 @@ def _errors(a0: np.ndarray, a1: np.ndarray, thresholds: np.ndarray, direction: i
     fp = len(a0) - np.searchsorted(a0, t, side="right")    # input 0 scored above t
     fn = np.searchsorted(a1, t, side="right")               # input 1 scored at or below t
     return fp, fn
+
+
+def clopper_pearson_upper(errors: np.ndarray, n: int, level: float) -> np.ndarray:
+    """``error_bounds.clopper_pearson_upper``, read from a table per (n, level) where the threshold
+    search asks for many counts out of the same n (``limit_tables``: the same values)."""
+    return tabulated(error_bounds.clopper_pearson_upper, errors, n, level)
 
 
 def _upper_rates(fp, fn, n0: int, n1: int, confidence: float) -> tuple[np.ndarray, np.ndarray]:

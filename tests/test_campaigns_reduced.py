@@ -38,7 +38,7 @@ def test_campaign_runs_green_reduced(path):
     if '"../shared/data/' in path.read_text() and not Path("../shared/data/letor/MQ2008").is_dir():
         pytest.skip("the campaign names ../shared/data/letor/MQ2008, absent beside this checkout")
     campaign = reduced(load_spec(path))
-    assert all(d.build() is not None and d.claim is not None for d in campaign.audit.defenses)
+    assert all(d.claim is not None for d in campaign.audit.defenses)  # reduced() built each stack
     runs = expand(campaign)
     seen = set()
     for run in runs:
