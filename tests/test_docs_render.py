@@ -120,12 +120,23 @@ def test_the_docstring_hook_names_each_public_name_without_one(tmp_path):
 
 def test_a_browser_that_does_not_come_up_is_one_error_and_is_not_left_running(tmp_path, monkeypatch):
     """tools/chromium_pages.py: a program that exits instead of speaking the protocol is named by its
-    exit code; one that never answers, by the timeout, and it is killed (its pid gone) with its
+    exit code, whether it ends before or after the first command is written; one that never answers, by the timeout, and it is killed (its pid gone) with its
     profile folder removed."""
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))  # where the profile folder goes
     (tmp_path / "tmp").mkdir()
     with pytest.raises(pages.BrowserError, match=r"closed the protocol pipe \(exit 1\)"):
         pages.Browser("false", 100, 100, timeout=10)
+    popen = subprocess.Popen
+
+    def popen_and_wait_for_the_end(*args, **kwargs):  # the browser certainly gone before the first write
+        process = popen(*args, **kwargs)
+        process.wait()
+        return process
+
+    monkeypatch.setattr(pages.subprocess, "Popen", popen_and_wait_for_the_end)
+    with pytest.raises(pages.BrowserError, match=r"closed the protocol pipe \(exit 1\)"):
+        pages.Browser("false", 100, 100, timeout=10)
+    monkeypatch.setattr(pages.subprocess, "Popen", popen)
     mute = tmp_path / "mute"
     mute.write_text(f"#!/bin/sh\necho $$ > {tmp_path / 'pid'}\nexec sleep 60\n")
     mute.chmod(0o755)

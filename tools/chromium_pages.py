@@ -65,15 +65,25 @@ class Browser:
         try:
             self._send("Browser.close", {}, None)
             self._process.wait(timeout=10)
-        except (OSError, subprocess.TimeoutExpired):
-            self._abandon()
+        except (BrowserError, subprocess.TimeoutExpired):
+            self._process.kill()
+            self._process.wait()
         finally:
-            self._profile.cleanup()
+            self._release()
 
     def _abandon(self) -> None:
-        """Kill the browser now and remove its profile."""
+        """Kill the browser now, close our ends of its pipes and remove its profile."""
         self._process.kill()
         self._process.wait()
+        self._release()
+
+    def _release(self) -> None:
+        """Close our ends of the protocol pipes and remove the profile (the browser has ended)."""
+        for pipe in (self._process.stdin, self._process.stdout):
+            try:
+                pipe.close()
+            except BrokenPipeError:  # bytes the ended browser never read; the pipe is closed all the same
+                pass
         self._profile.cleanup()
 
     def screenshot(self, url: str, png: Path) -> None:
@@ -89,8 +99,11 @@ class Browser:
         message = {"id": self._last_id, "method": method, "params": params}
         if session:
             message["sessionId"] = session
-        self._process.stdin.write(json.dumps(message).encode() + b"\0")
-        self._process.stdin.flush()
+        try:
+            self._process.stdin.write(json.dumps(message).encode() + b"\0")
+            self._process.stdin.flush()
+        except BrokenPipeError:  # the browser ended before reading it
+            raise self._ended() from None
         return self._last_id
 
     def _call(self, method: str, params: dict | None = None, session: str | None = None) -> dict:
@@ -113,6 +126,14 @@ class Browser:
                 self._events.append(message["method"])
         self._events.clear()
 
+    def _ended(self) -> BrowserError:
+        """The error for a browser whose end of the protocol pipe is closed, named by its exit code."""
+        try:
+            code = self._process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            code = None
+        return BrowserError(f"the browser closed the protocol pipe (exit {code})")
+
     def _receive(self) -> dict:
         """The next message, waiting at most ``timeout`` seconds for it."""
         deadline = time.monotonic() + self.timeout
@@ -123,11 +144,7 @@ class Browser:
                 raise BrowserError(f"no answer from the browser within {self.timeout:g} s")
             chunk = out.read1(1 << 20)
             if not chunk:
-                try:
-                    code = self._process.wait(timeout=5)
-                except subprocess.TimeoutExpired:
-                    code = None
-                raise BrowserError(f"the browser closed the protocol pipe (exit {code})")
+                raise self._ended()
             self._buffer += chunk
         message, self._buffer = self._buffer.split(b"\0", 1)
         return json.loads(message)
