@@ -3,14 +3,16 @@ module must be killed by its tests unless tools/mutation_equivalent.txt lists it
 with the reason.
 
 * 2 seeded mutants per module (tools/mutation_ci.toml: each module with its fast oracle tests
-  only), two forked children at a time, each stopping at its first failure (28 mutants, 46 s of
-  child CPU time: about 25-30 s on 2 idle cores; listed slow, so out of ``-m "not slow"``, in CI).
+  only), two forked children at a time, each stopping at its first failure (34 mutants, 40 s of
+  child CPU time: about 20-25 s on 2 idle cores; listed slow, so out of ``-m "not slow"``, in CI).
   A child's timeout is 20 s of its own CPU time: over 3x what the slowest target's files take
   unmutated (6.3 s of CPU with pytest's start-up, the claim tests; 1-5 s for the others), so a
   surviving mutant finishes within it. A timeout counts as detected, as before, so the limit only
-  decides how long a mutant that never finishes holds a core (``level = 1 + (1 - c) / 2`` in
-  claim_decision._power: a trials search that runs to 2^40): at 40 s, the one such mutant of the
-  sample was half the run's child CPU. (The other such mutant, ``hi *= 2`` -> ``hi /= 2`` in
+  decides how long a mutant that never finishes holds a core. A target's cheapest oracle file comes
+  first: ``level = 1 + (1 - c) / 2`` in claim_decision._power sends the engine-level claim test into
+  a trials search that runs to 2^40, so it held a core for the whole timeout (a third of the sample's
+  child CPU) until the analytic power tests (tests/test_audit_power.py), which kill it in 0.6 s, ran
+  before it. (The other such mutant, ``hi *= 2`` -> ``hi /= 2`` in
   claim_decision.gdp_mu, now ends: the bracket search is bounded, as it must be for delta > 1.) Its verdict does not depend on what ran before it:
   the children fork from a fresh interpreter (tools/mutate.py), not from this pytest session --
   which had imported every collected test file by its basename, so the old harness's children met
