@@ -69,11 +69,11 @@ def _roc_panel(ax, roc, table, best, clicks, code, has_roc: bool) -> None:
     ax.set_yscale("log")
     ax.set_xlim(7e-4, 1)
     ax.set_ylim(1e-3, 1.05)
-    marks = ax.secondary_xaxis("top")  # labelled above the panel, where no curve runs under them
-    marks.set_xticks(FPR_MARKS, [f"{x:.1%}".replace(".0%", "%") + " FPR" for x in FPR_MARKS], fontsize=7,
-                     color="0.35")
-    marks.tick_params(length=0, pad=1)
-    ax.set_title(label(f"{best['defense']} ({best['attack']})", 40), fontsize=9, color=colour)
+    for x in FPR_MARKS:  # labelled above the panel, where no curve runs under them
+        ax.annotate(f"{x:.1%}".replace(".0%", "%") + " FPR", (x, 1.0), xycoords=("data", "axes fraction"),
+                    xytext=(0, 1), textcoords="offset points", ha="center", va="bottom", fontsize=7, color="0.35")
+    ax.set_title(label(f"{best['defense']} ({best['attack']})", 40), fontsize=9, color=colour,
+                 pad=14)  # above the FPR labels
     ax.grid(alpha=0.3)
     ax.text(0.0, -0.17, textwrap.fill(ROC_NOTE, 62), transform=ax.transAxes, fontsize=6.5, va="top", color="0.3")
 
