@@ -20,6 +20,8 @@ def robustness_frontier(tables: dict[str, pd.DataFrame], table: pd.DataFrame | N
     """Per algorithm: x the leakage of the defense's strongest privacy attack, y its nDCG@10 without
     attack (filled) and under its strongest poisoning attack (hollow), joined by a line; the marker's
     shape is the claim verdict."""
+    if frontier_rows(tables).empty:  # no utility under attack: nothing to draw, no verdicts to compute
+        return None
     rows = frontier_rows(tables, compute_verdicts(tables) if "attacks" in tables else None)
     if rows.empty or rows["leakage"].isna().all():
         return None
