@@ -15,6 +15,7 @@ import base64
 from datetime import datetime, timezone
 
 import jinja2
+import matplotlib
 import pandas as pd
 from markupsafe import Markup
 
@@ -64,13 +65,16 @@ def _plots(tables, table, v, min_effect: float) -> tuple[dict[str, bytes | str],
     """The plot files and their template entries: the one legend, each sweep (with the sentence
     saying what it shows), then :data:`reports.plots.PLOTS`."""
     files: dict[str, bytes | str] = {}
-    legend = legend_png(tables)
+    # Titles at a fixed height (no figure has ticks or labels above its panels): matplotlib otherwise
+    # measures every axis on each draw to clear them, 5 % of a report, for the same pixels.
+    with matplotlib.rc_context({"axes.titley": 1.0}):
+        legend = legend_png(tables)
+        drawn = [(f"sweep_{i + 1}", s["title"], s["caption"], s["png"])
+                 for i, s in enumerate(sweep_plots(tables, v, min_effect))]
+        drawn += [(name, plot_title, caption, draw(tables, table))
+                  for name, (plot_title, caption, draw) in plots.PLOTS.items()]
     if legend is not None:
         files["plots/legend.png"] = legend
-    drawn = [(f"sweep_{i + 1}", s["title"], s["caption"], s["png"])
-             for i, s in enumerate(sweep_plots(tables, v, min_effect))]
-    drawn += [(name, plot_title, caption, draw(tables, table))
-              for name, (plot_title, caption, draw) in plots.PLOTS.items()]
     shown = []
     for name, plot_title, caption, png in drawn:
         if png is None:
