@@ -69,7 +69,7 @@ INVOCATIONS: dict[str, list[str]] = {
     "bench fpdgd": ["--data", DATA, "--clients", "5", "--rounds", "2", "--quiet"],
     "bench fedips": ["--data", "synthetic:yahoo?queries=60", "--clients", "5", "--rounds", "2", "--quiet"],
     "bench foltr-es": ["--data", DATA, "--clients", "5", "--rounds", "2", "--quiet"],
-    "flower run": ["--data", DATA, "--clients", "2", "--rounds", "1", "--out", "{tmp}/flower"],
+    "flower run": ["--data", DATA, "--clients", "1", "--rounds", "1", "--out", "{tmp}/flower"],  # one Ray actor
 }
 """One tiny invocation of every command with ``--json`` (``{tmp}``: the module's scratch folder)."""
 
