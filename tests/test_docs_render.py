@@ -120,8 +120,8 @@ def test_the_docstring_hook_names_each_public_name_without_one(tmp_path):
 
 def test_a_browser_that_does_not_come_up_is_one_error_and_is_not_left_running(tmp_path, monkeypatch):
     """tools/chromium_pages.py: a program that exits instead of speaking the protocol is named by its
-    exit code, whether it ends before or after the first command is written; one that never answers, by the timeout, and it is killed (its pid gone) with its
-    profile folder removed."""
+    exit code, whether it ends before or after the first command is written; one that never answers,
+    by the timeout, and it is killed (its pid gone) with its profile folder removed."""
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))  # where the profile folder goes
     (tmp_path / "tmp").mkdir()
     with pytest.raises(pages.BrowserError, match=r"closed the protocol pipe \(exit 1\)"):

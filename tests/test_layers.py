@@ -116,7 +116,8 @@ def test_only_the_command_line_imports_typer_or_click():
 
 def test_only_the_flower_integration_imports_flwr():
     """flwr is an optional extra: everything but ``fltr_audit/flower/`` works without it."""
-    assert [_rel(p) for p in SOURCES if not _rel(p).startswith("fltr_audit/flower/") and "flwr" in imported_packages(p)] == []
+    assert [_rel(p) for p in SOURCES
+            if not _rel(p).startswith("fltr_audit/flower/") and "flwr" in imported_packages(p)] == []
 
 
 def test_the_package_shows_its_layers():

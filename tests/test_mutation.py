@@ -12,9 +12,9 @@ with the reason.
   first: ``level = 1 + (1 - c) / 2`` in claim_decision._power sends the engine-level claim test into
   a trials search that runs to 2^40, so it held a core for the whole timeout (a third of the sample's
   child CPU) until the analytic power tests (tests/test_audit_power.py), which kill it in 0.6 s, ran
-  before it. (The other such mutant, ``hi *= 2`` -> ``hi /= 2`` in
-  claim_decision.gdp_mu, now ends: the bracket search is bounded, as it must be for delta > 1.) Its verdict does not depend on what ran before it:
-  the children fork from a fresh interpreter (tools/mutate.py), not from this pytest session --
+  before it. (The other such mutant, ``hi *= 2`` -> ``hi /= 2`` in claim_decision.gdp_mu, now ends:
+  the bracket search is bounded, as it must be for delta > 1.) Its verdict does not depend on what ran
+  before it: the children fork from a fresh interpreter (tools/mutate.py), not from this pytest session --
   which had imported every collected test file by its basename, so the old harness's children met
   "import file mismatch", exited 2 and counted every mutant as killed in a full-suite run
   (``test_verdicts_do_not_depend_on_the_calling_process``). Each mutant is made from the module's

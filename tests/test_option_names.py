@@ -105,9 +105,9 @@ def _one_name_twice(a: str, b: str) -> str | None:
     return None
 
 
-@pytest.mark.parametrize("a,b,flagged", [("--click-models", "--click-model", True), ("--train-rounds", "--rounds", True),
-                                         ("--rounds-total", "--rounds", True), ("--seed", "--rounds", False),
-                                         ("--round-robin", "--robin-rounds", False)])
+@pytest.mark.parametrize("a,b,flagged", [("--click-models", "--click-model", True),
+                                         ("--train-rounds", "--rounds", True), ("--rounds-total", "--rounds", True),
+                                         ("--seed", "--rounds", False), ("--round-robin", "--robin-rounds", False)])
 def test_the_pair_rule_flags_plurals_and_extensions_only(a, b, flagged):
     assert (_one_name_twice(a, b) is not None) == flagged
 
