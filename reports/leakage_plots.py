@@ -73,7 +73,7 @@ def _roc_panel(ax, roc, table, best, clicks, code, has_roc: bool) -> None:
         ax.annotate(f"{x:.1%}".replace(".0%", "%") + " FPR", (x, 1.0), xycoords=("data", "axes fraction"),
                     xytext=(0, 1), textcoords="offset points", ha="center", va="bottom", fontsize=7, color="0.35")
     ax.set_title(label(f"{best['defense']} ({best['attack']})", 40), fontsize=9, color=colour,
-                 y=1.0, pad=14)  # above the FPR labels
+                 pad=14)  # above the FPR labels
     ax.grid(alpha=0.3)
     ax.text(0.0, -0.17, textwrap.fill(ROC_NOTE, 62), transform=ax.transAxes, fontsize=6.5, va="top", color="0.3")
 
