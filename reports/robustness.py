@@ -89,10 +89,9 @@ def _defense_row(own: pd.DataFrame, mean_runs: pd.DataFrame, fraction: float) ->
     return row
 
 
-def frontier_rows(tables: dict[str, pd.DataFrame], verdicts: pd.DataFrame | None = None,
-                  confidence: float = 0.95) -> pd.DataFrame:
-    """One row per context and defense (module docstring), with the defense's leakage verdict, its
-    strongest privacy attack's leakage and its claim verdict where the verdicts have them."""
+def defense_rows(tables: dict[str, pd.DataFrame], confidence: float = 0.95) -> pd.DataFrame:
+    """One row per context and defense (module docstring), without verdicts; empty without utility
+    under attack."""
     table = utility_by_attack(tables.get("utility"), confidence)
     if table.empty:
         return table
@@ -104,17 +103,25 @@ def frontier_rows(tables: dict[str, pd.DataFrame], verdicts: pd.DataFrame | None
         for defense, own in frame.groupby("defense", sort=False):
             rows.append({**dict(zip(keys, group if isinstance(group, tuple) else (group,))), "defense": defense,
                          "fraction": fraction, **_defense_row(own, mean_runs, fraction)})
-    out = pd.DataFrame(rows)
-    return _with_verdicts(out, verdicts, keys)
+    return pd.DataFrame(rows)
 
 
-def _with_verdicts(out: pd.DataFrame, verdicts: pd.DataFrame | None, keys: list[str]) -> pd.DataFrame:
+def frontier_rows(tables: dict[str, pd.DataFrame], verdicts: pd.DataFrame | None = None,
+                  confidence: float = 0.95) -> pd.DataFrame:
+    """``defense_rows`` with the defense's leakage verdict, its strongest privacy attack's leakage and
+    its claim verdict where the verdicts have them (``with_verdicts``)."""
+    rows = defense_rows(tables, confidence)
+    return rows if rows.empty else with_verdicts(rows, verdicts)
+
+
+def with_verdicts(out: pd.DataFrame, verdicts: pd.DataFrame | None) -> pd.DataFrame:
     """The leakage of the strongest privacy attack, the leakage and the claim verdicts of each defense
-    (the worst over click models and threat models: ``leaks`` over anything else, ``violated`` likewise)."""
+    of ``defense_rows`` (the worst over click models and threat models: ``leaks`` over anything else,
+    ``violated`` likewise)."""
     cols = ("leakage", "leakage_verdict", "claim_verdict")
     if verdicts is None or verdicts.empty or "defense" not in verdicts.columns:
         return out.assign(**{c: np.nan for c in cols})
-    on = [k for k in keys if k in verdicts.columns] + ["defense"]
+    on = [k for k in CONTEXT if k in out.columns and k in verdicts.columns] + ["defense"]
     rank = {"leaks": 0, "inconclusive": 1, "no measurable leakage": 2, "violated": 0, "consistent": 1,
             "untestable": 2, "outside scope": 3, "no claim": 4}
     rows = []

@@ -1,5 +1,5 @@
 """The frontier of privacy, robustness and utility: one panel per algorithm, one point per defense
-stack (``reports.robustness.frontier_rows``)."""
+stack (``reports.robustness.frontier_rows``: ``defense_rows`` with their verdicts)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from matplotlib.lines import Line2D
 
 from reports.compare import verdicts as compute_verdicts
 from reports.figure import label as _label, png as _png
-from reports.robustness import frontier_rows
+from reports.robustness import defense_rows, with_verdicts
 from reports.style import visual_code
 
 VERDICT_MARKERS = {"violated": "X", "consistent": "P", "untestable": "*", "outside scope": "h", "no claim": "8"}
@@ -20,10 +20,11 @@ def robustness_frontier(tables: dict[str, pd.DataFrame], table: pd.DataFrame | N
     """Per algorithm: x the leakage of the defense's strongest privacy attack, y its nDCG@10 without
     attack (filled) and under its strongest poisoning attack (hollow), joined by a line; the marker's
     shape is the claim verdict."""
-    if frontier_rows(tables).empty:  # no utility under attack: nothing to draw, no verdicts to compute
+    rows = defense_rows(tables)
+    if rows.empty:  # no utility under attack: nothing to draw, no verdicts to compute
         return None
-    rows = frontier_rows(tables, compute_verdicts(tables) if "attacks" in tables else None)
-    if rows.empty or rows["leakage"].isna().all():
+    rows = with_verdicts(rows, compute_verdicts(tables) if "attacks" in tables else None)
+    if rows["leakage"].isna().all():
         return None
     rows = rows[rows["leakage"].notna()]
     algos = list(dict.fromkeys(rows["algo"])) if "algo" in rows else [None]

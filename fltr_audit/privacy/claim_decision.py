@@ -47,6 +47,7 @@ from scipy import optimize, stats
 from scipy.special import log_ndtr, ndtr, ndtri
 
 from fltr_audit.privacy.claim_trials import fewest_trials
+from fltr_audit.privacy.error_bounds import clopper_pearson_upper
 
 POWER = 0.9
 """A verdict reads ``consistent`` only when the audit catches the mechanism at ``FACTOR`` times the
@@ -86,11 +87,6 @@ def _counts(m: int, rate: float) -> tuple[np.ndarray, np.ndarray]:
     return k, stats.binom.pmf(k, m, rate)
 
 
-def _upper(k: np.ndarray, m: int, level: float) -> np.ndarray:
-    """One-sided Clopper-Pearson upper limits of ``k`` errors in ``m`` at ``level``."""
-    return np.where(k >= m, 1.0, stats.beta.ppf(level, k + 1.0, np.maximum(m - k, 1e-300)))
-
-
 def _power(m0: int, m1: int, rate: float, confidence: float, limit: Callable[[np.ndarray], np.ndarray]) -> float:
     """P(bound > claim) when both counts are Binomial(m, ``rate``): for each false-positive count the
     bound exceeds the claim exactly when the false-negative rate's upper limit lies below
@@ -98,7 +94,8 @@ def _power(m0: int, m1: int, rate: float, confidence: float, limit: Callable[[np
     level = 1.0 - (1.0 - confidence) / 2.0
     fp, p_fp = _counts(m0, rate)
     fn, p_fn = _counts(m1, rate)
-    below = np.searchsorted(_upper(fn, m1, level), limit(_upper(fp, m0, level)), side="left")
+    below = np.searchsorted(clopper_pearson_upper(fn, m1, level), limit(clopper_pearson_upper(fp, m0, level)),
+                            side="left")
     cdf = np.concatenate([[0.0], np.cumsum(p_fn)])
     return float(np.clip((p_fp * cdf[below]).sum(), 0.0, 1.0))
 
