@@ -35,18 +35,21 @@ SPEC = TINY.replace('name = "tiny"', 'name = "kill-resume"').replace("seeds = [0
 """``test_campaign_run``'s tiny campaign with seven seeds: enough runs to kill the campaign in the middle."""
 
 
-def _children(pid: int) -> set[int]:
-    """Process ids whose parent is ``pid`` (from /proc)."""
-    out = set()
+def _descendants(pid: int) -> set[int]:
+    """Process ids descending from ``pid`` (from /proc): its children (the pool's fork server, the
+    resource tracker) and theirs (the pool's workers, forked by the server)."""
+    parents = {}
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
-                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+                parents[int(entry.name)] = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
             except OSError:
                 continue
-            if int(fields[1]) == pid:
-                out.add(int(entry.name))
-    return out
+    found, frontier = set(), {pid}
+    while frontier:
+        frontier = {child for child, parent in parents.items() if parent in frontier} - found
+        found |= frontier
+    return found
 
 
 def _gone(pids: set[int], timeout: float) -> set[int]:
@@ -124,7 +127,7 @@ def test_sigkilled_campaign_resumes_to_identical_results(tmp_path):
         target = before + rng.choice([0, 1])  # kill once 0 or 1 more run is stored ...
         deadline = None  # ... plus a random 0-1 s
         while proc.poll() is None and (deadline is None or time.time() < deadline):
-            workers |= _children(proc.pid)
+            workers |= _descendants(proc.pid)
             if deadline is None and _claimed(db) and _done(db) >= target:
                 deadline = time.time() + rng.uniform(0.0, 1.0)
             time.sleep(0.05)
@@ -134,7 +137,7 @@ def test_sigkilled_campaign_resumes_to_identical_results(tmp_path):
                 path.unlink()
             kills, done_at_kill = 0, []
             continue
-        workers |= _children(proc.pid)
+        workers |= _descendants(proc.pid)
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         kills += 1

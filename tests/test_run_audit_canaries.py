@@ -166,7 +166,7 @@ def test_a_declared_adaptive_clip_is_refused_whatever_the_class():
 
 
 def test_runs_in_worker_processes_give_the_same_figures():
-    """--workers spreads the --runs runs over spawned processes: the same seeds, the same splits,
+    """--workers spreads the --runs runs over worker processes: the same seeds, the same splits,
     single-threaded BLAS, so every figure equals the serial one (a worker seeded or fed otherwise
     changes them)."""
     options = dict(defense="dp-fedavg(noise_multiplier=1,clip=1)", **{**SMALL, "runs": 2})

@@ -1,5 +1,6 @@
 """Where every fan-out runs: one ``Executor`` choice -- serial in this process, a local pool of
-spawned worker processes (that end with their parent), or a Dask cluster -- for campaign runs,
+worker processes (forked from a server that imported the run code once, ending with their parent),
+or a Dask cluster -- for campaign runs,
 multi-run audits and any other embarrassingly parallel work. A task is computed with
 single-threaded BLAS wherever it runs (a multi-threaded BLAS sums in an order that depends on its
 thread count), so every executor gives bit-identical results.
@@ -137,17 +138,35 @@ def _execute_here(tasks: list[Task], fn: Callable[[Any], Any], stop: GracefulSto
         yield outcome
 
 
-def _exit_with_parent(parent: int) -> None:
-    """Initializer of a pool worker: a daemon thread ends the worker as soon as its parent is gone,
-    even after SIGKILL, so no worker outlives it (and the multiprocessing resource tracker, which
-    waits for them, exits too)."""
+def _pool_context() -> multiprocessing.context.BaseContext:
+    """How the local pool starts its workers: forked from a fork server that imported the run code
+    once (``runs.pool_preload``; the server starts with the process's first pool and serves every
+    later one, with the code as imported then), or spawned, each a fresh interpreter, where the
+    platform has no fork server."""
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("spawn")
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(["fltr_audit.runs.pool_preload"])
+    return context
+
+
+def _start_worker(environment: dict[str, str]) -> None:
+    """Initializer of a pool worker: the environment the caller has now (a forked worker inherits
+    the fork server's, from when it started), Ctrl-C left to the caller, and a daemon thread that
+    ends the worker as soon as its parent is gone, even after SIGKILL, so no worker outlives the
+    caller (the parent is the fork server, which exits when the caller does, or the caller itself;
+    the multiprocessing resource tracker, which waits for the workers, exits too)."""
+    os.environ.clear()
+    os.environ.update(environment)
+    parent = os.getppid()
+
     def watch() -> None:
         while True:
             if os.getppid() != parent:
                 os._exit(1)
             time.sleep(0.5)
 
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle (finish or abandon)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the caller's to handle (finish or abandon)
     threading.Thread(target=watch, name="fltr-audit parent watchdog", daemon=True).start()
 
 
@@ -156,8 +175,8 @@ def _execute_pool(tasks: list[Task], fn: Callable[[Any], Any], workers: int, sto
     """At most ``workers`` tasks submitted at a time (so every submitted task is in flight, and a
     stop starts nothing new), polled so that a requested stop is seen within a quarter second."""
 
-    pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
-                               initializer=_exit_with_parent, initargs=(os.getpid(),))
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=_pool_context(),
+                               initializer=_start_worker, initargs=(dict(os.environ),))
     queue = iter(tasks)
     running: dict[Any, Task] = {}
 
