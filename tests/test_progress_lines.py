@@ -21,8 +21,8 @@ def _steps(stderr: str) -> list[tuple[str, int, int]]:
 
 @pytest.mark.slow
 def test_the_demo_reports_each_run_the_epsilon_table_and_the_report(tmp_path):
-    cmd = [sys.executable, "-m", "fltr_audit", "demo", "--out", str(tmp_path / "d"), "--rounds", "2", "--clients",
-           "20", "--probe-lists", "40", "--workers", "1"]
+    cmd = [sys.executable, "-m", "fltr_audit", "demo", "--out", str(tmp_path / "d"), "--data",
+           "synthetic:mq2008?queries=60", "--rounds", "1", "--clients", "10", "--probe-lists", "20", "--workers", "1"]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
     steps = _steps(done.stderr)
