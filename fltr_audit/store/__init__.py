@@ -14,7 +14,7 @@ __all__ = ["ResultsStore", "load"]
 
 def __getattr__(name: str) -> Any:
     if name in __all__:
-        from fltr_audit.store import results
+        from fltr_audit.store import results  # start-up: pandas only for the results store
 
         return getattr(results, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
