@@ -195,7 +195,8 @@ def _pytest_args(target: dict) -> list[str]:
     no slow or mutation tests, the project's addopts (durations report) off, plain asserts (a child
     needs pass or fail, not pytest's explanations, whose rewriting of every assert of the test files
     cost each child about 0.1 s)."""
-    args = ["-x", "-q", "--assert=plain", "-p", "no:cacheprovider", "-o", "addopts=", "-m", "not slow and not mutation"]
+    args = ["-x", "-q", "--assert=plain", "-p", "no:cacheprovider", "-o", "addopts=",
+            "-m", "not slow and not mutation"]
     if target.get("keyword"):
         args += ["-k", target["keyword"]]
     return args + list(target["tests"])
