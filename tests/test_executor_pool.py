@@ -2,8 +2,11 @@
 (``runs.pool_preload``), yet each sees the caller's environment as it is when its pool starts --
 as a freshly spawned worker did -- not the server's, which is the caller's of the first pool."""
 
+import multiprocessing
 import os
 import sys
+
+import pytest
 
 from fltr_audit.runs.executors import Executor, Task
 
@@ -29,6 +32,8 @@ def test_a_worker_sees_the_callers_environment_of_now_not_the_servers(monkeypatc
     assert Executor(workers=2).results(_environment_mark, tasks) == [None] * 4
 
 
+@pytest.mark.skipif("forkserver" not in multiprocessing.get_all_start_methods(),
+                    reason="no fork server on this platform: each worker is spawned")
 def test_the_workers_are_forked_from_one_server_that_imported_the_run_code():
     origins = Executor(workers=2).results(_origin, [Task(str(i), i) for i in range(4)])
     parents = {parent for parent, _ in origins}
