@@ -147,4 +147,4 @@ def test_a_target_that_defines_numba_kernels_is_refused(tmp_path, capsys):
     (tmp_path / "kernels.py").write_text("import numba\n\n\n@numba.njit(cache=True)\ndef f(x):\n    return x + 1\n")
     (tmp_path / "m.toml").write_text('[[target]]\nmodule = "kernels.py"\ntests = ["test_kernels.py"]\n')
     assert mutate.main(["--config", str(tmp_path / "m.toml"), "--root", str(tmp_path)]) == 2
-    assert "kernels.py define numba kernels" in capsys.readouterr().err
+    assert "kernels.py use numba" in capsys.readouterr().err
