@@ -1,5 +1,8 @@
 """FPDGD's ranking kernels against numpy references (``fltr_audit.engine.kernels.ranking``)."""
 
+import math
+
+import numba
 import numpy as np
 
 from fltr_audit.engine import plackett_luce
@@ -131,3 +134,43 @@ def test_top_positions_is_the_topk_per_query_with_nan_first_and_ties_to_the_lowe
         top_positions(flat, ptr, out)
         assert np.array_equal(out, plackett_luce.topk(np.where(valid, scores, -np.inf), valid, k))
     assert out[2, 0] == 3 and out[2, 1] == 9
+
+
+@numba.njit
+def _plain_logaddexp(x, y):
+    if x == y:
+        return x + math.log(2.0)
+    d = x - y
+    if d > 0:
+        return x + math.log1p(math.exp(-d))
+    if d <= 0:
+        return y + math.log1p(math.exp(d))
+    return d
+
+
+@numba.njit
+def _plain_expit(x):
+    return 1.0 / (1.0 + math.exp(-x))
+
+
+def test_the_exp_underflow_shortcut_changes_no_bit():
+    """``_logaddexp`` and ``pdgd._expit`` skip ``exp`` below ``EXP_ZERO_BELOW``, where it is exactly
+    0.0: against the formulas that always call it (compiled alike, the same libm), bit for bit,
+    on differences across the underflow edge (-800 .. 800 in steps of 1/8, so +-745.13, where exp
+    leaves the subnormals, is crossed), at 0, -0.0, tiny and large magnitudes, infinities and NaN.
+    Catches: a threshold above the underflow edge (a subnormal term dropped, visible on 0.0), the
+    comparison reversed, the shortcut returning ``x`` instead of ``x + 0.0`` (-0.0 kept)."""
+    from fltr_audit.engine.kernels.pdgd import _expit
+    from fltr_audit.engine.kernels.ranking import EXP_ZERO_BELOW, _logaddexp
+
+    assert math.exp(EXP_ZERO_BELOW) == 0.0
+    diffs = np.concatenate([np.arange(-800, 800.001, 0.125), [np.inf, -np.inf, np.nan]])
+    for base in (0.0, -0.0, 5e-324, 1e-310, 1.5, -3e4, 1e4, np.inf, -np.inf):
+        for d in diffs.tolist():
+            for x, y in ((base, base - d), (base - d, base)):
+                got, want = _logaddexp(x, y), _plain_logaddexp(x, y)
+                assert np.array_equal(np.float64(got).view(np.int64), np.float64(want).view(np.int64)) or (
+                    math.isnan(got) and math.isnan(want)), (x, y, got, want)
+    for x in np.concatenate([diffs, -diffs]):
+        got, want = _expit(x), _plain_expit(x)
+        assert got == want or (math.isnan(got) and math.isnan(want)), (x, got, want)

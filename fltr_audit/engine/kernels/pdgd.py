@@ -14,12 +14,15 @@ import numba
 import numpy as np
 
 from fltr_audit.engine.kernels.prefetch import prefetch_row
-from fltr_audit.engine.kernels.ranking import _logaddexp
+from fltr_audit.engine.kernels.ranking import EXP_ZERO_BELOW, _logaddexp
 
 
 @numba.njit(nogil=True, cache=True)
 def _expit(x: float) -> float:
-    """``1 / (1 + e^-x)``, as ``scipy.special.expit``."""
+    """``1 / (1 + e^-x)``, as ``scipy.special.expit``; exactly 1.0 where ``e^-x`` is 0.0 (without
+    libm's slow underflow path, ``ranking.EXP_ZERO_BELOW``)."""
+    if -x < EXP_ZERO_BELOW:
+        return 1.0
     return 1.0 / (1.0 + math.exp(-x))
 
 

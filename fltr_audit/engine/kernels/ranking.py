@@ -16,6 +16,9 @@ import numpy as np
 from fltr_audit.engine.kernels.prefetch import prefetch_row
 
 _LOWEST = np.finfo(np.float64).min
+EXP_ZERO_BELOW = -750.0  # math.exp(x) is exactly 0.0 below this (e^-745.13 is half the smallest subnormal), and
+# libm's underflow path is 3-8 times slower than a normal exp: a trained model's candidates are mostly far below
+# the best, so the kernels add 0.0 without calling it -- the same bits
 PREFETCH_ROWS = 64  # how far ahead ``block_scores`` prefetches, in feature rows (17 KB of MSLR's 136 features)
 _LOG2 = math.log(2.0)
 
@@ -81,14 +84,15 @@ def _next_row(counts: np.ndarray, block: int, row: int) -> tuple[int, int]:
 
 @numba.njit(nogil=True, cache=True)
 def _logaddexp(x: float, y: float) -> float:
-    """numpy's ``logaddexp``, the same branches (so -inf + -inf is -inf without a warning)."""
+    """numpy's ``logaddexp``, the same branches (so -inf + -inf is -inf without a warning); the
+    ``log1p`` term is 0.0 without calling ``exp`` where it would underflow (``EXP_ZERO_BELOW``)."""
     if x == y:
         return x + _LOG2
     d = x - y
     if d > 0:
-        return x + math.log1p(math.exp(-d))
+        return x + (math.log1p(math.exp(-d)) if -d > EXP_ZERO_BELOW else 0.0)
     if d <= 0:
-        return y + math.log1p(math.exp(d))
+        return y + (math.log1p(math.exp(d)) if d > EXP_ZERO_BELOW else 0.0)
     return d
 
 
@@ -172,7 +176,9 @@ def rank_lists(scores: np.ndarray, counts: np.ndarray, noise: np.ndarray, noise_
         total = 0.0
         for j in range(m):
             if not placed[j]:
-                total += math.exp(scores[i, j] - shift)
+                x = scores[i, j] - shift
+                if x > EXP_ZERO_BELOW:
+                    total += math.exp(x)
         rest = -np.inf if total == 0.0 else math.log(total) + shift
         log_dens[i, k] = rest
         for p in range(k - 1, -1, -1):
