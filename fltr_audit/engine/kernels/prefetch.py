@@ -5,7 +5,7 @@ A hint changes no value a kernel computes, only when the bytes arrive. FPDGD's k
 contiguous block of rows per list, each list at another place in the feature matrix, and the
 shown rows of each list at random places: the hardware prefetcher learns each new block only
 after its first misses, and cannot guess a random row at all (``docs/commands/bench.md``,
-"Prefetching"). Tests: ``tests/test_kernels_prefetch.py``.
+"Prefetching and the exp underflow path"). Tests: ``tests/test_kernels_prefetch.py``.
 """
 
 from __future__ import annotations
