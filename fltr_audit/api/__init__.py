@@ -17,6 +17,7 @@ or click. Part of the composition root: it may import ``attacks``, ``defenses`` 
 ``epsilon``                         ``epsilon_table(...)``
 ``demo``                            ``demo(...)``
 ``defenses|attacks|algorithms list``  ``defense_rows()``, ``attack_rows()``, ``algorithm_rows()``
+``bench NAME``                      ``bench_NAME(...)`` in ``fltr_audit.api.bench``, ``bench_core``, ...
 =================================  ===================================
 =======
 Examples
@@ -46,6 +47,7 @@ fltr_audit.explain("±detect")    # what a printed word means
 | `demo` | `demo(...)` |
 | `explain` | `explain(term)` |
 | `defenses list`, `attacks list`, `algorithms list` | `defense_rows()`, `attack_rows()`, `algorithm_rows()` |
+| `bench NAME` | `bench_NAME(...)` in `fltr_audit.api.bench` (`fpdgd`, `foltr_es`, `fedips`, `data`), `bench_core` (`core`, `scaling`, `bandwidth`), `bench_attacks`, `bench_defenses` (not re-exported: measurement tools) |
 """
 
 import importlib

@@ -1,13 +1,16 @@
 """Speed of the hot paths (``fltr-audit bench core``: CCM click simulation, nDCG@k over many
-queries) and of FPDGD's round against cohort size and list length (``bench scaling``). Measured,
-never asserted."""
+queries), of FPDGD's round against cohort size and list length (``bench scaling``) and the
+memory-bandwidth limit of ``bench fpdgd`` (``bench bandwidth``). Measured, never asserted."""
 
 from __future__ import annotations
 
+import os
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Sequence
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from fltr_audit.base.timing import best_seconds
 from fltr_audit.constraints import POSITIVE_INT, Options, check
@@ -89,3 +92,33 @@ def bench_scaling(data: str = "synthetic:mslr10k?queries=10000", cohorts: Sequen
             rows.append({"k": k, "clients": clients, "cpu_seconds_per_round": per_round,
                          "cpu_microseconds_per_interaction": 1e6 * per_round / (2 * clients)})
     return {"data": data, "rounds": rounds, "results": rows}
+
+
+def _product_seconds(X: np.ndarray, w: np.ndarray, threads: int, repeats: int) -> float:
+    """Best wall seconds of ``X @ w`` (float32 BLAS ``sgemv``, one BLAS thread each) split into
+    ``threads`` contiguous row parts computed at once: the time to stream X's bytes once."""
+    bounds = [len(X) * i // threads for i in range(threads + 1)]
+    parts = [X[lo:hi] for lo, hi in zip(bounds[:-1], bounds[1:])]
+    with threadpool_limits(limits=1, user_api="blas"), ThreadPoolExecutor(threads) as pool:
+        return best_seconds(lambda: list(pool.map(lambda part: part @ w, parts)), repeats)
+
+
+def bench_bandwidth(data: str = "synthetic:mslr10k?queries=10000", fold: int = 1, clients: int = 1000,
+                    queries_per_client: int = 2, repeats: int = 7) -> dict[str, Any]:
+    """The memory-bandwidth limit of ``bench fpdgd``: the best of ``repeats`` float32 matrix-vector
+    products over as many contiguous feature bytes as one FPDGD round ranks (clients x B lists of the
+    mean candidate count), on one core and on every core. ``interactions_per_second_limit``: clients
+    x B interactions per such pass on every core, FPDGD's speed if scoring were all it did."""
+    for name, value in (("clients", clients), ("queries_per_client", queries_per_client), ("repeats", repeats)):
+        check(name, value, POSITIVE_INT)
+    train = load_splits(data, fold).train
+    rows = min(train.n_docs, int(round(clients * queries_per_client * train.n_docs / max(train.n_queries, 1))))
+    X = np.ascontiguousarray(train.features[:rows], dtype=np.float32)
+    w = np.random.default_rng(0).normal(size=X.shape[1]).astype(np.float32)
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    one, every = _product_seconds(X, w, 1, repeats), _product_seconds(X, w, cores, repeats)
+    return {"data": data, "rows": rows, "megabytes": X.nbytes / 1e6, "cores": cores,
+            "seconds_one_core": one, "gb_per_second_one_core": X.nbytes / one / 1e9,
+            "seconds_every_core": every, "gb_per_second_every_core": X.nbytes / every / 1e9,
+            "interactions_per_second_limit": clients * queries_per_client / every,
+            "load_average": os.getloadavg()[0]}

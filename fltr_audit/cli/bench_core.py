@@ -3,14 +3,12 @@ bandwidth``, the memory-bandwidth limit of ``bench fpdgd``."""
 
 from __future__ import annotations
 
-import os
-from typing import Any, List
+from typing import List
 
 import typer
 
 from fltr_audit.cli import options as o
 from fltr_audit.cli.app import bench_app
-from fltr_audit.base.timing import best_seconds
 from fltr_audit.cli.common import check_at_least, emit_json, print_figures, print_table
 
 
@@ -64,20 +62,6 @@ def bench_scaling(
          "µs / interaction": f"{r['cpu_microseconds_per_interaction']:.1f}"} for r in rows])
 
 
-def _product_seconds(X: Any, w: Any, threads: int, repeats: int) -> float:
-    """Best wall seconds of ``X @ w`` (float32 BLAS ``sgemv``, one BLAS thread each) split into
-    ``threads`` contiguous row parts computed at once: the time to stream X's bytes once."""
-    # start-up: loaded when the command runs, not for --help
-    from concurrent.futures import ThreadPoolExecutor
-
-    from threadpoolctl import threadpool_limits
-
-    bounds = [len(X) * i // threads for i in range(threads + 1)]
-    parts = [X[lo:hi] for lo, hi in zip(bounds[:-1], bounds[1:])]
-    with threadpool_limits(limits=1, user_api="blas"), ThreadPoolExecutor(threads) as pool:
-        return best_seconds(lambda: list(pool.map(lambda part: part @ w, parts)), repeats)
-
-
 @bench_app.command("bandwidth")
 def bench_bandwidth(
     data: str = typer.Option("synthetic:mslr10k?queries=10000", "--data", help="Data spec (bench fpdgd's default)."),
@@ -92,21 +76,7 @@ def bench_bandwidth(
     feature bytes as one FPDGD round ranks (the mean candidate rows of clients x B lists: ~130 MB at
     the defaults), on one core and on every core. ``interactions_per_second_limit``: clients x B
     interactions per such pass on every core, the speed FPDGD would reach if scoring were all it did."""
-    # start-up: loaded when the command runs, not for --help
-    import numpy as np
-
-    from fltr_audit.engine.data.load import load_splits
+    from fltr_audit.api.bench_core import bench_bandwidth as run  # start-up: the engine loads when the command runs
 
     check_at_least({"--clients": clients, "--queries-per-client": queries_per_client, "--repeats": repeats})
-    train = load_splits(data, fold).train
-    rows = min(train.n_docs, int(round(clients * queries_per_client * train.n_docs / max(train.n_queries, 1))))
-    X = np.ascontiguousarray(train.features[:rows], dtype=np.float32)
-    w = np.random.default_rng(0).normal(size=X.shape[1]).astype(np.float32)
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    one, every = _product_seconds(X, w, 1, repeats), _product_seconds(X, w, cores, repeats)
-    figures = {"data": data, "rows": rows, "megabytes": X.nbytes / 1e6, "cores": cores,
-               "seconds_one_core": one, "gb_per_second_one_core": X.nbytes / one / 1e9,
-               "seconds_every_core": every, "gb_per_second_every_core": X.nbytes / every / 1e9,
-               "interactions_per_second_limit": clients * queries_per_client / every,
-               "load_average": os.getloadavg()[0]}
-    print_figures("bench bandwidth", figures, json_out)
+    print_figures("bench bandwidth", run(data, fold, clients, queries_per_client, repeats), json_out)
