@@ -59,6 +59,30 @@ def _words(streams: list[bytes], dim: int, ring_mask: np.uint64) -> np.ndarray:
     return np.frombuffer(b"".join(streams), dtype="<u8").reshape(len(streams), dim) & ring_mask
 
 
+def share_holders(n: int, degree: int) -> int:
+    """m, the holders of each client's shares in a cohort of n: itself and its neighbours
+    (``neighbour_graph``: all n - 1 others when ``degree`` is 0 or at least n - 1)."""
+    return n if degree == 0 or degree >= n - 1 else degree + 1
+
+
+def shamir_threshold(threshold: float, holders: int) -> int:
+    """t = floor(threshold * m) + 1 of m holders: the shares that reconstruct a secret."""
+    return int(math.floor(threshold * holders)) + 1
+
+
+def smallest_cohort(threshold: float, degree: int) -> int | None:
+    """The smallest cohort n >= 2 whose share holders give t >= 2 (one holder alone then learns
+    nothing); None when no cohort does (a neighbour degree whose k + 1 holders are too few)."""
+    holders = max(2, math.ceil(1.0 / threshold))
+    while shamir_threshold(threshold, holders) < 2:  # float rounding of 1 / threshold
+        holders += 1
+    while holders > 2 and shamir_threshold(threshold, holders - 1) >= 2:
+        holders -= 1
+    if degree and holders > degree + 1:
+        return None
+    return holders
+
+
 def neighbour_graph(n: int, degree: int, rng: np.random.Generator) -> np.ndarray:
     """Each client's neighbours, (n, deg) sorted: the complete graph when ``degree`` is 0 or at
     least n - 1, else a random k-regular Harary graph (clients in a random ring order, each
@@ -177,7 +201,7 @@ def share_keys(state: ProtocolState) -> None:
     stats = state.stats
     holders = np.sort(np.concatenate([np.arange(n)[:, None], neighbours], axis=1), axis=1)
     m = holders.shape[1]
-    t = int(math.floor(state.threshold * m)) + 1
+    t = shamir_threshold(state.threshold, m)
     stats["threshold"] = t
     if n < 2:
         raise FltrError(f"{name}: a cohort of {n} client: the aggregate is that client's message; round aborted")
@@ -340,8 +364,6 @@ class SecAggProtocol(AggregatorBase):
     """
 
     claim = SECAGG_CLAIM
-    min_cohort = 2
-    """An aggregate of one client is that client's message."""
     sees = "sum"
     """The server sees only the sum (a robust rule that needs more cannot join it)."""
 
@@ -349,6 +371,20 @@ class SecAggProtocol(AggregatorBase):
                  range: float = 64.0, name: str = "secagg-protocol"):
         self.drop, self.k, self.threshold, self.bits, self.range = float(drop), int(k), float(threshold), int(bits), float(range)
         self.name = name
+        smallest = smallest_cohort(self.threshold, self.k)
+        if smallest is None:
+            raise FltrError(f"{name}: threshold={self.threshold:g} gives t = 1 of the k + 1 = {self.k + 1} share holders "
+                            "of any cohort larger than k + 1, so any one holder reveals a client's masks (the "
+                            f"aggregate-only claim needs t >= 2); raise threshold to at least {math.ceil(1e4 / (self.k + 1)) / 1e4:g}")
+        self.min_cohort = smallest  # t >= 2 from here on; 2 at the default (one client's aggregate is its message)
+
+    def check_cohort(self, n: int) -> None:
+        """FltrError, at the door, when a cohort of ``n`` clients gives t = 1 or is a single client."""
+        if n < self.min_cohort:
+            raise FltrError(f"a cohort of {n} client{'' if n == 1 else 's'} gives t = "
+                            f"{shamir_threshold(self.threshold, share_holders(n, self.k))} of its "
+                            f"{share_holders(n, self.k)} share holders at threshold={self.threshold:g}; the "
+                            f"aggregate-only claim needs t >= 2 and at least 2 clients: {self.min_cohort} or more clients")
 
     def aggregate(self, messages: Messages, participants: np.ndarray, rng: np.random.Generator) -> Aggregate:
         require_vectors(messages, self.name)

@@ -11,6 +11,7 @@ import pytest
 
 from defenses.catalog import SPECS
 from defenses.registration import register_defense
+from defenses.robust.compose import check_cohort
 from defenses.stack import parse_defense
 from fltr_audit.engine.interfaces import Aggregate, AggregatorBase, PrivacyClaim
 from fltr_audit.errors import FltrError
@@ -60,8 +61,12 @@ class _Bad(_Sum):
 def test_a_plug_in_aggregators_declarations_are_read_and_checked():
     try:
         register_defense("test-sum-aggregator", lambda: _Sum(), role="aggregator", replace=True)
-        built = parse_defense("test-sum-aggregator").aggregator
+        stack = parse_defense("test-sum-aggregator")
+        built = stack.aggregator
         assert (built.sees, built.min_cohort, built.reads_global_model, built.robust_rule) == ("sum", 3, False, False)
+        with pytest.raises(FltrError, match="a cohort of 2 clients is below the 3 it needs"):
+            check_cohort(stack, 2)  # its declared min_cohort is checked at the door
+        check_cohort(stack, 3)
         register_defense("test-bad-aggregator", lambda: _Bad(), role="aggregator", replace=True)
         with pytest.raises(FltrError, match="sees in updates, distances, sum"):
             parse_defense("test-bad-aggregator")

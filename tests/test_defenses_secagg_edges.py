@@ -44,6 +44,66 @@ def test_a_threshold_giving_t_one_is_refused():
     SecAggProtocol(threshold=0.2).aggregate(_messages(8), np.arange(8), np.random.default_rng(2))  # t = 2
 
 
+@pytest.mark.parametrize("threshold,k", [(0.5, 0), (0.3, 0), (0.1, 0), (1 / 3, 0), (0.3, 4), (0.2, 4)])
+def test_the_smallest_cohort_is_where_the_protocol_first_runs(threshold, k):
+    """``SecAggProtocol.min_cohort`` against the protocol itself: a cohort of 1 to 13 clients
+    aggregates (no FltrError) exactly when it has at least ``min_cohort`` clients, and
+    ``check_cohort`` refuses exactly the others.
+    Catches: t taken from the cohort instead of the share holders (k = 4: 5 holders past 5 clients),
+    a reciprocal rounded the wrong way (1 / (1/3) = 3.0000000000000004), a cohort of one let through."""
+    agg = SecAggProtocol(threshold=threshold, k=k)
+    for n in range(1, 14):
+        try:
+            agg.aggregate(_messages(n), np.arange(n), np.random.default_rng(n))
+            ran = True
+        except FltrError:
+            ran = False
+        assert ran == (n >= agg.min_cohort), (n, agg.min_cohort)
+        if ran:
+            agg.check_cohort(n)
+        else:
+            with pytest.raises(FltrError, match=rf"a cohort of {n} clients? gives t = \d+ of its \d+ share holders"):
+                agg.check_cohort(n)
+
+
+@pytest.mark.parametrize("threshold,k", [(0.1, 4), (0.19, 4), (0.3, 2)])
+def test_a_degree_whose_holders_never_give_t_two_is_refused_when_built(threshold, k):
+    """k + 1 holders with floor(threshold (k + 1)) = 0: the protocol itself refuses every cohort of 2 to
+    12 clients (its own check, one round each), and the defense is refused when built, naming the
+    threshold that would do. Catches: the check that lets such a degree through to fail in round 1."""
+    for n in range(2, 13):
+        graph = neighbour_graph(n, k, np.random.default_rng(n))
+        with pytest.raises(FltrError, match="gives t = 1"):
+            run_protocol(np.zeros((n, 2), dtype=np.uint64), 32, graph, np.zeros(n, dtype=bool), threshold)
+    with pytest.raises(FltrError, match="raise threshold to at least") as refused:
+        SecAggProtocol(threshold=threshold, k=k)
+    suggested = float(str(refused.value).rsplit(" ", 1)[-1])
+    assert SecAggProtocol(threshold=suggested, k=k).min_cohort <= k + 1  # the threshold it names does
+
+
+@pytest.mark.parametrize("extra,option,message", [
+    (["--defense", "secagg-protocol(threshold=0.3)", "--clients", "3"], "--defense",
+     "a cohort of 3 clients gives t = 1 of its 3 share holders at threshold=0.3"),
+    (["--defense", "norm-bound+secagg-protocol(threshold=0.3)", "--clients", "3"], "--defense", "4 or more clients"),
+    (["--defense", "secagg", "--clients", "1"], "--defense", "a cohort of 1 client is below the 2 it needs"),
+    (["--defense", "secagg-protocol(threshold=0.3)", "--probe-cohort", "3"], "--probe-cohort",
+     "a cohort of 3 clients gives t = 1"),
+    (["--defense", "secagg-protocol(threshold=0.1,k=4)"], "--defense", "raise threshold to at least 0.2"),
+])
+def test_a_cohort_secure_aggregation_cannot_hide_is_refused_at_the_door(tmp_path, capsys, extra, option, message):
+    """An audit whose training or probe cohort is below what its secure aggregator needs: one line
+    naming the option, exit 2, no store -- not a run that fails after training."""
+    from fltr_audit.cli import main
+
+    store = tmp_path / "store"
+    base = ["audit", "--data", "synthetic:mq2008?queries=60", "--rounds", "1", "--clients", "10", "--attack", "olsr",
+            "--click-model", "perfect", "--store", str(store), "--quiet"]
+    assert main(base + extra) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"fltr-audit: error: {option}: ") and err.count("\n") == 1 and message in err, err
+    assert not store.exists()
+
+
 @pytest.mark.parametrize("agg", [IdealSecAgg(), SecAggProtocol()], ids=["ideal", "protocol"])
 def test_a_cohort_of_one_is_refused(agg):
     with pytest.raises(FltrError, match="round aborted"):

@@ -74,9 +74,6 @@ class RobustAggregator(AggregatorBase):
                          messages=None if self.view == "output" else messages,
                          stats={"fallbacks": float(self.fallbacks)})
 
-    def check_cohort(self, n: int) -> None:
-        """FltrError when a cohort of ``n`` clients cannot hold the rule (checked at the door)."""
-
     def prepare(self, global_params: np.ndarray, rng: np.random.Generator) -> None:
         """What the rule needs of the round before ``combine`` (fltrust: the root update)."""
 

@@ -48,6 +48,10 @@ class SecureRule(AggregatorBase):
         self.claim = secure.claim
         self.min_cohort = secure.min_cohort
 
+    def check_cohort(self, n: int) -> None:
+        """The secure aggregator's check, in its own words."""
+        self.secure.check_cohort(n)
+
     @property
     def mechanism(self) -> Any:
         return mech.declared(self.secure)
@@ -89,12 +93,14 @@ def rule_of(aggregator: Any) -> Any:
 
 
 def check_cohort(stack: Any, clients: int) -> None:
-    """FltrError naming the stack when its robust rule cannot run on cohorts of ``clients`` (Krum's
-    n >= 2f + 3, Multi-Krum's m <= n - f): refused at the door, before anything is trained."""
+    """FltrError naming the stack when its aggregator cannot run on cohorts of ``clients``: its robust
+    rule's bound (Krum's n >= 2f + 3, Multi-Krum's m <= n - f) or its declared ``min_cohort``
+    (secure aggregation: two clients, more under a low ``secagg-protocol`` threshold). Refused at the
+    door, before anything is trained."""
     rule = rule_of(stack.aggregator)
-    if rule is not None:
+    for part in dict.fromkeys(p for p in (rule, stack.aggregator) if p is not None):
         try:
-            rule.check_cohort(int(clients))
+            part.check_cohort(int(clients))
         except FltrError as exc:
-            which = "" if rule.name == stack.name else f"{rule.name}: "
+            which = "" if part.name == stack.name else f"{part.name}: "
             raise FltrError(f"defense {stack.name!r}: {which}{exc}") from None

@@ -15,6 +15,7 @@ import numpy as np
 from fltr_audit.base.defense_terms import PrivacyClaim, Privatizes, Sees
 from fltr_audit.engine.data.dataset import Dataset
 from fltr_audit.engine.messages import GroundTruth, Guess, Interactions, Messages, RoundBatch, ServerView
+from fltr_audit.errors import FltrError
 
 class ClientDefense(Protocol):
     """A transform each client applies to its message before it leaves the device.
@@ -81,6 +82,12 @@ class AggregatorBase:
     sees: ClassVar[Sees] = "updates"
     robust_rule: ClassVar[bool] = False
     zero_cohort_means: ClassVar[Any] = None
+
+    def check_cohort(self, n: int) -> None:
+        """FltrError when cohorts of ``n`` clients are below ``min_cohort`` (checked at the door, before
+        anything trains: ``defenses.robust.compose.check_cohort``); an aggregator may say why."""
+        if n < self.min_cohort:
+            raise FltrError(f"a cohort of {n} client{'' if n == 1 else 's'} is below the {self.min_cohort} it needs")
 
 
 class Aggregator(Protocol):

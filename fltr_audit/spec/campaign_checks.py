@@ -260,7 +260,8 @@ def _check_params(algo: dict, source: str) -> None:
 
 def _check_robustness(spec: dict, defenses: list[DefenseSpec]) -> None:
     """``algorithm.poison``: every poisoning parses and every algorithm's messages carry it; every
-    defense's robust rule fits every cohort (``defenses.robust.compose.check_cohort``)."""
+    defense's aggregator fits every training and probe cohort (``defenses.robust.compose.check_cohort``:
+    a robust rule's bound, secure aggregation's smallest cohort)."""
 
     for text in as_list(spec["algorithm"].get("poison", "none")):
         poison = parse_poison(text)
@@ -268,11 +269,14 @@ def _check_robustness(spec: dict, defenses: list[DefenseSpec]) -> None:
             declared = algorithm_spec(name, auditable=True)
             poison.check_applies(name, declared.message_kind, declared.user_clicks)
     for stack in defenses:
-        for clients in as_list(spec["algorithm"]["clients"]):
-            try:
-                check_cohort(stack.build(), clients)
-            except FltrError as exc:
-                raise ParameterError("defense", str(exc)) from None
+        built = stack.build()
+        for parameter, cohorts in (("defense", spec["algorithm"]["clients"]),
+                                   ("probe_cohort", spec["probe"]["probe_cohort"])):
+            for cohort in as_list(cohorts):
+                try:
+                    check_cohort(built, cohort)
+                except FltrError as exc:
+                    raise ParameterError(parameter, str(exc)) from None
 
 
 def _check_each(values: Any, build: Callable[[str], Any], parameter: str) -> list[Any]:
