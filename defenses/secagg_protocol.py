@@ -59,12 +59,6 @@ def _words(streams: list[bytes], dim: int, ring_mask: np.uint64) -> np.ndarray:
     return np.frombuffer(b"".join(streams), dtype="<u8").reshape(len(streams), dim) & ring_mask
 
 
-def share_holders(n: int, degree: int) -> int:
-    """m, the holders of each client's shares in a cohort of n: itself and its neighbours
-    (``neighbour_graph``: all n - 1 others when ``degree`` is 0 or at least n - 1)."""
-    return n if degree == 0 or degree >= n - 1 else degree + 1
-
-
 def shamir_threshold(threshold: float, holders: int) -> int:
     """t = floor(threshold * m) + 1 of m holders: the shares that reconstruct a secret."""
     return int(math.floor(threshold * holders)) + 1
@@ -72,12 +66,12 @@ def shamir_threshold(threshold: float, holders: int) -> int:
 
 def smallest_cohort(threshold: float, degree: int) -> int | None:
     """The smallest cohort n >= 2 whose share holders give t >= 2 (one holder alone then learns
-    nothing); None when no cohort does (a neighbour degree whose k + 1 holders are too few)."""
+    nothing): the fewest holders m with floor(threshold * m) >= 1, from ceil(1 / threshold) up (the
+    float product can fall one short: 5 * 0.19999999999999998 < 1); the cohort of that many holders
+    is that large. None when no cohort gives t >= 2 (a degree whose k + 1 holders are too few)."""
     holders = max(2, math.ceil(1.0 / threshold))
-    while shamir_threshold(threshold, holders) < 2:  # float rounding of 1 / threshold
+    while shamir_threshold(threshold, holders) < 2:
         holders += 1
-    while holders > 2 and shamir_threshold(threshold, holders - 1) >= 2:
-        holders -= 1
     if degree and holders > degree + 1:
         return None
     return holders
@@ -373,18 +367,20 @@ class SecAggProtocol(AggregatorBase):
         self.name = name
         smallest = smallest_cohort(self.threshold, self.k)
         if smallest is None:
-            raise FltrError(f"{name}: threshold={self.threshold:g} gives t = 1 of the k + 1 = {self.k + 1} share holders "
-                            "of any cohort larger than k + 1, so any one holder reveals a client's masks (the "
-                            f"aggregate-only claim needs t >= 2); raise threshold to at least {math.ceil(1e4 / (self.k + 1)) / 1e4:g}")
+            enough = math.ceil(1e4 / (self.k + 1)) / 1e4  # four decimals, rounded up: 1/3 -> 0.3334
+            raise FltrError(f"{name}: threshold={self.threshold:g} gives t = 1 of the k + 1 = {self.k + 1} share "
+                            "holders of any cohort larger than k + 1, so any one holder reveals a client's masks "
+                            f"(the aggregate-only claim needs t >= 2); raise threshold to at least {enough:g}")
         self.min_cohort = smallest  # t >= 2 from here on; 2 at the default (one client's aggregate is its message)
 
     def check_cohort(self, n: int) -> None:
-        """FltrError, at the door, when a cohort of ``n`` clients gives t = 1 or is a single client."""
+        """FltrError, at the door, when a cohort of ``n`` clients gives t = 1 or is a single client
+        (below ``min_cohort`` <= k + 1 the graph is complete: each client's n share holders)."""
         if n < self.min_cohort:
-            raise FltrError(f"a cohort of {n} client{'' if n == 1 else 's'} gives t = "
-                            f"{shamir_threshold(self.threshold, share_holders(n, self.k))} of its "
-                            f"{share_holders(n, self.k)} share holders at threshold={self.threshold:g}; the "
-                            f"aggregate-only claim needs t >= 2 and at least 2 clients: {self.min_cohort} or more clients")
+            t = shamir_threshold(self.threshold, n)
+            raise FltrError(f"a cohort of {n} client{'' if n == 1 else 's'} gives t = {t} of its {n} share holders at "
+                            f"threshold={self.threshold:g}; the aggregate-only claim needs t >= 2 and at least 2 "
+                            f"clients: {self.min_cohort} or more clients")
 
     def aggregate(self, messages: Messages, participants: np.ndarray, rng: np.random.Generator) -> Aggregate:
         require_vectors(messages, self.name)

@@ -3,6 +3,8 @@ one, the weight column's headroom; non-finite models stop training naming round 
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -44,41 +46,48 @@ def test_a_threshold_giving_t_one_is_refused():
     SecAggProtocol(threshold=0.2).aggregate(_messages(8), np.arange(8), np.random.default_rng(2))  # t = 2
 
 
-@pytest.mark.parametrize("threshold,k", [(0.5, 0), (0.3, 0), (0.1, 0), (1 / 3, 0), (0.3, 4), (0.2, 4)])
+@pytest.mark.parametrize("threshold,k", [(0.5, 0), (0.3, 0), (0.1, 0), (1 / 3, 0), (np.nextafter(0.2, 0), 0),
+                                         (0.3, 4), (0.2, 4)])
 def test_the_smallest_cohort_is_where_the_protocol_first_runs(threshold, k):
     """``SecAggProtocol.min_cohort`` against the protocol itself: a cohort of 1 to 13 clients
     aggregates (no FltrError) exactly when it has at least ``min_cohort`` clients, and
-    ``check_cohort`` refuses exactly the others.
+    ``check_cohort`` refuses exactly the others with the protocol's own t and share holders.
     Catches: t taken from the cohort instead of the share holders (k = 4: 5 holders past 5 clients),
-    a reciprocal rounded the wrong way (1 / (1/3) = 3.0000000000000004), a cohort of one let through."""
+    1 / threshold trusted where the float product falls short (5 * 0.19999999999999998 < 1: 6
+    clients, not 5), a cohort of one let through, a message that miscounts the holders."""
     agg = SecAggProtocol(threshold=threshold, k=k)
     for n in range(1, 14):
         try:
             agg.aggregate(_messages(n), np.arange(n), np.random.default_rng(n))
-            ran = True
-        except FltrError:
-            ran = False
-        assert ran == (n >= agg.min_cohort), (n, agg.min_cohort)
-        if ran:
+            refused = None
+        except FltrError as exc:
+            refused = str(exc)
+        assert (refused is None) == (n >= agg.min_cohort), (n, agg.min_cohort, refused)
+        if refused is None:
             agg.check_cohort(n)
-        else:
-            with pytest.raises(FltrError, match=rf"a cohort of {n} clients? gives t = \d+ of its \d+ share holders"):
-                agg.check_cohort(n)
+            continue
+        with pytest.raises(FltrError) as door:
+            agg.check_cohort(n)
+        holders = n if n == 1 else int(re.search(r"gives t = 1 of (\d+) share holders", refused).group(1))
+        clients = "1 client" if n == 1 else f"{n} clients"
+        assert f"a cohort of {clients} gives t = 1 of its {holders} share holders" in str(door.value)
+        assert f"{agg.min_cohort} or more clients" in str(door.value)
 
 
-@pytest.mark.parametrize("threshold,k", [(0.1, 4), (0.19, 4), (0.3, 2)])
-def test_a_degree_whose_holders_never_give_t_two_is_refused_when_built(threshold, k):
+@pytest.mark.parametrize("threshold,k,suggested", [(0.1, 4, 0.2), (0.19, 4, 0.2), (0.3, 2, 0.3334)])
+def test_a_degree_whose_holders_never_give_t_two_is_refused_when_built(threshold, k, suggested):
     """k + 1 holders with floor(threshold (k + 1)) = 0: the protocol itself refuses every cohort of 2 to
     12 clients (its own check, one round each), and the defense is refused when built, naming the
-    threshold that would do. Catches: the check that lets such a degree through to fail in round 1."""
+    k + 1 holders and the smallest four-decimal threshold that works (0.3333 would not for k = 2).
+    Catches: the check that lets such a degree through to fail in round 1, a suggestion that fails."""
     for n in range(2, 13):
         graph = neighbour_graph(n, k, np.random.default_rng(n))
         with pytest.raises(FltrError, match="gives t = 1"):
             run_protocol(np.zeros((n, 2), dtype=np.uint64), 32, graph, np.zeros(n, dtype=bool), threshold)
-    with pytest.raises(FltrError, match="raise threshold to at least") as refused:
+    with pytest.raises(FltrError, match=rf"t = 1 of the k \+ 1 = {k + 1} share holders .* raise threshold to "
+                                        rf"at least {suggested}$"):
         SecAggProtocol(threshold=threshold, k=k)
-    suggested = float(str(refused.value).rsplit(" ", 1)[-1])
-    assert SecAggProtocol(threshold=suggested, k=k).min_cohort <= k + 1  # the threshold it names does
+    assert SecAggProtocol(threshold=suggested, k=k).min_cohort <= k + 1
 
 
 @pytest.mark.parametrize("extra,option,message", [
