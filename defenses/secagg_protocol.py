@@ -59,24 +59,6 @@ def _words(streams: list[bytes], dim: int, ring_mask: np.uint64) -> np.ndarray:
     return np.frombuffer(b"".join(streams), dtype="<u8").reshape(len(streams), dim) & ring_mask
 
 
-def shamir_threshold(threshold: float, holders: int) -> int:
-    """t = floor(threshold * m) + 1 of m holders: the shares that reconstruct a secret."""
-    return int(math.floor(threshold * holders)) + 1
-
-
-def smallest_cohort(threshold: float, degree: int) -> int | None:
-    """The smallest cohort n >= 2 whose share holders give t >= 2 (one holder alone then learns
-    nothing): the fewest holders m with floor(threshold * m) >= 1, from ceil(1 / threshold) up (the
-    float product can fall one short: 5 * 0.19999999999999998 < 1); the cohort of that many holders
-    is that large. None when no cohort gives t >= 2 (a degree whose k + 1 holders are too few)."""
-    holders = max(2, math.ceil(1.0 / threshold))
-    while shamir_threshold(threshold, holders) < 2:
-        holders += 1
-    if degree and holders > degree + 1:
-        return None
-    return holders
-
-
 def neighbour_graph(n: int, degree: int, rng: np.random.Generator) -> np.ndarray:
     """Each client's neighbours, (n, deg) sorted: the complete graph when ``degree`` is 0 or at
     least n - 1, else a random k-regular Harary graph (clients in a random ring order, each
@@ -195,7 +177,7 @@ def share_keys(state: ProtocolState) -> None:
     stats = state.stats
     holders = np.sort(np.concatenate([np.arange(n)[:, None], neighbours], axis=1), axis=1)
     m = holders.shape[1]
-    t = shamir_threshold(state.threshold, m)
+    t = shamir.threshold(state.threshold, m)
     stats["threshold"] = t
     if n < 2:
         raise FltrError(f"{name}: a cohort of {n} client: the aggregate is that client's message; round aborted")
@@ -365,19 +347,19 @@ class SecAggProtocol(AggregatorBase):
                  range: float = 64.0, name: str = "secagg-protocol"):
         self.drop, self.k, self.threshold, self.bits, self.range = float(drop), int(k), float(threshold), int(bits), float(range)
         self.name = name
-        smallest = smallest_cohort(self.threshold, self.k)
-        if smallest is None:
+        holders = shamir.fewest_holders(self.threshold)
+        if self.k and holders > self.k + 1:  # past k + 1 clients each has k + 1 holders: t = 1 in any cohort
             enough = math.ceil(1e4 / (self.k + 1)) / 1e4  # four decimals, rounded up: 1/3 -> 0.3334
             raise FltrError(f"{name}: threshold={self.threshold:g} gives t = 1 of the k + 1 = {self.k + 1} share "
                             "holders of any cohort larger than k + 1, so any one holder reveals a client's masks "
                             f"(the aggregate-only claim needs t >= 2); raise threshold to at least {enough:g}")
-        self.min_cohort = smallest  # t >= 2 from here on; 2 at the default (one client's aggregate is its message)
+        self.min_cohort = holders  # up to k + 1 clients the graph is complete: a cohort of m clients has m holders
 
     def check_cohort(self, n: int) -> None:
         """FltrError, at the door, when a cohort of ``n`` clients gives t = 1 or is a single client
         (below ``min_cohort`` <= k + 1 the graph is complete: each client's n share holders)."""
         if n < self.min_cohort:
-            t = shamir_threshold(self.threshold, n)
+            t = shamir.threshold(self.threshold, n)
             raise FltrError(f"a cohort of {n} client{'' if n == 1 else 's'} gives t = {t} of its {n} share holders at "
                             f"threshold={self.threshold:g}; the aggregate-only claim needs t >= 2 and at least 2 "
                             f"clients: {self.min_cohort} or more clients")

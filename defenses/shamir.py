@@ -8,12 +8,28 @@ Lagrange recombination are then BLAS matrix products reduced mod p.
 
 from __future__ import annotations
 
+import math
 import os
 
 import numpy as np
 
 PRIME = 4194301
 _BLOCK = 256
+
+
+def threshold(fraction: float, holders: int) -> int:
+    """t = floor(fraction * m) + 1 of m holders: the shares that reconstruct a secret (t >= 2: no
+    single holder learns it)."""
+    return int(math.floor(fraction * holders)) + 1
+
+
+def fewest_holders(fraction: float) -> int:
+    """The fewest holders m >= 2 with ``threshold(fraction, m) >= 2``: from ceil(1 / fraction) up (the
+    float product can fall one short: 5 * 0.19999999999999998 < 1)."""
+    holders = max(2, math.ceil(1.0 / fraction))
+    while threshold(fraction, holders) < 2:
+        holders += 1
+    return holders
 
 
 def random_field(shape: tuple[int, ...]) -> np.ndarray:

@@ -74,6 +74,24 @@ def test_the_smallest_cohort_is_where_the_protocol_first_runs(threshold, k):
         assert f"{agg.min_cohort} or more clients" in str(door.value)
 
 
+def test_fixed_point_decodes_each_encoding_within_one_resolution_in_every_ring():
+    """``FixedPoint`` in rings of 20, 32, 63 and 64 bits, values across [-8, 8] (negative ones wrap to
+    the ring's top half): each decodes within one resolution of its value, and a sum of four
+    encodings within four. Catches: a ring mask that drops the lowest bit (2^bits - 2, or 2^64 - 2
+    in the 64-bit ring), the mask of another width, a negative value read back unsigned."""
+    from defenses.secagg_protocol import FixedPoint
+
+    rng = np.random.default_rng(5)
+    x = np.linspace(-8.0, 8.0, 2001)
+    for bits in (20, 32, 63, 64):
+        codec = FixedPoint.for_cohort(4, 8.0, bits)
+        codes = codec.encode(x, rng)
+        assert bits == 64 or (codes < np.uint64(2) ** np.uint64(bits)).all()
+        assert (np.abs(codec.decode(codes) - x) < codec.resolution).all()
+        total = sum(codec.encode(x, rng) for _ in range(4)) & np.uint64(2**bits - 1)  # uint64 sums wrap mod 2^64
+        assert (np.abs(codec.decode(total) - 4 * x) < 4 * codec.resolution).all()
+
+
 @pytest.mark.parametrize("threshold,k,suggested", [(0.1, 4, 0.2), (0.19, 4, 0.2), (0.3, 2, 0.3334)])
 def test_a_degree_whose_holders_never_give_t_two_is_refused_when_built(threshold, k, suggested):
     """k + 1 holders with floor(threshold (k + 1)) = 0: the protocol itself refuses every cohort of 2 to
