@@ -56,3 +56,38 @@ def test_trials_for_power_is_the_fewest_by_brute_force():
     power = lambda a, b: epsilon_power(a, b, 0.5)  # noqa: E731
     n = trials_for_power(power)
     assert power(n - n // 2, n - n // 2) >= 0.9 > power((n - 1) - (n - 1) // 2, (n - 1) - (n - 1) // 2)
+
+
+def test_verdicts_the_claim_alone_decides_skip_the_power_rule():
+    """No finite claim, or an aggregate claim audited on single messages: the verdict is that, with
+    no power or trials attached, whatever the bound (catches those rows sent through the power
+    rule, which read them consistent or untestable)."""
+    from fltr_audit.privacy.claim_decision import decide
+
+    nan = math.nan
+    for claimed, scope, bound, verdict in ((math.inf, "message", 3.0, "no claim"),
+                                           (4.5, "aggregate", 9.0, "outside scope"),
+                                           (4.5, "aggregate", 0.1, "outside scope")):
+        d = decide(claimed, 0.0, scope, "message", bound, nan, nan, nan, 1000, 1000, 0.95)
+        assert d.verdict == verdict and math.isnan(d.power) and math.isnan(d.trials_needed)
+
+
+def test_the_normality_test_needs_twenty_finite_scores_per_input():
+    """``gaussian_shape_pvalue``: scipy's ``normaltest`` of each half, Bonferroni over the two, from 20
+    finite scores per input (scipy's kurtosis test is valid from n = 20; with 19 it warns), NaN
+    below that or for a constant half; NaN and infinite scores are left out first."""
+    import warnings
+
+    from scipy import stats
+
+    from fltr_audit.privacy.claim_decision import gaussian_shape_pvalue
+
+    rng = np.random.default_rng(2)
+    a, b = rng.normal(size=20), rng.exponential(size=20)
+    want = min(1.0, 2.0 * min(stats.normaltest(a).pvalue, stats.normaltest(b).pvalue))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert gaussian_shape_pvalue(a, b) == pytest.approx(want, rel=1e-12)
+        assert gaussian_shape_pvalue(np.r_[a, np.nan, np.inf], b) == pytest.approx(want, rel=1e-12)
+        assert math.isnan(gaussian_shape_pvalue(a[:19], b)) and math.isnan(gaussian_shape_pvalue(a, b[:19]))
+        assert math.isnan(gaussian_shape_pvalue(np.ones(30), b))

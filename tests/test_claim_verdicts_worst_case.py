@@ -10,7 +10,7 @@ import fltr_audit
 from attacks.epsilon_bounds import epsilon_lower_bound
 from attacks.trial_sizing import auto_trials
 from fltr_audit.privacy.claim_decision import claim_verdict
-from fltr_audit.privacy.claim_trials import trials_to_test
+from fltr_audit.privacy.claim_trials import ceiling as ceiling_of, trials_to_test
 from defenses.registration import register_defense
 from defenses.stack import parse_defense
 from fltr_audit.privacy import mechanisms as mech
@@ -117,6 +117,9 @@ def test_untestable_when_the_claim_is_at_or_above_the_ceiling():
     assert claim_verdict(ceiling - 0.01, "message", "message", ceiling, ceiling) == "violated"
     trials, capped = auto_trials(4.5)
     assert trials >= n and not capped
+    for claim in (2.0, 4.5, 6.0):  # four times the trials that reach the claim: the ceiling about ln 4 above it
+        trials, _ = auto_trials(claim, floor=1)
+        assert ceiling_of(trials) - ceiling_of(trials_to_test(claim)) == pytest.approx(math.log(4.0), abs=0.05)
     trials, capped = auto_trials(50.0)
     assert capped and trials == 1_000_000
     with pytest.raises(FltrError, match="claims no epsilon"):

@@ -235,3 +235,29 @@ def test_the_worst_case_aggregate_audit_runs_ten_thousand_trials_through_the_bat
     result = audit_stack(stack, claim=stack.claim, inputs=worst_case_inputs(stack, 50), neighbours="worst-case",
                          scope="aggregate", trials=10_000, cohort=100, seed=3, min_trials=4)
     assert result.epsilon_lb <= stack.claim.epsilon
+
+
+def test_the_rounded_norm_bound_is_theorem_one_at_hand_computed_points():
+    """Kairouz et al. (2021), Theorem 1: conditional rounding keeps ||x|| <= min(c + sqrt(d),
+    sqrt(c^2 + d/4 + sqrt(2 log(1/beta)) (c + sqrt(d)/2))). At beta = e^-1/2 the factor
+    sqrt(2 log(1/beta)) is 1: c = 10, d = 64 gives sqrt(100 + 16 + 14) = sqrt(130) (the
+    conditioned bound); c = 0.5, d = 4 gives sqrt(0.25 + 1 + 1.5) = sqrt(2.75) < 2.5; at beta =
+    e^-2 (factor 2), c = 3, d = 16: sqrt(9 + 4 + 2 * 5) = sqrt(23). Catches: a factor divided
+    instead of multiplied, d/4 or sqrt(d)/2 misread, the smaller of the two bounds not taken."""
+    assert rounded_norm_bound(10.0, 64, math.exp(-0.5)) == pytest.approx(math.sqrt(130.0), rel=1e-14)
+    assert rounded_norm_bound(0.5, 4, math.exp(-0.5)) == pytest.approx(math.sqrt(2.75), rel=1e-14)
+    assert rounded_norm_bound(3.0, 16, math.exp(-2.0)) == pytest.approx(math.sqrt(23.0), rel=1e-14)
+    assert rounded_norm_bound(0.0, 1, math.exp(-8.0)) == pytest.approx(1.0, rel=1e-14)  # c + sqrt(d) is smaller
+
+
+def test_the_discrete_gaussian_variance_at_closed_form_points():
+    """Var N_Z(0, s2): at s2 = 9 it is s2 to double precision (Poisson summation: the difference is
+    of order e^(-2 pi^2 s2) = e^-178); at s2 = 0.1 only y = +-1 and +-2 count (y = +-3 weigh
+    e^-45): (2 e^-5 + 8 e^-20) / (1 + 2 e^-5 + 2 e^-20). Catches: exp(-y^2 s2 / 2) for
+    exp(-y^2 / (2 s2)), the sum cut too short."""
+    from defenses.ddgauss import discrete_gaussian_variance
+
+    assert discrete_gaussian_variance(9.0) == pytest.approx(9.0, rel=1e-12)
+    assert discrete_gaussian_variance(4.0) == pytest.approx(4.0, rel=1e-12)
+    e5, e20 = math.exp(-5), math.exp(-20)
+    assert discrete_gaussian_variance(0.1) == pytest.approx((2 * e5 + 8 * e20) / (1 + 2 * e5 + 2 * e20), rel=1e-12)

@@ -101,6 +101,22 @@ def test_adaptive_clip_tracks_the_target_quantile():
     assert agg.claim.epsilon == pytest.approx(DPFedAvg(noise_multiplier=1.0).claim.epsilon)
 
 
+def test_adaptive_clip_step_is_andrews_update_with_the_rounds_own_draws():
+    """One round of adaptive clipping against Andrew et al. (2021), Alg. 1, with the same draws:
+    the noisy fraction at or below the clip b = (#{||u|| <= C} + N(0, count_std^2)) / m, then
+    C <- C exp(-lr (b - quantile)); the draws in the aggregator's order (the sum's noise, then the
+    count's). Catches: a biased count noise (mean 1), the step's sign, ``<`` for ``<=`` at a norm
+    equal to the clip, the count over another cohort size."""
+    u = np.zeros((7, 3))
+    u[:, 0] = [0.2, 0.5, 1.0, 1.5, 2.0, 3.0, 0.9]  # one norm exactly at the clip
+    agg = DPFedAvg(noise_multiplier=1.0, clip=1.0, quantile=0.4, lr=0.3, count_std=2.0)
+    agg.aggregate(updates_messages(u), np.arange(7), np.random.default_rng(11))
+    draws = np.random.default_rng(11)
+    draws.normal(0.0, 1.0, size=3)
+    b = (4 + draws.normal(0.0, 2.0)) / 7
+    assert agg.clip == pytest.approx(1.0 * math.exp(-0.3 * (b - 0.4)), rel=1e-12)
+
+
 def test_adaptive_clip_is_reproducible_from_the_seeded_streams():
     def run():
         agg = DPFedAvg(noise_multiplier=1.0, clip=1.0, quantile=0.3, count_std=2.0)

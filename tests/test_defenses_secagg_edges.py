@@ -183,3 +183,25 @@ def test_a_model_that_becomes_non_finite_stops_training_naming_round_and_defense
                                         r"'overflow\+plain'"):
         train(algo, splits.train, TrainSettings(clients=4, queries_per_client=2, rounds=3, seed=0),
               defenses=RoundDefenses(client=tuple([Overflow()])))
+
+
+def test_sharekeys_counts_the_bytes_of_the_share_messages_it_encrypts(monkeypatch):
+    """Round 1 (ShareKeys) alone, its later rounds skipped: the bytes it adds up and down are those of
+    the encrypted share messages it produced -- each ciphertext (AES-GCM: payload and 16-byte tag)
+    with its 12-byte nonce, sent once by its client and delivered once to its holder -- on a complete
+    graph and on a k-regular one (catches a count per client instead of per neighbour)."""
+    from defenses import secagg_protocol as sp
+
+    for n, k in ((6, 0), (9, 4)):
+        graph = neighbour_graph(n, k, np.random.default_rng(n))
+        inputs = np.zeros((n, 3), dtype=np.uint64)
+        counted = {}
+        for skipped in (("share_keys", "collect_masked_inputs", "unmask"), ("collect_masked_inputs", "unmask")):
+            with monkeypatch.context() as patch:
+                for name in skipped:
+                    patch.setattr(sp, name, lambda state: None)
+                result = run_protocol(inputs, 32, graph, np.zeros(n, dtype=bool), 0.5)
+            counted[len(skipped)] = (result.stats["bytes_up"], result.stats["bytes_down"], result.transcript)
+        sent = sum(len(ct) + 12 for ct in counted[2][2]["ciphertexts"].values())
+        assert len(counted[2][2]["ciphertexts"]) == n * graph.shape[1]
+        assert counted[2][0] - counted[3][0] == sent and counted[2][1] - counted[3][1] == sent

@@ -174,3 +174,22 @@ def test_infinite_huge_and_nan_scores_leave_scores_of_ordered_finite_and_silent(
     assert np.isfinite(out).all()
     assert out[0] == out[2] > 1e280 and out[1] < -1e280 and out[3] == 0.0
     assert out[4] == 0.3 and out[5] == -2.5
+
+
+def test_audit_chosen_keeps_the_pair_with_the_stronger_held_out_evidence():
+    """Two candidate input pairs of Laplace(1) on one coordinate, neither Gaussian (no mu): inputs 0
+    and 0.2 (true epsilon 0.2) and 0 and 2 (true epsilon 2), claim 2: the pair kept is the second,
+    named with the number of pairs tried, whichever order they come in, and its bound lies below
+    the truth (one seed; soundness over seeds is ``test_claim_controls_declaration_free``'s).
+    Catches: the epsilon bound of non-Gaussian candidates skipped, the weaker pair kept, the
+    bound read relative to another claim."""
+    from attacks.epsilon_bounds import audit_chosen
+
+    def laplace(shift):
+        return lambda rng, n, which: which * shift + rng.laplace(0.0, 1.0, size=(n, 1))
+
+    weak, strong = (laplace(0.2), lambda x: x[:, 0]), (laplace(2.0), lambda x: x[:, 0])
+    for candidates in ({"weak": weak, "strong": strong}, {"strong": strong, "weak": weak}):
+        r = audit_chosen(candidates, claim=PrivacyClaim(2.0, 0.0, "message"), n_trials=4000, seed=3)
+        assert (r.pair, r.pairs) == ("strong", 2)
+        assert 0.5 < r.epsilon_lb <= 2.0

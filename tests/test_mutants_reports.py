@@ -18,6 +18,7 @@ from reports.claims import (
     finish_bounds,
     gdp_tradeoff,
     pooled_audits,
+    pooled_text,
 )
 from fltr_audit.privacy.claim_trials import trials_to_test
 from fltr_audit.privacy.error_bounds import clopper_pearson_upper, epsilon_lower_bound
@@ -87,6 +88,17 @@ def test_one_list_is_not_a_per_list_sample_but_two_or_three_are():
         row = leakage_table({"attacks": attacks, "per_query": per_query}, ["defense"]).iloc[0]
         d = per_query["auc"] - per_query["auc_counterfactual"]
         assert (row["basis"], row["n_lists"]) == ("per list", n) and row["leakage"] == pytest.approx(d.mean())
+        assert row["leakage_se"] == pytest.approx(stats.sem(d), rel=1e-12) and row["leakage_df"] == n - 1
+
+
+def test_per_list_rows_that_do_not_name_their_run_or_attack_are_not_used():
+    """Per-list rows without a run_key or an attack column cannot be paired with their run's attack
+    row: the table falls back to the run's own figure instead of pooling lists of other runs or
+    attacks (catches the check dropped: the lists would be joined on click model and defense only)."""
+    per_query, attacks = _per_list()
+    for missing in ("run_key", "attack"):
+        row = leakage_table({"attacks": attacks, "per_query": per_query.drop(columns=missing)}, ["defense"]).iloc[0]
+        assert row["basis"] == "single run (no interval)" and row["leakage"] == pytest.approx(0.123)
 
 
 def test_the_default_alpha_and_min_effect_of_the_verdicts():
@@ -124,6 +136,16 @@ def test_no_leak_is_ruled_out_only_when_the_upper_bound_is_below_the_minimum_eff
     tight = leakage_verdicts(table, ["defense"], min_effect=0.01).iloc[0]
     assert tight["leakage_verdict"] == "inconclusive"
     assert tight["reason"] == f"upper bound {tight['missable']:.3f} not below the minimum effect 0.01"
+
+
+def test_a_group_of_reference_attacks_only_gets_a_row_without_bounds():
+    """A defense whose only attack rows are reference attacks (they do not read the message): its
+    verdict row exists, with no informed attack, no missable bound and not 'leaks' -- nothing to
+    take a maximum over (catches the bounds read from an empty set)."""
+    per_query, attacks = _per_list()
+    table = leakage_table({"attacks": attacks.assign(reference=True), "per_query": per_query}, ["defense"])
+    v = leakage_verdicts(table, ["defense"]).iloc[0]
+    assert v["n_informed"] == 0 and pd.isna(v["missable"]) and v["leakage_verdict"] != "leaks"
 
 
 def test_roc_rows_unfold_the_stored_curves_and_skip_rows_without_one():
@@ -292,6 +314,19 @@ def test_claim_text_names_scope_pooling_and_natural_neighbours():
     text = claim_text(_summary_row(claim_verdict_natural="violated", epsilon_lb_natural=2.5,
                                    trial_limited_natural=False, n_trials_natural=100))
     assert "natural neighbours: violated, ε ≥ 2.50" in text
+    assert "single messages with worst-case neighbours" in claim_text(_summary_row())
+    for unnamed in (math.nan, None, "audited"):  # rows without a neighbour kind name none
+        assert "neighbours" not in claim_text(_summary_row(claim_neighbours=unnamed))
+
+
+def test_pooled_text_counts_distinct_audits_and_their_copies():
+    """Rows keyed by audit: one audit with one copy still says so (two runs were one audit); one
+    audit without copies says nothing; older rows without ``copies`` count runs."""
+    assert pooled_text(pd.Series({"runs": 1, "copies": 1})) == ", 1 distinct audit pooled (1 copy counted once)"
+    assert pooled_text(pd.Series({"runs": 1, "copies": 0})) == ""
+    assert pooled_text(pd.Series({"runs": 4, "copies": 8})) == ", 4 distinct audits pooled (8 copies counted once)"
+    assert pooled_text(pd.Series({"runs": 3, "copies": 0})) == ", 3 distinct audits pooled"
+    assert pooled_text(pd.Series({"runs": 3})) == ", 3 runs pooled"
 
 
 def test_claim_summary_keeps_the_natural_verdict_beside_the_worst_case_one():

@@ -79,6 +79,19 @@ def test_one_run_estimate_covers_the_gaussian_truth():
     assert np.isnan(none.epsilon) and np.isnan(none.low) and "aggregate-scope cosines" in reason
 
 
+def test_one_run_estimate_fits_from_two_present_and_two_absent_canaries():
+    """The fit needs a sample standard deviation on each side: two present and two absent canaries
+    give the two Gaussians' epsilon (``gaussian_pair_epsilon`` of their means and sample sds), one
+    on a side gives NaN (catches the fit refused at two, or attempted at one: an sd of 0 there)."""
+    scores = np.array([0.1, 0.3, 1.9, 2.2])
+    present = np.array([False, False, True, True])
+    est, reason = one_run_estimate(scores, present, 1e-5, boot=20)
+    want = gaussian_pair_epsilon(0.2, np.std([0.1, 0.3], ddof=1), 2.05, np.std([1.9, 2.2], ddof=1), 1e-5)
+    assert reason == "" and est.epsilon == pytest.approx(want, rel=1e-12)
+    for lone in (np.array([False, True, True, True]), np.array([False, False, False, True])):
+        assert math.isnan(one_run_estimate(scores, lone, 1e-5, boot=20)[0].epsilon)
+
+
 def test_multi_run_bound_on_randomized_response():
     eps, runs = 2.0, 2000
     rng = np.random.default_rng(4)

@@ -91,6 +91,21 @@ def test_the_check_is_fishers_method_over_every_tie_group_with_an_off_canary():
     assert (got.off_present, got.off_absent) == (3, 1)
 
 
+def test_the_check_flags_at_the_five_percent_level():
+    """One tie group of twelve canaries, six on the group's common value and six off it below the
+    rounding: off among the present 5 of 6 (Fisher's exact p = 0.080, scipy's) reads cleared, 6 of
+    6 (p = 0.002) flagged; the finding is p < 0.05 (catches another level: 0.1 flags the first)."""
+    for off_present, flagged in ((5, False), (6, True)):
+        present = np.array([True] * off_present + [False] * (6 - off_present)
+                           + [True] * (6 - off_present) + [False] * off_present)
+        scores = np.r_[1.0 + np.arange(1, 7) * 1e-13, np.ones(6)]  # six distinct off values, six on
+        found = float_side_channel(scores, present, np.ones(12, dtype=bool))
+        table = [[off_present, 6 - off_present], [6 - off_present, off_present]]
+        assert found.pvalue == pytest.approx(stats.fisher_exact(table).pvalue, rel=1e-12)
+        assert (found.finding == "flagged") == flagged == (found.pvalue < 0.05)
+    assert 0.05 < stats.fisher_exact([[5, 1], [1, 5]]).pvalue < 0.1
+
+
 def test_the_estimate_is_fitted_only_to_aggregate_scope_cosines():
     """Message scope: ``epsilon_estimate`` NaN with its reason; aggregate scope (dp-fedavg): fitted
     (catches the estimate left on bounded likelihood ratios)."""
