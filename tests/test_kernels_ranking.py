@@ -174,3 +174,17 @@ def test_the_exp_underflow_shortcut_changes_no_bit():
     for x in np.concatenate([diffs, -diffs]):
         got, want = _expit(x), _plain_expit(x)
         assert got == want or (math.isnan(got) and math.isnan(want)), (x, got, want)
+
+
+def test_a_nan_left_among_the_unshown_makes_the_rest_nan_as_the_reference():
+    """More NaN scores than shown slots (NaN keys go first, so one stays unshown) beside a score
+    2,000 below the best: the log-denominators are NaN, as ``plackett_luce.log_denominators``
+    gives them, not a finite sum that skipped the NaN with the underflowing score (catches the
+    underflow shortcut applied to NaN)."""
+    scores = np.array([[1.0, np.nan, 0.5, np.nan, -2000.0, np.nan]])
+    counts, starts = np.array([6]), np.array([0])
+    positions, _, log_dens = _rank(scores, counts, np.zeros(6, dtype=np.float32), starts, False, 2)
+    extended = np.concatenate([positions, [[-1]]], axis=1)
+    with np.errstate(invalid="ignore"):
+        expected = plackett_luce.log_denominators(scores, np.ones((1, 6), dtype=bool), extended)
+    assert np.isnan(expected).all() and np.isnan(log_dens).all()
