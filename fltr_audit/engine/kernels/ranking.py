@@ -51,7 +51,7 @@ def block_scores(X: np.ndarray, starts: np.ndarray, counts: np.ndarray, models32
 
     While a row is scored, the row ``PREFETCH_ROWS`` ahead in reading order (row ``ahead_row`` of
     block ``ahead``) is prefetched, so a block's first rows are in cache when it starts: the
-    hardware prefetcher cannot know where the next block lies (1.6x on ``bench fpdgd``'s lists, one core)."""
+    hardware prefetcher cannot know where the next block lies (1.6-2x on ``bench fpdgd``'s lists, one core)."""
     n = starts.shape[0]
     ahead, ahead_row = 0, 0
     for _ in range(PREFETCH_ROWS):
