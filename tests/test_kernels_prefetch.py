@@ -1,12 +1,11 @@
-"""Software prefetch in FPDGD's kernels (``fltr_audit.engine.kernels.prefetch``): a hint that must
-change no value. What it can get wrong is where it points, which only speed shows; so the
-reading-order cursor of ``block_scores`` is checked position by position, and the kernels that
-prefetch are checked bit for bit against the same arithmetic without it."""
+"""Software prefetch in FPDGD's scoring kernel (``fltr_audit.engine.kernels.prefetch``): a hint that
+must change no value. What it can get wrong is where it points, which only speed shows; so the
+reading-order cursor of ``block_scores`` is checked position by position, and its scores bit for bit
+against the same arithmetic without it."""
 
 import numba
 import numpy as np
 
-from fltr_audit.engine.kernels.pdgd import linear_steps
 from fltr_audit.engine.kernels.prefetch import prefetch_row
 from fltr_audit.engine.kernels.ranking import PREFETCH_ROWS, _dot_float32, _next_row, block_scores
 
@@ -74,34 +73,3 @@ def test_block_scores_with_prefetch_are_the_plain_per_row_dot_products():
         expected = [_dot_float32(X[s + j], w32[i]) for j in range(m)]
         assert np.array_equal(out[i, :m], np.array(expected, dtype=np.float64))
         assert (out[i, m:] == -7.0).all()
-
-
-def test_linear_steps_prefetching_the_next_lists_rows_changes_no_step():
-    """A list whose next list has clicks past its rows, a next list without clicks, a last list:
-    ``linear_steps`` of the whole cohort equals it list by list (where no next list is
-    prefetched), bit for bit. Catches: the prefetch of list i + 1 writing into its state."""
-    rng = np.random.default_rng(2)
-    n, k, F = 9, 6, 136
-    X = rng.normal(size=(200, F)).astype(np.float32)
-    shown = rng.integers(0, 200, (n, k)).astype(np.int64)
-    shown[2, 4:] = -1
-    clicks = rng.random((n, k)) < 0.4
-    clicks[3] = False
-    clicks[2, 4:] = False
-    scores = np.sort(rng.normal(size=(n, k)), axis=1)[:, ::-1].copy()
-    scores[2, 4:] = -np.inf
-    log_dens = np.empty((n, k + 1))
-    for i in range(n):
-        rest = np.logaddexp.reduce(rng.normal(size=20))
-        log_dens[i, k] = rest
-        for p in range(k - 1, -1, -1):
-            rest = np.logaddexp(rest, scores[i, p])
-            log_dens[i, p] = rest
-    start = rng.normal(size=(n, F))
-    together = start.copy()
-    linear_steps(X, shown, scores, log_dens, clicks, 0.1, together)
-    alone = start.copy()
-    for i in range(n):
-        linear_steps(X, shown[i:i + 1], scores[i:i + 1], log_dens[i:i + 1], clicks[i:i + 1], 0.1, alone[i:i + 1])
-    assert np.array_equal(together, alone)
-    assert not np.array_equal(together, start)

@@ -9,7 +9,7 @@ import typer
 
 from fltr_audit.cli import options as o
 from fltr_audit.cli.app import bench_app
-from fltr_audit.cli.common import check_at_least, emit_json, print_figures, print_table
+from fltr_audit.cli.common import emit_json, print_figures, print_table
 
 
 @bench_app.command("core")
@@ -78,5 +78,4 @@ def bench_bandwidth(
     interactions per such pass on every core, the speed FPDGD would reach if scoring were all it did."""
     from fltr_audit.api.bench_core import bench_bandwidth as run  # start-up: the engine loads when the command runs
 
-    check_at_least({"--clients": clients, "--queries-per-client": queries_per_client, "--repeats": repeats})
     print_figures("bench bandwidth", run(data, fold, clients, queries_per_client, repeats), json_out)

@@ -13,7 +13,6 @@ from typing import Any, Callable
 from fltr_audit._version import __version__
 from fltr_audit.cli.app import RUNNING_COMMAND
 from fltr_audit.constraints import ParameterError
-from fltr_audit.errors import FltrError
 
 SPEC_PARAMETERS = {
     "data.spec": "data", "data.fold": "fold", "data.normalization": "normalization", "algorithm.name": "ALGORITHM",
@@ -156,13 +155,6 @@ def round_reporter(bar: Any, label: str, total: int, column: str, name: str) -> 
         bar.advance(description=f"{label} {r}/{total}{shown}")
 
     return report
-
-
-def check_at_least(options: dict[str, int], low: int = 1) -> None:
-    """FltrError naming the first option (in order) whose value is below ``low``."""
-    for option, value in options.items():
-        if value < low:
-            raise FltrError(f"{option}: must be at least {low}, got {value}")
 
 
 def parse_list(value: str, option: str, allowed: tuple[str, ...] | None = None) -> list[str]:

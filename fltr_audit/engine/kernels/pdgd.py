@@ -13,7 +13,6 @@ import math
 import numba
 import numpy as np
 
-from fltr_audit.engine.kernels.prefetch import prefetch_row
 from fltr_audit.engine.kernels.ranking import EXP_ZERO_BELOW, _logaddexp
 
 
@@ -144,34 +143,18 @@ def linear_gradients(X: np.ndarray, rows: np.ndarray, coef: np.ndarray, out: np.
 
 
 @numba.njit(nogil=True, cache=True)
-def _prefetch_pair_rows(X: np.ndarray, shown: np.ndarray, clicks: np.ndarray) -> None:
-    """Prefetch the rows of one list that its preference pairs can read: shown positions up to one
-    past the last click (none without a click)."""
-    last = -1
-    for p in range(clicks.shape[0]):
-        if clicks[p]:
-            last = p
-    for p in range(min(last + 2, clicks.shape[0]) if last >= 0 else 0):
-        if shown[p] >= 0:
-            prefetch_row(X, shown[p])
-
-
-@numba.njit(nogil=True, cache=True)
 def linear_steps(X: np.ndarray, shown: np.ndarray, shown_scores: np.ndarray, log_dens: np.ndarray,
                  clicks: np.ndarray, lr: float, weights: np.ndarray) -> None:
     """Every list's PDGD step for a linear ranker, ``weights[i] += lr * grad_i`` (Eq. 5-6):
     ``pair_coefficients`` of list i, then ``grad_i = sum_p coef[i, p] X[shown[i, p]]`` as
     ``linear_gradients`` sums it, then ``lr * grad_i`` added -- the bits of those steps one after
     the other; a list without a preference pair is left as it is. ``shown`` (n, k): dataset rows,
-    -1 on empty slots (never read). The rows list i + 1 may read are prefetched while list i is
-    computed (``prefetch.prefetch_row``: a list's shown rows lie anywhere in ``X``)."""
+    -1 on empty slots (never read)."""
     n, k = clicks.shape
     coef = np.empty((1, k))
     ok = np.empty((1, k), dtype=np.bool_)
     grad = np.empty(weights.shape[1])
     for i in range(n):
-        if i + 1 < n:
-            _prefetch_pair_rows(X, shown[i + 1], clicks[i + 1])
         for p in range(k):
             ok[0, p] = shown[i, p] >= 0
         pair_coefficients(shown_scores[i:i + 1], log_dens[i:i + 1], clicks[i:i + 1], ok, coef)

@@ -1,10 +1,9 @@
 """Software prefetch for the compiled kernels: a hint that the CPU should start loading a
 feature row into its caches before the loop reaches it (LLVM's ``llvm.prefetch``).
 
-A hint changes no value a kernel computes, only when the bytes arrive. FPDGD's kernels read one
-contiguous block of rows per list, each list at another place in the feature matrix, and the
-shown rows of each list at random places: the hardware prefetcher learns each new block only
-after its first misses, and cannot guess a random row at all (``docs/commands/bench.md``,
+A hint changes no value a kernel computes, only when the bytes arrive. FPDGD's scoring reads one
+contiguous block of rows per list, each list at another place in the feature matrix: the hardware
+prefetcher learns each new block only after its first misses (``docs/commands/bench.md``,
 "Prefetching and the exp underflow path"). Tests: ``tests/test_kernels_prefetch.py``.
 """
 
