@@ -1,6 +1,7 @@
 """Speed of the hot paths (``fltr-audit bench core``: CCM click simulation, nDCG@k over many
 queries), of FPDGD's round against cohort size and list length (``bench scaling``) and the
-memory-bandwidth limit of ``bench fpdgd`` (``bench bandwidth``). Measured, never asserted."""
+memory-bandwidth limit of ``bench fpdgd`` beside FPDGD's own scoring of as many lists (``bench
+bandwidth``). Measured, never asserted."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from threadpoolctl import threadpool_limits
 
 from fltr_audit.base.timing import best_seconds
 from fltr_audit.constraints import POSITIVE_INT, Options, check
-from fltr_audit.engine.algorithms.fpdgd import FPDGD
+from fltr_audit.engine.algorithms.fpdgd import FPDGD, RANKING_PARTS_PER_THREAD
 from fltr_audit.engine.clicks import CCM_NAMES, cascade_model
 from fltr_audit.engine.data.dataset import Dataset
 from fltr_audit.engine.data.load import load_splits
@@ -23,6 +24,7 @@ from fltr_audit.engine.metrics import ndcg_at_k
 from fltr_audit.engine.randomness import stream
 from fltr_audit.engine.rankers import make_ranker
 from fltr_audit.engine.schedule import sample_queries
+from fltr_audit.engine.threads import row_parts, thread_map
 
 TARGETS = {"ccm_clicks": 1.0, "ndcg10": 0.5}
 
@@ -103,12 +105,39 @@ def _product_seconds(X: np.ndarray, w: np.ndarray, threads: int, repeats: int) -
         return best_seconds(lambda: list(pool.map(lambda part: part @ w, parts)), repeats)
 
 
+def _scoring_seconds(train: Dataset, clients: int, queries_per_client: int, repeats: int) -> float:
+    """Best wall seconds of one FPDGD round's scoring alone: B passes of ``clients`` lists of random
+    queries (drawn as ``bench fpdgd`` draws them), each list's contiguous candidate rows scored under
+    its own model by ``LinearRanker.score_blocks`` in the parts and threads of
+    ``fpdgd.cohort_rankings`` -- that function without the Gumbel top-k it runs after the scoring."""
+    ranker = make_ranker("linear", train.n_features)
+    models = np.random.default_rng(0).normal(size=(clients, ranker.n_params))
+    parts = row_parts(clients, per_thread=RANKING_PARTS_PER_THREAD)
+    rounds = iter(range(repeats))
+
+    def one_round() -> None:
+        queries = sample_queries(train.n_queries, clients, queries_per_client, stream(0, "queries", next(rounds)),
+                                 replace=clients * queries_per_client > train.n_queries)
+        for b in range(queries_per_client):
+            starts, counts = train.query_ptr[queries[:, b]], train.docs_per_query[queries[:, b]].astype(np.int64)
+
+            def score_part(part: slice) -> None:
+                ranker.score_blocks(models[part], train.features, starts[part], counts[part],
+                                    out=np.empty((part.stop - part.start, int(counts[part].max(initial=1)))))
+
+            thread_map(score_part, parts, rows=int(counts.sum()))
+
+    return best_seconds(one_round, repeats)
+
+
 def bench_bandwidth(data: str = "synthetic:mslr10k?queries=10000", fold: int = 1, clients: int = 1000,
                     queries_per_client: int = 2, repeats: int = 7) -> dict[str, Any]:
     """The memory-bandwidth limit of ``bench fpdgd``: the best of ``repeats`` float32 matrix-vector
     products over as many contiguous feature bytes as one FPDGD round ranks (clients x B lists of the
     mean candidate count), on one core and on every core. ``interactions_per_second_limit``: clients
-    x B interactions per such pass on every core, FPDGD's speed if scoring were all it did."""
+    x B interactions per such pass on every core, FPDGD's speed if scoring were all it did and ran at
+    that limit. ``interactions_per_second_scoring``: the same speed with FPDGD's own scoring of one
+    round's lists (``_scoring_seconds``), which reads each list's rows where they lie."""
     for name, value in (("clients", clients), ("queries_per_client", queries_per_client), ("repeats", repeats)):
         check(name, value, POSITIVE_INT)
     train = load_splits(data, fold).train
@@ -117,8 +146,10 @@ def bench_bandwidth(data: str = "synthetic:mslr10k?queries=10000", fold: int = 1
     w = np.random.default_rng(0).normal(size=X.shape[1]).astype(np.float32)
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     one, every = _product_seconds(X, w, 1, repeats), _product_seconds(X, w, cores, repeats)
+    scoring = _scoring_seconds(train, clients, queries_per_client, repeats)
     return {"data": data, "rows": rows, "megabytes": X.nbytes / 1e6, "cores": cores,
             "seconds_one_core": one, "gb_per_second_one_core": X.nbytes / one / 1e9,
             "seconds_every_core": every, "gb_per_second_every_core": X.nbytes / every / 1e9,
             "interactions_per_second_limit": clients * queries_per_client / every,
+            "seconds_scoring": scoring, "interactions_per_second_scoring": clients * queries_per_client / scoring,
             "load_average": os.getloadavg()[0]}

@@ -75,7 +75,9 @@ def bench_bandwidth(
     """The memory-bandwidth limit of ``bench fpdgd``: a float32 matrix-vector product over as many
     feature bytes as one FPDGD round ranks (the mean candidate rows of clients x B lists: ~130 MB at
     the defaults), on one core and on every core. ``interactions_per_second_limit``: clients x B
-    interactions per such pass on every core, the speed FPDGD would reach if scoring were all it did."""
+    interactions per such pass on every core, the speed FPDGD would reach if scoring were all it did.
+    ``interactions_per_second_scoring``: the same with FPDGD's own scoring of one round's lists (each
+    list's rows read where they lie, in the training's threads), best of the repeats too."""
     from fltr_audit.api.bench_core import bench_bandwidth as run  # start-up: the engine loads when the command runs
 
     print_figures("bench bandwidth", run(data, fold, clients, queries_per_client, repeats), json_out)
