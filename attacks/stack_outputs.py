@@ -201,8 +201,11 @@ def separable_coordinates(stack: Any, inputs: tuple[np.ndarray, np.ndarray]) -> 
     return np.flatnonzero(differ) if not (a[~differ].any() or b[~differ].any()) else None
 
 
-SHUFFLE_CHUNK_VALUES = 1 << 22
-"""Message coordinates simulated at a time by ``shuffle_mechanism`` (bounded memory at any trials)."""
+SHUFFLE_CHUNK_VALUES = 1 << 18
+"""Message coordinates simulated at a time by ``shuffle_mechanism`` (bounded memory at any trials). Small
+enough that the arrays of a chunk (2 MB) are reused from the heap: at 1 << 22 (32 MB, which glibc's
+malloc always maps afresh) every chunk page-faulted its arrays again (``audit-defense
+"dp-local-laplace(eps=1)+shuffle" --dim 136 --probe-cohort 1000 --trials 2000``: 8.2 -> 5.9 s, 431 -> 256 MB)."""
 
 
 def shuffle_mechanism(stack: Any, inputs: tuple[np.ndarray, np.ndarray], cohort: int, message_llr: Statistic,
