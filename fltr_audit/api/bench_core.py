@@ -134,14 +134,16 @@ def bench_bandwidth(data: str = "synthetic:mslr10k?queries=10000", fold: int = 1
                     queries_per_client: int = 2, repeats: int = 7) -> dict[str, Any]:
     """The memory-bandwidth limit of ``bench fpdgd``: the best of ``repeats`` float32 matrix-vector
     products over as many contiguous feature bytes as one FPDGD round ranks (clients x B lists of the
-    mean candidate count), on one core and on every core. ``interactions_per_second_limit``: clients
-    x B interactions per such pass on every core, FPDGD's speed if scoring were all it did and ran at
+    mean candidate count; the whole split when it is smaller), on one core and on every core.
+    ``interactions_per_second_limit``: clients x B interactions per the time every core takes to
+    stream one round's bytes at that speed, FPDGD's speed if scoring were all it did and ran at
     that limit. ``interactions_per_second_scoring``: the same speed with FPDGD's own scoring of one
     round's lists (``_scoring_seconds``), which reads each list's rows where they lie."""
     for name, value in (("clients", clients), ("queries_per_client", queries_per_client), ("repeats", repeats)):
         check(name, value, POSITIVE_INT)
     train = load_splits(data, fold).train
-    rows = min(train.n_docs, int(round(clients * queries_per_client * train.n_docs / max(train.n_queries, 1))))
+    round_rows = clients * queries_per_client * train.n_docs / max(train.n_queries, 1)
+    rows = max(1, min(train.n_docs, int(round(round_rows))))  # a split smaller than a round: all of it, scaled
     X = np.ascontiguousarray(train.features[:rows], dtype=np.float32)
     w = np.random.default_rng(0).normal(size=X.shape[1]).astype(np.float32)
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
@@ -150,6 +152,6 @@ def bench_bandwidth(data: str = "synthetic:mslr10k?queries=10000", fold: int = 1
     return {"data": data, "rows": rows, "megabytes": X.nbytes / 1e6, "cores": cores,
             "seconds_one_core": one, "gb_per_second_one_core": X.nbytes / one / 1e9,
             "seconds_every_core": every, "gb_per_second_every_core": X.nbytes / every / 1e9,
-            "interactions_per_second_limit": clients * queries_per_client / every,
+            "interactions_per_second_limit": clients * queries_per_client / (every * round_rows / rows),
             "seconds_scoring": scoring, "interactions_per_second_scoring": clients * queries_per_client / scoring,
             "load_average": os.getloadavg()[0]}
