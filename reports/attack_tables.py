@@ -17,6 +17,9 @@ def attack_table(tables: dict[str, pd.DataFrame], averaging: str = "macro") -> p
     per attack x click model x defense, means over seeds and folds (``n_queries`` summed)."""
     attacks = tables["attacks"]
     rows = attacks[attacks["averaging"] == averaging]
+    if "accuracy" not in rows.columns:  # only probes that formed no cohort (n_queries 0): nothing was scored
+        return pd.DataFrame(columns=TABLE_COLUMNS)
+    rows = rows.dropna(subset=["accuracy"])
     group = ["attack", "click_model", "defense", "threat_model"]
     grouped = rows.groupby(group, sort=False)
     scores = [c for c in SCORE_COLUMNS if c in rows.columns and c != "reference"]

@@ -20,6 +20,9 @@ from reports.attack_tables import attack_table, manipulation_table
 from reports.compare import MIN_EFFECT, verdicts
 from reports.leakage import roc_rows
 
+UNSCORED_COLUMNS = ["run_key", "defense", "click_model", "attack", "cohorts_lost", "queries_left_out"]
+"""The columns of ``AuditResult.unscored``: which run and attack scored no list, and why."""
+
 
 @dataclass(frozen=True)
 class AuditResult:
@@ -48,6 +51,15 @@ class AuditResult:
         """One row per attack x click model x defense x threat model: what ``audit --json``
         prints under ``attacks`` (macro averages over the probed lists)."""
         return attack_table(self.tables) if "attacks" in self.tables else pd.DataFrame()
+
+    @property
+    def unscored(self) -> pd.DataFrame:
+        """The attack rows of probes that formed no cohort (``n_queries`` 0): every cohort lost to
+        dropouts, or the probed split too small for the aggregator's cohort (``cohorts_lost``,
+        ``queries_left_out``); ``attacks`` leaves them out."""
+        rows = self._table("attacks")
+        rows = rows[rows["n_queries"] == 0] if "n_queries" in rows else rows
+        return rows[[c for c in UNSCORED_COLUMNS if c in rows.columns]]
 
     @property
     def utility(self) -> pd.DataFrame:
@@ -122,6 +134,7 @@ class AuditResult:
                 "manipulation": self.manipulation.to_dict(orient="records"),
                 "audits": audits.to_dict(orient="records"),
                 "utility": self.utility.to_dict(orient="records"),
+                "unscored": self.unscored.to_dict(orient="records"),
                 "zero_division": "0 (precision of a list with no positive guess, recall of a list without clicks)"}
 
     def report(self, path: str | Path, title: str = "fltr-audit privacy audit") -> Path:

@@ -77,6 +77,9 @@ def print_attacks(table: pd.DataFrame) -> None:
     def num(row, col, fmt):
         return format(row[col], fmt) if col in row and pd.notna(row[col]) else "n/a"
 
+    if table.empty:
+        Console(width=WIDTH).print("Attacks: no list was scored (no probe cohort formed).")
+        return
     rows, previous = [], (None, None)
     for _, r in table.iterrows():
         same_defense = r["defense"] == previous[0]

@@ -102,6 +102,13 @@ def print_result(result) -> None:
     from fltr_audit.api.verdict_tables import print_attacks, print_verdicts
 
     print_attacks(result.attacks)
+    unscored = result.unscored
+    if len(unscored):
+        lost, left_out = (int(unscored[c].fillna(0).sum()) if c in unscored else 0
+                          for c in ("cohorts_lost", "queries_left_out"))
+        typer.echo(f"{len(unscored)} attack row(s) scored no list: no probe cohort formed ({lost} lost to dropouts; "
+                   f"{left_out} probe queries, counted over the passes, too few for a cohort the aggregator "
+                   "accepts): probe a larger split")
     print_verdicts(result.verdicts, result.min_effect)
     cost = result.manipulation
     if len(cost):
