@@ -4,6 +4,8 @@ rather than a crash, the leakage verdict inconclusive, and the command says why 
 
 from __future__ import annotations
 
+import warnings
+
 import fltr_audit
 from fltr_audit.cli import main
 
@@ -16,6 +18,7 @@ def test_a_probe_without_a_cohort_is_an_empty_table_and_an_inconclusive_verdict(
     assert result.attacks.empty
     unscored = result.unscored
     assert len(unscored) == 1 and unscored["attack"].iloc[0] == "olsr"
+    assert unscored["reason"].iloc[0] == "no probe cohort"
     assert int(unscored["queries_left_out"].iloc[0]) > 0 and int(unscored["cohorts_lost"].iloc[0]) == 0
     assert result.as_json()["unscored"] == unscored.to_dict(orient="records")
     assert list(result.verdicts["leakage_verdict"]) == ["inconclusive"]
@@ -29,3 +32,14 @@ def test_the_command_says_no_list_was_scored_and_why(capsys):
     assert "Attacks: no list was scored" in out
     assert "1 attack row(s) scored no list: no probe cohort formed (0 lost to dropouts;" in out
     assert "inconclusive" in out
+
+
+def test_a_probe_whose_lists_are_all_unscorable_says_so_without_numpy_warnings():
+    """A malicious server's probe of a one-query split: one round, its target alone, whose list
+    cannot be scored; the other members' nDCG is NaN (there are none), without numpy's warning."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        result = fltr_audit.audit(**{**TOO_SMALL, "clients": 2}, defenses=["median"], attacks=["olsr"],
+                                  click_models=["perfect"], threat_model="server-malicious")
+    assert result.attacks.empty
+    assert set(result.unscored["reason"]) == {"no scorable list"}

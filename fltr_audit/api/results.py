@@ -20,8 +20,10 @@ from reports.attack_tables import attack_table, manipulation_table
 from reports.compare import MIN_EFFECT, verdicts
 from reports.leakage import roc_rows
 
-UNSCORED_COLUMNS = ["run_key", "defense", "click_model", "attack", "cohorts_lost", "queries_left_out"]
+UNSCORED_COLUMNS = ["run_key", "defense", "click_model", "attack", "reason", "cohorts_lost", "queries_left_out"]
 """The columns of ``AuditResult.unscored``: which run and attack scored no list, and why."""
+NO_COHORT, NO_SCORABLE_LIST = "no probe cohort", "no scorable list"
+"""The reasons of ``AuditResult.unscored``."""
 
 
 @dataclass(frozen=True)
@@ -54,11 +56,15 @@ class AuditResult:
 
     @property
     def unscored(self) -> pd.DataFrame:
-        """The attack rows of probes that formed no cohort (``n_queries`` 0): every cohort lost to
-        dropouts, or the probed split too small for the aggregator's cohort (``cohorts_lost``,
-        ``queries_left_out``); ``attacks`` leaves them out."""
+        """The attack rows that scored no list (``n_queries`` 0), which ``attacks`` leaves out, with
+        their ``reason``: ``NO_COHORT`` when the probe formed no cohort (every cohort lost to
+        dropouts, or the probed split too small for the aggregator's cohort: ``cohorts_lost``,
+        ``queries_left_out``), ``NO_SCORABLE_LIST`` when none of its lists was scorable (too few
+        shown documents, no click, every one clicked)."""
         rows = self._table("attacks")
         rows = rows[rows["n_queries"] == 0] if "n_queries" in rows else rows
+        probed = rows["threat_model"].notna() if "threat_model" in rows else pd.Series(False, index=rows.index)
+        rows = rows.assign(reason=probed.map({True: NO_SCORABLE_LIST, False: NO_COHORT}))
         return rows[[c for c in UNSCORED_COLUMNS if c in rows.columns]]
 
     @property

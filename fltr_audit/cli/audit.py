@@ -96,19 +96,31 @@ def print_plan(spec, runs: int, workers: int) -> None:
         typer.echo(line)
 
 
+def print_unscored(unscored) -> None:
+    """One line per reason why attack rows scored no list (``AuditResult.unscored``)."""
+    from fltr_audit.api.results import NO_COHORT, NO_SCORABLE_LIST  # start-up: loaded when the command runs
+
+    no_cohort = unscored[unscored["reason"] == NO_COHORT]
+    if len(no_cohort):
+        lost, left_out = (int(no_cohort[c].fillna(0).sum()) if c in no_cohort else 0
+                          for c in ("cohorts_lost", "queries_left_out"))
+        typer.echo(f"{len(no_cohort)} attack row(s) scored no list: no probe cohort formed ({lost} lost to "
+                   f"dropouts; {left_out} probe queries, counted over the passes, too few for a cohort the "
+                   "aggregator accepts): probe a larger split")
+    unscorable = int((unscored["reason"] == NO_SCORABLE_LIST).sum())
+    if unscorable:
+        typer.echo(f"{unscorable} attack row(s) scored no list: none of the probed lists was scorable (each needs "
+                   "--min-shown shown documents, a click with --require-click, and one shown unclicked): probe "
+                   "a larger split or lower --min-shown")
+
+
 def print_result(result) -> None:
     """The attack table, both verdict tables, the malicious server's cost and the utility table."""
     # start-up: loaded when the command runs, not for --help
     from fltr_audit.api.verdict_tables import print_attacks, print_verdicts
 
     print_attacks(result.attacks)
-    unscored = result.unscored
-    if len(unscored):
-        lost, left_out = (int(unscored[c].fillna(0).sum()) if c in unscored else 0
-                          for c in ("cohorts_lost", "queries_left_out"))
-        typer.echo(f"{len(unscored)} attack row(s) scored no list: no probe cohort formed ({lost} lost to dropouts; "
-                   f"{left_out} probe queries, counted over the passes, too few for a cohort the aggregator "
-                   "accepts): probe a larger split")
+    print_unscored(result.unscored)
     print_verdicts(result.verdicts, result.min_effect)
     cost = result.manipulation
     if len(cost):

@@ -148,8 +148,8 @@ def malicious_probe(algorithm: Any, params: np.ndarray, data: Dataset, *, seed: 
             )
             truth = GroundTruth(clicks=out.clicks[:1], client_ids=members[:1])
             others = np.asarray(out.shown_ndcg, dtype=np.float64).reshape(len(q), -1)[1:]
-            rounds.append(MaliciousRound(RoundBatch(view, truth), _nanmean(honest_ndcg[order][1:]),
-                                         _nanmean(others)))
+            rounds.append(MaliciousRound(RoundBatch(view, truth), nanmean(honest_ndcg[order][1:]),
+                                         nanmean(others)))
     return rounds
 
 
@@ -161,6 +161,8 @@ def _first(messages: Any) -> Any:
            if getattr(messages, name) is not None})
 
 
-def _nanmean(x: np.ndarray) -> float:
+def nanmean(x: Any) -> float:
+    """The mean of the values of ``x`` that are not NaN; NaN (without numpy's warning) when none is."""
+    x = np.asarray(x, dtype=np.float64)
     x = x[~np.isnan(x)]
     return float(x.mean()) if len(x) else float("nan")

@@ -15,7 +15,7 @@ from attacks.registry import attack_spec, needed
 from defenses.robust.compose import rule_of
 from defenses.stack import DefenseStack
 from fltr_audit.constraints import POSITIVE_INT, ParameterError, check
-from fltr_audit.engine.malicious import malicious_probe
+from fltr_audit.engine.malicious import malicious_probe, nanmean
 from fltr_audit.engine.messages import RoundBatch
 from fltr_audit.engine.probe import MAX_PROBE_ROUNDS, probe_cohorts
 from fltr_audit.engine.randomness import stream
@@ -86,8 +86,8 @@ def probe_rounds(config: RunSpec, algorithm: Any, params: np.ndarray, data: Any,
 
     manipulation = config.probe.manipulation
     rounds = malicious_probe(algorithm, params, data, manipulation=manipulation, **common)
-    honest = float(np.nanmean([r.others_ndcg_honest for r in rounds]))
-    served = float(np.nanmean([r.others_ndcg_served for r in rounds]))
+    honest = nanmean([r.others_ndcg_honest for r in rounds])  # NaN when no round had other members
+    served = nanmean([r.others_ndcg_served for r in rounds])
     return [r.batch for r in rounds], {"manipulation": manipulation, "others_ndcg_honest": honest,
                                        "others_ndcg_served": served, "others_ndcg_cost": honest - served}
 
