@@ -9,10 +9,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from attacks.forgotten_poisoners import check_poisonable
+from defenses.robust.compose import check_cohort
 from fltr_audit.constraints import OPEN_UNIT, POSITIVE, Interval, Options, ParameterError, check
 from fltr_audit.engine.algorithms import registry as algorithms
 from fltr_audit.engine.messages import Messages
 from fltr_audit.engine.unlearning import METHODS
+from fltr_audit.errors import FltrError
 from fltr_audit.spec.run import UNLEARNING_CANARIES as DEFAULT_CANARIES
 from fltr_audit.privacy import mechanisms as mech
 from fltr_audit.spec.defense import DefenseSpec
@@ -83,6 +85,10 @@ def check_unlearning(spec: RunSpec, options: UnlearningOptions) -> None:
     check("confidence", o.confidence, OPEN_UNIT)
     if o.poison_check:
         check_poisonable(algo.name, spec_of.message_kind, spec_of.user_clicks)
+    try:  # the training's cohorts, as the campaigns' check names them
+        check_cohort(spec.defense.build(), algo.clients)
+    except FltrError as exc:
+        raise ParameterError("clients", str(exc)) from None
     check_method_fits(o.method, spec.defense)
 
 
