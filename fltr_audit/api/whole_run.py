@@ -9,6 +9,7 @@ from typing import Any
 from fltr_audit.api.keywords import check_keywords
 from fltr_audit.api.run_tables import record_row
 from fltr_audit.constraints import ParameterError
+from fltr_audit.engine.algorithms import registry as algorithms
 from fltr_audit.runs.executors import Executor
 from fltr_audit.runs.whole_run import CanaryOptions, audit_run_config, whole_run_audit
 from fltr_audit.spec.run import AlgorithmSettings, AuditSettings, DataSettings, ProbeSettings, RunSpec
@@ -16,7 +17,7 @@ from fltr_audit.store.records import RunAuditRecord
 
 WHOLE_RUN_DEFAULTS: dict[str, Any] = {
     "defense": "none", "canaries": 200, "runs": 1, "data": "synthetic:mq2008", "fold": 1, "rounds": 100,
-    "clients": 1000, "population": None, "queries_per_client": 4, "click_model": "perfect", "seed": 0,
+    "clients": 1000, "population": None, "queries_per_client": 4, "click_model": None, "seed": 0,
     "ranker": "linear", "params": (), "non_iid": "iid", "poison": "none", "confidence": 0.95,
     "claim_verdict": False, "workers": 1, "scheduler": None, "store": None,
 }
@@ -36,12 +37,13 @@ def whole_run_spec(algorithm: str, options: dict[str, Any]) -> tuple[RunSpec, Ca
     """The run spec and canary options of ``audit_whole_run``'s keywords (defaults filled in);
     ParameterError naming a setting that does not fit (the door renames it)."""
     o = {**WHOLE_RUN_DEFAULTS, **options}
+    click_model = o["click_model"] or algorithms.algorithm_spec(algorithm, auditable=True).train_click_model
     params = o["params"].items() if isinstance(o["params"], dict) else o["params"]
     spec = RunSpec(
         data=DataSettings(spec=o["data"], fold=o["fold"], normalization="none"),
         algorithm=AlgorithmSettings(name=algorithm, rounds=o["rounds"], clients=o["clients"],
                                     queries_per_client=o["queries_per_client"], ranker=o["ranker"],
-                                    train_click_model=o["click_model"], params=tuple(params),
+                                    train_click_model=click_model, params=tuple(params),
                                     population=o["population"], non_iid=o["non_iid"], poison=o["poison"]),
         probe=ProbeSettings(), defense=o["defense"], attacks=(),
         audit=AuditSettings(run_canaries=o["canaries"], run_runs=o["runs"]), seed=o["seed"])
@@ -55,7 +57,7 @@ def audit_whole_run(algorithm: str, **options: Any) -> RunAuditRecord:
 
     Keywords (``WHOLE_RUN_DEFAULTS`` lists them with their defaults): ``defense``, ``canaries``,
     ``runs``, ``data``, ``fold``, ``rounds``, ``clients``, ``population``, ``queries_per_client``,
-    ``click_model``, ``seed``, ``ranker``, ``params``, ``non_iid``, ``poison`` (malicious clients of
+    ``click_model`` (default: the algorithm's training one), ``seed``, ``ranker``, ``params``, ``non_iid``, ``poison`` (malicious clients of
     every cohort: the canaries' privacy in a federation under attack), ``confidence``,
     ``claim_verdict`` (require a claim), ``workers`` / ``scheduler`` (where the ``runs`` trainings
     run: the same figures on every executor), ``store`` (also record the row there). Returns the

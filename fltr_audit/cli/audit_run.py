@@ -29,7 +29,7 @@ def audit_run(
     clients: o.Clients = 1000,
     population: o.Population = None,
     queries_per_client: o.QueriesPerClient = 4,
-    click_model: o.ClickModel = "perfect",
+    click_model: o.ClickModel = None,
     seed: int = typer.Option(0, "--seed", help="Seed of the first training (training i uses seed + i)."),
     confidence: o.Confidence = 0.95,
     claim_verdict: bool = typer.Option(False, "--claim-verdict", help="Require a claim (exit 2 for a defense without one)."),
