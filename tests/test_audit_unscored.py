@@ -29,7 +29,7 @@ def test_the_command_says_no_list_was_scored_and_why(capsys):
                  "--attack", "olsr", "--click-model", "perfect", "--quiet"])
     out = capsys.readouterr().out
     assert code == 0
-    assert "Attacks: no list was scored" in out
+    assert "Attacks: no list was scored." in out
     assert "1 attack row(s) scored no list: no probe cohort formed (0 lost to dropouts;" in out
     assert "inconclusive" in out
 

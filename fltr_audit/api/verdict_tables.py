@@ -78,7 +78,7 @@ def print_attacks(table: pd.DataFrame) -> None:
         return format(row[col], fmt) if col in row and pd.notna(row[col]) else "n/a"
 
     if table.empty:
-        Console(width=WIDTH).print("Attacks: no list was scored (no probe cohort formed).")
+        Console(width=WIDTH).print("Attacks: no list was scored.")
         return
     rows, previous = [], (None, None)
     for _, r in table.iterrows():

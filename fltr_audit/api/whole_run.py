@@ -57,8 +57,9 @@ def audit_whole_run(algorithm: str, **options: Any) -> RunAuditRecord:
 
     Keywords (``WHOLE_RUN_DEFAULTS`` lists them with their defaults): ``defense``, ``canaries``,
     ``runs``, ``data``, ``fold``, ``rounds``, ``clients``, ``population``, ``queries_per_client``,
-    ``click_model`` (default: the algorithm's training one), ``seed``, ``ranker``, ``params``, ``non_iid``, ``poison`` (malicious clients of
-    every cohort: the canaries' privacy in a federation under attack), ``confidence``,
+    ``click_model`` (default: the algorithm's training one), ``seed``, ``ranker``, ``params``,
+    ``non_iid``, ``poison`` (malicious clients of every cohort: the canaries' privacy in a
+    federation under attack), ``confidence``,
     ``claim_verdict`` (require a claim), ``workers`` / ``scheduler`` (where the ``runs`` trainings
     run: the same figures on every executor), ``store`` (also record the row there). Returns the
     ``run_audits`` row (``fltr_audit.store.records.RunAuditRecord``)."""
