@@ -19,6 +19,7 @@ import math
 import numpy as np
 import pandas as pd
 
+from fltr_audit.base.means import nanmean
 from reports.claims import HUGE, bound_text, claim_summary, claim_text, pooled_audits
 from reports.leakage import ALPHA, MIN_EFFECT, leakage_table, leakage_verdicts
 from reports.robustness import clean_utility
@@ -90,7 +91,7 @@ def _f1_rows(attacks: pd.DataFrame, keys: list[str], confidence: float, alpha: f
             pvals.append(math.nan)
             continue
         base = _baseline(samples, keys, row)
-        f1_base.append(float(np.nanmean(base)) if base is not None and base.size else math.nan)
+        f1_base.append(nanmean(base) if base is not None else math.nan)
         pvals.append(welch_p(samples[group], base) if base is not None else math.nan)
     out["f1_baseline"] = f1_base
     out["p_value"] = pvals

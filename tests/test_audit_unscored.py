@@ -43,3 +43,16 @@ def test_a_probe_whose_lists_are_all_unscorable_says_so_without_numpy_warnings()
                                   click_models=["perfect"], threat_model="server-malicious")
     assert result.attacks.empty
     assert set(result.unscored["reason"]) == {"no scorable list"}
+
+
+def test_comparing_defenses_none_of_which_scored_a_list_warns_nothing():
+    """The privacy-utility table of two defenses whose probes scored no list: F1 baselines of
+    nothing are NaN without numpy's warning."""
+    from reports.compare import compare
+
+    result = fltr_audit.audit(**TOO_SMALL, defenses=["none", "krum(f=1)"], attacks=["olsr"],
+                              click_models=["perfect"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        table = compare(dict(result.tables))
+    assert set(table["defense"]) == {"none", "krum(f=1)"}

@@ -37,6 +37,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from fltr_audit.base.means import nanmean
 from fltr_audit.engine.aggregation import FedAvg
 from fltr_audit.constraints import Interval, ParameterError, check
 from fltr_audit.engine.algorithms.registry import manipulable_names
@@ -159,10 +160,3 @@ def _first(messages: Any) -> Any:
         n_interactions=messages.n_interactions[:1],
         **{name: getattr(messages, name)[:1] for name in ("vector", "seed", "metric")
            if getattr(messages, name) is not None})
-
-
-def nanmean(x: Any) -> float:
-    """The mean of the values of ``x`` that are not NaN; NaN (without numpy's warning) when none is."""
-    x = np.asarray(x, dtype=np.float64)
-    x = x[~np.isnan(x)]
-    return float(x.mean()) if len(x) else float("nan")

@@ -14,8 +14,9 @@ import numpy as np
 from attacks.registry import attack_spec, needed
 from defenses.robust.compose import rule_of
 from defenses.stack import DefenseStack
+from fltr_audit.base.means import nanmean
 from fltr_audit.constraints import POSITIVE_INT, ParameterError, check
-from fltr_audit.engine.malicious import malicious_probe, nanmean
+from fltr_audit.engine.malicious import malicious_probe
 from fltr_audit.engine.messages import RoundBatch
 from fltr_audit.engine.probe import MAX_PROBE_ROUNDS, probe_cohorts
 from fltr_audit.engine.randomness import stream

@@ -17,6 +17,7 @@ from scipy import stats
 
 from attacks.unlearning_bounds import DELTA, detectable_residue, forgetting_verdict, membership, server_test
 from attacks.unlearning_canaries import canary_scores
+from fltr_audit.base.means import nanmean
 from fltr_audit.engine import metrics
 from fltr_audit.engine.randomness import stream
 from fltr_audit.runs.unlearning_leakage import NOTHING
@@ -46,7 +47,7 @@ def poison_check(before: np.ndarray, after: np.ndarray, retrain: np.ndarray) -> 
     ``no effect`` (the poisoned model is not significantly worse than ``retrain``: nothing to
     remove), ``effect remains`` (the unlearned one still is), ``effect gone`` otherwise (paired
     one-sided t-tests over the test queries at 5 %)."""
-    b, a, r = (float(np.nanmean(x)) for x in (before, after, retrain))
+    b, a, r = (nanmean(x) for x in (before, after, retrain))
     removed = (a - b) / (r - b) if r > b else math.nan
     if worse_p(before, retrain) >= POISON_LEVEL:
         return removed, "no effect"
@@ -94,7 +95,7 @@ def unlearning_figures(spec: RunSpec, options: UnlearningOptions, fed: Any, coun
         p = results["poison"]
         q_pb, q_pa = per_query_ndcg(alg, p.before, test), per_query_ndcg(alg, p.after, test)
         removed, verdict = poison_check(q_pb, q_pa, q_ref)
-        poison = dict(poison_ndcg10_before=float(np.nanmean(q_pb)), poison_ndcg10_after=float(np.nanmean(q_pa)),
+        poison = dict(poison_ndcg10_before=nanmean(q_pb), poison_ndcg10_after=nanmean(q_pa),
                       poison_effect_removed=removed, poison_verdict=verdict)
     difference, kept = clean.difference or NOTHING, clean.kept or NOTHING
     return UnlearningAuditRecord(
@@ -107,8 +108,8 @@ def unlearning_figures(spec: RunSpec, options: UnlearningOptions, fed: Any, coun
         difference_leakage=difference.leakage, difference_leakage_ci_high=difference.ci_high,
         difference_attack=difference.attack, difference_verdict=difference.verdict,
         stored_leakage=kept.leakage, stored_verdict=kept.verdict,
-        ndcg10=float(np.nanmean(q_after)), ndcg10_before=float(np.nanmean(per_query_ndcg(alg, before, test))),
-        ndcg10_retrain=float(np.nanmean(q_ref)), ndcg10_delta=float(np.nanmean(q_after) - np.nanmean(q_ref)),
+        ndcg10=nanmean(q_after), ndcg10_before=nanmean(per_query_ndcg(alg, before, test)),
+        ndcg10_retrain=nanmean(q_ref), ndcg10_delta=nanmean(q_after) - nanmean(q_ref),
         weight_distance=float(np.linalg.norm(after - reference)), **poison,
         seconds=clean.unlearned.seconds, retrain_seconds=ref.unlearned.seconds,
         client_steps=clean.unlearned.client_steps, retrain_client_steps=ref.unlearned.client_steps,
