@@ -279,3 +279,17 @@ def test_client_app_serves_the_client_its_message_names(flower_message):
                           "config": ConfigRecord({"server-round": 1, SETUP: setup.to_json(), CLIENT: 1})})
     reply = make_client_app()(Message(content, dst_node_id=7, message_type=MessageType.TRAIN), context)
     assert reply.content[SHOWN]["client"] == 1
+
+
+def test_a_quiet_simulation_writes_nothing_on_stderr(tmp_path):
+    """``flower run --quiet``: Flower's log, Ray's warning and the actors' forwarded lines are held
+    back (``fltr_audit.flower.quiet``); run as its own process, since Ray writes to the descriptor."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "fltr_audit", "flower", "run", "--data", "synthetic:mq2008?queries=8",
+                           "--clients", "2", "--rounds", "1", "--out", str(tmp_path / "f"), "--quiet"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""
+    assert done.stdout.startswith("fpdgd on Flower (simulation): offline nDCG@10")

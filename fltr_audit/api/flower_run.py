@@ -23,9 +23,10 @@ def flower_run(algo: str = "fpdgd", *, data: str, out: str | Path, fold: int = 1
                clients: int = 3, supernodes: Optional[int] = None, queries_per_client: int = 4, rounds: int = 2,
                lr: Optional[float] = None, replace: bool = False, seed: int = 0, runtime: str = "simulation",
                superlink: Optional[str] = None, record_rounds: str = "1", server_sees: str = "messages",
-               timeout: float = 900.0) -> dict:
+               timeout: float = 900.0, flower_log: bool = True) -> dict:
     """Run the algorithm on Flower into ``out`` (``curves.csv``, ``recording/`` per client,
-    ``server-recording/``); return its figures."""
+    ``server-recording/``); return its figures. ``flower_log``: False holds a simulation's Flower
+    and Ray log back from stderr (errors still show; ``fltr_audit.flower.quiet``)."""
     check("algorithm", algo, (Options(tuple(LR_PARAMETER)),))
     check("runtime", runtime, (Options(RUNTIMES),))
     check("server_sees", server_sees, (Options(("messages", "aggregate")),))
@@ -66,7 +67,8 @@ def flower_run(algo: str = "fpdgd", *, data: str, out: str | Path, fold: int = 1
         else:
             (curves,) = simulate(setup, mods=[recording_mod(setup, str(rec.clients), set(kept))],
                                  strategy=lambda s: recording_strategy(s, default_strategy(s), str(rec.server),
-                                                                       sees=server_sees, rounds=set(kept)))
+                                                                       sees=server_sees, rounds=set(kept)),
+                                 log=flower_log)
         (tmp / "curves.csv").write_text("round,offline_ndcg10\n" + "".join(f"{r},{v!r}\n" for r, v in curves))
     seconds = time.perf_counter() - start
     return {"out": str(out), "runtime": "superlink" if superlink else runtime, "rounds": rounds,

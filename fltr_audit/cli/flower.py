@@ -54,7 +54,8 @@ def run(
         result = flower_run(algorithm, data=data, out=out, fold=fold, click_model=click_model, clients=clients,
                             supernodes=supernodes, queries_per_client=queries_per_client, rounds=rounds, lr=lr,
                             replace=replace, seed=seed, runtime=runtime, superlink=superlink,
-                            record_rounds=record_rounds, server_sees=server_sees, timeout=timeout)
+                            record_rounds=record_rounds, server_sees=server_sees, timeout=timeout,
+                            flower_log=not (quiet or json_out))
         bar.advance()
     if json_out:
         emit_json(result)

@@ -25,6 +25,7 @@ engine does.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -46,6 +47,7 @@ from fltr_audit.engine.data.load import load_splits
 from fltr_audit.errors import FltrError
 from fltr_audit.engine.evaluation import offline_ndcg
 from fltr_audit.engine.schedule import sample_queries
+from fltr_audit.flower.quiet import QUIET_RAY_INIT, quiet_flower
 from fltr_audit.flower.convert import CLIENT, SHOWN, TRUTH, flat, message_record, model_record, pack, reply_messages
 from fltr_audit.engine.interfaces import ClientOutput
 from fltr_audit.engine.messages import ServerView
@@ -347,13 +349,14 @@ def recording_strategy(setup: EngineSetup, strategy: Strategy, folder: str, *, s
 
 
 def simulate(*setups: EngineSetup, strategy: Callable[[EngineSetup], Strategy] = default_strategy,
-             mods: Sequence[Callable] = (), cpus: int = 2, curves_file: str | None = None
+             mods: Sequence[Callable] = (), cpus: int = 2, curves_file: str | None = None, log: bool = True
              ) -> list[list[tuple[int, float]]]:
     """Run the federations ``setups`` one after the other in one start of Flower's simulation
     runtime (Ray), one SuperNode per client (they must share ``clients``); their offline nDCG@10
     curves ``[(round, ndcg), ...]`` in order (and timed lines in ``curves_file``, see
     ``make_server_app``). ``cpus``: Ray's CPUs, one ClientApp actor each (every actor imports the
-    project and loads the data once). FltrError when a client replied with an error."""
+    project and loads the data once). ``log``: False holds Flower's and Ray's log back
+    (``fltr_audit.flower.quiet``). FltrError when a client replied with an error."""
     # start-up: flwr.simulation costs 0.45 s CPU; ClientApps never use it
     from flwr.simulation import run_simulation
 
@@ -361,14 +364,16 @@ def simulate(*setups: EngineSetup, strategy: Callable[[EngineSetup], Strategy] =
         raise FltrError("Flower simulation: the federations of one run need the same number of clients")
     curves: Curves = {}
     errors: list[Error] = []
-    run_simulation(make_server_app(setups, strategy, curves, curves_file, errors), make_client_app(mods),
-                   num_supernodes=setups[0].clients,
-                   backend_config={"client_resources": {"num_cpus": 1}, "init_args": {"num_cpus": cpus}})
+    init_args = {"num_cpus": cpus, **({} if log else QUIET_RAY_INIT)}
+    with contextlib.nullcontext() if log else quiet_flower():
+        run_simulation(make_server_app(setups, strategy, curves, curves_file, errors), make_client_app(mods),
+                       num_supernodes=setups[0].clients,
+                       backend_config={"client_resources": {"num_cpus": 1}, "init_args": init_args})
     if errors:
         raise FltrError(f"Flower run: {len(errors)} client replies were errors, first: code {errors[0].code}, "
                         f"{errors[0].reason}")
     for setup in setups:
         if len(curves.get(setup, [])) != setup.rounds:
             raise FltrError(f"Flower run ({setup.algo}): finished {len(curves.get(setup, []))} of {setup.rounds} "
-                            "rounds (see Flower's log above)")
+                            f"rounds ({'see Flower' if log else 'run it without --quiet for Flower'}'s log)")
     return [curves[s] for s in setups]
