@@ -40,7 +40,7 @@ BAD = [
     ("interval-zero", ["--interval", "0"], "--interval", "must be an integer >= 1"),
     ("calibration-zero", ["--calibration", "0"], "--calibration", "must be"),
     ("scale-zero", ["--scale", "0"], "--scale", "must be"),
-    ("krum-above-the-cohort", ["--defense", "krum(f=4)", "--method", "retrain"], "--clients", "below 2f + 3 = 11"),
+    ("krum-above-the-cohort", ["--defense", "krum(f=4)", "--method", "retrain"], "--defense", "below 2f + 3 = 11"),
 ]
 
 

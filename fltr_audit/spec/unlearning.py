@@ -85,10 +85,10 @@ def check_unlearning(spec: RunSpec, options: UnlearningOptions) -> None:
     check("confidence", o.confidence, OPEN_UNIT)
     if o.poison_check:
         check_poisonable(algo.name, spec_of.message_kind, spec_of.user_clicks)
-    try:  # the training's cohorts, as the campaigns' check names them
+    try:  # the training's cohorts, named as the campaigns' check (``campaign_checks``) names them
         check_cohort(spec.defense.build(), algo.clients)
     except FltrError as exc:
-        raise ParameterError("clients", str(exc)) from None
+        raise ParameterError("defense", str(exc)) from None
     check_method_fits(o.method, spec.defense)
 
 
